@@ -1,0 +1,122 @@
+/*
+ * The core's graph IR: what an ONNX model (or the graph builder) becomes.
+ *
+ * A graph owns an array of values and an array of nodes that refer to values
+ * by index. Every value has at most one producer; graph inputs and
+ * initializers have none. Names are unique within a graph and indexed by a
+ * hash table. Subgraphs (If/Loop/Scan bodies) are graphs of their own held
+ * by attributes, with parent set so outer-scope names can be resolved.
+ */
+#ifndef MINFER_CORE_GRAPH_H
+#define MINFER_CORE_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "minfer/minfer.h"
+#include "minfer/provider.h"
+
+typedef struct mf_graph mf_graph;
+
+typedef struct mf_attr {
+    char *name;
+    int type; /* MINFER_ATTR_* */
+    float f;
+    int64_t i;
+    char *s; /* NUL-terminated copy; s_len excludes the NUL */
+    size_t s_len;
+    size_t count; /* entries of floats / ints / strings / tensors / graphs */
+    float *floats;
+    int64_t *ints;
+    char **strings;
+    minfer_tensor *t;
+    minfer_tensor **tensors;
+    mf_graph *g;
+    mf_graph **graphs;
+} mf_attr;
+
+typedef struct mf_value {
+    char *name;
+    int32_t dtype; /* minfer_dtype; 0 when not declared */
+    int32_t rank;  /* -1 when not declared */
+    int64_t dims[MINFER_MAX_RANK]; /* -1: symbolic or unknown */
+    char *dim_params[MINFER_MAX_RANK]; /* symbolic names, or NULL */
+    int producer;       /* node index, -1 for inputs and initializers */
+    int is_input;       /* listed in graph.input and not an initializer */
+    int is_output;
+    minfer_tensor *initializer; /* constant contents, or NULL */
+} mf_value;
+
+typedef struct mf_node {
+    char *name;    /* "" when the model gives none */
+    char *op_type;
+    char *domain;  /* "" for the default ONNX domain ("ai.onnx" is normalised to "") */
+    int64_t opset; /* the model's version for the node's domain */
+    int *inputs;   /* value indices; -1 for an omitted optional input */
+    size_t n_inputs;
+    int *outputs;  /* value indices; -1 for an omitted optional output */
+    size_t n_outputs;
+    mf_attr *attrs;
+    size_t n_attrs;
+} mf_node;
+
+typedef struct mf_opset {
+    char *domain;
+    int64_t version;
+} mf_opset;
+
+struct mf_graph {
+    char *name;
+    mf_value *values;
+    size_t n_values, cap_values;
+    mf_node *nodes;
+    size_t n_nodes, cap_nodes;
+    int *inputs; /* non-initializer graph inputs, in model order */
+    size_t n_inputs;
+    int *outputs;
+    size_t n_outputs;
+    mf_opset *opsets;
+    size_t n_opsets;
+    int *order; /* topological order of nodes (after mf_graph_finalize) */
+    /* name -> value index, open addressing */
+    int *hash;
+    size_t hash_cap;
+    const mf_graph *parent; /* for subgraphs, the enclosing graph */
+};
+
+/* Construction. All return MINFER_OK or set the last error. */
+mf_graph *mf_graph_new(void);
+void mf_graph_free(mf_graph *g);
+/* Index of the named value, or -1. */
+int mf_graph_find(const mf_graph *g, const char *name);
+/* Index of the named value, creating an empty one if absent; -1 on OOM. */
+int mf_graph_intern(mf_graph *g, const char *name);
+/* Appends a node (zeroed) and returns its index, -1 on OOM. */
+int mf_graph_add_node(mf_graph *g);
+/* The opset version imported for a domain ("" or "ai.onnx": default), or 0. */
+int64_t mf_graph_opset(const mf_graph *g, const char *domain);
+/* Checks the graph and computes g->order: every value a node reads has a
+ * producer, is an input or an initializer (or comes from an outer scope);
+ * no value has two producers; no cycles; every output is produced. errctx
+ * names the model in messages. */
+minfer_status mf_graph_finalize(mf_graph *g, const char *errctx);
+
+/* Attribute lookup on the IR node; NULL if absent. */
+const mf_attr *mf_node_attr(const mf_node *n, const char *name);
+/* Typed getters returning def when the attribute is absent. */
+int64_t mf_attr_int(const mf_node *n, const char *name, int64_t def);
+float mf_attr_float(const mf_node *n, const char *name, float def);
+const char *mf_attr_string(const mf_node *n, const char *name, const char *def);
+/* ints/floats arrays; returns the count (0 if absent) and sets *out. */
+size_t mf_attr_ints(const mf_node *n, const char *name, const int64_t **out);
+size_t mf_attr_floats(const mf_node *n, const char *name, const float **out);
+
+void mf_attr_clear(mf_attr *a);
+
+/* Loading (onnx_load.c): parses a serialized ModelProto. model_dir is where
+ * external data files are looked up (may be NULL: current directory);
+ * errctx names the model in messages. */
+minfer_status mf_load_onnx(const void *data, size_t size, const char *model_dir,
+                           const char *errctx, mf_graph **out);
+
+#endif

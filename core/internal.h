@@ -1,0 +1,59 @@
+/*
+ * Private helpers shared by the core's translation units: errors, tensors,
+ * checked size arithmetic and small allocation wrappers.
+ */
+#ifndef MINFER_CORE_INTERNAL_H
+#define MINFER_CORE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "minfer/minfer.h"
+#include "minfer/provider.h"
+
+#if defined(__GNUC__)
+#define MF_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define MF_PRINTF(a, b)
+#endif
+
+/* Sets this thread's last error and returns st. */
+minfer_status mf_error(minfer_status st, const char *fmt, ...) MF_PRINTF(2, 3);
+/* Prepends "prefix: " to the current last error and returns st. */
+minfer_status mf_error_prefix(minfer_status st, const char *fmt, ...) MF_PRINTF(2, 3);
+void mf_error_clear(void);
+
+/* The public tensor. view.data points at the first element (host memory). */
+struct minfer_tensor {
+    minfer_tensor_view view;
+    int owns_data;
+};
+
+/* Element count of dims[0..rank) into *out; MINFER_ERR_LIMIT on overflow or
+ * a negative dimension. */
+minfer_status mf_numel(const int64_t *dims, int32_t rank, int64_t *out);
+/* Bytes of numel elements of dtype, overflow-checked. */
+minfer_status mf_nbytes(int32_t dtype, int64_t numel, size_t *out);
+/* A new owning tensor (zero-filled). */
+minfer_status mf_tensor_new(int32_t dtype, const int64_t *dims, int32_t rank, minfer_tensor **out);
+/* A deep copy (strings duplicated). */
+minfer_status mf_tensor_clone(const minfer_tensor *src, minfer_tensor **out);
+/* Frees the char * elements of a STRING tensor's data (count elements). */
+void mf_free_strings(void *data, int64_t count);
+
+/* Converts a parsed onnx TensorProto (opaque here: Onnx__TensorProto *) to a
+ * tensor. base_dir resolves external data (NULL: refuse external data);
+ * where names the tensor in messages. */
+minfer_status mf_tensor_from_proto(const void *proto, const char *base_dir, const char *where,
+                                   minfer_tensor **out);
+
+/* A printable shape "[1,3,224,224]" ("?" for -1, "[?]" for unknown rank). */
+const char *mf_shape_str(const int64_t *dims, int32_t rank, char *buf, size_t size);
+
+/* malloc/calloc/realloc that never return NULL silently: callers check. */
+void *mf_malloc(size_t n);
+void *mf_calloc(size_t n, size_t size);
+void *mf_realloc(void *p, size_t n);
+char *mf_strdup(const char *s);
+
+#endif

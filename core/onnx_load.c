@@ -1,0 +1,469 @@
+/*
+ * ONNX ModelProto -> mf_graph.
+ *
+ * The protobuf-c parser does the wire-format work and refuses truncated or
+ * malformed messages; everything it accepts is still untrusted, so each
+ * field is checked here before it reaches the IR: element types, dims,
+ * attribute types, names. Errors name the model and the item.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+#include "internal.h"
+#include "onnx.proto3.pb-c.h"
+
+typedef struct load_ctx {
+    const char *errctx;
+    const char *model_dir;
+    int depth; /* subgraph nesting, bounded */
+} load_ctx;
+
+#define MAX_SUBGRAPH_DEPTH 32
+
+static minfer_status load_graph(load_ctx *lc, const Onnx__GraphProto *gp, const mf_graph *parent,
+                                mf_graph **out);
+
+static int valid_dtype(int32_t t) { return t >= 1 && t <= 16; }
+
+/* Declared type and shape of a graph input or output. */
+static minfer_status load_value_info(load_ctx *lc, const Onnx__ValueInfoProto *vi, mf_value *v,
+                                     const char *what) {
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp)
+        return MINFER_OK; /* untyped: inference decides */
+    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        return mf_error(MINFER_ERR_UNSUPPORTED,
+                        "%s: graph %s '%s' is not a tensor (sequence, map, optional and sparse "
+                        "values are not supported yet)",
+                        lc->errctx, what, vi->name);
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (!tt)
+        return MINFER_OK;
+    if (!valid_dtype(tt->elem_type))
+        return mf_error(MINFER_ERR_MODEL, "%s: graph %s '%s' has unknown element type %d",
+                        lc->errctx, what, vi->name, (int)tt->elem_type);
+    v->dtype = tt->elem_type;
+    if (!tt->shape)
+        return MINFER_OK; /* rank unknown */
+    if (tt->shape->n_dim > MINFER_MAX_RANK)
+        return mf_error(MINFER_ERR_LIMIT, "%s: graph %s '%s' has rank %zu, above the limit of %d",
+                        lc->errctx, what, vi->name, tt->shape->n_dim, MINFER_MAX_RANK);
+    v->rank = (int32_t)tt->shape->n_dim;
+    for (size_t d = 0; d < tt->shape->n_dim; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        v->dims[d] = -1;
+        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (dim->dim_value < 0)
+                return mf_error(MINFER_ERR_MODEL, "%s: graph %s '%s' dimension %zu is %lld",
+                                lc->errctx, what, vi->name, d, (long long)dim->dim_value);
+            v->dims[d] = dim->dim_value;
+        } else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                   dim->dim_param && dim->dim_param[0]) {
+            v->dim_params[d] = mf_strdup(dim->dim_param);
+            if (!v->dim_params[d])
+                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+        }
+    }
+    return MINFER_OK;
+}
+
+static minfer_status copy_attr(load_ctx *lc, const mf_graph *g, const Onnx__AttributeProto *ap,
+                               mf_attr *a, const char *where) {
+    a->name = mf_strdup(ap->name);
+    if (!a->name)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+    if (ap->ref_attr_name && ap->ref_attr_name[0])
+        return mf_error(MINFER_ERR_UNSUPPORTED,
+                        "%s: %s attribute '%s' refers to a function attribute ('%s'), which is "
+                        "not supported",
+                        lc->errctx, where, ap->name, ap->ref_attr_name);
+    a->type = (int)ap->type;
+    switch (ap->type) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+        a->f = ap->f;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+        a->i = ap->i;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+        a->s = mf_malloc(ap->s.len + 1);
+        if (!a->s)
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+        if (ap->s.len)
+            memcpy(a->s, ap->s.data, ap->s.len);
+        a->s[ap->s.len] = '\0';
+        a->s_len = ap->s.len;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+        a->count = ap->n_floats;
+        a->floats = mf_malloc((ap->n_floats + 1) * sizeof(float));
+        if (!a->floats)
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+        if (ap->n_floats)
+            memcpy(a->floats, ap->floats, ap->n_floats * sizeof(float));
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+        a->count = ap->n_ints;
+        a->ints = mf_malloc((ap->n_ints + 1) * sizeof(int64_t));
+        if (!a->ints)
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+        if (ap->n_ints)
+            memcpy(a->ints, ap->ints, ap->n_ints * sizeof(int64_t));
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+        a->strings = mf_calloc(ap->n_strings + 1, sizeof(char *));
+        if (!a->strings)
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+        for (size_t i = 0; i < ap->n_strings; i++) {
+            a->strings[i] = mf_malloc(ap->strings[i].len + 1);
+            if (!a->strings[i])
+                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+            if (ap->strings[i].len)
+                memcpy(a->strings[i], ap->strings[i].data, ap->strings[i].len);
+            a->strings[i][ap->strings[i].len] = '\0';
+            a->count = i + 1;
+        }
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
+        if (!ap->t)
+            return mf_error(MINFER_ERR_MODEL, "%s: %s attribute '%s' has no tensor", lc->errctx,
+                            where, ap->name);
+        char w[512];
+        snprintf(w, sizeof w, "%s attribute '%s'", where, ap->name);
+        minfer_status st = mf_tensor_from_proto(ap->t, lc->model_dir, w, &a->t);
+        if (st != MINFER_OK)
+            return mf_error_prefix(st, "%s", lc->errctx);
+        break;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS:
+        a->tensors = mf_calloc(ap->n_tensors + 1, sizeof(minfer_tensor *));
+        if (!a->tensors)
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+        for (size_t i = 0; i < ap->n_tensors; i++) {
+            char w[512];
+            snprintf(w, sizeof w, "%s attribute '%s'[%zu]", where, ap->name, i);
+            minfer_status st = mf_tensor_from_proto(ap->tensors[i], lc->model_dir, w, &a->tensors[i]);
+            a->count = i + 1;
+            if (st != MINFER_OK)
+                return mf_error_prefix(st, "%s", lc->errctx);
+        }
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: {
+        if (!ap->g)
+            return mf_error(MINFER_ERR_MODEL, "%s: %s attribute '%s' has no graph", lc->errctx,
+                            where, ap->name);
+        minfer_status st = load_graph(lc, ap->g, g, &a->g);
+        if (st != MINFER_OK)
+            return st;
+        break;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
+        a->graphs = mf_calloc(ap->n_graphs + 1, sizeof(mf_graph *));
+        if (!a->graphs)
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+        for (size_t i = 0; i < ap->n_graphs; i++) {
+            minfer_status st = load_graph(lc, ap->graphs[i], g, &a->graphs[i]);
+            a->count = i + 1;
+            if (st != MINFER_OK)
+                return st;
+        }
+        break;
+    default:
+        return mf_error(MINFER_ERR_UNSUPPORTED,
+                        "%s: %s attribute '%s' has type %d, which minfer does not support",
+                        lc->errctx, where, ap->name, (int)ap->type);
+    }
+    return MINFER_OK;
+}
+
+static minfer_status load_node(load_ctx *lc, mf_graph *g, const Onnx__NodeProto *np, size_t idx) {
+    char where[512];
+    int ni = mf_graph_add_node(g);
+    if (ni < 0)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory adding node %zu", lc->errctx, idx);
+    mf_node *n = &g->nodes[ni];
+    n->name = mf_strdup(np->name ? np->name : "");
+    n->op_type = mf_strdup(np->op_type ? np->op_type : "");
+    n->domain = mf_strdup(np->domain && strcmp(np->domain, "ai.onnx") != 0 ? np->domain : "");
+    n->inputs = mf_malloc((np->n_input + 1) * sizeof(int));
+    n->outputs = mf_malloc((np->n_output + 1) * sizeof(int));
+    n->attrs = mf_calloc(np->n_attribute + 1, sizeof(mf_attr));
+    if (!n->name || !n->op_type || !n->domain || !n->inputs || !n->outputs || !n->attrs)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory loading node %zu", lc->errctx, idx);
+    if (n->name[0])
+        snprintf(where, sizeof where, "node '%s' (%s)", n->name, n->op_type);
+    else
+        snprintf(where, sizeof where, "node #%zu (%s)", idx, n->op_type);
+    if (!n->op_type[0])
+        return mf_error(MINFER_ERR_MODEL, "%s: %s has an empty op_type", lc->errctx, where);
+    for (size_t i = 0; i < np->n_input; i++) {
+        int vi = -1;
+        if (np->input[i] && np->input[i][0]) {
+            vi = mf_graph_intern(g, np->input[i]);
+            if (vi < 0)
+                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+            n = &g->nodes[ni];
+        }
+        n->inputs[n->n_inputs++] = vi;
+    }
+    for (size_t i = 0; i < np->n_output; i++) {
+        int vi = -1;
+        if (np->output[i] && np->output[i][0]) {
+            vi = mf_graph_intern(g, np->output[i]);
+            if (vi < 0)
+                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+            for (size_t j = 0; j < n->n_outputs; j++)
+                if (n->outputs[j] == vi)
+                    return mf_error(MINFER_ERR_MODEL, "%s: %s names output '%s' twice",
+                                    lc->errctx, where, np->output[i]);
+        }
+        n->outputs[n->n_outputs++] = vi;
+    }
+    for (size_t i = 0; i < np->n_attribute; i++) {
+        const Onnx__AttributeProto *ap = np->attribute[i];
+        if (!ap->name || !ap->name[0])
+            return mf_error(MINFER_ERR_MODEL, "%s: %s has an attribute with no name", lc->errctx,
+                            where);
+        if (mf_node_attr(n, ap->name))
+            return mf_error(MINFER_ERR_MODEL, "%s: %s has attribute '%s' twice", lc->errctx,
+                            where, ap->name);
+        minfer_status st = copy_attr(lc, g, ap, &n->attrs[i], where);
+        n->n_attrs = i + 1; /* so a failed attribute is freed with the graph */
+        if (st != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
+}
+
+static minfer_status load_graph(load_ctx *lc, const Onnx__GraphProto *gp, const mf_graph *parent,
+                                mf_graph **out) {
+    minfer_status st = MINFER_OK;
+    mf_graph *g = NULL;
+    *out = NULL;
+    if (++lc->depth > MAX_SUBGRAPH_DEPTH) {
+        st = mf_error(MINFER_ERR_LIMIT, "%s: subgraphs nest deeper than %d", lc->errctx,
+                      MAX_SUBGRAPH_DEPTH);
+        goto fail;
+    }
+    g = mf_graph_new();
+    if (!g) {
+        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+        goto fail;
+    }
+    g->parent = parent;
+    g->name = mf_strdup(gp->name ? gp->name : "");
+    g->inputs = mf_malloc((gp->n_input + 1) * sizeof(int));
+    g->outputs = mf_malloc((gp->n_output + 1) * sizeof(int));
+    if (!g->name || !g->inputs || !g->outputs) {
+        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+        goto fail;
+    }
+    if (gp->n_sparse_initializer) {
+        st = mf_error(MINFER_ERR_UNSUPPORTED, "%s: sparse initializers are not supported",
+                      lc->errctx);
+        goto fail;
+    }
+
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        if (!tp->name || !tp->name[0]) {
+            st = mf_error(MINFER_ERR_MODEL, "%s: initializer %zu has no name", lc->errctx, i);
+            goto fail;
+        }
+        int vi = mf_graph_intern(g, tp->name);
+        if (vi < 0) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+            goto fail;
+        }
+        mf_value *v = &g->values[vi];
+        if (v->initializer) {
+            st = mf_error(MINFER_ERR_MODEL, "%s: initializer '%s' appears twice", lc->errctx,
+                          tp->name);
+            goto fail;
+        }
+        char w[512];
+        snprintf(w, sizeof w, "initializer '%s'", tp->name);
+        st = mf_tensor_from_proto(tp, lc->model_dir, w, &v->initializer);
+        if (st != MINFER_OK) {
+            mf_error_prefix(st, "%s", lc->errctx);
+            goto fail;
+        }
+        v->dtype = v->initializer->view.dtype;
+        v->rank = v->initializer->view.rank;
+        memcpy(v->dims, v->initializer->view.dims, sizeof v->dims);
+    }
+
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vip = gp->input[i];
+        if (!vip->name || !vip->name[0]) {
+            st = mf_error(MINFER_ERR_MODEL, "%s: graph input %zu has no name", lc->errctx, i);
+            goto fail;
+        }
+        int vi = mf_graph_intern(g, vip->name);
+        if (vi < 0) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+            goto fail;
+        }
+        mf_value *v = &g->values[vi];
+        if (v->is_input) {
+            st = mf_error(MINFER_ERR_MODEL, "%s: graph input '%s' is listed twice", lc->errctx,
+                          vip->name);
+            goto fail;
+        }
+        if (v->initializer) {
+            /* An input with a default value (IR >= 4 lists these as inputs
+             * too). Its declared type must agree with the data. */
+            if (vip->type && vip->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                vip->type->tensor_type && vip->type->tensor_type->elem_type &&
+                vip->type->tensor_type->elem_type != v->dtype) {
+                st = mf_error(MINFER_ERR_MODEL,
+                              "%s: graph input '%s' is declared %s but its initializer is %s",
+                              lc->errctx, vip->name,
+                              minfer_dtype_name((minfer_dtype)vip->type->tensor_type->elem_type),
+                              minfer_dtype_name((minfer_dtype)v->dtype));
+                goto fail;
+            }
+            continue;
+        }
+        st = load_value_info(lc, vip, v, "input");
+        if (st != MINFER_OK)
+            goto fail;
+        if (v->dtype == 0) {
+            st = mf_error(MINFER_ERR_MODEL, "%s: graph input '%s' declares no element type",
+                          lc->errctx, vip->name);
+            goto fail;
+        }
+        v->is_input = 1;
+        g->inputs[g->n_inputs++] = vi;
+    }
+
+    for (size_t i = 0; i < gp->n_node; i++) {
+        st = load_node(lc, g, gp->node[i], i);
+        if (st != MINFER_OK)
+            goto fail;
+    }
+
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const Onnx__ValueInfoProto *vip = gp->output[i];
+        if (!vip->name || !vip->name[0]) {
+            st = mf_error(MINFER_ERR_MODEL, "%s: graph output %zu has no name", lc->errctx, i);
+            goto fail;
+        }
+        int vi = mf_graph_intern(g, vip->name);
+        if (vi < 0) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
+            goto fail;
+        }
+        mf_value *v = &g->values[vi];
+        if (v->is_output) {
+            st = mf_error(MINFER_ERR_MODEL, "%s: graph output '%s' is listed twice", lc->errctx,
+                          vip->name);
+            goto fail;
+        }
+        if (!v->initializer && !v->is_input) {
+            st = load_value_info(lc, vip, v, "output");
+            if (st != MINFER_OK)
+                goto fail;
+        }
+        v->is_output = 1;
+        g->outputs[g->n_outputs++] = vi;
+    }
+    lc->depth--;
+    *out = g;
+    return MINFER_OK;
+fail:
+    lc->depth--;
+    mf_graph_free(g);
+    return st;
+}
+
+/* Finalizes a graph and, depth first, every subgraph it holds. */
+static minfer_status finalize_all(mf_graph *g, const char *errctx) {
+    minfer_status st = mf_graph_finalize(g, errctx);
+    if (st != MINFER_OK)
+        return st;
+    for (size_t i = 0; i < g->n_nodes; i++)
+        for (size_t a = 0; a < g->nodes[i].n_attrs; a++) {
+            mf_attr *at = &g->nodes[i].attrs[a];
+            if (at->g && (st = finalize_all(at->g, errctx)) != MINFER_OK)
+                return st;
+            for (size_t k = 0; at->graphs && k < at->count; k++)
+                if ((st = finalize_all(at->graphs[k], errctx)) != MINFER_OK)
+                    return st;
+        }
+    return MINFER_OK;
+}
+
+minfer_status mf_load_onnx(const void *data, size_t size, const char *model_dir,
+                           const char *errctx, mf_graph **out) {
+    minfer_status st = MINFER_OK;
+    Onnx__ModelProto *mp = NULL;
+    mf_graph *g = NULL;
+    load_ctx lc = {errctx, model_dir, 0};
+    *out = NULL;
+    if (size == 0)
+        return mf_error(MINFER_ERR_MODEL, "%s: the model is empty (0 bytes)", errctx);
+    mp = onnx__model_proto__unpack(NULL, size, data);
+    if (!mp)
+        return mf_error(MINFER_ERR_MODEL,
+                        "%s: not a valid ONNX model (the protobuf data is malformed or "
+                        "truncated; %zu bytes)",
+                        errctx, size);
+    if (!mp->graph) {
+        st = mf_error(MINFER_ERR_MODEL, "%s: the model has no graph", errctx);
+        goto done;
+    }
+    st = load_graph(&lc, mp->graph, NULL, &g);
+    if (st != MINFER_OK)
+        goto done;
+    g->opsets = mf_calloc(mp->n_opset_import + 1, sizeof *g->opsets);
+    if (!g->opsets) {
+        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+        goto done;
+    }
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *op = mp->opset_import[i];
+        const char *dom = op->domain && strcmp(op->domain, "ai.onnx") != 0 ? op->domain : "";
+        if (op->version <= 0) {
+            st = mf_error(MINFER_ERR_MODEL, "%s: opset import for domain '%s' has version %lld",
+                          errctx, dom, (long long)op->version);
+            goto done;
+        }
+        for (size_t j = 0; j < g->n_opsets; j++)
+            if (strcmp(g->opsets[j].domain, dom) == 0) {
+                st = mf_error(MINFER_ERR_MODEL, "%s: domain '%s' is imported twice", errctx, dom);
+                goto done;
+            }
+        g->opsets[g->n_opsets].domain = mf_strdup(dom);
+        if (!g->opsets[g->n_opsets].domain) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+            goto done;
+        }
+        g->opsets[g->n_opsets++].version = op->version;
+    }
+    if (g->n_opsets == 0) {
+        /* IR version 1 and 2 models predate opset_import: they mean opset 1. */
+        if (mp->ir_version >= 3) {
+            st = mf_error(MINFER_ERR_MODEL, "%s: the model imports no opset", errctx);
+            goto done;
+        }
+        g->opsets[0].domain = mf_strdup("");
+        if (!g->opsets[0].domain) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+            goto done;
+        }
+        g->opsets[0].version = 1;
+        g->n_opsets = 1;
+    }
+    st = finalize_all(g, errctx);
+done:
+    if (mp)
+        onnx__model_proto__free_unpacked(mp, NULL);
+    if (st == MINFER_OK)
+        *out = g;
+    else
+        mf_graph_free(g);
+    return st;
+}

@@ -1,0 +1,235 @@
+/*
+ * minfer: a small ONNX inference runtime.
+ *
+ * Typical use:
+ *
+ *     minfer_options *opt = NULL;
+ *     minfer_session *s = NULL;
+ *     minfer_options_create(&opt);
+ *     minfer_options_set_providers_str(opt, "opencl,cpu");
+ *     if (minfer_session_create("model.onnx", opt, &s) != MINFER_OK)
+ *         fprintf(stderr, "%s\n", minfer_last_error());
+ *
+ *     int64_t dims[4] = {1, 3, 224, 224};
+ *     minfer_tensor *in = NULL, *out = NULL;
+ *     minfer_tensor_wrap(MINFER_DTYPE_FLOAT, dims, 4, pixels, sizeof pixels, &in);
+ *     const char *in_names[] = {"input"}, *out_names[] = {"logits"};
+ *     minfer_session_run(s, in_names, (const minfer_tensor *const *)&in, 1,
+ *                        out_names, &out, 1);  // out == NULL: the session allocates it
+ *     const float *logits = minfer_tensor_data(out);
+ *     ...
+ *     minfer_tensor_free(out); minfer_tensor_free(in);
+ *     minfer_session_free(s); minfer_options_free(opt);
+ *
+ * Every call that can fail returns a minfer_status; MINFER_OK is 0. After a
+ * failure minfer_last_error() returns a message naming what failed and where
+ * (model, node, op, input). Every _free function accepts NULL.
+ */
+#ifndef MINFER_MINFER_H
+#define MINFER_MINFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define MINFER_API __attribute__((visibility("default")))
+#else
+#define MINFER_API
+#endif
+
+#define MINFER_VERSION_MAJOR 0
+#define MINFER_VERSION_MINOR 1
+#define MINFER_VERSION_PATCH 0
+#define MINFER_VERSION_STRING "0.1.0"
+
+/* The largest tensor rank minfer handles; larger ranks are a clear error. */
+#define MINFER_MAX_RANK 8
+
+/* ---- Status and errors ------------------------------------------------- */
+
+typedef enum minfer_status {
+    MINFER_OK = 0,
+    MINFER_ERR_INVALID_ARG,   /* a NULL where a value is needed, a bad option */
+    MINFER_ERR_IO,            /* a file could not be opened or read */
+    MINFER_ERR_MODEL,         /* the model is malformed or inconsistent */
+    MINFER_ERR_UNSUPPORTED,   /* an op, type or feature minfer does not run */
+    MINFER_ERR_PROVIDER,      /* a provider failed to load, initialise or run */
+    MINFER_ERR_SHAPE,         /* shapes that do not agree */
+    MINFER_ERR_TYPE,          /* element types that do not agree */
+    MINFER_ERR_NOMEM,         /* an allocation failed */
+    MINFER_ERR_NOT_FOUND,     /* a name that is not in the model */
+    MINFER_ERR_LIMIT,         /* a size beyond a configured or built-in limit */
+    MINFER_ERR_RUNTIME        /* a kernel failed while running */
+} minfer_status;
+
+/* A short fixed description of a status code. The string is static. */
+MINFER_API const char *minfer_status_str(minfer_status status);
+
+/* The message of the last failed call on this thread ("" if none). Valid
+ * until the next minfer call on the same thread. */
+MINFER_API const char *minfer_last_error(void);
+
+/* The library version, e.g. "0.1.0". Static string. */
+MINFER_API const char *minfer_version(void);
+
+/* ---- Element types (numbered as ONNX's TensorProto.DataType) ----------- */
+
+typedef enum minfer_dtype {
+    MINFER_DTYPE_UNDEFINED = 0,
+    MINFER_DTYPE_FLOAT = 1,
+    MINFER_DTYPE_UINT8 = 2,
+    MINFER_DTYPE_INT8 = 3,
+    MINFER_DTYPE_UINT16 = 4,
+    MINFER_DTYPE_INT16 = 5,
+    MINFER_DTYPE_INT32 = 6,
+    MINFER_DTYPE_INT64 = 7,
+    MINFER_DTYPE_STRING = 8,   /* elements are char * (NUL-terminated, owned by the tensor) */
+    MINFER_DTYPE_BOOL = 9,     /* one byte per element, 0 or 1 */
+    MINFER_DTYPE_FLOAT16 = 10, /* IEEE half, stored as uint16_t bits */
+    MINFER_DTYPE_DOUBLE = 11,
+    MINFER_DTYPE_UINT32 = 12,
+    MINFER_DTYPE_UINT64 = 13,
+    MINFER_DTYPE_COMPLEX64 = 14,
+    MINFER_DTYPE_COMPLEX128 = 15,
+    MINFER_DTYPE_BFLOAT16 = 16 /* stored as uint16_t bits */
+} minfer_dtype;
+
+/* Bytes per element (sizeof(char *) for STRING); 0 for an unknown type. */
+MINFER_API size_t minfer_dtype_size(minfer_dtype dtype);
+/* The ONNX name of a type ("float", "int64", ...); "undefined" if unknown. */
+MINFER_API const char *minfer_dtype_name(minfer_dtype dtype);
+
+/* ---- Tensors ------------------------------------------------------------ */
+
+typedef struct minfer_tensor minfer_tensor;
+
+/* A tensor that owns zero-filled memory of the given type and shape. */
+MINFER_API minfer_status minfer_tensor_create(minfer_dtype dtype, const int64_t *dims,
+                                              size_t rank, minfer_tensor **out);
+/* A tensor over caller memory (not copied, not freed; must outlive the
+ * tensor). data_bytes must be at least the tensor's size. */
+MINFER_API minfer_status minfer_tensor_wrap(minfer_dtype dtype, const int64_t *dims,
+                                            size_t rank, void *data, size_t data_bytes,
+                                            minfer_tensor **out);
+/* Frees the tensor and, if it owns them, its data. NULL is a no-op. */
+MINFER_API void minfer_tensor_free(minfer_tensor *t);
+
+MINFER_API minfer_dtype minfer_tensor_dtype(const minfer_tensor *t);
+MINFER_API size_t minfer_tensor_rank(const minfer_tensor *t);
+/* The dims array (rank entries), owned by the tensor. */
+MINFER_API const int64_t *minfer_tensor_dims(const minfer_tensor *t);
+MINFER_API int64_t minfer_tensor_numel(const minfer_tensor *t);
+MINFER_API size_t minfer_tensor_nbytes(const minfer_tensor *t);
+/* The first element; owned by the tensor (or the caller, for a wrap). */
+MINFER_API void *minfer_tensor_data(const minfer_tensor *t);
+
+/* Reads a serialized ONNX TensorProto (the test-case input_K.pb format).
+ * *name_out, if not NULL, receives a malloc'd copy of the tensor's name
+ * (free it with free()). */
+MINFER_API minfer_status minfer_tensor_load_pb(const char *path, minfer_tensor **out,
+                                               char **name_out);
+MINFER_API minfer_status minfer_tensor_load_pb_memory(const void *data, size_t size,
+                                                      minfer_tensor **out, char **name_out);
+/* Writes a tensor as a serialized ONNX TensorProto named name (may be NULL). */
+MINFER_API minfer_status minfer_tensor_save_pb(const minfer_tensor *t, const char *name,
+                                               const char *path);
+
+/* ---- Session options ---------------------------------------------------- */
+
+typedef struct minfer_options minfer_options;
+
+typedef enum minfer_log_level {
+    MINFER_LOG_ERROR = 0,
+    MINFER_LOG_WARN = 1,
+    MINFER_LOG_INFO = 2,
+    MINFER_LOG_VERBOSE = 3
+} minfer_log_level;
+
+MINFER_API minfer_status minfer_options_create(minfer_options **out);
+MINFER_API void minfer_options_free(minfer_options *opt);
+/* Provider preference list, most preferred first, e.g. {"opencl", "cpu"}.
+ * Without one, MINFER_PROVIDERS is used, else the default order
+ * (MINFER_DEFAULT_PROVIDERS in docs/providers.md), which ends with "cpu". */
+MINFER_API minfer_status minfer_options_set_providers(minfer_options *opt,
+                                                      const char *const *names, size_t count);
+/* The same as a comma-separated string: "opencl,cpu". */
+MINFER_API minfer_status minfer_options_set_providers_str(minfer_options *opt, const char *list);
+/* Threads for the session's pool; 0 (default) means one per online CPU. */
+MINFER_API minfer_status minfer_options_set_threads(minfer_options *opt, int threads);
+/* Messages at or below this level go to stderr (default WARN, or MINFER_LOG). */
+MINFER_API minfer_status minfer_options_set_log_level(minfer_options *opt, minfer_log_level level);
+
+/* ---- Sessions ----------------------------------------------------------- */
+
+typedef struct minfer_session minfer_session;
+
+/* Loads, validates, infers shapes, assigns providers and prepares every node.
+ * opt may be NULL (defaults). On failure *out is NULL. */
+MINFER_API minfer_status minfer_session_create(const char *model_path, const minfer_options *opt,
+                                               minfer_session **out);
+/* The same from a serialized model in memory (copied as needed; external
+ * data is resolved relative to the current directory). */
+MINFER_API minfer_status minfer_session_create_from_memory(const void *data, size_t size,
+                                                           const minfer_options *opt,
+                                                           minfer_session **out);
+MINFER_API void minfer_session_free(minfer_session *s);
+
+/* Describes a graph input or output. Pointers are owned by the session and
+ * live as long as it does. dims[i] is -1 for a dimension that is not fixed;
+ * dim_names[i] is then its symbolic name ("batch") or NULL. rank is -1 when
+ * the model does not declare one. */
+typedef struct minfer_value_info {
+    const char *name;
+    minfer_dtype dtype;
+    int32_t rank;
+    const int64_t *dims;
+    const char *const *dim_names;
+} minfer_value_info;
+
+MINFER_API size_t minfer_session_input_count(const minfer_session *s);
+MINFER_API size_t minfer_session_output_count(const minfer_session *s);
+MINFER_API minfer_status minfer_session_input_info(const minfer_session *s, size_t index,
+                                                   minfer_value_info *info);
+MINFER_API minfer_status minfer_session_output_info(const minfer_session *s, size_t index,
+                                                    minfer_value_info *info);
+
+/* Runs the model. inputs[i] feeds the graph input named input_names[i]; every
+ * non-initializer graph input must be given (an initializer input may be
+ * overridden). For each requested output: if outputs[i] is NULL the session
+ * allocates a tensor the caller frees with minfer_tensor_free; otherwise it
+ * must be a tensor of the output's type and shape, and the result is written
+ * into it. output_names may be NULL with n_outputs equal to the output count
+ * to mean every graph output in order. */
+MINFER_API minfer_status minfer_session_run(minfer_session *s,
+                                            const char *const *input_names,
+                                            const minfer_tensor *const *inputs, size_t n_inputs,
+                                            const char *const *output_names,
+                                            minfer_tensor **outputs, size_t n_outputs);
+
+/* Per-node provider placement, for `minfer info`. Strings are owned by the
+ * session. */
+typedef struct minfer_node_placement {
+    const char *node_name;
+    const char *op_type;
+    const char *domain;
+    const char *provider;
+} minfer_node_placement;
+
+MINFER_API size_t minfer_session_node_count(const minfer_session *s);
+MINFER_API minfer_status minfer_session_node_placement(const minfer_session *s, size_t index,
+                                                       minfer_node_placement *out);
+/* The providers that loaded for this session, in preference order. */
+MINFER_API size_t minfer_session_provider_count(const minfer_session *s);
+MINFER_API const char *minfer_session_provider_name(const minfer_session *s, size_t index);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "minfer/builder.h"
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * The minfer execution-provider ABI.
+ *
+ * A provider is a shared object that minfer dlopens at run time. It exports
+ * one symbol, through MINFER_PROVIDER_DEFINE, that returns a minfer_provider
+ * vtable. A minimal provider:
+ *
+ *     static int supports(void *ctx, const minfer_node_desc *n, char *why, size_t len) {
+ *         if (strcmp(n->op_type, "Relu") == 0 && n->domain[0] == '\0') return 1;
+ *         snprintf(why, len, "only Relu");
+ *         return 0;
+ *     }
+ *     static minfer_status run(void *ctx, void *state, const minfer_exec_args *a) { ... }
+ *     static const minfer_provider my_provider = {
+ *         .abi_version = MINFER_PROVIDER_ABI_VERSION,
+ *         .struct_size = sizeof(minfer_provider),
+ *         .name = "mine", .version = "1.0",
+ *         .init = my_init, .shutdown = my_shutdown,
+ *         .supports_operator = supports, .execute_node = run,
+ *     };
+ *     MINFER_PROVIDER_DEFINE(my_provider)
+ *
+ * Versioning rules (docs/providers.md):
+ *  - Every struct that crosses the boundary starts with a size or version
+ *    field. New members are only ever appended; MINFER_PROVIDER_ABI_VERSION
+ *    changes only when an existing member changes meaning or place.
+ *  - The host checks abi_version and struct_size before it calls anything,
+ *    and checks an optional member for NULL (and that struct_size covers it)
+ *    before calling it. Each optional member says what NULL means.
+ *  - A provider keeps all state in the ctx it returns from init (no globals),
+ *    so two sessions may hold two differently configured instances.
+ *
+ * Life cycle, per session:
+ *   init -> supports_operator (every node, in topological order)
+ *        -> prepare_node (each node it was given, once per shape plan)
+ *        -> execute_node (every run) -> release_node -> shutdown.
+ * prepare_node may run again when a run's input shapes differ from the ones
+ * a plan was built for; execute_node never allocates tensor memory: the host
+ * gives it its outputs and workspace.
+ */
+#ifndef MINFER_PROVIDER_H
+#define MINFER_PROVIDER_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "minfer/minfer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MINFER_PROVIDER_ABI_VERSION 1u
+
+/* ---- Data the host hands to a provider --------------------------------- */
+
+/* One tensor as a kernel sees it. In host memory, data points at the first
+ * element and offset is 0. In a provider's own memory domain, data is the
+ * provider's buffer handle (from mem_alloc) and offset the byte offset of
+ * this tensor inside it. layout is 0 for plain row-major; any other value is
+ * private to the provider that produced it (set through
+ * minfer_node_prep.output_layouts), e.g. a blocked layout. rank == -1 on an
+ * output means the host could not infer its shape before the run: the kernel
+ * must call minfer_host_api.alloc_output. */
+/* What kind of value a view or desc holds. Sequences and optionals are
+ * reserved for ops that carry them (their data then points at a
+ * host-defined container); every current kernel sees MINFER_VALUE_TENSOR. */
+enum {
+    MINFER_VALUE_TENSOR = 0,
+    MINFER_VALUE_SEQUENCE = 1,
+    MINFER_VALUE_OPTIONAL = 2
+};
+
+typedef struct minfer_tensor_view {
+    int32_t kind;  /* MINFER_VALUE_* */
+    int32_t dtype; /* minfer_dtype (of the elements, for a sequence) */
+    int32_t rank;
+    int64_t dims[MINFER_MAX_RANK];
+    void *data;
+    size_t offset;
+    size_t nbytes;   /* bytes available at data + offset */
+    uint64_t layout;
+} minfer_tensor_view;
+
+/* A node input or output as known at session build or plan time. dims[i] is
+ * -1 where a dimension is not known yet; rank is -1 when nothing is known.
+ * const_data is non-NULL when the value is a constant known before any run
+ * (an initializer, or computed from constants and shapes): host memory,
+ * plain layout, const_nbytes bytes, valid until release_node. present is 0
+ * for an omitted optional input (empty name). */
+typedef struct minfer_value_desc {
+    const char *name;
+    int32_t kind; /* MINFER_VALUE_* */
+    int32_t dtype;
+    int32_t rank;
+    int64_t dims[MINFER_MAX_RANK];
+    const void *const_data;
+    size_t const_nbytes;
+    int32_t present;
+} minfer_value_desc;
+
+/* One node. Attributes are read through minfer_host_api's attr_* calls. */
+typedef struct minfer_node_desc {
+    uint32_t struct_size;
+    const char *name;    /* never NULL; "" when the model gives none */
+    const char *op_type;
+    const char *domain;  /* "" for the ONNX default domain */
+    int64_t opset;       /* the model's opset version for this domain */
+    size_t n_inputs;
+    size_t n_outputs;
+    const minfer_value_desc *inputs;
+    const minfer_value_desc *outputs;
+    const void *host_node; /* opaque, for the attribute accessors */
+} minfer_node_desc;
+
+/* Filled by prepare_node. The host zero-fills it and sets every
+ * output_inplace[i] to -1 and output_layouts[i] to 0 before the call. */
+typedef struct minfer_node_prep {
+    uint32_t struct_size;
+    size_t workspace_bytes;     /* scratch per execution, in the provider's domain */
+    int32_t *output_inplace;    /* n_outputs entries: index of an input whose buffer
+                                   output i may overwrite, or -1 */
+    uint64_t *output_layouts;   /* n_outputs entries: layout each output will have */
+} minfer_node_prep;
+
+/* Everything execute_node needs for one run of one node. */
+typedef struct minfer_exec_args {
+    uint32_t struct_size;
+    void *run;                       /* opaque run handle, for alloc_output */
+    const minfer_node_desc *node;
+    const minfer_tensor_view *inputs; /* n_inputs; an omitted one has data NULL, rank -1 */
+    size_t n_inputs;
+    minfer_tensor_view *outputs;
+    size_t n_outputs;
+    void *workspace;                 /* workspace_bytes from prepare, or NULL */
+    size_t workspace_bytes;
+} minfer_exec_args;
+
+/* Attribute types, numbered as ONNX's AttributeProto.AttributeType. */
+enum {
+    MINFER_ATTR_UNDEFINED = 0,
+    MINFER_ATTR_FLOAT = 1,
+    MINFER_ATTR_INT = 2,
+    MINFER_ATTR_STRING = 3,
+    MINFER_ATTR_TENSOR = 4,
+    MINFER_ATTR_GRAPH = 5,
+    MINFER_ATTR_FLOATS = 6,
+    MINFER_ATTR_INTS = 7,
+    MINFER_ATTR_STRINGS = 8,
+    MINFER_ATTR_TENSORS = 9,
+    MINFER_ATTR_GRAPHS = 10
+};
+
+/* ---- Services the host offers a provider ------------------------------- */
+
+typedef void (*minfer_range_fn)(void *arg, size_t begin, size_t end);
+
+typedef struct minfer_host_api {
+    uint32_t abi_version;
+    uint32_t struct_size;
+    /* Logs through the session's logger (level: minfer_log_level). */
+    void (*log)(void *host, int level, const char *fmt, ...);
+    /* Sets the message the failing call will report (thread-local). */
+    void (*set_error)(void *host, const char *fmt, ...);
+    /* Attribute accessors: return 1 and fill out when the attribute exists
+     * with that type, 0 otherwise. Pointers live as long as the session. */
+    int (*attr_type)(const minfer_node_desc *node, const char *name);
+    int (*attr_int)(const minfer_node_desc *node, const char *name, int64_t *out);
+    int (*attr_float)(const minfer_node_desc *node, const char *name, float *out);
+    int (*attr_string)(const minfer_node_desc *node, const char *name, const char **out,
+                       size_t *len);
+    int (*attr_ints)(const minfer_node_desc *node, const char *name, const int64_t **out,
+                     size_t *count);
+    int (*attr_floats)(const minfer_node_desc *node, const char *name, const float **out,
+                       size_t *count);
+    int (*attr_tensor)(const minfer_node_desc *node, const char *name, minfer_tensor_view *out);
+    /* Threads of the session's pool (>= 1). */
+    int (*num_threads)(void *host);
+    /* Calls fn(arg, begin, end) over [0, n) split into chunks of at least
+     * grain items across the session's pool; returns when all are done. */
+    void (*parallel_for)(void *host, size_t n, size_t grain, minfer_range_fn fn, void *arg);
+    /* For an output whose rank was -1 at execute time: allocates it with
+     * this shape and fills args->outputs[index]. */
+    minfer_status (*alloc_output)(void *run, size_t index, int32_t rank, const int64_t *dims);
+} minfer_host_api;
+
+/* ---- The provider vtable ----------------------------------------------- */
+
+typedef struct minfer_provider {
+    uint32_t abi_version; /* MINFER_PROVIDER_ABI_VERSION the provider was built with */
+    uint32_t struct_size; /* sizeof(minfer_provider) the provider was built with */
+    const char *name;     /* short, lower case: "cpu", "onednn", "opencl" */
+    const char *version;
+
+    /* Creates an instance for one session. options is the provider's option
+     * string from the session ("" when none). Required. On failure, set the
+     * reason with host_api->set_error. */
+    minfer_status (*init)(const minfer_host_api *host_api, void *host, const char *options,
+                          void **ctx);
+    /* Destroys the instance. Required. */
+    void (*shutdown)(void *ctx);
+
+    /* 1 if the provider runs this node; else 0 and a reason in why. Required. */
+    int (*supports_operator)(void *ctx, const minfer_node_desc *node, char *why, size_t why_size);
+    /* Builds per-node state for the node's shapes (pre-packed weights,
+     * primitives). NULL: the node needs no state and *node_state is NULL. */
+    minfer_status (*prepare_node)(void *ctx, const minfer_node_desc *node,
+                                  minfer_node_prep *prep, void **node_state);
+    /* Frees what prepare_node made. NULL: nothing to free. */
+    void (*release_node)(void *ctx, void *node_state);
+    /* Runs the node. Required. */
+    minfer_status (*execute_node)(void *ctx, void *node_state, const minfer_exec_args *args);
+
+    /* Memory domain. NULL memory_domain (or "host") means the provider
+     * computes in host memory and the members below are not used. */
+    const char *memory_domain;
+    size_t memory_alignment; /* 0: the host's default (64) */
+    minfer_status (*mem_alloc)(void *ctx, size_t bytes, void **buffer);
+    void (*mem_free)(void *ctx, void *buffer);
+    /* Copies a tensor of this domain to plain host memory (dst_bytes long),
+     * converting from src->layout as needed. */
+    minfer_status (*copy_to_host)(void *ctx, const minfer_tensor_view *src, void *dst,
+                                  size_t dst_bytes);
+    /* Copies plain host data into a tensor of this domain, in dst->layout. */
+    minfer_status (*copy_from_host)(void *ctx, const void *src, size_t src_bytes,
+                                    const minfer_tensor_view *dst);
+    /* Waits for queued work. NULL: execution is synchronous. */
+    minfer_status (*synchronize)(void *ctx);
+    /* Bytes of storage a tensor needs in its layout. NULL: dtype size * numel. */
+    size_t (*tensor_bytes)(void *ctx, const minfer_tensor_view *desc);
+} minfer_provider;
+
+/* The entry point: returns the provider's vtable (static storage), or NULL
+ * if it cannot serve a host of host_abi_version. */
+typedef const minfer_provider *(*minfer_provider_entry_fn)(uint32_t host_abi_version);
+
+#define MINFER_PROVIDER_ENTRY_SYMBOL "minfer_provider_entry"
+
+#if defined(__GNUC__)
+#define MINFER_PROVIDER_EXPORT __attribute__((visibility("default")))
+#else
+#define MINFER_PROVIDER_EXPORT
+#endif
+
+MINFER_PROVIDER_EXPORT const minfer_provider *minfer_provider_entry(uint32_t host_abi_version);
+
+/* Defines the entry symbol returning &desc. */
+#define MINFER_PROVIDER_DEFINE(desc)                                                           \
+    MINFER_PROVIDER_EXPORT const minfer_provider *minfer_provider_entry(uint32_t host_abi) {  \
+        (void)host_abi;                                                                        \
+        return &(desc);                                                                        \
+    }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
