@@ -21,6 +21,8 @@ minfer_status mf_error_prefix(minfer_status st, const char *fmt, ...) {
     char old[ERR_CAP];
     va_list ap;
     memcpy(old, last_error, sizeof old);
+    if (!old[0]) /* the callee gave no reason: say at least what kind of failure */
+        snprintf(old, sizeof old, "%s", minfer_status_str(st));
     va_start(ap, fmt);
     int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);

@@ -19,7 +19,8 @@
 
 /* Sets this thread's last error and returns st. */
 minfer_status mf_error(minfer_status st, const char *fmt, ...) MF_PRINTF(2, 3);
-/* Prepends "prefix: " to the current last error and returns st. */
+/* Prepends "prefix: " to the current last error (or, if that is empty, to
+ * minfer_status_str(st)) and returns st. */
 minfer_status mf_error_prefix(minfer_status st, const char *fmt, ...) MF_PRINTF(2, 3);
 void mf_error_clear(void);
 

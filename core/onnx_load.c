@@ -330,7 +330,7 @@ static minfer_status load_graph(load_ctx *lc, const Onnx__GraphProto *gp, const 
         st = load_value_info(lc, vip, v, "input");
         if (st != MINFER_OK)
             goto fail;
-        if (v->dtype == 0) {
+        if (v->dtype == 0 && !parent) { /* subgraph inputs may leave types to inference */
             st = mf_error(MINFER_ERR_MODEL, "%s: graph input '%s' declares no element type",
                           lc->errctx, vip->name);
             goto fail;

@@ -208,9 +208,8 @@ minfer_status mf_provider_open(const char *name, const minfer_host_api *api, voi
     mf_error_clear();
     st = vt->init(api, host, options ? options : "", &ctx);
     if (st != MINFER_OK) {
-        const char *why = minfer_last_error();
-        st = mf_error(MINFER_ERR_PROVIDER, "provider '%s': %s failed to initialise: %s", name,
-                      path, why[0] ? why : minfer_status_str(st));
+        st = mf_error_prefix(MINFER_ERR_PROVIDER, "provider '%s': %s failed to initialise", name,
+                             path);
         goto fail;
     }
     out->name = mf_strdup(name);

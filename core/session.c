@@ -27,12 +27,14 @@
  * order, copying values between memory domains where a value's producer
  * and consumer live in different ones, then copy the requested outputs out.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "graph.h"
@@ -46,6 +48,8 @@
 #define FOLD_MAX_ELEMS 65536 /* largest constant the folder materialises per output */
 #define HOST_ALIGN 64
 #define EVAL_PROVIDER "cpu"
+/* protobuf messages are limited to 2 GiB; larger models use external data. */
+#define MAX_MODEL_BYTES ((int64_t)2 << 30)
 
 /* Per-value state inside a plan. */
 typedef struct vstate {
@@ -286,12 +290,13 @@ static minfer_status host_alloc_output(void *run, size_t index, int32_t rank, co
 /* ---- small helpers ------------------------------------------------------ */
 
 static const char *node_label(const mf_node *n, int idx, char *buf, size_t size) {
+    const char *dom = n->domain[0] ? n->domain : "ai.onnx";
     if (n->name[0])
-        snprintf(buf, size, "node '%s' (%s%s%s, opset %lld)", n->name, n->domain,
-                 n->domain[0] ? "::" : "", n->op_type, (long long)n->opset);
+        snprintf(buf, size, "node '%s' (op %s, domain %s, opset %lld)", n->name, n->op_type, dom,
+                 (long long)n->opset);
     else
-        snprintf(buf, size, "node #%d (%s%s%s, opset %lld)", idx, n->domain,
-                 n->domain[0] ? "::" : "", n->op_type, (long long)n->opset);
+        snprintf(buf, size, "node #%d (op %s, domain %s, opset %lld)", idx, n->op_type, dom,
+                 (long long)n->opset);
     return buf;
 }
 
@@ -713,12 +718,9 @@ static minfer_status plan_prepare(minfer_session *s, plan *p) {
         if (MF_VT_HAS(pi->vt, prepare_node)) {
             mf_error_clear();
             st = pi->vt->prepare_node(pi->ctx, &ns->desc, &prep, &ns->state);
-            if (st != MINFER_OK) {
-                const char *why = minfer_last_error();
-                return mf_error(st, "%s: provider '%s' could not prepare %s: %s", s->errctx,
-                                pi->name, node_label(n, i, lbl, sizeof lbl),
-                                why[0] ? why : minfer_status_str(st));
-            }
+            if (st != MINFER_OK)
+                return mf_error_prefix(st, "%s: provider '%s' could not prepare %s", s->errctx,
+                                       pi->name, node_label(n, i, lbl, sizeof lbl));
         }
         ns->prepared = 1;
         ns->workspace = prep.workspace_bytes;
@@ -1038,21 +1040,23 @@ fail:
 }
 
 static minfer_status read_file(const char *path, void **data, size_t *size) {
-    FILE *f = fopen(path, "rb");
+    struct stat sb;
     *data = NULL;
     *size = 0;
+    FILE *f = fopen(path, "rb");
     if (!f)
-        return mf_error(MINFER_ERR_IO, "%s: cannot open the model file", path);
-    if (fseek(f, 0, SEEK_END) != 0) {
+        return mf_error(MINFER_ERR_IO, "%s: cannot open the model file: %s", path,
+                        strerror(errno));
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fclose(f);
-        return mf_error(MINFER_ERR_IO, "%s: cannot read the model file", path);
+        return mf_error(MINFER_ERR_IO, "%s: not a regular file", path);
     }
-    long len = ftell(f);
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    if ((uint64_t)sb.st_size > (uint64_t)MAX_MODEL_BYTES) {
         fclose(f);
-        return mf_error(MINFER_ERR_IO, "%s: cannot read the model file (is it a directory?)",
-                        path);
+        return mf_error(MINFER_ERR_LIMIT, "%s: the model file is %lld bytes, above the limit of %lld",
+                        path, (long long)sb.st_size, (long long)MAX_MODEL_BYTES);
     }
+    long len = (long)sb.st_size;
     void *buf = mf_malloc((size_t)len + 1);
     if (!buf) {
         fclose(f);
@@ -1363,12 +1367,9 @@ static minfer_status execute_plan(minfer_session *s, plan *p, run_ctx *rc) {
                                  p->workspace, ns->workspace};
         mf_error_clear();
         st = pi->vt->execute_node(pi->ctx, ns->state, &args);
-        if (st != MINFER_OK) {
-            const char *why = minfer_last_error();
-            return mf_error(st, "%s: provider '%s' failed on %s: %s", s->errctx, pi->name,
-                            node_label(n, i, lbl, sizeof lbl),
-                            why[0] ? why : minfer_status_str(st));
-        }
+        if (st != MINFER_OK)
+            return mf_error_prefix(st, "%s: provider '%s' failed on %s", s->errctx, pi->name,
+                                   node_label(n, i, lbl, sizeof lbl));
     }
     if (p->vals)
         for (size_t i = 0; i < s->n_provs; i++)

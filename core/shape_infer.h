@@ -28,7 +28,8 @@
 minfer_status mf_infer_node(const mf_node *node, const minfer_tensor_view *in, size_t n_in,
                             minfer_tensor_view *out, size_t n_out, char *err, size_t err_size);
 
-/* 1 if the core has an inference rule for (domain, op_type). */
+/* 1 if the core has an inference rule for (domain, op_type). domain "",
+ * "ai.onnx" and NULL all mean the default domain. */
 int mf_infer_known(const char *domain, const char *op_type);
 
 #endif

@@ -198,10 +198,11 @@ MINFER_API minfer_status minfer_session_output_info(const minfer_session *s, siz
                                                     minfer_value_info *info);
 
 /* Runs the model. inputs[i] feeds the graph input named input_names[i]; every
- * non-initializer graph input must be given (an initializer input may be
- * overridden). For each requested output: if outputs[i] is NULL the session
- * allocates a tensor the caller frees with minfer_tensor_free; otherwise it
- * must be a tensor of the output's type and shape, and the result is written
+ * graph input that is not an initializer must be given, and initializers
+ * cannot be overridden (they may have been folded into constants). For
+ * each requested output: if outputs[i] is NULL the session allocates a
+ * tensor the caller frees with minfer_tensor_free; otherwise it must be a
+ * tensor of the output's type and shape, and the result is written
  * into it. output_names may be NULL with n_outputs equal to the output count
  * to mean every graph output in order. */
 MINFER_API minfer_status minfer_session_run(minfer_session *s,

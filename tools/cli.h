@@ -1,0 +1,61 @@
+/* Shared pieces of the `minfer` command-line tool. Public API only. */
+#ifndef MINFER_TOOLS_CLI_H
+#define MINFER_TOOLS_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "minfer/minfer.h"
+
+/* Exit statuses of every command. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* One option a command accepts. An option with an argument stores it in
+ * *value ("--name V" or "--name=V"); a flag sets *flag to 1. */
+typedef struct cli_opt {
+    const char *name; /* long name without "--" */
+    char short_name;  /* 0 for none */
+    const char **value;
+    int *flag;
+} cli_opt;
+
+/* Parses argv[0..argc) (after the command word) into options and positional
+ * arguments (pos must hold argc entries). -h/--help sets *help. Returns 0,
+ * or CLI_USAGE after printing one line to stderr. */
+int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, size_t n_opts,
+              char **pos, size_t *n_pos, int *help);
+
+/* Strict number parsing; 0 on success, else CLI_USAGE with one line printed. */
+int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, int *out);
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out);
+
+/* Session options from --providers (may be NULL) and --threads (-1: unset). */
+minfer_status cli_make_options(const char *providers, int threads, minfer_options **out);
+
+/* minfer_last_error() (or the status text) folded onto one line. Static. */
+const char *cli_error(minfer_status st);
+
+/* "[1,3,224,224]"; symbolic dims by name when dim_names are given, "?" when
+ * unknown; "[?]" for an unknown rank. */
+const char *cli_shape_str(const int64_t *dims, const char *const *dim_names, int rank, char *buf,
+                          size_t size);
+
+/* Whether the type is one of the floating-point types (compared with a
+ * tolerance). */
+int cli_is_float(minfer_dtype dt);
+/* Scalar i of a numeric tensor's data as a double. A complex tensor is read
+ * as its 2 * numel real scalars (real, imaginary, real, ...). */
+double cli_elem(const void *data, minfer_dtype dt, size_t i);
+/* Elements as counted by cli_elem: numel, doubled for complex types. */
+size_t cli_scalar_count(const minfer_tensor *t);
+float cli_half_to_float(uint16_t h);
+uint16_t cli_float_to_half(float f);
+
+/* Creates a directory and its parents; 0 on success. */
+int cli_mkdirs(const char *path);
+
+int cmd_run(int argc, char **argv);
+int cmd_test(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+
+#endif

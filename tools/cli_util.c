@@ -1,0 +1,260 @@
+/* Argument parsing, number and shape formatting shared by the commands. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+static const cli_opt *find_long(const cli_opt *opts, size_t n, const char *name, size_t len) {
+    for (size_t i = 0; i < n; i++)
+        if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0)
+            return &opts[i];
+    return NULL;
+}
+
+int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, size_t n_opts,
+              char **pos, size_t *n_pos, int *help) {
+    int only_pos = 0;
+    *n_pos = 0;
+    *help = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_pos || a[0] != '-' || a[1] == '\0') {
+            pos[(*n_pos)++] = argv[i];
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            only_pos = 1;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            *help = 1;
+            continue;
+        }
+        const cli_opt *o = NULL;
+        const char *inline_val = NULL;
+        if (a[1] == '-') {
+            const char *name = a + 2, *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            o = find_long(opts, n_opts, name, len);
+            if (eq)
+                inline_val = eq + 1;
+        } else if (a[2] == '\0') {
+            for (size_t k = 0; k < n_opts; k++)
+                if (opts[k].short_name && opts[k].short_name == a[1])
+                    o = &opts[k];
+        }
+        if (!o) {
+            fprintf(stderr, "minfer %s: unknown option '%s' (see 'minfer %s --help')\n", cmd, a,
+                    cmd);
+            return CLI_USAGE;
+        }
+        if (o->flag) {
+            if (inline_val) {
+                fprintf(stderr, "minfer %s: option '--%s' takes no value\n", cmd, o->name);
+                return CLI_USAGE;
+            }
+            *o->flag = 1;
+            continue;
+        }
+        if (!inline_val) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "minfer %s: option '--%s' needs a value\n", cmd, o->name);
+                return CLI_USAGE;
+            }
+            inline_val = argv[++i];
+        }
+        *o->value = inline_val;
+    }
+    return 0;
+}
+
+int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, int *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "minfer %s: %s '%s' is not an integer in %ld..%ld\n", cmd, opt, s, lo, hi);
+        return CLI_USAGE;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= 0) || isinf(v)) {
+        fprintf(stderr, "minfer %s: %s '%s' is not a non-negative number\n", cmd, opt, s);
+        return CLI_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
+minfer_status cli_make_options(const char *providers, int threads, minfer_options **out) {
+    minfer_options *opt = NULL;
+    minfer_status st = minfer_options_create(&opt);
+    if (st == MINFER_OK && providers)
+        st = minfer_options_set_providers_str(opt, providers);
+    if (st == MINFER_OK && threads >= 0)
+        st = minfer_options_set_threads(opt, threads);
+    if (st != MINFER_OK) {
+        minfer_options_free(opt);
+        opt = NULL;
+    }
+    *out = opt;
+    return st;
+}
+
+const char *cli_error(minfer_status st) {
+    static char buf[2048];
+    const char *msg = minfer_last_error();
+    if (!msg || !msg[0])
+        msg = minfer_status_str(st);
+    snprintf(buf, sizeof buf, "%s", msg);
+    for (char *p = buf; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+    return buf;
+}
+
+const char *cli_shape_str(const int64_t *dims, const char *const *dim_names, int rank, char *buf,
+                          size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    if (rank < 0) {
+        snprintf(buf, size, "[?]");
+        return buf;
+    }
+#define PUT(...)                                                                                 \
+    do {                                                                                         \
+        if (len < size) {                                                                        \
+            int k_ = snprintf(buf + len, size - len, __VA_ARGS__);                               \
+            len += k_ > 0 ? (size_t)k_ : 0;                                                      \
+        }                                                                                        \
+    } while (0)
+    PUT("[");
+    for (int i = 0; i < rank; i++) {
+        if (i)
+            PUT(",");
+        if (dims[i] >= 0)
+            PUT("%lld", (long long)dims[i]);
+        else if (dim_names && dim_names[i] && dim_names[i][0])
+            PUT("%s", dim_names[i]);
+        else
+            PUT("?");
+    }
+    PUT("]");
+#undef PUT
+    return buf;
+}
+
+int cli_is_float(minfer_dtype dt) {
+    return dt == MINFER_DTYPE_FLOAT || dt == MINFER_DTYPE_DOUBLE || dt == MINFER_DTYPE_FLOAT16 ||
+           dt == MINFER_DTYPE_BFLOAT16 || dt == MINFER_DTYPE_COMPLEX64 ||
+           dt == MINFER_DTYPE_COMPLEX128;
+}
+
+float cli_half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: normalise */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+uint16_t cli_float_to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t man = x & 0x7fffff;
+    if (((x >> 23) & 0xff) == 0xff)
+        return sign | 0x7c00 | (man ? 0x200 : 0);
+    if (exp >= 0x1f)
+        return sign | 0x7c00;
+    if (exp <= 0) {
+        if (exp < -10)
+            return sign;
+        man |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1)))
+            h++;
+        return sign | (uint16_t)h;
+    }
+    uint32_t h = ((uint32_t)exp << 10) | (man >> 13), rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
+        h++; /* may carry into the exponent, which rounds up to inf correctly */
+    return sign | (uint16_t)h;
+}
+
+double cli_elem(const void *data, minfer_dtype dt, size_t i) {
+    switch (dt) {
+    case MINFER_DTYPE_FLOAT:
+    case MINFER_DTYPE_COMPLEX64: return ((const float *)data)[i];
+    case MINFER_DTYPE_DOUBLE:
+    case MINFER_DTYPE_COMPLEX128: return ((const double *)data)[i];
+    case MINFER_DTYPE_FLOAT16: return cli_half_to_float(((const uint16_t *)data)[i]);
+    case MINFER_DTYPE_BFLOAT16: {
+        uint32_t bits = (uint32_t)((const uint16_t *)data)[i] << 16;
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        return f;
+    }
+    case MINFER_DTYPE_UINT8:
+    case MINFER_DTYPE_BOOL: return ((const uint8_t *)data)[i];
+    case MINFER_DTYPE_INT8: return ((const int8_t *)data)[i];
+    case MINFER_DTYPE_UINT16: return ((const uint16_t *)data)[i];
+    case MINFER_DTYPE_INT16: return ((const int16_t *)data)[i];
+    case MINFER_DTYPE_INT32: return ((const int32_t *)data)[i];
+    case MINFER_DTYPE_UINT32: return ((const uint32_t *)data)[i];
+    case MINFER_DTYPE_INT64: return (double)((const int64_t *)data)[i];
+    case MINFER_DTYPE_UINT64: return (double)((const uint64_t *)data)[i];
+    default: return 0;
+    }
+}
+
+size_t cli_scalar_count(const minfer_tensor *t) {
+    size_t n = (size_t)minfer_tensor_numel(t);
+    minfer_dtype dt = minfer_tensor_dtype(t);
+    return dt == MINFER_DTYPE_COMPLEX64 || dt == MINFER_DTYPE_COMPLEX128 ? 2 * n : n;
+}
+
+int cli_mkdirs(const char *path) {
+    char buf[4096];
+    struct stat sb;
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return -1;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return -1;
+    return stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : -1;
+}

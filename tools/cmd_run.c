@@ -1,0 +1,297 @@
+/*
+ * minfer run MODEL: feeds inputs from input_K.pb files (or random data of
+ * the declared types), runs once, and writes output_K.pb files or prints a
+ * summary of each output.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static const char *CMD = "run";
+
+static void print_help(void) {
+    printf("usage: minfer run MODEL [options]\n"
+           "\n"
+           "Runs MODEL once. Without --inputs, every input gets random data of its declared\n"
+           "type, with symbolic dimensions set to 1 (floats uniform in [-1, 1], integers in\n"
+           "[0, 10), fixed seed).\n"
+           "\n"
+           "options:\n"
+           "  --providers LIST  provider preference, e.g. 'opencl,cpu'\n"
+           "  --inputs DIR      read inputs from DIR/input_K.pb, K in session input order\n"
+           "  --outputs DIR     write DIR/output_K.pb (created if missing) instead of a summary\n"
+           "  --threads N       threads for the session's pool (0: one per CPU)\n"
+           "  -h, --help        show this help\n");
+}
+
+/* Prints the one line "minfer run: <message>" and returns the failure status. */
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "minfer run: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return CLI_FAIL;
+}
+
+/* splitmix64: a small, fixed-seed generator so runs are repeatable. */
+static uint64_t next_rand(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double rand_unit(uint64_t *s) { /* [-1, 1] */
+    return (double)(next_rand(s) >> 11) / (double)(1ull << 53) * 2.0 - 1.0;
+}
+
+/* A tensor of the input's declared type, symbolic dims set to 1, random. */
+static minfer_status random_input(const minfer_value_info *info, uint64_t *seed,
+                                  minfer_tensor **out) {
+    int64_t dims[MINFER_MAX_RANK];
+    int rank = info->rank;
+    *out = NULL;
+    if (rank < 0) {
+        fprintf(stderr, "minfer run: note: input '%s' declares no shape; using a scalar\n",
+                info->name);
+        rank = 0;
+    }
+    for (int d = 0; d < rank; d++)
+        dims[d] = info->dims[d] < 0 ? 1 : info->dims[d];
+    minfer_status st = minfer_tensor_create(info->dtype, dims, (size_t)rank, out);
+    if (st != MINFER_OK)
+        return st;
+    void *p = minfer_tensor_data(*out);
+    size_t n = cli_scalar_count(*out);
+    int noted = 0;
+    for (size_t i = 0; i < n; i++) {
+        double u = rand_unit(seed);
+        int64_t k = (int64_t)(next_rand(seed) % 10);
+        switch (info->dtype) {
+        case MINFER_DTYPE_FLOAT:
+        case MINFER_DTYPE_COMPLEX64: ((float *)p)[i] = (float)u; break;
+        case MINFER_DTYPE_DOUBLE:
+        case MINFER_DTYPE_COMPLEX128: ((double *)p)[i] = u; break;
+        case MINFER_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cli_float_to_half((float)u); break;
+        case MINFER_DTYPE_BFLOAT16: {
+            float f = (float)u;
+            uint32_t bits;
+            memcpy(&bits, &f, sizeof bits);
+            ((uint16_t *)p)[i] = (uint16_t)(bits >> 16);
+            break;
+        }
+        case MINFER_DTYPE_BOOL: ((uint8_t *)p)[i] = (uint8_t)(k & 1); break;
+        case MINFER_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)k; break;
+        case MINFER_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)k; break;
+        case MINFER_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)k; break;
+        case MINFER_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)k; break;
+        case MINFER_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)k; break;
+        case MINFER_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)k; break;
+        case MINFER_DTYPE_INT64: ((int64_t *)p)[i] = k; break;
+        case MINFER_DTYPE_UINT64: ((uint64_t *)p)[i] = (uint64_t)k; break;
+        case MINFER_DTYPE_STRING: {
+            /* Elements of an owning string tensor are freed with it. */
+            char *s = malloc(2);
+            if (!s)
+                return MINFER_ERR_NOMEM;
+            s[0] = (char)('a' + k);
+            s[1] = '\0';
+            ((char **)p)[i] = s;
+            break;
+        }
+        default: break;
+        }
+        if (!noted && (info->dtype == MINFER_DTYPE_INT64 || info->dtype == MINFER_DTYPE_INT32)) {
+            fprintf(stderr,
+                    "minfer run: note: %s input '%s' gets random integers in [0, 10); use "
+                    "--inputs for meaningful values\n",
+                    minfer_dtype_name(info->dtype), info->name);
+            noted = 1;
+        }
+    }
+    return MINFER_OK;
+}
+
+/* One output's name, type, shape, first values and, for floats, statistics. */
+static void summarize(size_t k, const char *name, const minfer_tensor *t) {
+    char shape[256];
+    minfer_dtype dt = minfer_tensor_dtype(t);
+    const void *p = minfer_tensor_data(t);
+    size_t n = cli_scalar_count(t);
+    cli_shape_str(minfer_tensor_dims(t), NULL, (int)minfer_tensor_rank(t), shape, sizeof shape);
+    printf("output %zu '%s': %s %s\n", k, name, minfer_dtype_name(dt), shape);
+    printf("  values:");
+    for (size_t i = 0; i < n && i < 8; i++) {
+        if (dt == MINFER_DTYPE_STRING) {
+            const char *s = ((char *const *)p)[i];
+            printf(" \"%s\"", s ? s : "");
+        } else if (cli_is_float(dt)) {
+            printf(" %.6g", cli_elem(p, dt, i));
+        } else if (dt == MINFER_DTYPE_UINT64) {
+            printf(" %llu", (unsigned long long)((const uint64_t *)p)[i]);
+        } else if (dt == MINFER_DTYPE_INT64) {
+            printf(" %lld", (long long)((const int64_t *)p)[i]);
+        } else {
+            printf(" %.0f", cli_elem(p, dt, i));
+        }
+    }
+    printf("%s\n", n > 8 ? " ..." : (n == 0 ? " (empty)" : ""));
+    if (cli_is_float(dt) && n > 0) {
+        double lo = INFINITY, hi = -INFINITY, sum = 0;
+        size_t nans = 0;
+        for (size_t i = 0; i < n; i++) {
+            double v = cli_elem(p, dt, i);
+            if (isnan(v)) {
+                nans++;
+                continue;
+            }
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+            sum += v;
+        }
+        if (nans < n)
+            printf("  min %.6g  max %.6g  mean %.6g", lo, hi, sum / (double)(n - nans));
+        else
+            printf(" ");
+        if (nans)
+            printf("  (%zu NaN)", nans);
+        printf("\n");
+    }
+}
+
+int cmd_run(int argc, char **argv) {
+    const char *providers = NULL, *in_dir = NULL, *out_dir = NULL, *threads_s = NULL;
+    const cli_opt opts[] = {
+        {"providers", 0, &providers, NULL},
+        {"inputs", 0, &in_dir, NULL},
+        {"outputs", 0, &out_dir, NULL},
+        {"threads", 0, &threads_s, NULL},
+    };
+    char **pos = calloc((size_t)argc + 1, sizeof *pos);
+    size_t n_pos = 0;
+    int help = 0, threads = -1, rc;
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    minfer_tensor **ins = NULL, **outs = NULL;
+    const char **in_names = NULL;
+    size_t n_in = 0, n_out = 0;
+    minfer_status st;
+
+    if (!pos)
+        return fail("out of memory");
+    rc = cli_parse(CMD, argc, argv, opts, sizeof opts / sizeof opts[0], pos, &n_pos, &help);
+    if (rc)
+        goto done;
+    if (help) {
+        print_help();
+        rc = CLI_OK;
+        goto done;
+    }
+    if (n_pos != 1) {
+        fprintf(stderr, "minfer run: expected one MODEL argument, got %zu (see 'minfer run "
+                        "--help')\n",
+                n_pos);
+        rc = CLI_USAGE;
+        goto done;
+    }
+    if (threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &threads)))
+        goto done;
+
+    rc = CLI_FAIL;
+    if ((st = cli_make_options(providers, threads, &opt)) != MINFER_OK) {
+        fail("%s", cli_error(st));
+        goto done;
+    }
+    if ((st = minfer_session_create(pos[0], opt, &s)) != MINFER_OK) {
+        fail("%s", cli_error(st));
+        goto done;
+    }
+
+    n_in = minfer_session_input_count(s);
+    n_out = minfer_session_output_count(s);
+    ins = calloc(n_in + 1, sizeof *ins);
+    in_names = calloc(n_in + 1, sizeof *in_names);
+    outs = calloc(n_out + 1, sizeof *outs);
+    if (!ins || !in_names || !outs) {
+        fail("out of memory");
+        goto done;
+    }
+    uint64_t seed = 0x6d696e666572ull; /* "minfer" */
+    for (size_t k = 0; k < n_in; k++) {
+        minfer_value_info info;
+        if ((st = minfer_session_input_info(s, k, &info)) != MINFER_OK) {
+            fail("%s", cli_error(st));
+            goto done;
+        }
+        in_names[k] = info.name;
+        if (in_dir) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/input_%zu.pb", in_dir, k);
+            st = minfer_tensor_load_pb(path, &ins[k], NULL);
+            if (st != MINFER_OK) {
+                fail("input %zu '%s': %s", k, info.name, cli_error(st));
+                goto done;
+            }
+        } else if ((st = random_input(&info, &seed, &ins[k])) != MINFER_OK) {
+            fail("input '%s': cannot make random data: %s", info.name, cli_error(st));
+            goto done;
+        }
+    }
+
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    st = minfer_session_run(s, in_names, (const minfer_tensor *const *)ins, n_in, NULL, outs,
+                            n_out);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (st != MINFER_OK) {
+        fail("%s", cli_error(st));
+        goto done;
+    }
+
+    if (out_dir && cli_mkdirs(out_dir) != 0) {
+        fail("cannot create output directory '%s': %s", out_dir, strerror(errno));
+        goto done;
+    }
+    for (size_t k = 0; k < n_out; k++) {
+        minfer_value_info info;
+        if ((st = minfer_session_output_info(s, k, &info)) != MINFER_OK) {
+            fail("%s", cli_error(st));
+            goto done;
+        }
+        if (out_dir) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/output_%zu.pb", out_dir, k);
+            if ((st = minfer_tensor_save_pb(outs[k], info.name, path)) != MINFER_OK) {
+                fail("%s", cli_error(st));
+                goto done;
+            }
+        } else {
+            summarize(k, info.name, outs[k]);
+        }
+    }
+    if (!out_dir)
+        printf("ran in %.3f ms\n",
+               (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    rc = CLI_OK;
+done:
+    for (size_t k = 0; ins && k < n_in; k++)
+        minfer_tensor_free(ins[k]);
+    for (size_t k = 0; outs && k < n_out; k++)
+        minfer_tensor_free(outs[k]);
+    free(ins);
+    free(outs);
+    free(in_names);
+    minfer_session_free(s);
+    minfer_options_free(opt);
+    free(pos);
+    return rc;
+}

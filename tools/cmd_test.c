@@ -1,0 +1,539 @@
+/*
+ * minfer test PATH...: runs ONNX backend-style test cases.
+ *
+ * A case is a directory holding model.onnx and test_data_set_N/ directories
+ * of input_K.pb and output_K.pb files. PATH is a case or a directory searched
+ * recursively (in sorted order) for cases. For each case:
+ *  1. create the session once (MINFER_ERR_UNSUPPORTED skips the case, any
+ *     other error fails it);
+ *  2. for each data set, in numeric order: load the inputs, binding each by
+ *     its name when that is a session input, else by position; run;
+ *  3. compare each expected output (by name when it names a session output,
+ *     else by position) for type, shape and values within atol + rtol * |e|.
+ * One line per failed or skipped data set (or case, when its model does not
+ * load), then "N passed, N failed, N skipped", counting data sets: a case
+ * with two data sets counts twice.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char *CMD = "test";
+
+
+
+/* Directory recursion stops here, so a symlink loop cannot run away. */
+#define MAX_DEPTH 32
+
+typedef struct strlist {
+    char **v;
+    size_t n, cap;
+} strlist;
+
+static int strlist_add(strlist *l, const char *s) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    if (!(l->v[l->n] = strdup(s)))
+        return -1;
+    l->n++;
+    return 0;
+}
+
+static void strlist_free(strlist *l) {
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int is_dir(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int is_file(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* Sorted names of the entries of dir (without . and ..); -1 on error. */
+static int list_dir(const char *dir, strlist *out) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (strlist_add(out, e->d_name) != 0) {
+            closedir(d);
+            return -1;
+        }
+    }
+    closedir(d);
+    if (out->n)
+        qsort(out->v, out->n, sizeof *out->v, cmp_str);
+    return 0;
+}
+
+/* Appends the cases under path (path itself if it is one) to cases. */
+static void find_cases(const char *path, int depth, strlist *cases) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s/model.onnx", path);
+    if (is_file(buf)) {
+        strlist_add(cases, path);
+        return;
+    }
+    if (depth >= MAX_DEPTH)
+        return;
+    strlist names = {0};
+    if (list_dir(path, &names) == 0)
+        for (size_t i = 0; i < names.n; i++) {
+            snprintf(buf, sizeof buf, "%s%s%s", path,
+                     path[strlen(path) - 1] == '/' ? "" : "/", names.v[i]);
+            if (names.v[i][0] != '.' && is_dir(buf))
+                find_cases(buf, depth + 1, cases);
+        }
+    strlist_free(&names);
+}
+
+typedef struct dataset {
+    long n;
+    char *name;
+} dataset;
+
+static int cmp_dataset(const void *a, const void *b) {
+    const dataset *x = a, *y = b;
+    return x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* The test_data_set_N directories of a case, in numeric order. */
+static size_t find_datasets(const char *dir, dataset **out) {
+    strlist names = {0};
+    dataset *v = NULL;
+    size_t n = 0;
+    const char *prefix = "test_data_set_";
+    size_t plen = strlen(prefix);
+    *out = NULL;
+    if (list_dir(dir, &names) != 0)
+        return 0;
+    v = calloc(names.n + 1, sizeof *v);
+    for (size_t i = 0; v && i < names.n; i++) {
+        const char *s = names.v[i];
+        char *end = NULL, path[4096];
+        if (strncmp(s, prefix, plen) != 0 || !s[plen])
+            continue;
+        long k = strtol(s + plen, &end, 10);
+        snprintf(path, sizeof path, "%s/%s", dir, s);
+        if (*end || k < 0 || !is_dir(path))
+            continue;
+        v[n].n = k;
+        v[n].name = strdup(s);
+        if (v[n].name)
+            n++;
+    }
+    strlist_free(&names);
+    if (n)
+        qsort(v, n, sizeof *v, cmp_dataset);
+    *out = v;
+    return n;
+}
+
+/* Counts prefix_K.pb files for K = 0, 1, ... until one is missing. */
+static size_t count_pb(const char *dir, const char *prefix) {
+    char path[4096];
+    size_t k = 0;
+    for (;; k++) {
+        snprintf(path, sizeof path, "%s/%s_%zu.pb", dir, prefix, k);
+        if (access(path, F_OK) != 0)
+            return k;
+    }
+}
+
+/* Element i of data of type dt formatted for a message. */
+static const char *fmt_elem(const void *p, minfer_dtype dt, size_t i, char *buf, size_t size) {
+    switch (dt) {
+    case MINFER_DTYPE_STRING: {
+        const char *s = ((char *const *)p)[i];
+        snprintf(buf, size, "\"%s\"", s ? s : "");
+        break;
+    }
+    case MINFER_DTYPE_INT64: snprintf(buf, size, "%lld", (long long)((const int64_t *)p)[i]); break;
+    case MINFER_DTYPE_UINT64:
+        snprintf(buf, size, "%llu", (unsigned long long)((const uint64_t *)p)[i]);
+        break;
+    default:
+        if (cli_is_float(dt))
+            snprintf(buf, size, "%.9g", cli_elem(p, dt, i));
+        else
+            snprintf(buf, size, "%.0f", cli_elem(p, dt, i));
+        break;
+    }
+    return buf;
+}
+
+/* Compares got with want; on a mismatch writes the reason to why. */
+static int compare(const minfer_tensor *got, const minfer_tensor *want, double rtol, double atol,
+                   char *why, size_t size) {
+    char a[128], b[128];
+    minfer_dtype dt = minfer_tensor_dtype(want);
+    /* ONNX's older test data stores bfloat16 tensors as uint16 bits. */
+    if (dt == MINFER_DTYPE_UINT16 && minfer_tensor_dtype(got) == MINFER_DTYPE_BFLOAT16)
+        dt = MINFER_DTYPE_BFLOAT16;
+    if (minfer_tensor_dtype(got) != dt) {
+        snprintf(why, size, "type %s, expected %s", minfer_dtype_name(minfer_tensor_dtype(got)),
+                 minfer_dtype_name(dt));
+        return -1;
+    }
+    size_t rank = minfer_tensor_rank(want);
+    int same_shape = minfer_tensor_rank(got) == rank;
+    for (size_t d = 0; same_shape && d < rank; d++)
+        same_shape = minfer_tensor_dims(got)[d] == minfer_tensor_dims(want)[d];
+    if (!same_shape) {
+        snprintf(why, size, "shape %s, expected %s",
+                 cli_shape_str(minfer_tensor_dims(got), NULL, (int)minfer_tensor_rank(got), a,
+                               sizeof a),
+                 cli_shape_str(minfer_tensor_dims(want), NULL, (int)rank, b, sizeof b));
+        return -1;
+    }
+    const unsigned char *gp = minfer_tensor_data(got), *wp = minfer_tensor_data(want);
+    size_t n = cli_scalar_count(want), bad = 0, first = 0;
+    double max_diff = 0;
+    for (size_t i = 0; i < n; i++) {
+        int ok;
+        if (dt == MINFER_DTYPE_STRING) {
+            const char *x = ((char *const *)(const void *)gp)[i];
+            const char *y = ((char *const *)(const void *)wp)[i];
+            ok = strcmp(x ? x : "", y ? y : "") == 0;
+        } else if (cli_is_float(dt)) {
+            double x = cli_elem(gp, dt, i), e = cli_elem(wp, dt, i);
+            if (isnan(e))
+                ok = isnan(x);
+            else if (isinf(e))
+                ok = x == e;
+            else
+                ok = !isnan(x) && fabs(x - e) <= atol + rtol * fabs(e);
+            if (!ok && !isnan(x) && !isnan(e) && !isinf(x) && !isinf(e) &&
+                fabs(x - e) > max_diff)
+                max_diff = fabs(x - e);
+        } else {
+            size_t es = minfer_dtype_size(dt);
+            ok = memcmp(gp + i * es, wp + i * es, es) == 0;
+        }
+        if (!ok && bad++ == 0)
+            first = i;
+    }
+    if (!bad)
+        return 0;
+    /* A complex tensor is compared as scalars; name the element and part. */
+    int cplx = dt == MINFER_DTYPE_COMPLEX64 || dt == MINFER_DTYPE_COMPLEX128;
+    if (cplx) {
+        snprintf(a, sizeof a, "%.9g", cli_elem(gp, dt, first));
+        snprintf(b, sizeof b, "%.9g", cli_elem(wp, dt, first));
+    } else {
+        fmt_elem(gp, dt, first, a, sizeof a);
+        fmt_elem(wp, dt, first, b, sizeof b);
+    }
+    int k = snprintf(why, size, "index %zu%s: got %s, expected %s (%zu of %zu differ",
+                     cplx ? first / 2 : first, cplx ? (first % 2 ? " (imag)" : " (real)") : "",
+                     a, b, bad, n);
+    if (k > 0 && (size_t)k < size) {
+        if (cli_is_float(dt))
+            snprintf(why + k, size - (size_t)k, "; max abs diff %.3g)", max_diff);
+        else
+            snprintf(why + k, size - (size_t)k, ")");
+    }
+    return -1;
+}
+
+typedef struct test_cfg {
+    const minfer_options *opt;
+    double rtol, atol;
+    int verbose;
+} test_cfg;
+
+/* Runs one data set; 0 when every output matches, else the reason in why. */
+static int run_dataset(const test_cfg *cfg, minfer_session *s, const char *dir, const char *ds,
+                       char *why, size_t size) {
+    char path[4096], detail[1024];
+    size_t n_sin = minfer_session_input_count(s), n_sout = minfer_session_output_count(s);
+    size_t n_in = count_pb(dir, "input"), n_exp = count_pb(dir, "output");
+    minfer_tensor **ins = calloc(n_in + 1, sizeof *ins);
+    minfer_tensor **outs = calloc(n_sout + 1, sizeof *outs);
+    const char **names = calloc(n_in + 1, sizeof *names);
+    char **pb_names = calloc(n_in + 1, sizeof *pb_names);
+    int *bound = calloc(n_sin + 1, sizeof *bound);
+    const minfer_tensor **feed = calloc(n_in + 1, sizeof *feed);
+    minfer_tensor **relabeled = calloc(n_in + 1, sizeof *relabeled);
+    int rc = -1;
+    minfer_status st;
+
+    if (!ins || !outs || !names || !pb_names || !bound || !feed || !relabeled) {
+        snprintf(why, size, "%s: out of memory", ds);
+        goto done;
+    }
+    if (n_exp == 0) {
+        snprintf(why, size, "%s: no output_0.pb", ds);
+        goto done;
+    }
+    if (n_exp > n_sout) {
+        snprintf(why, size, "%s: %zu expected outputs, the model has %zu", ds, n_exp, n_sout);
+        goto done;
+    }
+    for (size_t k = 0; k < n_in; k++) {
+        snprintf(path, sizeof path, "%s/input_%zu.pb", dir, k);
+        if ((st = minfer_tensor_load_pb(path, &ins[k], &pb_names[k])) != MINFER_OK) {
+            snprintf(why, size, "%s: input_%zu.pb: %s", ds, k, cli_error(st));
+            goto done;
+        }
+    }
+    /* Bind by name first, so a positional fallback cannot take a slot a
+     * named tensor owns. */
+    for (size_t k = 0; k < n_in; k++)
+        for (size_t i = 0; i < n_sin; i++) {
+            minfer_value_info info;
+            if (pb_names[k][0] && minfer_session_input_info(s, i, &info) == MINFER_OK &&
+                strcmp(info.name, pb_names[k]) == 0) {
+                names[k] = info.name;
+                bound[i] = 1;
+                break;
+            }
+        }
+    for (size_t k = 0; k < n_in; k++) {
+        minfer_value_info info;
+        if (names[k])
+            continue;
+        if (k < n_sin && !bound[k] && minfer_session_input_info(s, k, &info) == MINFER_OK) {
+            names[k] = info.name;
+            bound[k] = 1;
+        } else if (pb_names[k][0]) {
+            names[k] = pb_names[k]; /* perhaps an initializer override */
+        } else {
+            snprintf(why, size, "%s: input_%zu.pb matches no model input", ds, k);
+            goto done;
+        }
+    }
+
+    /* ONNX's older test data stores bfloat16 tensors as uint16 bits: feed
+     * those as bfloat16 where the model asks for it. */
+    for (size_t k = 0; k < n_in; k++) {
+        feed[k] = ins[k];
+        for (size_t i = 0; i < n_sin; i++) {
+            minfer_value_info info;
+            if (minfer_session_input_info(s, i, &info) != MINFER_OK ||
+                strcmp(info.name, names[k]) != 0)
+                continue;
+            if (info.dtype == MINFER_DTYPE_BFLOAT16 &&
+                minfer_tensor_dtype(ins[k]) == MINFER_DTYPE_UINT16 &&
+                minfer_tensor_wrap(MINFER_DTYPE_BFLOAT16, minfer_tensor_dims(ins[k]),
+                                   minfer_tensor_rank(ins[k]), minfer_tensor_data(ins[k]),
+                                   minfer_tensor_nbytes(ins[k]), &relabeled[k]) == MINFER_OK)
+                feed[k] = relabeled[k];
+            break;
+        }
+    }
+
+    st = minfer_session_run(s, names, (const minfer_tensor *const *)feed, n_in, NULL, outs,
+                            n_sout);
+    if (st != MINFER_OK) {
+        snprintf(why, size, "%s: run failed: %s", ds, cli_error(st));
+        goto done;
+    }
+
+    for (size_t k = 0; k < n_exp; k++) {
+        minfer_tensor *want = NULL;
+        char *wname = NULL;
+        size_t slot = k;
+        snprintf(path, sizeof path, "%s/output_%zu.pb", dir, k);
+        if ((st = minfer_tensor_load_pb(path, &want, &wname)) != MINFER_OK) {
+            snprintf(why, size, "%s: output_%zu.pb: %s", ds, k, cli_error(st));
+            goto done;
+        }
+        for (size_t i = 0; wname[0] && i < n_sout; i++) {
+            minfer_value_info info;
+            if (minfer_session_output_info(s, i, &info) == MINFER_OK &&
+                strcmp(info.name, wname) == 0) {
+                slot = i;
+                break;
+            }
+        }
+        minfer_value_info oinfo;
+        const char *oname = minfer_session_output_info(s, slot, &oinfo) == MINFER_OK
+                                ? oinfo.name
+                                : wname;
+        int bad = compare(outs[slot], want, cfg->rtol, cfg->atol, detail, sizeof detail);
+        minfer_tensor_free(want);
+        free(wname);
+        if (bad) {
+            snprintf(why, size, "%s, output '%s' %s", ds, oname, detail);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    for (size_t k = 0; ins && k < n_in; k++)
+        minfer_tensor_free(ins[k]);
+    for (size_t k = 0; pb_names && k < n_in; k++)
+        free(pb_names[k]);
+    for (size_t k = 0; relabeled && k < n_in; k++)
+        minfer_tensor_free(relabeled[k]);
+    for (size_t k = 0; outs && k < n_sout; k++)
+        minfer_tensor_free(outs[k]);
+    free(ins);
+    free(outs);
+    free(names);
+    free(pb_names);
+    free(bound);
+    free(feed);
+    free(relabeled);
+    return rc;
+}
+
+typedef struct tally {
+    size_t passed, failed, skipped;
+} tally;
+
+/* Runs every data set of one case; each data set counts once. */
+static void run_case(const test_cfg *cfg, const char *dir, tally *t) {
+    char model[4096], why[2048];
+    dataset *sets = NULL;
+    minfer_session *s = NULL;
+
+    size_t n = find_datasets(dir, &sets);
+    if (n == 0) {
+        printf("FAIL %s: no test_data_set_N directories\n", dir);
+        t->failed++;
+        goto done;
+    }
+    snprintf(model, sizeof model, "%s/model.onnx", dir);
+    minfer_status st = minfer_session_create(model, cfg->opt, &s);
+    if (st != MINFER_OK) {
+        int skip = st == MINFER_ERR_UNSUPPORTED;
+        printf("%s %s: %s\n", skip ? "SKIP" : "FAIL", dir, cli_error(st));
+        if (skip)
+            t->skipped += n;
+        else
+            t->failed += n;
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ds_dir[4096];
+        snprintf(ds_dir, sizeof ds_dir, "%s/%s", dir, sets[i].name);
+        if (run_dataset(cfg, s, ds_dir, sets[i].name, why, sizeof why) != 0) {
+            printf("FAIL %s: %s\n", dir, why);
+            t->failed++;
+            continue;
+        }
+        t->passed++;
+        if (cfg->verbose)
+            printf("ok %s/%s\n", dir, sets[i].name);
+    }
+done:
+    for (size_t i = 0; sets && i < n; i++)
+        free(sets[i].name);
+    free(sets);
+    minfer_session_free(s);
+    fflush(stdout);
+}
+
+static void print_help(void) {
+    printf("usage: minfer test [options] PATH...\n"
+           "\n"
+           "Runs ONNX test cases. PATH is a case directory (model.onnx and\n"
+           "test_data_set_N/ with input_K.pb and output_K.pb) or a directory searched\n"
+           "recursively for cases. Prints a line per failed or skipped data set,\n"
+           "then 'N passed, N failed, N skipped', counting data sets; exits 1 if\n"
+           "any failed.\n"
+           "\n"
+           "options:\n"
+           "  --providers LIST  provider preference, e.g. 'opencl,cpu'\n"
+           "  --rtol R          relative tolerance for floats (default 1e-3)\n"
+           "  --atol A          absolute tolerance for floats (default 1e-7)\n"
+           "  --threads N       threads for each session's pool (0: one per CPU)\n"
+           "  -v, --verbose     also print 'ok CASE/DATASET' for passing data sets\n"
+           "  -h, --help        show this help\n");
+}
+
+int cmd_test(int argc, char **argv) {
+    const char *providers = NULL, *rtol_s = NULL, *atol_s = NULL, *threads_s = NULL;
+    int verbose = 0, help = 0, threads = -1, rc;
+    const cli_opt opts[] = {
+        {"providers", 0, &providers, NULL}, {"rtol", 0, &rtol_s, NULL},
+        {"atol", 0, &atol_s, NULL},         {"threads", 0, &threads_s, NULL},
+        {"verbose", 'v', NULL, &verbose},
+    };
+    char **pos = calloc((size_t)argc + 1, sizeof *pos);
+    size_t n_pos = 0;
+    tally t = {0, 0, 0};
+    minfer_options *opt = NULL;
+    strlist cases = {0};
+    test_cfg cfg = {NULL, 1e-3, 1e-7, 0};
+
+    if (!pos) {
+        fprintf(stderr, "minfer test: out of memory\n");
+        return CLI_FAIL;
+    }
+    rc = cli_parse(CMD, argc, argv, opts, sizeof opts / sizeof opts[0], pos, &n_pos, &help);
+    if (rc)
+        goto done;
+    if (help) {
+        print_help();
+        goto done;
+    }
+    if (n_pos == 0) {
+        fprintf(stderr, "minfer test: no PATH given (see 'minfer test --help')\n");
+        rc = CLI_USAGE;
+        goto done;
+    }
+    if ((rtol_s && (rc = cli_parse_double(CMD, "--rtol", rtol_s, &cfg.rtol))) ||
+        (atol_s && (rc = cli_parse_double(CMD, "--atol", atol_s, &cfg.atol))) ||
+        (threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &threads))))
+        goto done;
+    cfg.verbose = verbose;
+
+    minfer_status st = cli_make_options(providers, threads, &opt);
+    if (st != MINFER_OK) {
+        fprintf(stderr, "minfer test: %s\n", cli_error(st));
+        rc = CLI_FAIL;
+        goto done;
+    }
+    cfg.opt = opt;
+    for (size_t i = 0; i < n_pos; i++) {
+        struct stat sb;
+        int found = stat(pos[i], &sb) == 0;
+        if (!found || !S_ISDIR(sb.st_mode)) {
+            printf("FAIL %s: %s\n", pos[i], found ? "not a directory" : strerror(errno));
+            t.failed++;
+            continue;
+        }
+        size_t before = cases.n;
+        find_cases(pos[i], 0, &cases);
+        if (cases.n == before)
+            fprintf(stderr, "minfer test: no test cases (model.onnx) under '%s'\n", pos[i]);
+    }
+    for (size_t i = 0; i < cases.n; i++)
+        run_case(&cfg, cases.v[i], &t);
+    printf("%zu passed, %zu failed, %zu skipped\n", t.passed, t.failed, t.skipped);
+    rc = t.failed || cases.n == 0 ? CLI_FAIL : CLI_OK;
+done:
+    strlist_free(&cases);
+    minfer_options_free(opt);
+    free(pos);
+    return rc;
+}
