@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages minfer builds, tests and runs with.
+# The one list of build dependencies: .ci/run and the README use this script.
+# Runs apt-get as root, through sudo when started as another user.
+set -euo pipefail
+
+packages=(
+    build-essential
+    cmake
+    pkg-config
+    clang
+    libprotobuf-c-dev
+    protobuf-c-compiler
+    libcmocka-dev
+    libdnnl-dev
+    ocl-icd-opencl-dev
+    opencl-c-headers
+    pocl-opencl-icd
+    libonnx-testdata
+)
+
+as_root=()
+if [[ $(id -u) -ne 0 ]]; then
+    as_root=(sudo)
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update
+"${as_root[@]}" apt-get install -y --no-install-recommends "${packages[@]}"
