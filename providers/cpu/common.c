@@ -1,0 +1,485 @@
+/*
+ * Helpers shared by the CPU kernels: error reporting, attribute access,
+ * output checking, numpy broadcasting and half-precision conversion.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+/* ---- Errors ------------------------------------------------------------- */
+
+static minfer_status vprep_msg(cpu_prep *p, minfer_status st, const char *fmt, va_list ap) {
+    if (p->err && p->err_size > 0) {
+        int n = snprintf(p->err, p->err_size, "%s: ", p->node->op_type);
+        if (n >= 0 && (size_t)n < p->err_size)
+            vsnprintf(p->err + n, p->err_size - (size_t)n, fmt, ap);
+    }
+    return st;
+}
+
+minfer_status cpu_decline(cpu_prep *p, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    minfer_status st = vprep_msg(p, MINFER_ERR_UNSUPPORTED, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+minfer_status cpu_prep_fail(cpu_prep *p, minfer_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vprep_msg(p, st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+minfer_status cpu_fail(const cpu_exec *e, minfer_status st, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const minfer_node_desc *n = e->args->node;
+    e->ctx->api->set_error(e->ctx->host, "cpu: node '%s' (%s): %s", n ? n->name : "?",
+                           n ? n->op_type : "?", msg);
+    return st;
+}
+
+void *cpu_state(cpu_prep *p, size_t size) {
+    free(p->state);
+    p->state = calloc(1, size);
+    if (!p->state)
+        cpu_prep_fail(p, MINFER_ERR_NOMEM, "out of memory for node state");
+    return p->state;
+}
+
+/* ---- Attributes --------------------------------------------------------- */
+
+int64_t cpu_attr_int(const cpu_prep *p, const char *name, int64_t dflt) {
+    int64_t v;
+    return p->ctx->api->attr_int(p->node, name, &v) ? v : dflt;
+}
+
+float cpu_attr_float(const cpu_prep *p, const char *name, float dflt) {
+    float v;
+    return p->ctx->api->attr_float(p->node, name, &v) ? v : dflt;
+}
+
+const char *cpu_attr_str(const cpu_prep *p, const char *name, const char *dflt) {
+    const char *s;
+    size_t len;
+    return p->ctx->api->attr_string(p->node, name, &s, &len) ? s : dflt;
+}
+
+int cpu_has_attr(const cpu_prep *p, const char *name) {
+    return p->ctx->api->attr_type(p->node, name) != MINFER_ATTR_UNDEFINED;
+}
+
+int cpu_attr_ints(cpu_prep *p, const char *name, int64_t *out, size_t cap, size_t *count) {
+    const int64_t *v;
+    size_t n;
+    *count = 0;
+    if (!p->ctx->api->attr_ints(p->node, name, &v, &n))
+        return 0;
+    if (n > cap) {
+        cpu_decline(p, "attribute '%s' has %zu entries, at most %zu supported", name, n, cap);
+        return -1;
+    }
+    if (n)
+        memcpy(out, v, n * sizeof *v);
+    *count = n;
+    return 1;
+}
+
+const minfer_value_desc *cpu_in_desc(const minfer_node_desc *n, size_t i) {
+    if (i >= n->n_inputs || !n->inputs[i].present)
+        return NULL;
+    return &n->inputs[i];
+}
+
+int cpu_out_wanted(const minfer_node_desc *n, size_t i) {
+    return i < n->n_outputs && n->outputs[i].name && n->outputs[i].name[0];
+}
+
+int cpu_const_ints(cpu_prep *p, size_t input, int64_t *out, size_t cap, size_t *count) {
+    const minfer_value_desc *d = cpu_in_desc(p->node, input);
+    *count = 0;
+    if (!d || !d->const_data)
+        return 0;
+    size_t es = cpu_dtype_size(d->dtype);
+    if (d->dtype != MINFER_DTYPE_INT64 && d->dtype != MINFER_DTYPE_INT32) {
+        cpu_decline(p, "input %zu must be int32 or int64", input);
+        return -1;
+    }
+    size_t n = d->const_nbytes / es;
+    if (n > cap) {
+        cpu_decline(p, "input %zu has %zu entries, at most %zu supported", input, n, cap);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = d->dtype == MINFER_DTYPE_INT64 ? ((const int64_t *)d->const_data)[i]
+                                                : ((const int32_t *)d->const_data)[i];
+    *count = n;
+    return 1;
+}
+
+/* ---- Tensors ------------------------------------------------------------ */
+
+size_t cpu_dtype_size(int32_t dtype) {
+    switch (dtype) {
+    case MINFER_DTYPE_UINT8:
+    case MINFER_DTYPE_INT8:
+    case MINFER_DTYPE_BOOL:
+        return 1;
+    case MINFER_DTYPE_UINT16:
+    case MINFER_DTYPE_INT16:
+    case MINFER_DTYPE_FLOAT16:
+    case MINFER_DTYPE_BFLOAT16:
+        return 2;
+    case MINFER_DTYPE_FLOAT:
+    case MINFER_DTYPE_INT32:
+    case MINFER_DTYPE_UINT32:
+        return 4;
+    case MINFER_DTYPE_DOUBLE:
+    case MINFER_DTYPE_INT64:
+    case MINFER_DTYPE_UINT64:
+    case MINFER_DTYPE_COMPLEX64:
+        return 8;
+    case MINFER_DTYPE_COMPLEX128:
+        return 16;
+    default:
+        return 0;
+    }
+}
+
+int64_t cpu_numel(int32_t rank, const int64_t *dims) {
+    int64_t n = 1;
+    for (int32_t i = 0; i < rank; i++)
+        n *= dims[i];
+    return n;
+}
+
+int cpu_axis(int64_t axis, int32_t rank) {
+    if (axis < -(int64_t)rank || axis >= rank)
+        return -1;
+    return (int)(axis < 0 ? axis + rank : axis);
+}
+
+const minfer_tensor_view *cpu_input(const cpu_exec *e, size_t i) {
+    if (i >= e->args->n_inputs)
+        return NULL;
+    const minfer_tensor_view *v = &e->args->inputs[i];
+    if (v->rank < 0)
+        return NULL;
+    return v;
+}
+
+static void fmt_dims(char *buf, size_t size, int32_t rank, const int64_t *dims) {
+    size_t n = 0;
+    n += (size_t)snprintf(buf, size, "[");
+    for (int32_t i = 0; i < rank && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, i ? ",%lld" : "%lld", (long long)dims[i]);
+    if (n < size)
+        snprintf(buf + n, size - n, "]");
+}
+
+minfer_status cpu_output(const cpu_exec *e, size_t i, int32_t dtype, int32_t rank,
+                         const int64_t *dims, void **data) {
+    const minfer_exec_args *a = e->args;
+    *data = NULL;
+    if (i >= a->n_outputs)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "output %zu not given by the host", i);
+    if (rank < 0 || rank > CPU_MAX_RANK)
+        return cpu_fail(e, MINFER_ERR_LIMIT, "output %zu: rank %d not supported", i, (int)rank);
+    for (int32_t d = 0; d < rank; d++)
+        if (dims[d] < 0)
+            return cpu_fail(e, MINFER_ERR_SHAPE, "output %zu: negative dimension", i);
+    minfer_tensor_view *o = &a->outputs[i];
+    if (o->rank < 0) {
+        /* alloc_output takes no element type: when the host did not infer
+         * one either, the view's dtype tells it (the host sizes from it). */
+        if (o->dtype == 0)
+            o->dtype = dtype;
+        minfer_status st = e->ctx->api->alloc_output(a->run, i, rank, dims);
+        if (st != MINFER_OK)
+            return st;
+    }
+    if (o->rank != rank || (rank > 0 && memcmp(o->dims, dims, (size_t)rank * sizeof *dims) != 0)) {
+        char want[160], got[160];
+        fmt_dims(want, sizeof want, rank, dims);
+        fmt_dims(got, sizeof got, o->rank, o->dims);
+        return cpu_fail(e, MINFER_ERR_SHAPE, "output %zu has shape %s, the kernel computes %s", i,
+                        got, want);
+    }
+    if (o->dtype != 0 && o->dtype != dtype)
+        return cpu_fail(e, MINFER_ERR_TYPE, "output %zu has element type %d, expected %d", i,
+                        (int)o->dtype, (int)dtype);
+    if (o->layout != 0)
+        return cpu_fail(e, MINFER_ERR_UNSUPPORTED, "output %zu has a non-plain layout", i);
+    size_t need = (size_t)cpu_numel(rank, dims) * cpu_dtype_size(dtype);
+    if (o->nbytes < need || (need && !o->data))
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "output %zu buffer is %zu bytes, %zu needed", i,
+                        o->nbytes, need);
+    *data = need ? cpu_data(o) : NULL;
+    return MINFER_OK;
+}
+
+minfer_status cpu_read_ints(const cpu_exec *e, const minfer_tensor_view *v, const char *what,
+                            int64_t *out, size_t cap, size_t *count) {
+    *count = 0;
+    if (v->dtype != MINFER_DTYPE_INT64 && v->dtype != MINFER_DTYPE_INT32)
+        return cpu_fail(e, MINFER_ERR_TYPE, "%s must be int32 or int64", what);
+    int64_t n = cpu_numel(v->rank, v->dims);
+    if (n < 0 || (size_t)n > cap)
+        return cpu_fail(e, MINFER_ERR_LIMIT, "%s has %lld entries, at most %zu supported", what,
+                        (long long)n, cap);
+    const void *d = cpu_data(v);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = v->dtype == MINFER_DTYPE_INT64 ? ((const int64_t *)d)[i]
+                                                : ((const int32_t *)d)[i];
+    *count = (size_t)n;
+    return MINFER_OK;
+}
+
+minfer_status cpu_read_scalar(const cpu_exec *e, const minfer_tensor_view *v, const char *what,
+                              double *out) {
+    if (cpu_numel(v->rank, v->dims) != 1)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "%s must have one element", what);
+    const void *d = cpu_data(v);
+    switch (v->dtype) {
+#define READ(E, T, S)                                                                      \
+    case E:                                                                                \
+        *out = (double)*(const T *)d;                                                      \
+        return MINFER_OK;
+        CPU_NUM_TYPES(READ)
+#undef READ
+    case MINFER_DTYPE_FLOAT16:
+        *out = cpu_half_to_float(*(const uint16_t *)d);
+        return MINFER_OK;
+    case MINFER_DTYPE_BFLOAT16:
+        *out = cpu_bf16_to_float(*(const uint16_t *)d);
+        return MINFER_OK;
+    default:
+        return cpu_fail(e, MINFER_ERR_TYPE, "%s has an unsupported element type", what);
+    }
+}
+
+/* ---- Threads ------------------------------------------------------------ */
+
+int cpu_threads(const cpu_ctx *ctx) {
+    int n = ctx->api->num_threads ? ctx->api->num_threads(ctx->host) : 1;
+    return n < 1 ? 1 : n;
+}
+
+void cpu_parallel(const cpu_ctx *ctx, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
+    if (n == 0)
+        return;
+    if (grain < 1)
+        grain = 1;
+    if (n <= grain || !ctx->api->parallel_for || cpu_threads(ctx) == 1)
+        fn(arg, 0, n);
+    else
+        ctx->api->parallel_for(ctx->host, n, grain, fn, arg);
+}
+
+/* ---- Broadcasting ------------------------------------------------------- */
+
+int cpu_broadcast_shape(int32_t ra, const int64_t *da, int32_t rb, const int64_t *db,
+                        int32_t *rank, int64_t *dims) {
+    int32_t r = ra > rb ? ra : rb;
+    int64_t tmp[CPU_MAX_RANK];
+    if (r > CPU_MAX_RANK)
+        return -1;
+    for (int32_t i = 0; i < r; i++) {
+        int32_t ia = i - (r - ra), ib = i - (r - rb);
+        int64_t a = ia >= 0 ? da[ia] : 1, b = ib >= 0 ? db[ib] : 1;
+        if (a == b || b == 1)
+            tmp[i] = a;
+        else if (a == 1)
+            tmp[i] = b;
+        else
+            return -1;
+    }
+    memcpy(dims, tmp, (size_t)r * sizeof *dims);
+    *rank = r;
+    return 0;
+}
+
+int cpu_bcast_init(cpu_bcast *b, int n_in, const int32_t *in_rank,
+                   const int64_t *const *in_dims, int32_t out_rank, const int64_t *out_dims) {
+    int64_t dims[CPU_MAX_RANK], str[CPU_BCAST_MAX_IN][CPU_MAX_RANK];
+    int r = 0;
+    memset(b, 0, sizeof *b);
+    b->n_in = n_in;
+    if (n_in > CPU_BCAST_MAX_IN || out_rank > CPU_MAX_RANK)
+        return -1;
+    for (int k = 0; k < n_in; k++)
+        if (in_rank[k] > out_rank)
+            return -1;
+    /* Per-input element strides over the output's dims; size-1 output dims
+     * are dropped as they never move. */
+    for (int32_t d = 0; d < out_rank; d++) {
+        for (int k = 0; k < n_in; k++) {
+            int32_t j = d - (out_rank - in_rank[k]);
+            int64_t id = j >= 0 ? in_dims[k][j] : 1;
+            if (id != out_dims[d] && id != 1)
+                return -1;
+        }
+        if (out_dims[d] == 1)
+            continue;
+        dims[r] = out_dims[d];
+        for (int k = 0; k < n_in; k++) {
+            int32_t j = d - (out_rank - in_rank[k]);
+            int64_t id = j >= 0 ? in_dims[k][j] : 1, s = 1;
+            for (int32_t q = j + 1; q < in_rank[k]; q++)
+                s *= in_dims[k][q];
+            str[k][r] = id == 1 ? 0 : s;
+        }
+        r++;
+    }
+    if (r == 0) {
+        dims[0] = 1;
+        for (int k = 0; k < n_in; k++)
+            str[k][0] = 0;
+        r = 1;
+    }
+    /* Merge dim d into d+1 when every input is laid out contiguously across them. */
+    int m = r - 1;
+    b->dims[m] = dims[r - 1];
+    for (int k = 0; k < n_in; k++)
+        b->stride[k][m] = str[k][r - 1];
+    for (int d = r - 2; d >= 0; d--) {
+        int merge = 1;
+        for (int k = 0; k < n_in; k++)
+            if (str[k][d] != b->stride[k][m] * b->dims[m])
+                merge = 0;
+        if (merge) {
+            b->dims[m] *= dims[d];
+        } else {
+            m--;
+            b->dims[m] = dims[d];
+            for (int k = 0; k < n_in; k++)
+                b->stride[k][m] = str[k][d];
+        }
+    }
+    /* Shift to start at 0. */
+    b->rank = r - m;
+    if (m > 0) {
+        memmove(b->dims, b->dims + m, (size_t)b->rank * sizeof b->dims[0]);
+        for (int k = 0; k < n_in; k++)
+            memmove(b->stride[k], b->stride[k] + m, (size_t)b->rank * sizeof b->stride[k][0]);
+    }
+    for (int k = 0; k < n_in; k++)
+        b->step[k] = (size_t)b->stride[k][b->rank - 1];
+    return 0;
+}
+
+/* Long rows are cut into chunks so that one big row still spreads over threads. */
+#define BCAST_CHUNK 8192
+
+typedef struct bcast_job {
+    const cpu_bcast *b;
+    cpu_bcast_fn fn;
+    void *arg;
+    size_t len, pieces;
+} bcast_job;
+
+static void bcast_range(void *arg, size_t begin, size_t end) {
+    const bcast_job *j = arg;
+    const cpu_bcast *b = j->b;
+    for (size_t it = begin; it < end; it++) {
+        size_t row = it / j->pieces, piece = it % j->pieces;
+        size_t off[CPU_BCAST_MAX_IN] = {0};
+        size_t r = row;
+        for (int d = b->rank - 2; d >= 0; d--) {
+            size_t idx = r % (size_t)b->dims[d];
+            r /= (size_t)b->dims[d];
+            for (int k = 0; k < b->n_in; k++)
+                off[k] += idx * (size_t)b->stride[k][d];
+        }
+        size_t start = piece * BCAST_CHUNK;
+        size_t n = j->len - start < BCAST_CHUNK ? j->len - start : BCAST_CHUNK;
+        for (int k = 0; k < b->n_in; k++)
+            off[k] += start * b->step[k];
+        j->fn(j->arg, row * j->len + start, off, n, b->step);
+    }
+}
+
+void cpu_bcast_run(const cpu_ctx *ctx, const cpu_bcast *b, cpu_bcast_fn fn, void *arg) {
+    size_t rows = 1;
+    for (int d = 0; d < b->rank - 1; d++)
+        rows *= (size_t)b->dims[d];
+    bcast_job j = {b, fn, arg, (size_t)b->dims[b->rank - 1], 1};
+    if (j.len == 0 || rows == 0)
+        return;
+    j.pieces = (j.len + BCAST_CHUNK - 1) / BCAST_CHUNK;
+    size_t per = j.len < BCAST_CHUNK ? j.len : BCAST_CHUNK;
+    cpu_parallel(ctx, rows * j.pieces, (16384 + per - 1) / per, bcast_range, &j);
+}
+
+/* ---- Half precision ----------------------------------------------------- */
+
+static float bits_to_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint32_t float_to_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+float cpu_half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0) {
+        /* zero or subnormal: man * 2^-24 */
+        float f = (float)man * 5.9604644775390625e-8f;
+        return sign ? -f : f;
+    }
+    if (exp == 31)
+        return bits_to_float(sign | 0x7f800000u | (man << 13));
+    return bits_to_float(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+/* Round to nearest even, with overflow to infinity and subnormals. */
+uint16_t cpu_float_to_half(float f) {
+    uint32_t u = float_to_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    uint32_t exp = (u >> 23) & 0xff, man = u & 0x7fffff;
+    if (exp == 0xff)
+        return (uint16_t)(sign | 0x7c00 | (man ? 0x200 | (man >> 13) : 0));
+    int32_t e = (int32_t)exp - 127 + 15;
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00);
+    if (e <= 0) {
+        if (e < -10)
+            return sign;
+        man |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
+        half++; /* may carry into the exponent, up to infinity: correct */
+    return (uint16_t)(sign | half);
+}
+
+float cpu_bf16_to_float(uint16_t h) {
+    return bits_to_float((uint32_t)h << 16);
+}
+
+uint16_t cpu_float_to_bf16(float f) {
+    uint32_t u = float_to_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}

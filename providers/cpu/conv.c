@@ -1,0 +1,368 @@
+/*
+ * Conv, and the sliding-window geometry it shares with the pools.
+ *
+ * Conv is im2col + GEMM per (image, group): the input patch of every output
+ * position becomes a column of a (C/group * kernel volume) x (output
+ * positions) matrix, and the group's weights, already row-major
+ * (C_out/group) x (C/group * kernel volume), multiply it into the output. A
+ * 1x1 kernel with unit strides and no padding needs no im2col: the input
+ * is that matrix. 1-D and 2-D convolutions are run as 3-D ones with leading
+ * unit dims.
+ *
+ * Threads: with one group, im2col and the GEMM run in parallel themselves;
+ * with several groups (depthwise), groups are spread over threads, each
+ * with its own slice of the workspace.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+/* ---- Window geometry ------------------------------------------------------ */
+
+minfer_status cpu_window_parse(cpu_prep *p, cpu_window *w, int nsp, const int64_t *kernel) {
+    size_t n;
+    int64_t tmp[2 * CPU_MAX_RANK];
+    memset(w, 0, sizeof *w);
+    if (nsp < 1 || nsp > CPU_MAX_SPATIAL)
+        return cpu_decline(p, "%d spatial dimensions not supported (1 to 3)", nsp);
+    w->nsp = nsp;
+    for (int i = 0; i < nsp; i++)
+        w->kernel[i] = w->stride[i] = w->dilation[i] = 1;
+    int r = cpu_attr_ints(p, "kernel_shape", tmp, 2 * CPU_MAX_RANK, &n);
+    if (r < 0)
+        return MINFER_ERR_UNSUPPORTED;
+    if (r > 0) {
+        if (n != (size_t)nsp)
+            return cpu_prep_fail(p, MINFER_ERR_MODEL, "kernel_shape has %zu entries, expected %d",
+                                 n, nsp);
+        memcpy(w->kernel, tmp, n * sizeof tmp[0]);
+        if (kernel)
+            for (int i = 0; i < nsp; i++)
+                if (kernel[i] >= 0 && kernel[i] != w->kernel[i])
+                    return cpu_prep_fail(p, MINFER_ERR_MODEL,
+                                         "kernel_shape does not match the weights");
+    } else if (kernel) {
+        for (int i = 0; i < nsp; i++)
+            w->kernel[i] = kernel[i];
+    } else {
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "kernel_shape is required");
+    }
+    static const char *const names[2] = {"strides", "dilations"};
+    int64_t *dst[2] = {w->stride, w->dilation};
+    for (int a = 0; a < 2; a++) {
+        r = cpu_attr_ints(p, names[a], tmp, 2 * CPU_MAX_RANK, &n);
+        if (r < 0)
+            return MINFER_ERR_UNSUPPORTED;
+        if (r > 0 && n != (size_t)nsp)
+            return cpu_prep_fail(p, MINFER_ERR_MODEL, "%s has %zu entries, expected %d",
+                                 names[a], n, nsp);
+        if (r > 0)
+            memcpy(dst[a], tmp, n * sizeof tmp[0]);
+    }
+    r = cpu_attr_ints(p, "pads", tmp, 2 * CPU_MAX_RANK, &n);
+    if (r < 0)
+        return MINFER_ERR_UNSUPPORTED;
+    if (r > 0 && n != 2 * (size_t)nsp)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "pads has %zu entries, expected %d", n,
+                             2 * nsp);
+    if (r > 0)
+        memcpy(w->pads, tmp, n * sizeof tmp[0]);
+    for (int i = 0; i < nsp; i++) {
+        if (w->kernel[i] < 1 || w->stride[i] < 1 || w->dilation[i] < 1)
+            return cpu_prep_fail(p, MINFER_ERR_MODEL,
+                                 "kernel, strides and dilations must be positive");
+        if (w->pads[i] < 0 || w->pads[nsp + i] < 0)
+            return cpu_decline(p, "negative pads not supported");
+    }
+    const char *ap = cpu_attr_str(p, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") == 0)
+        w->auto_pad = CPU_PAD_NOTSET;
+    else if (strcmp(ap, "SAME_UPPER") == 0)
+        w->auto_pad = CPU_PAD_SAME_UPPER;
+    else if (strcmp(ap, "SAME_LOWER") == 0)
+        w->auto_pad = CPU_PAD_SAME_LOWER;
+    else if (strcmp(ap, "VALID") == 0)
+        w->auto_pad = CPU_PAD_VALID;
+    else
+        return cpu_decline(p, "auto_pad '%s' not supported", ap);
+    w->ceil_mode = cpu_attr_int(p, "ceil_mode", 0) != 0;
+    return MINFER_OK;
+}
+
+int cpu_window_out(const cpu_window *w, const int64_t *in, int64_t *out, int64_t *pad_begin) {
+    for (int i = 0; i < w->nsp; i++) {
+        int64_t dk = (w->kernel[i] - 1) * w->dilation[i] + 1, s = w->stride[i];
+        if (in[i] < 0)
+            return -1;
+        switch (w->auto_pad) {
+        case CPU_PAD_SAME_UPPER:
+        case CPU_PAD_SAME_LOWER: {
+            out[i] = (in[i] + s - 1) / s;
+            int64_t total = (out[i] - 1) * s + dk - in[i];
+            if (total < 0)
+                total = 0;
+            pad_begin[i] = w->auto_pad == CPU_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+            break;
+        }
+        case CPU_PAD_VALID:
+            if (in[i] < dk)
+                return -1;
+            out[i] = (in[i] - dk) / s + 1;
+            pad_begin[i] = 0;
+            break;
+        default: {
+            int64_t span = in[i] + w->pads[i] + w->pads[w->nsp + i] - dk;
+            if (span < 0)
+                return -1;
+            out[i] = (w->ceil_mode ? (span + s - 1) / s : span / s) + 1;
+            pad_begin[i] = w->pads[i];
+            break;
+        }
+        }
+    }
+    return 0;
+}
+
+/* ---- Conv ----------------------------------------------------------------- */
+
+typedef struct conv_state {
+    cpu_window w;
+    int64_t group;
+    int threads;
+} conv_state;
+
+/* Geometry of one run, in 3-D form (leading unit dims for 1-D and 2-D). */
+typedef struct conv_geom {
+    size_t N, C, M, G, Cg, Mg;     /* images, in/out channels, groups, per group */
+    size_t in[3], out[3], k[3];    /* spatial sizes */
+    int64_t stride[3], dil[3], pad[3];
+    size_t in_plane, out_plane, kvol, rows; /* rows = Cg * kvol */
+    int direct;                    /* 1x1, unit stride, no padding */
+} conv_geom;
+
+static int conv_geometry(const conv_state *st, int32_t xrank, const int64_t *xd,
+                         const int64_t *wd, conv_geom *g) {
+    int nsp = st->w.nsp, off = 3 - nsp;
+    int64_t out[3], pb[3];
+    if (xrank != nsp + 2 || cpu_window_out(&st->w, xd + 2, out, pb))
+        return -1;
+    memset(g, 0, sizeof *g);
+    g->N = (size_t)xd[0];
+    g->C = (size_t)xd[1];
+    g->M = (size_t)wd[0];
+    g->G = (size_t)st->group;
+    if (g->G == 0 || g->C % g->G || g->M % g->G || (int64_t)(g->C / g->G) != wd[1])
+        return -1;
+    g->Cg = g->C / g->G;
+    g->Mg = g->M / g->G;
+    g->in_plane = g->out_plane = g->kvol = 1;
+    g->direct = 1;
+    for (int i = 0; i < 3; i++) {
+        int s = i - off;
+        g->in[i] = s >= 0 ? (size_t)xd[2 + s] : 1;
+        g->out[i] = s >= 0 ? (size_t)out[s] : 1;
+        g->k[i] = s >= 0 ? (size_t)st->w.kernel[s] : 1;
+        g->stride[i] = s >= 0 ? st->w.stride[s] : 1;
+        g->dil[i] = s >= 0 ? st->w.dilation[s] : 1;
+        g->pad[i] = s >= 0 ? pb[s] : 0;
+        g->in_plane *= g->in[i];
+        g->out_plane *= g->out[i];
+        g->kvol *= g->k[i];
+        if (g->k[i] != 1 || g->stride[i] != 1 || g->pad[i] != 0 || g->out[i] != g->in[i])
+            g->direct = 0;
+    }
+    g->rows = g->Cg * g->kvol;
+    return 0;
+}
+
+/* Whether groups run in parallel, each with a workspace slice. */
+static int conv_by_group(const conv_geom *g, int threads) {
+    return threads > 1 && g->N * g->G >= 2 * (size_t)threads && g->G > 1;
+}
+
+minfer_status cpu_prepare_conv(cpu_prep *p) {
+    const minfer_node_desc *n = p->node;
+    const minfer_value_desc *x = cpu_in_desc(n, 0), *w = cpu_in_desc(n, 1);
+    if (!x || !w)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs X and W");
+    if (w->dtype && w->dtype != x->dtype)
+        return cpu_decline(p, "X and W types differ");
+    const minfer_value_desc *b = cpu_in_desc(n, 2);
+    if (b && b->dtype && b->dtype != x->dtype)
+        return cpu_decline(p, "bias type differs from X");
+    int rank = w->rank >= 0 ? w->rank : x->rank;
+    if (rank < 0)
+        return cpu_decline(p, "rank of X and W unknown");
+    if (rank < 3 || rank > 5)
+        return cpu_decline(p, "%d-D convolution not supported (1-D to 3-D)", rank - 2);
+    conv_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    minfer_status s = cpu_window_parse(p, &st->w, rank - 2, w->rank == rank ? w->dims + 2 : NULL);
+    if (s)
+        return s;
+    st->group = cpu_attr_int(p, "group", 1);
+    if (st->group < 1)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "group must be >= 1");
+    st->threads = cpu_threads(p->ctx);
+    if (!p->prep)
+        return MINFER_OK;
+    conv_geom g;
+    int known = x->rank == rank && w->rank == rank;
+    for (int i = 0; known && i < rank; i++)
+        known = x->dims[i] >= 0 && w->dims[i] >= 0;
+    if (known && conv_geometry(st, x->rank, x->dims, w->dims, &g) == 0 && !g.direct) {
+        size_t es = cpu_dtype_size(x->dtype);
+        size_t slices = conv_by_group(&g, st->threads) ? (size_t)st->threads : 1;
+        p->prep->workspace_bytes = slices * g.rows * g.out_plane * es;
+    }
+    return MINFER_OK;
+}
+
+typedef struct conv_job {
+    const cpu_ctx *ctx;
+    const conv_geom *g;
+    int32_t dtype;
+    const void *x, *w, *bias;
+    void *y, *ws;
+    size_t slices;
+    const void *im_src; /* im2col source for the parallel-rows pass */
+    void *im_dst;
+} conv_job;
+
+/* im2col rows [r0, r1) of one group's input (Cg channels). */
+#define IM2COL(E, T, S)                                                                    \
+    static void im2col_##S(const conv_geom *g, const T *x, T *col, size_t r0, size_t r1) { \
+        for (size_t r = r0; r < r1; r++) {                                                 \
+            size_t q = r % g->k[2], b = (r / g->k[2]) % g->k[1];                           \
+            size_t a = (r / (g->k[2] * g->k[1])) % g->k[0], c = r / g->kvol;               \
+            const T *xc = x + c * g->in_plane;                                             \
+            T *dst = col + r * g->out_plane;                                               \
+            for (size_t od = 0; od < g->out[0]; od++) {                                    \
+                int64_t id = (int64_t)od * g->stride[0] - g->pad[0] + (int64_t)a * g->dil[0]; \
+                for (size_t oh = 0; oh < g->out[1]; oh++) {                                \
+                    int64_t ih = (int64_t)oh * g->stride[1] - g->pad[1] + (int64_t)b * g->dil[1]; \
+                    T *d = dst + (od * g->out[1] + oh) * g->out[2];                        \
+                    if (id < 0 || id >= (int64_t)g->in[0] || ih < 0 || ih >= (int64_t)g->in[1]) { \
+                        memset(d, 0, g->out[2] * sizeof(T));                               \
+                        continue;                                                          \
+                    }                                                                      \
+                    const T *row = xc + ((size_t)id * g->in[1] + (size_t)ih) * g->in[2];   \
+                    int64_t iw = (int64_t)q * g->dil[2] - g->pad[2];                       \
+                    for (size_t ow = 0; ow < g->out[2]; ow++, iw += g->stride[2])          \
+                        d[ow] = iw >= 0 && iw < (int64_t)g->in[2] ? row[iw] : (T)0;        \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+    }                                                                                      \
+    static void fill_bias_##S(const conv_geom *g, T *y, const T *bias) {                  \
+        for (size_t m = 0; m < g->Mg; m++)                                                 \
+            for (size_t i = 0; i < g->out_plane; i++)                                      \
+                y[m * g->out_plane + i] = bias[m];                                         \
+    }
+CPU_FLOAT_TYPES(IM2COL)
+
+static void im2col_any(const conv_job *j, const void *x, void *col, size_t r0, size_t r1) {
+    if (j->dtype == MINFER_DTYPE_FLOAT)
+        im2col_f32(j->g, x, col, r0, r1);
+    else
+        im2col_f64(j->g, x, col, r0, r1);
+}
+
+static void im2col_range(void *arg, size_t r0, size_t r1) {
+    const conv_job *j = arg;
+    im2col_any(j, j->im_src, j->im_dst, r0, r1);
+}
+
+/* One (image, group): y = W_g * col (+ bias). */
+static void conv_task(conv_job *j, size_t task, void *ws, int parallel) {
+    const conv_geom *g = j->g;
+    size_t es = cpu_dtype_size(j->dtype);
+    size_t n = task / g->G, grp = task % g->G;
+    const char *x = (const char *)j->x + (n * g->C + grp * g->Cg) * g->in_plane * es;
+    char *y = (char *)j->y + (n * g->M + grp * g->Mg) * g->out_plane * es;
+    const char *w = (const char *)j->w + grp * g->Mg * g->rows * es;
+    const void *col = x;
+    if (!g->direct) {
+        if (parallel) {
+            j->im_src = x;
+            j->im_dst = ws;
+            size_t grain = (32768 + g->out_plane - 1) / (g->out_plane ? g->out_plane : 1);
+            cpu_parallel(j->ctx, g->rows, grain, im2col_range, j);
+        } else {
+            im2col_any(j, x, ws, 0, g->rows);
+        }
+        col = ws;
+    }
+    if (j->bias) {
+        const char *b = (const char *)j->bias + grp * g->Mg * es;
+        if (j->dtype == MINFER_DTYPE_FLOAT)
+            fill_bias_f32(g, (float *)y, (const float *)b);
+        else
+            fill_bias_f64(g, (double *)y, (const double *)b);
+    }
+    cpu_gemm(j->ctx, j->dtype, parallel, g->Mg, g->out_plane, g->rows, w, g->rows, 1, col,
+             g->out_plane, y, g->out_plane, j->bias != NULL);
+}
+
+static void conv_slices(void *arg, size_t s0, size_t s1) {
+    conv_job *j = arg;
+    size_t tasks = j->g->N * j->g->G;
+    size_t ws_slice = j->g->rows * j->g->out_plane * cpu_dtype_size(j->dtype);
+    for (size_t s = s0; s < s1; s++) {
+        void *ws = (char *)j->ws + s * ws_slice;
+        for (size_t t = s * tasks / j->slices; t < (s + 1) * tasks / j->slices; t++)
+            conv_task(j, t, ws, 0);
+    }
+}
+
+minfer_status cpu_compute_conv(const cpu_exec *e) {
+    const conv_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *w = cpu_input(e, 1), *b = cpu_input(e, 2);
+    if (!x || !w)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    if (x->dtype != w->dtype || (b && b->dtype != x->dtype))
+        return cpu_fail(e, MINFER_ERR_TYPE, "input types differ");
+    if (x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+    if (w->rank != x->rank)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "X and W ranks differ");
+    for (int i = 0; i < st->w.nsp; i++)
+        if (w->dims[2 + i] != st->w.kernel[i])
+            return cpu_fail(e, MINFER_ERR_SHAPE, "W does not match kernel_shape");
+    conv_geom g;
+    if (conv_geometry(st, x->rank, x->dims, w->dims, &g))
+        return cpu_fail(e, MINFER_ERR_SHAPE,
+                        "input, weights and group do not fit (or the window exceeds the input)");
+    if (b && (b->rank != 1 || (size_t)b->dims[0] != g.M))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "bias must have %zu elements", g.M);
+    int64_t od[CPU_MAX_RANK];
+    od[0] = (int64_t)g.N;
+    od[1] = (int64_t)g.M;
+    for (int i = 0; i < st->w.nsp; i++)
+        od[2 + i] = (int64_t)g.out[3 - st->w.nsp + i];
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, od, &y);
+    if (s)
+        return s;
+    conv_job j = {e->ctx, &g, x->dtype, cpu_data(x), cpu_data(w), b ? cpu_data(b) : NULL,
+                  y, e->args->workspace, 1, NULL, NULL};
+    size_t tasks = g.N * g.G;
+    if (tasks == 0 || g.out_plane == 0 || g.Mg == 0)
+        return MINFER_OK;
+    int by_group = conv_by_group(&g, st->threads);
+    if (by_group)
+        j.slices = (size_t)st->threads;
+    size_t need = g.direct ? 0 : j.slices * g.rows * g.out_plane * cpu_dtype_size(x->dtype);
+    if (e->args->workspace_bytes < need || (need && !e->args->workspace))
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "workspace of %zu bytes, %zu needed",
+                        e->args->workspace_bytes, need);
+    if (by_group) {
+        cpu_parallel(e->ctx, j.slices, 1, conv_slices, &j);
+    } else {
+        for (size_t t = 0; t < tasks; t++)
+            conv_task(&j, t, j.ws, 1);
+    }
+    return MINFER_OK;
+}

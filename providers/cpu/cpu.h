@@ -1,0 +1,293 @@
+/*
+ * Private header of the naive CPU provider.
+ *
+ * The provider is the oracle every other provider is tested against, so its
+ * kernels are plain loops that are easy to check against the ONNX spec.
+ * Each op family lives in its own file and exposes a prepare and a compute
+ * function per op; provider.c lists them in one static kernel table.
+ *
+ *   prepare (cpu_prep): reads attributes and constant inputs once, checks
+ *     that the node is something the kernel computes correctly, and fills a
+ *     flat op-state block (one malloc, released with free()). With
+ *     p->prep == NULL it is only asked whether the node is supported (shapes
+ *     may be unknown then); with a prep it also sizes the workspace from the
+ *     plan's concrete shapes.
+ *   compute (cpu_exec): derives every output shape from the run's inputs,
+ *     checks it against the buffer the host gave (or allocates it when the
+ *     host could not infer it), and fills the outputs.
+ */
+#ifndef MINFER_PROVIDER_CPU_H
+#define MINFER_PROVIDER_CPU_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "minfer/provider.h"
+
+#define CPU_MAX_RANK MINFER_MAX_RANK
+
+/* Everything declared here stays inside the library; only the entry symbol
+ * (MINFER_PROVIDER_EXPORT) is exported, whatever the build's visibility. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+/* One provider instance (one per session). */
+typedef struct cpu_ctx {
+    const minfer_host_api *api;
+    void *host;
+} cpu_ctx;
+
+/* What a kernel's prepare works on. */
+typedef struct cpu_prep {
+    cpu_ctx *ctx;
+    const minfer_node_desc *node;
+    minfer_node_prep *prep; /* NULL: support check only */
+    int64_t since;          /* since_version of the kernel entry chosen */
+    char *err;              /* reason when declining or failing */
+    size_t err_size;
+    void *state;            /* out: op state (free()), or NULL */
+} cpu_prep;
+
+/* What a kernel's compute works on. */
+typedef struct cpu_exec {
+    cpu_ctx *ctx;
+    const void *state;
+    const minfer_exec_args *args;
+} cpu_exec;
+
+typedef minfer_status (*cpu_prepare_fn)(cpu_prep *p);
+typedef minfer_status (*cpu_compute_fn)(const cpu_exec *e);
+
+typedef struct cpu_kernel {
+    const char *domain;
+    const char *op_type;
+    int64_t since_version;
+    uint32_t types; /* CPU_T bits accepted for the main input (input 0, else output 0) */
+    cpu_prepare_fn prepare; /* NULL: nothing to prepare */
+    cpu_compute_fn compute;
+} cpu_kernel;
+
+/* ---- Type masks and typed-loop generation ------------------------------- */
+
+#define CPU_T(d) (1u << (d))
+#define CPU_T_FLOATS (CPU_T(MINFER_DTYPE_FLOAT) | CPU_T(MINFER_DTYPE_DOUBLE))
+#define CPU_T_SINTS                                                                        \
+    (CPU_T(MINFER_DTYPE_INT8) | CPU_T(MINFER_DTYPE_INT16) | CPU_T(MINFER_DTYPE_INT32) |   \
+     CPU_T(MINFER_DTYPE_INT64))
+#define CPU_T_UINTS                                                                        \
+    (CPU_T(MINFER_DTYPE_UINT8) | CPU_T(MINFER_DTYPE_UINT16) | CPU_T(MINFER_DTYPE_UINT32) | \
+     CPU_T(MINFER_DTYPE_UINT64))
+#define CPU_T_INTS (CPU_T_SINTS | CPU_T_UINTS)
+#define CPU_T_NUM (CPU_T_FLOATS | CPU_T_INTS)
+#define CPU_T_BOOL CPU_T(MINFER_DTYPE_BOOL)
+#define CPU_T_HALF (CPU_T(MINFER_DTYPE_FLOAT16) | CPU_T(MINFER_DTYPE_BFLOAT16))
+#define CPU_T_ALL (CPU_T_NUM | CPU_T_BOOL | CPU_T_HALF)
+#define CPU_T_IDX (CPU_T(MINFER_DTYPE_INT32) | CPU_T(MINFER_DTYPE_INT64))
+
+/* X(dtype enum, C type, suffix) for every type with native C arithmetic.
+ * Kernel families instantiate their loops through these lists once. */
+#define CPU_FLOAT_TYPES(X)                                                                 \
+    X(MINFER_DTYPE_FLOAT, float, f32)                                                      \
+    X(MINFER_DTYPE_DOUBLE, double, f64)
+#define CPU_SINT_TYPES(X)                                                                  \
+    X(MINFER_DTYPE_INT8, int8_t, i8)                                                       \
+    X(MINFER_DTYPE_INT16, int16_t, i16)                                                    \
+    X(MINFER_DTYPE_INT32, int32_t, i32)                                                    \
+    X(MINFER_DTYPE_INT64, int64_t, i64)
+#define CPU_UINT_TYPES(X)                                                                  \
+    X(MINFER_DTYPE_UINT8, uint8_t, u8)                                                     \
+    X(MINFER_DTYPE_UINT16, uint16_t, u16)                                                  \
+    X(MINFER_DTYPE_UINT32, uint32_t, u32)                                                  \
+    X(MINFER_DTYPE_UINT64, uint64_t, u64)
+#define CPU_INT_TYPES(X) CPU_SINT_TYPES(X) CPU_UINT_TYPES(X)
+#define CPU_NUM_TYPES(X) CPU_FLOAT_TYPES(X) CPU_INT_TYPES(X)
+
+/* ---- Errors and attributes (common.c) ----------------------------------- */
+
+/* Writes "Op: message" into p->err; returns MINFER_ERR_UNSUPPORTED. */
+minfer_status cpu_decline(cpu_prep *p, const char *fmt, ...);
+/* As cpu_decline with another status (a malformed node). */
+minfer_status cpu_prep_fail(cpu_prep *p, minfer_status st, const char *fmt, ...);
+/* Reports a run-time failure through host_api->set_error, naming node and op. */
+minfer_status cpu_fail(const cpu_exec *e, minfer_status st, const char *fmt, ...);
+
+/* Zeroed op state of size bytes, stored in p->state; NULL after an error. */
+void *cpu_state(cpu_prep *p, size_t size);
+
+int64_t cpu_attr_int(const cpu_prep *p, const char *name, int64_t dflt);
+float cpu_attr_float(const cpu_prep *p, const char *name, float dflt);
+/* The attribute's string (NUL-terminated per the ABI), or dflt. */
+const char *cpu_attr_str(const cpu_prep *p, const char *name, const char *dflt);
+int cpu_has_attr(const cpu_prep *p, const char *name);
+/* Copies an ints attribute. Returns 1 found, 0 absent, or declines
+ * (returns -1, reason in p->err) when it has more than cap entries. */
+int cpu_attr_ints(cpu_prep *p, const char *name, int64_t *out, size_t cap, size_t *count);
+
+/* node input i if present, else NULL. */
+const minfer_value_desc *cpu_in_desc(const minfer_node_desc *n, size_t i);
+/* 1 if node output i is wanted (exists with a non-empty name). */
+int cpu_out_wanted(const minfer_node_desc *n, size_t i);
+/* Reads a constant int32/int64 input into out; 1 ok, 0 not constant, -1 too
+ * long or wrong type (declined). */
+int cpu_const_ints(cpu_prep *p, size_t input, int64_t *out, size_t cap, size_t *count);
+
+/* ---- Tensors at run time (common.c) ------------------------------------- */
+
+size_t cpu_dtype_size(int32_t dtype);
+int64_t cpu_numel(int32_t rank, const int64_t *dims);
+
+/* input i, or NULL when omitted. */
+const minfer_tensor_view *cpu_input(const cpu_exec *e, size_t i);
+static inline void *cpu_data(const minfer_tensor_view *v) {
+    return v->data ? (char *)v->data + v->offset : NULL;
+}
+/* Gives output i this element type and shape: checks them against what the
+ * host allocated, or allocates the output when its rank is -1. *data
+ * receives the output's first element (NULL for an empty tensor). */
+minfer_status cpu_output(const cpu_exec *e, size_t i, int32_t dtype, int32_t rank,
+                         const int64_t *dims, void **data);
+/* Reads an int32/int64 tensor (at most cap values) into out. */
+minfer_status cpu_read_ints(const cpu_exec *e, const minfer_tensor_view *v, const char *what,
+                            int64_t *out, size_t cap, size_t *count);
+/* Reads a scalar (1-element) tensor of any numeric type as double. */
+minfer_status cpu_read_scalar(const cpu_exec *e, const minfer_tensor_view *v, const char *what,
+                              double *out);
+
+/* Normalizes axis in [-rank, rank) to [0, rank); -1 when out of range. */
+int cpu_axis(int64_t axis, int32_t rank);
+
+/* ---- Threads -------------------------------------------------------------- */
+
+void cpu_parallel(const cpu_ctx *ctx, size_t n, size_t grain, minfer_range_fn fn, void *arg);
+int cpu_threads(const cpu_ctx *ctx);
+
+/* ---- Numpy broadcasting (common.c) ---------------------------------------- */
+
+/* Multidirectional broadcast of shapes; 0 on success, -1 if incompatible. */
+int cpu_broadcast_shape(int32_t ra, const int64_t *da, int32_t rb, const int64_t *db,
+                        int32_t *rank, int64_t *dims);
+
+#define CPU_BCAST_MAX_IN 3
+
+/* An output walked as rows, each row a contiguous run of the output whose
+ * inputs advance by step[k] (0 or 1 element) per element. */
+typedef struct cpu_bcast {
+    int n_in;
+    int rank; /* after merging dims with the same broadcast pattern */
+    int64_t dims[CPU_MAX_RANK];
+    int64_t stride[CPU_BCAST_MAX_IN][CPU_MAX_RANK];
+    size_t step[CPU_BCAST_MAX_IN];
+} cpu_bcast;
+
+/* Called per run: n elements from output element out_off, inputs from in_off[k]. */
+typedef void (*cpu_bcast_fn)(void *arg, size_t out_off, const size_t *in_off, size_t n,
+                             const size_t *step);
+
+/* Sets up walking an output of out_rank/out_dims from n_in inputs, each
+ * broadcastable to it. -1 if an input does not broadcast. */
+int cpu_bcast_init(cpu_bcast *b, int n_in, const int32_t *in_rank,
+                   const int64_t *const *in_dims, int32_t out_rank, const int64_t *out_dims);
+/* Walks every element of the output, in parallel. */
+void cpu_bcast_run(const cpu_ctx *ctx, const cpu_bcast *b, cpu_bcast_fn fn, void *arg);
+
+/* ---- Float16 / bfloat16 (common.c) ---------------------------------------- */
+
+float cpu_half_to_float(uint16_t h);
+uint16_t cpu_float_to_half(float f);
+float cpu_bf16_to_float(uint16_t h);
+uint16_t cpu_float_to_bf16(float f);
+
+/* ---- GEMM (gemm.c) ------------------------------------------------------- */
+
+/* C[M x N] (row stride ldc) = A * B (+ C's previous contents when
+ * accumulate). Element (i, k) of A is A[i * rsa + k * csa], so a transposed
+ * A costs nothing; B is row-major K x N with row stride ldb. Runs over the
+ * session's threads when parallel is set. dtype: float, double or an
+ * integer type (integers wrap). */
+void cpu_gemm(const cpu_ctx *ctx, int32_t dtype, int parallel, size_t M, size_t N, size_t K,
+              const void *A, size_t rsa, size_t csa, const void *B, size_t ldb, void *C,
+              size_t ldc, int accumulate);
+
+/* ---- Shared between families ---------------------------------------------- */
+
+/* Broadcasts x into out (out_rank/out_dims), numpy style (elementwise.c). */
+minfer_status cpu_broadcast_copy(const cpu_exec *e, const minfer_tensor_view *x,
+                                 int32_t out_rank, const int64_t *out_dims, void *out);
+
+/* Sliding-window geometry of Conv and the pools (conv.c), for 1 to 3
+ * spatial dims. */
+enum { CPU_PAD_NOTSET, CPU_PAD_SAME_UPPER, CPU_PAD_SAME_LOWER, CPU_PAD_VALID };
+#define CPU_MAX_SPATIAL 3
+typedef struct cpu_window {
+    int nsp;
+    int64_t kernel[CPU_MAX_SPATIAL], stride[CPU_MAX_SPATIAL], dilation[CPU_MAX_SPATIAL];
+    int64_t pads[2 * CPU_MAX_SPATIAL]; /* begins, then ends (explicit pads) */
+    int auto_pad;
+    int ceil_mode;
+} cpu_window;
+
+/* Reads kernel_shape (or takes kernel when not NULL), strides, dilations,
+ * pads, auto_pad and ceil_mode; declines what it cannot handle. */
+minfer_status cpu_window_parse(cpu_prep *p, cpu_window *w, int nsp, const int64_t *kernel);
+/* Output spatial dims and begin pads for input spatial dims in; -1 if the
+ * window does not fit. */
+int cpu_window_out(const cpu_window *w, const int64_t *in, int64_t *out, int64_t *pad_begin);
+
+/* ---- Kernels, by family -------------------------------------------------- */
+
+#define CPU_KERNEL(name)                                                                   \
+    minfer_status cpu_prepare_##name(cpu_prep *p);                                         \
+    minfer_status cpu_compute_##name(const cpu_exec *e);
+
+/* elementwise.c */
+CPU_KERNEL(unary)
+CPU_KERNEL(clip)
+CPU_KERNEL(binary)
+CPU_KERNEL(variadic)
+CPU_KERNEL(where)
+CPU_KERNEL(not)
+/* conv.c */
+CPU_KERNEL(conv)
+/* pool.c */
+CPU_KERNEL(pool)
+CPU_KERNEL(global_pool)
+/* gemm.c */
+CPU_KERNEL(gemm)
+CPU_KERNEL(matmul)
+/* reduce.c */
+CPU_KERNEL(reduce)
+CPU_KERNEL(argminmax)
+/* norm.c */
+CPU_KERNEL(softmax)
+CPU_KERNEL(batchnorm)
+CPU_KERNEL(layernorm)
+/* shape_ops.c */
+CPU_KERNEL(identity)
+CPU_KERNEL(dropout)
+CPU_KERNEL(reshape)
+CPU_KERNEL(flatten)
+CPU_KERNEL(squeeze)
+CPU_KERNEL(unsqueeze)
+CPU_KERNEL(transpose)
+CPU_KERNEL(concat)
+CPU_KERNEL(slice)
+CPU_KERNEL(gather)
+CPU_KERNEL(split)
+CPU_KERNEL(shape)
+CPU_KERNEL(size)
+CPU_KERNEL(cast)
+CPU_KERNEL(constant)
+CPU_KERNEL(constant_of_shape)
+CPU_KERNEL(expand)
+CPU_KERNEL(range)
+CPU_KERNEL(tile)
+
+#undef CPU_KERNEL
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#endif

@@ -1,0 +1,326 @@
+/*
+ * Normalizations: Softmax and LogSoftmax, BatchNormalization (inference),
+ * LayerNormalization. Sums and variances accumulate in double.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cpu.h"
+
+/* ---- Softmax, LogSoftmax ----------------------------------------------------- */
+
+typedef struct softmax_state {
+    int64_t axis;
+    int coerce_2d; /* opset < 13: flatten to [prod(dims[:axis]), prod(dims[axis:])] */
+    int log;
+} softmax_state;
+
+minfer_status cpu_prepare_softmax(cpu_prep *p) {
+    if (!cpu_in_desc(p->node, 0))
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
+    softmax_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->coerce_2d = p->since < 13;
+    st->axis = cpu_attr_int(p, "axis", st->coerce_2d ? 1 : -1);
+    st->log = strcmp(p->node->op_type, "LogSoftmax") == 0;
+    return MINFER_OK;
+}
+
+typedef struct softmax_job {
+    int32_t dtype;
+    int log;
+    size_t len, inner;
+    const void *x;
+    void *y;
+} softmax_job;
+
+/* Item (outer, inner) pairs: one softmax over len elements, stride inner. */
+#define SOFTMAX(E, T, S)                                                                   \
+    static void softmax_##S(const softmax_job *j, size_t b, size_t e) {                    \
+        for (size_t it = b; it < e; it++) {                                                \
+            size_t o = it / j->inner, in = it % j->inner, st = j->inner;                   \
+            const T *x = (const T *)j->x + o * j->len * st + in;                           \
+            T *y = (T *)j->y + o * j->len * st + in;                                       \
+            T m = x[0];                                                                    \
+            for (size_t i = 1; i < j->len; i++)                                            \
+                if (x[i * st] > m)                                                         \
+                    m = x[i * st];                                                         \
+            double sum = 0;                                                                \
+            for (size_t i = 0; i < j->len; i++) {                                          \
+                double v = exp((double)x[i * st] - (double)m);                             \
+                sum += v;                                                                  \
+                if (!j->log)                                                               \
+                    y[i * st] = (T)v;                                                      \
+            }                                                                              \
+            if (j->log) {                                                                  \
+                double ls = log(sum);                                                      \
+                for (size_t i = 0; i < j->len; i++)                                        \
+                    y[i * st] = (T)((double)x[i * st] - (double)m - ls);                   \
+            } else {                                                                       \
+                for (size_t i = 0; i < j->len; i++)                                        \
+                    y[i * st] = (T)((double)y[i * st] / sum);                              \
+            }                                                                              \
+        }                                                                                  \
+    }
+CPU_FLOAT_TYPES(SOFTMAX)
+
+static void softmax_range(void *arg, size_t b, size_t e) {
+    const softmax_job *j = arg;
+    if (j->dtype == MINFER_DTYPE_FLOAT)
+        softmax_f32(j, b, e);
+    else
+        softmax_f64(j, b, e);
+}
+
+minfer_status cpu_compute_softmax(const cpu_exec *e) {
+    const softmax_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0);
+    if (!x)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    if (x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+    int axis = cpu_axis(st->axis, x->rank);
+    if (axis < 0 && !(st->coerce_2d && st->axis == x->rank))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range for rank %d",
+                        (long long)st->axis, (int)x->rank);
+    if (axis < 0)
+        axis = x->rank; /* coerce: [N, 1] */
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
+    if (s)
+        return s;
+    size_t outer = (size_t)cpu_numel(axis, x->dims);
+    softmax_job j = {x->dtype, st->log, 0, 1, cpu_data(x), y};
+    if (st->coerce_2d) {
+        j.len = (size_t)cpu_numel(x->rank - axis, x->dims + axis);
+    } else {
+        j.len = (size_t)x->dims[axis];
+        j.inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1);
+    }
+    if (j.len == 0 || outer * j.inner == 0)
+        return MINFER_OK;
+    cpu_parallel(e->ctx, outer * j.inner, (4096 + j.len - 1) / j.len, softmax_range, &j);
+    return MINFER_OK;
+}
+
+/* ---- BatchNormalization ---------------------------------------------------- */
+
+typedef struct bn_state {
+    float epsilon;
+} bn_state;
+
+minfer_status cpu_prepare_batchnorm(cpu_prep *p) {
+    const minfer_node_desc *n = p->node;
+    if (n->n_inputs != 5)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "expects 5 inputs");
+    for (size_t i = 0; i < 5; i++) {
+        const minfer_value_desc *d = cpu_in_desc(n, i);
+        if (!d)
+            return cpu_prep_fail(p, MINFER_ERR_MODEL, "input %zu missing", i);
+        /* Opset 15 allows other types for scale/bias and mean/var; decline. */
+        if (d->dtype && d->dtype != n->inputs[0].dtype)
+            return cpu_decline(p, "input %zu type differs from X", i);
+    }
+    if (cpu_attr_int(p, "training_mode", 0) != 0)
+        return cpu_decline(p, "training_mode not supported");
+    if (p->since < 9 && cpu_attr_int(p, "spatial", 1) == 0)
+        return cpu_decline(p, "spatial=0 not supported");
+    for (size_t i = 1; i < n->n_outputs; i++)
+        if (cpu_out_wanted(n, i))
+            return cpu_decline(p, "training outputs (mean, var, saved statistics) not supported");
+    bn_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->epsilon = cpu_attr_float(p, "epsilon", 1e-5f);
+    return MINFER_OK;
+}
+
+typedef struct bn_job {
+    int32_t dtype;
+    size_t C, plane;
+    const void *x, *scale, *bias, *mean, *var;
+    void *y;
+    double eps;
+} bn_job;
+
+#define BN(E, T, S)                                                                        \
+    static void bn_##S(const bn_job *j, size_t b, size_t e) {                              \
+        const T *sc = j->scale, *bi = j->bias, *mu = j->mean, *va = j->var;                \
+        for (size_t p = b; p < e; p++) {                                                   \
+            size_t c = p % j->C;                                                           \
+            double a = (double)sc[c] / sqrt((double)va[c] + j->eps);                       \
+            double k = (double)bi[c] - (double)mu[c] * a;                                  \
+            const T *x = (const T *)j->x + p * j->plane;                                   \
+            T *y = (T *)j->y + p * j->plane;                                               \
+            for (size_t i = 0; i < j->plane; i++)                                          \
+                y[i] = (T)(x[i] * a + k);                                                  \
+        }                                                                                  \
+    }
+CPU_FLOAT_TYPES(BN)
+
+static void bn_range(void *arg, size_t b, size_t e) {
+    const bn_job *j = arg;
+    if (j->dtype == MINFER_DTYPE_FLOAT)
+        bn_f32(j, b, e);
+    else
+        bn_f64(j, b, e);
+}
+
+minfer_status cpu_compute_batchnorm(const cpu_exec *e) {
+    const bn_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0);
+    if (!x)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    if (x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+    if (x->rank < 2)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "X must have rank >= 2");
+    const void *p[4];
+    for (size_t i = 1; i < 5; i++) {
+        const minfer_tensor_view *v = cpu_input(e, i);
+        if (!v || v->dtype != x->dtype || cpu_numel(v->rank, v->dims) != x->dims[1])
+            return cpu_fail(e, MINFER_ERR_SHAPE, "input %zu must hold %lld values of X's type",
+                            i, (long long)x->dims[1]);
+        p[i - 1] = cpu_data(v);
+    }
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
+    if (s)
+        return s;
+    bn_job j = {x->dtype, (size_t)x->dims[1], (size_t)cpu_numel(x->rank - 2, x->dims + 2),
+                cpu_data(x), p[0], p[1], p[2], p[3], y, st->epsilon};
+    size_t planes = (size_t)(x->dims[0] * x->dims[1]);
+    cpu_parallel(e->ctx, planes, (16384 + j.plane) / (j.plane + 1), bn_range, &j);
+    return MINFER_OK;
+}
+
+/* ---- LayerNormalization ----------------------------------------------------- */
+
+typedef struct ln_state {
+    int64_t axis;
+    float epsilon;
+} ln_state;
+
+minfer_status cpu_prepare_layernorm(cpu_prep *p) {
+    const minfer_node_desc *n = p->node;
+    const minfer_value_desc *x = cpu_in_desc(n, 0), *sc = cpu_in_desc(n, 1),
+                            *b = cpu_in_desc(n, 2);
+    if (!x || !sc)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs X and Scale");
+    if ((sc->dtype && sc->dtype != x->dtype) || (b && b->dtype && b->dtype != x->dtype))
+        return cpu_decline(p, "Scale and B must have X's type");
+    for (size_t i = 1; i < 3; i++)
+        if (cpu_out_wanted(n, i) && n->outputs[i].dtype &&
+            n->outputs[i].dtype != MINFER_DTYPE_FLOAT && n->outputs[i].dtype != MINFER_DTYPE_DOUBLE)
+            return cpu_decline(p, "output %zu type not supported", i);
+    ln_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->axis = cpu_attr_int(p, "axis", -1);
+    st->epsilon = cpu_attr_float(p, "epsilon", 1e-5f);
+    return MINFER_OK;
+}
+
+typedef struct ln_job {
+    int32_t dtype, stat_dtype[2];
+    size_t len;
+    const void *x, *scale, *bias;
+    int scale_1, bias_1; /* one-element Scale / B */
+    void *y, *stat[2];   /* Mean, InvStdDev (optional) */
+    double eps;
+} ln_job;
+
+static void put_stat(void *p, int32_t dt, size_t i, double v) {
+    if (!p)
+        return;
+    if (dt == MINFER_DTYPE_DOUBLE)
+        ((double *)p)[i] = v;
+    else
+        ((float *)p)[i] = (float)v;
+}
+
+#define LN(E, T, S)                                                                        \
+    static void ln_##S(const ln_job *j, size_t b, size_t e) {                              \
+        const T *sc = j->scale, *bi = j->bias;                                             \
+        for (size_t r = b; r < e; r++) {                                                   \
+            const T *x = (const T *)j->x + r * j->len;                                     \
+            T *y = (T *)j->y + r * j->len;                                                 \
+            double mean = 0, var = 0;                                                      \
+            for (size_t i = 0; i < j->len; i++)                                            \
+                mean += x[i];                                                              \
+            mean /= (double)j->len;                                                        \
+            for (size_t i = 0; i < j->len; i++)                                            \
+                var += ((double)x[i] - mean) * ((double)x[i] - mean);                      \
+            var /= (double)j->len;                                                         \
+            double inv = 1.0 / sqrt(var + j->eps);                                         \
+            for (size_t i = 0; i < j->len; i++) {                                          \
+                double v = ((double)x[i] - mean) * inv * sc[j->scale_1 ? 0 : i];           \
+                if (bi)                                                                    \
+                    v += bi[j->bias_1 ? 0 : i];                                            \
+                y[i] = (T)v;                                                               \
+            }                                                                              \
+            put_stat(j->stat[0], j->stat_dtype[0], r, mean);                               \
+            put_stat(j->stat[1], j->stat_dtype[1], r, inv);                                \
+        }                                                                                  \
+    }
+CPU_FLOAT_TYPES(LN)
+
+static void ln_range(void *arg, size_t b, size_t e) {
+    const ln_job *j = arg;
+    if (j->dtype == MINFER_DTYPE_FLOAT)
+        ln_f32(j, b, e);
+    else
+        ln_f64(j, b, e);
+}
+
+minfer_status cpu_compute_layernorm(const cpu_exec *e) {
+    const ln_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *sc = cpu_input(e, 1), *b = cpu_input(e, 2);
+    if (!x || !sc)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    if (x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+    int axis = cpu_axis(st->axis, x->rank);
+    if (axis < 0)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
+    size_t rows = (size_t)cpu_numel(axis, x->dims);
+    size_t len = (size_t)cpu_numel(x->rank - axis, x->dims + axis);
+    ln_job j;
+    memset(&j, 0, sizeof j);
+    j.dtype = x->dtype;
+    j.len = len;
+    j.x = cpu_data(x);
+    j.eps = st->epsilon;
+    int64_t ns = cpu_numel(sc->rank, sc->dims);
+    if (sc->dtype != x->dtype || ((size_t)ns != len && ns != 1))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "Scale must have X's type and %zu elements", len);
+    j.scale = cpu_data(sc);
+    j.scale_1 = ns == 1 && len != 1;
+    if (b) {
+        int64_t nb = cpu_numel(b->rank, b->dims);
+        if (b->dtype != x->dtype || ((size_t)nb != len && nb != 1))
+            return cpu_fail(e, MINFER_ERR_SHAPE, "B must have X's type and %zu elements", len);
+        j.bias = cpu_data(b);
+        j.bias_1 = nb == 1 && len != 1;
+    }
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &j.y);
+    if (s)
+        return s;
+    int64_t sd[CPU_MAX_RANK];
+    for (int i = 0; i < x->rank; i++)
+        sd[i] = i < axis ? x->dims[i] : 1;
+    for (size_t i = 1; i < 3; i++) {
+        if (!cpu_out_wanted(e->args->node, i) || i >= e->args->n_outputs)
+            continue;
+        int32_t dt = e->args->outputs[i].dtype ? e->args->outputs[i].dtype : MINFER_DTYPE_FLOAT;
+        j.stat_dtype[i - 1] = dt;
+        s = cpu_output(e, i, dt, x->rank, sd, &j.stat[i - 1]);
+        if (s)
+            return s;
+    }
+    if (len == 0)
+        return MINFER_OK;
+    cpu_parallel(e->ctx, rows, (16384 + len - 1) / len, ln_range, &j);
+    return MINFER_OK;
+}

@@ -1,0 +1,378 @@
+/*
+ * The naive CPU provider: the reference every other provider is tested
+ * against.
+ *
+ * 1. init checks the kernel table (no two entries with the same domain, op
+ *    and since_version) and makes a per-session context.
+ * 2. supports_operator looks the node up (the entry with the highest
+ *    since_version <= the node's opset), checks the main input's element
+ *    type against the entry's mask, then runs the kernel's prepare in
+ *    check-only mode so that one piece of code decides what is supported.
+ * 3. prepare_node runs the same prepare for real (workspace sizes, packed
+ *    weights) and keeps its op state.
+ * 4. execute_node checks the input views and calls the kernel's compute.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+#define K(op, since, types, name) {"", op, since, types, cpu_prepare_##name, cpu_compute_##name}
+
+static const cpu_kernel kernels[] = {
+    /* elementwise.c */
+    K("Abs", 1, CPU_T_NUM, unary),
+    K("Acos", 7, CPU_T_FLOATS, unary),
+    K("Acosh", 9, CPU_T_FLOATS, unary),
+    K("Asin", 7, CPU_T_FLOATS, unary),
+    K("Asinh", 9, CPU_T_FLOATS, unary),
+    K("Atan", 7, CPU_T_FLOATS, unary),
+    K("Atanh", 9, CPU_T_FLOATS, unary),
+    K("Ceil", 1, CPU_T_FLOATS, unary),
+    K("Cos", 7, CPU_T_FLOATS, unary),
+    K("Cosh", 9, CPU_T_FLOATS, unary),
+    K("Elu", 1, CPU_T_FLOATS, unary),
+    K("Erf", 9, CPU_T_FLOATS, unary),
+    K("Exp", 1, CPU_T_FLOATS, unary),
+    K("Floor", 1, CPU_T_FLOATS, unary),
+    K("HardSigmoid", 1, CPU_T_FLOATS, unary),
+    K("HardSwish", 14, CPU_T_FLOATS, unary),
+    K("LeakyRelu", 1, CPU_T_FLOATS, unary),
+    K("Log", 1, CPU_T_FLOATS, unary),
+    K("Neg", 1, CPU_T_FLOATS | CPU_T_SINTS, unary),
+    K("Reciprocal", 1, CPU_T_FLOATS, unary),
+    K("Relu", 1, CPU_T_FLOATS | CPU_T_SINTS, unary),
+    K("Round", 11, CPU_T_FLOATS, unary),
+    K("Selu", 1, CPU_T_FLOATS, unary),
+    K("Sigmoid", 1, CPU_T_FLOATS, unary),
+    K("Sign", 9, CPU_T_NUM, unary),
+    K("Sin", 7, CPU_T_FLOATS, unary),
+    K("Sinh", 9, CPU_T_FLOATS, unary),
+    K("Softplus", 1, CPU_T_FLOATS, unary),
+    K("Softsign", 1, CPU_T_FLOATS, unary),
+    K("Sqrt", 1, CPU_T_FLOATS, unary),
+    K("Tan", 7, CPU_T_FLOATS, unary),
+    K("Tanh", 1, CPU_T_FLOATS, unary),
+    K("ThresholdedRelu", 10, CPU_T_FLOATS, unary),
+    K("Clip", 1, CPU_T_FLOATS, clip),
+    K("Clip", 11, CPU_T_NUM, clip),
+    K("Not", 1, CPU_T_BOOL, not),
+    K("Add", 1, CPU_T_NUM, binary),
+    K("Add", 7, CPU_T_NUM, binary),
+    K("Sub", 1, CPU_T_NUM, binary),
+    K("Sub", 7, CPU_T_NUM, binary),
+    K("Mul", 1, CPU_T_NUM, binary),
+    K("Mul", 7, CPU_T_NUM, binary),
+    K("Div", 1, CPU_T_NUM, binary),
+    K("Div", 7, CPU_T_NUM, binary),
+    K("Pow", 1, CPU_T_FLOATS, binary),
+    K("Pow", 7, CPU_T_FLOATS, binary),
+    K("Pow", 12, CPU_T_FLOATS | CPU_T(MINFER_DTYPE_INT32) | CPU_T(MINFER_DTYPE_INT64), binary),
+    K("PRelu", 1, CPU_T_FLOATS, binary),
+    K("PRelu", 7, CPU_T_FLOATS | CPU_T_INTS, binary),
+    K("Equal", 1, CPU_T_NUM | CPU_T_BOOL, binary),
+    K("Equal", 7, CPU_T_NUM | CPU_T_BOOL, binary),
+    K("Less", 1, CPU_T_NUM, binary),
+    K("Less", 7, CPU_T_NUM, binary),
+    K("Greater", 1, CPU_T_NUM, binary),
+    K("Greater", 7, CPU_T_NUM, binary),
+    K("LessOrEqual", 12, CPU_T_NUM, binary),
+    K("GreaterOrEqual", 12, CPU_T_NUM, binary),
+    K("And", 1, CPU_T_BOOL, binary),
+    K("And", 7, CPU_T_BOOL, binary),
+    K("Or", 1, CPU_T_BOOL, binary),
+    K("Or", 7, CPU_T_BOOL, binary),
+    K("Xor", 1, CPU_T_BOOL, binary),
+    K("Xor", 7, CPU_T_BOOL, binary),
+    K("Max", 1, CPU_T_NUM, variadic),
+    K("Min", 1, CPU_T_NUM, variadic),
+    K("Sum", 1, CPU_T_NUM, variadic),
+    K("Mean", 1, CPU_T_FLOATS, variadic),
+    K("Where", 9, CPU_T_BOOL, where),
+    /* conv.c */
+    K("Conv", 1, CPU_T_FLOATS, conv),
+    /* pool.c */
+    K("AveragePool", 1, CPU_T_FLOATS, pool),
+    K("MaxPool", 1, CPU_T_FLOATS | CPU_T(MINFER_DTYPE_INT8) | CPU_T(MINFER_DTYPE_UINT8), pool),
+    K("GlobalAveragePool", 1, CPU_T_FLOATS, global_pool),
+    K("GlobalMaxPool", 1, CPU_T_FLOATS, global_pool),
+    /* gemm.c */
+    K("Gemm", 1, CPU_T_FLOATS, gemm),
+    K("Gemm", 7, CPU_T_FLOATS, gemm),
+    K("Gemm", 9, CPU_T_FLOATS | CPU_T_IDX | CPU_T(MINFER_DTYPE_UINT32) |
+                     CPU_T(MINFER_DTYPE_UINT64), gemm),
+    K("Gemm", 11, CPU_T_FLOATS | CPU_T_IDX | CPU_T(MINFER_DTYPE_UINT32) |
+                      CPU_T(MINFER_DTYPE_UINT64), gemm),
+    K("MatMul", 1, CPU_T_FLOATS | CPU_T_IDX | CPU_T(MINFER_DTYPE_UINT32) |
+                       CPU_T(MINFER_DTYPE_UINT64), matmul),
+    /* reduce.c */
+    K("ArgMax", 1, CPU_T_NUM, argminmax),
+    K("ArgMin", 1, CPU_T_NUM, argminmax),
+    K("ReduceL1", 1, CPU_T_NUM, reduce),
+    K("ReduceL1", 18, CPU_T_NUM, reduce),
+    K("ReduceL2", 1, CPU_T_NUM, reduce),
+    K("ReduceL2", 18, CPU_T_NUM, reduce),
+    K("ReduceLogSum", 1, CPU_T_NUM, reduce),
+    K("ReduceLogSum", 18, CPU_T_NUM, reduce),
+    K("ReduceLogSumExp", 1, CPU_T_NUM, reduce),
+    K("ReduceLogSumExp", 18, CPU_T_NUM, reduce),
+    K("ReduceMax", 1, CPU_T_NUM, reduce),
+    K("ReduceMax", 18, CPU_T_NUM, reduce),
+    K("ReduceMean", 1, CPU_T_NUM, reduce),
+    K("ReduceMean", 18, CPU_T_NUM, reduce),
+    K("ReduceMin", 1, CPU_T_NUM, reduce),
+    K("ReduceMin", 18, CPU_T_NUM, reduce),
+    K("ReduceProd", 1, CPU_T_NUM, reduce),
+    K("ReduceProd", 18, CPU_T_NUM, reduce),
+    K("ReduceSum", 1, CPU_T_NUM, reduce),
+    K("ReduceSum", 13, CPU_T_NUM, reduce),
+    K("ReduceSumSquare", 1, CPU_T_NUM, reduce),
+    K("ReduceSumSquare", 18, CPU_T_NUM, reduce),
+    /* norm.c */
+    K("Softmax", 1, CPU_T_FLOATS, softmax),
+    K("Softmax", 13, CPU_T_FLOATS, softmax),
+    K("LogSoftmax", 1, CPU_T_FLOATS, softmax),
+    K("LogSoftmax", 13, CPU_T_FLOATS, softmax),
+    K("BatchNormalization", 1, CPU_T_FLOATS, batchnorm),
+    K("BatchNormalization", 9, CPU_T_FLOATS, batchnorm),
+    K("BatchNormalization", 14, CPU_T_FLOATS, batchnorm),
+    K("LayerNormalization", 17, CPU_T_FLOATS, layernorm),
+    /* shape_ops.c */
+    K("Identity", 1, CPU_T_ALL, identity),
+    K("Dropout", 1, CPU_T_ALL, dropout),
+    K("Dropout", 7, CPU_T_ALL, dropout),
+    K("Dropout", 12, CPU_T_ALL, dropout),
+    K("Reshape", 1, CPU_T_ALL, reshape),
+    K("Reshape", 5, CPU_T_ALL, reshape),
+    K("Reshape", 14, CPU_T_ALL, reshape),
+    K("Flatten", 1, CPU_T_ALL, flatten),
+    K("Squeeze", 1, CPU_T_ALL, squeeze),
+    K("Squeeze", 13, CPU_T_ALL, squeeze),
+    K("Unsqueeze", 1, CPU_T_ALL, unsqueeze),
+    K("Unsqueeze", 13, CPU_T_ALL, unsqueeze),
+    K("Transpose", 1, CPU_T_ALL, transpose),
+    K("Concat", 1, CPU_T_ALL, concat),
+    K("Concat", 4, CPU_T_ALL, concat),
+    K("Slice", 1, CPU_T_ALL, slice),
+    K("Slice", 10, CPU_T_ALL, slice),
+    K("Gather", 1, CPU_T_ALL, gather),
+    K("Split", 1, CPU_T_ALL, split),
+    K("Split", 13, CPU_T_ALL, split),
+    K("Split", 18, CPU_T_ALL, split),
+    K("Shape", 1, CPU_T_ALL, shape),
+    K("Shape", 15, CPU_T_ALL, shape),
+    K("Size", 1, CPU_T_ALL, size),
+    K("Cast", 1, CPU_T_ALL, cast),
+    K("Cast", 6, CPU_T_ALL, cast),
+    K("CastLike", 15, CPU_T_ALL, cast),
+    K("Constant", 1, CPU_T_ALL, constant),
+    K("ConstantOfShape", 9, CPU_T(MINFER_DTYPE_INT64), constant_of_shape),
+    K("Expand", 8, CPU_T_ALL, expand),
+    K("Range", 11, CPU_T_FLOATS | CPU_T(MINFER_DTYPE_INT16) | CPU_T_IDX, range),
+    K("Tile", 6, CPU_T_ALL, tile),
+};
+
+#undef K
+
+#define N_KERNELS (sizeof kernels / sizeof kernels[0])
+
+/* Per-node state: the kernel entry and the op state its prepare made. */
+typedef struct cpu_node {
+    const cpu_kernel *kernel;
+    void *op_state;
+} cpu_node;
+
+/* The entry with the highest since_version <= opset; *any tells whether the
+ * op has entries at all. */
+static const cpu_kernel *lookup(const char *domain, const char *op, int64_t opset, int *any) {
+    const cpu_kernel *best = NULL;
+    *any = 0;
+    for (size_t i = 0; i < N_KERNELS; i++) {
+        const cpu_kernel *k = &kernels[i];
+        if (strcmp(k->op_type, op) != 0 || strcmp(k->domain, domain) != 0)
+            continue;
+        *any = 1;
+        if (k->since_version <= opset && (!best || k->since_version > best->since_version))
+            best = k;
+    }
+    return best;
+}
+
+static const char *dtype_name(int32_t d) {
+    static const char *const names[] = {"undefined", "float", "uint8", "int8", "uint16",
+                                        "int16", "int32", "int64", "string", "bool",
+                                        "float16", "double", "uint32", "uint64", "complex64",
+                                        "complex128", "bfloat16"};
+    return d >= 0 && d < (int32_t)(sizeof names / sizeof names[0]) ? names[d] : "unknown";
+}
+
+static minfer_status cpu_init(const minfer_host_api *api, void *host, const char *options,
+                              void **out) {
+    *out = NULL;
+    if (!api || !api->set_error)
+        return MINFER_ERR_INVALID_ARG;
+    for (size_t i = 0; i < N_KERNELS; i++)
+        for (size_t j = i + 1; j < N_KERNELS; j++)
+            if (kernels[i].since_version == kernels[j].since_version &&
+                strcmp(kernels[i].op_type, kernels[j].op_type) == 0 &&
+                strcmp(kernels[i].domain, kernels[j].domain) == 0) {
+                api->set_error(host, "cpu: kernel table lists %s version %lld twice",
+                               kernels[i].op_type, (long long)kernels[i].since_version);
+                return MINFER_ERR_PROVIDER;
+            }
+    if (options && options[0]) {
+        api->set_error(host, "cpu: unknown provider options '%s' (the cpu provider takes none)",
+                       options);
+        return MINFER_ERR_INVALID_ARG;
+    }
+    cpu_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        api->set_error(host, "cpu: out of memory");
+        return MINFER_ERR_NOMEM;
+    }
+    ctx->api = api;
+    ctx->host = host;
+    *out = ctx;
+    return MINFER_OK;
+}
+
+static void cpu_shutdown(void *ctx) {
+    free(ctx);
+}
+
+/* Finds the kernel and checks what the table can tell; the reason in why. */
+static const cpu_kernel *find_kernel(const minfer_node_desc *node, char *why, size_t why_size) {
+    int any;
+    const cpu_kernel *k = lookup(node->domain, node->op_type, node->opset, &any);
+    if (!k) {
+        if (any)
+            snprintf(why, why_size, "%s: opset %lld is older than any CPU kernel for it",
+                     node->op_type, (long long)node->opset);
+        else
+            snprintf(why, why_size, "%s%s%s: no CPU kernel", node->domain,
+                     node->domain[0] ? "." : "", node->op_type);
+        return NULL;
+    }
+    for (size_t i = 0; i < node->n_inputs; i++)
+        if (node->inputs[i].present && node->inputs[i].kind != MINFER_VALUE_TENSOR) {
+            snprintf(why, why_size, "%s: input %zu is not a tensor", node->op_type, i);
+            return NULL;
+        }
+    for (size_t i = 0; i < node->n_outputs; i++)
+        if (node->outputs[i].kind != MINFER_VALUE_TENSOR) {
+            snprintf(why, why_size, "%s: output %zu is not a tensor", node->op_type, i);
+            return NULL;
+        }
+    int32_t dtype = 0;
+    if (node->n_inputs > 0 && node->inputs[0].present)
+        dtype = node->inputs[0].dtype;
+    else if (node->n_outputs > 0)
+        dtype = node->outputs[0].dtype;
+    if (dtype != 0 && (dtype < 0 || dtype >= 32 || !(k->types & CPU_T(dtype)))) {
+        snprintf(why, why_size, "%s: element type %s not supported", node->op_type,
+                 dtype_name(dtype));
+        return NULL;
+    }
+    return k;
+}
+
+static int cpu_supports(void *ctx, const minfer_node_desc *node, char *why, size_t why_size) {
+    char buf[256];
+    if (!why || why_size == 0) {
+        why = buf;
+        why_size = sizeof buf;
+    }
+    why[0] = '\0';
+    const cpu_kernel *k = find_kernel(node, why, why_size);
+    if (!k)
+        return 0;
+    if (!k->prepare)
+        return 1;
+    cpu_prep p = {ctx, node, NULL, k->since_version, why, why_size, NULL};
+    minfer_status st = k->prepare(&p);
+    free(p.state);
+    return st == MINFER_OK;
+}
+
+static minfer_status cpu_prepare_node(void *vctx, const minfer_node_desc *node,
+                                      minfer_node_prep *prep, void **node_state) {
+    cpu_ctx *ctx = vctx;
+    char why[256] = "";
+    *node_state = NULL;
+    const cpu_kernel *k = find_kernel(node, why, sizeof why);
+    if (!k) {
+        ctx->api->set_error(ctx->host, "cpu: node '%s': %s", node->name, why);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    cpu_node *n = calloc(1, sizeof *n);
+    if (!n) {
+        ctx->api->set_error(ctx->host, "cpu: out of memory");
+        return MINFER_ERR_NOMEM;
+    }
+    n->kernel = k;
+    if (k->prepare) {
+        cpu_prep p = {ctx, node, prep, k->since_version, why, sizeof why, NULL};
+        minfer_status st = k->prepare(&p);
+        if (st != MINFER_OK) {
+            free(p.state);
+            free(n);
+            ctx->api->set_error(ctx->host, "cpu: node '%s': %s", node->name, why);
+            return st;
+        }
+        n->op_state = p.state;
+    }
+    *node_state = n;
+    return MINFER_OK;
+}
+
+static void cpu_release_node(void *ctx, void *node_state) {
+    (void)ctx;
+    cpu_node *n = node_state;
+    if (!n)
+        return;
+    free(n->op_state);
+    free(n);
+}
+
+static minfer_status cpu_execute_node(void *vctx, void *node_state,
+                                      const minfer_exec_args *args) {
+    cpu_ctx *ctx = vctx;
+    const cpu_node *n = node_state;
+    cpu_exec e = {ctx, n ? n->op_state : NULL, args};
+    if (!n)
+        return cpu_fail(&e, MINFER_ERR_RUNTIME, "node was not prepared");
+    for (size_t i = 0; i < args->n_inputs; i++) {
+        const minfer_tensor_view *v = &args->inputs[i];
+        if (v->rank < 0)
+            continue;
+        if (v->rank > CPU_MAX_RANK)
+            return cpu_fail(&e, MINFER_ERR_LIMIT, "input %zu has rank %d", i, (int)v->rank);
+        if (v->kind != MINFER_VALUE_TENSOR || v->layout != 0)
+            return cpu_fail(&e, MINFER_ERR_UNSUPPORTED,
+                            "input %zu is not a plain tensor in host memory", i);
+        int64_t numel = cpu_numel(v->rank, v->dims);
+        if (numel < 0)
+            return cpu_fail(&e, MINFER_ERR_SHAPE, "input %zu has a negative dimension", i);
+        size_t need = (size_t)numel * cpu_dtype_size(v->dtype);
+        if (need > v->nbytes || (need && !v->data))
+            return cpu_fail(&e, MINFER_ERR_RUNTIME, "input %zu holds %zu bytes, %zu needed", i,
+                            v->nbytes, need);
+    }
+    return n->kernel->compute(&e);
+}
+
+static const minfer_provider cpu_provider = {
+    .abi_version = MINFER_PROVIDER_ABI_VERSION,
+    .struct_size = sizeof(minfer_provider),
+    .name = "cpu",
+    .version = "0.1.0",
+    .init = cpu_init,
+    .shutdown = cpu_shutdown,
+    .supports_operator = cpu_supports,
+    .prepare_node = cpu_prepare_node,
+    .release_node = cpu_release_node,
+    .execute_node = cpu_execute_node,
+};
+
+MINFER_PROVIDER_DEFINE(cpu_provider)
