@@ -11,6 +11,8 @@ minfer_status minfer_options_create(minfer_options **out) {
     if (!*out)
         return mf_error(MINFER_ERR_NOMEM, "minfer_options_create: out of memory");
     (*out)->log_level = -1;
+    (*out)->opt_level = -1;
+    (*out)->planner = -1;
     return MINFER_OK;
 }
 
@@ -26,6 +28,12 @@ void minfer_options_free(minfer_options *opt) {
     if (!opt)
         return;
     clear_providers(opt);
+    for (size_t i = 0; i < opt->n_prov_opts; i++) {
+        free(opt->prov_opt_names[i]);
+        free(opt->prov_opt_values[i]);
+    }
+    free(opt->prov_opt_names);
+    free(opt->prov_opt_values);
     free(opt);
 }
 
@@ -98,4 +106,88 @@ minfer_status minfer_options_set_log_level(minfer_options *opt, minfer_log_level
                         (int)level);
     opt->log_level = (int)level;
     return MINFER_OK;
+}
+
+minfer_status minfer_options_set_optimization_level(minfer_options *opt, int level) {
+    if (!opt || level < 0 || level > 3)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_options_set_optimization_level: level %d is not in 0..3", level);
+    opt->opt_level = level;
+    return MINFER_OK;
+}
+
+minfer_status minfer_options_set_planner(minfer_options *opt, minfer_planner planner) {
+    if (!opt || (planner != MINFER_PLANNER_GREEDY && planner != MINFER_PLANNER_LINEAR))
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_planner: bad planner %d",
+                        (int)planner);
+    opt->planner = (int)planner;
+    return MINFER_OK;
+}
+
+minfer_status minfer_options_set_plan_cache_size(minfer_options *opt, size_t plans) {
+    if (!opt || plans < 1 || plans > 1024)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_options_set_plan_cache_size: %zu is not in 1..1024", plans);
+    opt->plan_cache_size = plans;
+    return MINFER_OK;
+}
+
+minfer_status minfer_options_set_limits(minfer_options *opt, const minfer_limits *limits) {
+    if (!opt || !limits)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_limits: NULL argument");
+    opt->limits = *limits;
+    return MINFER_OK;
+}
+
+minfer_limits mf_options_limits(const minfer_options *opt) {
+    minfer_limits l = {MF_DEFAULT_MAX_MODEL_BYTES, MF_DEFAULT_MAX_TENSOR_BYTES,
+                       MF_DEFAULT_MAX_NODES};
+    if (opt && opt->limits.max_model_bytes)
+        l.max_model_bytes = opt->limits.max_model_bytes;
+    if (opt && opt->limits.max_tensor_bytes)
+        l.max_tensor_bytes = opt->limits.max_tensor_bytes;
+    if (opt && opt->limits.max_nodes)
+        l.max_nodes = opt->limits.max_nodes;
+    return l;
+}
+
+minfer_status minfer_options_set_provider_options(minfer_options *opt, const char *provider,
+                                                  const char *options) {
+    if (!opt || !provider || !provider[0] || !options)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_options_set_provider_options: NULL or empty argument");
+    for (size_t i = 0; i < opt->n_prov_opts; i++)
+        if (strcmp(opt->prov_opt_names[i], provider) == 0) {
+            char *v = mf_strdup(options);
+            if (!v)
+                return mf_error(MINFER_ERR_NOMEM, "minfer_options_set_provider_options: out of memory");
+            free(opt->prov_opt_values[i]);
+            opt->prov_opt_values[i] = v;
+            return MINFER_OK;
+        }
+    char **names = mf_realloc(opt->prov_opt_names, (opt->n_prov_opts + 1) * sizeof *names);
+    if (!names)
+        return mf_error(MINFER_ERR_NOMEM, "minfer_options_set_provider_options: out of memory");
+    opt->prov_opt_names = names;
+    char **values = mf_realloc(opt->prov_opt_values, (opt->n_prov_opts + 1) * sizeof *values);
+    if (!values)
+        return mf_error(MINFER_ERR_NOMEM, "minfer_options_set_provider_options: out of memory");
+    opt->prov_opt_values = values;
+    char *n = mf_strdup(provider), *v = mf_strdup(options);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        return mf_error(MINFER_ERR_NOMEM, "minfer_options_set_provider_options: out of memory");
+    }
+    names[opt->n_prov_opts] = n;
+    values[opt->n_prov_opts] = v;
+    opt->n_prov_opts++;
+    return MINFER_OK;
+}
+
+const char *mf_options_provider_options(const minfer_options *opt, const char *provider) {
+    for (size_t i = 0; opt && i < opt->n_prov_opts; i++)
+        if (strcmp(opt->prov_opt_names[i], provider) == 0)
+            return opt->prov_opt_values[i];
+    return "";
 }

@@ -782,7 +782,7 @@ static minfer_status open_providers(minfer_session *s, const minfer_options *opt
         if (dup)
             continue;
         mf_provider_inst inst;
-        if (mf_provider_open(names[i], &s->api, s, "", &inst) != MINFER_OK) {
+        if (mf_provider_open(names[i], &s->api, s, mf_options_provider_options(opt, names[i]), &inst) != MINFER_OK) {
             const char *why = minfer_last_error();
             /* The default list names providers that may simply not be installed. */
             int quiet = from_default && strcmp(names[i], "cpu") != 0;

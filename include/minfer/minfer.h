@@ -163,6 +163,35 @@ MINFER_API minfer_status minfer_options_set_threads(minfer_options *opt, int thr
 /* Messages at or below this level go to stderr (default WARN, or MINFER_LOG). */
 MINFER_API minfer_status minfer_options_set_log_level(minfer_options *opt, minfer_log_level level);
 
+/* Graph optimization level: 0 none, 1 basic clean-ups (dead code, Identity,
+ * constant folding), 2 also fusions into minfer's own ops, 3 (default) also
+ * provider-specific rewrites. MINFER_OPT_LEVEL overrides the default. */
+MINFER_API minfer_status minfer_options_set_optimization_level(minfer_options *opt, int level);
+
+typedef enum minfer_planner {
+    MINFER_PLANNER_GREEDY = 0, /* offsets in one arena per memory domain (default) */
+    MINFER_PLANNER_LINEAR = 1  /* every tensor its own space: for telling a planner
+                                  bug from a kernel bug; also MINFER_PLANNER=linear */
+} minfer_planner;
+MINFER_API minfer_status minfer_options_set_planner(minfer_options *opt, minfer_planner planner);
+/* How many plans (one per distinct set of input shapes) a session keeps;
+ * default 4, at least 1. */
+MINFER_API minfer_status minfer_options_set_plan_cache_size(minfer_options *opt, size_t plans);
+
+/* Resource limits for untrusted models; 0 keeps the default. */
+typedef struct minfer_limits {
+    uint64_t max_model_bytes;  /* model file or buffer; default 2 GiB */
+    uint64_t max_tensor_bytes; /* any one tensor; default 16 GiB */
+    uint64_t max_nodes;        /* nodes in a graph, subgraphs included; default 1,000,000 */
+} minfer_limits;
+MINFER_API minfer_status minfer_options_set_limits(minfer_options *opt, const minfer_limits *limits);
+
+/* An option string handed to one provider's init, e.g. for "opencl":
+ * "device=1" (the provider's documentation lists its keys). */
+MINFER_API minfer_status minfer_options_set_provider_options(minfer_options *opt,
+                                                             const char *provider,
+                                                             const char *options);
+
 /* ---- Sessions ----------------------------------------------------------- */
 
 typedef struct minfer_session minfer_session;

@@ -181,7 +181,8 @@ typedef struct minfer_host_api {
      * grain items across the session's pool; returns when all are done. */
     void (*parallel_for)(void *host, size_t n, size_t grain, minfer_range_fn fn, void *arg);
     /* For an output whose rank was -1 at execute time: allocates it with
-     * this shape and fills args->outputs[index]. */
+     * this shape and fills args->outputs[index]. The element type is taken
+     * from args->outputs[index].dtype: set it first if the host left it 0. */
     minfer_status (*alloc_output)(void *run, size_t index, int32_t rank, const int64_t *dims);
 } minfer_host_api;
 
