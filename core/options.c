@@ -13,6 +13,7 @@ minfer_status minfer_options_create(minfer_options **out) {
     (*out)->log_level = -1;
     (*out)->opt_level = -1;
     (*out)->planner = -1;
+    (*out)->check_nan = -1;
     return MINFER_OK;
 }
 
@@ -34,6 +35,7 @@ void minfer_options_free(minfer_options *opt) {
     }
     free(opt->prov_opt_names);
     free(opt->prov_opt_values);
+    free(opt->profile_path);
     free(opt);
 }
 
@@ -190,4 +192,37 @@ const char *mf_options_provider_options(const minfer_options *opt, const char *p
         if (strcmp(opt->prov_opt_names[i], provider) == 0)
             return opt->prov_opt_values[i];
     return "";
+}
+
+minfer_status minfer_options_set_log_callback(minfer_options *opt, minfer_log_fn fn, void *user) {
+    if (!opt)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_log_callback: NULL options");
+    opt->log_fn = fn;
+    opt->log_user = user;
+    return MINFER_OK;
+}
+
+minfer_status minfer_options_set_strict_placement(minfer_options *opt, int strict) {
+    if (!opt)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_strict_placement: NULL options");
+    opt->strict = strict != 0;
+    return MINFER_OK;
+}
+
+minfer_status minfer_options_set_profiling(minfer_options *opt, const char *path) {
+    if (!opt)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_profiling: NULL options");
+    char *copy = NULL;
+    if (path && path[0] && !(copy = mf_strdup(path)))
+        return mf_error(MINFER_ERR_NOMEM, "minfer_options_set_profiling: out of memory");
+    free(opt->profile_path);
+    opt->profile_path = copy;
+    return MINFER_OK;
+}
+
+minfer_status minfer_options_set_check_nan(minfer_options *opt, int on) {
+    if (!opt)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_check_nan: NULL options");
+    opt->check_nan = on != 0;
+    return MINFER_OK;
 }

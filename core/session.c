@@ -1,31 +1,18 @@
 /*
- * Sessions: the build pipeline and the run loop.
+ * Sessions: the build pipeline.
  *
- * Build (minfer_session_create*):
+ * minfer_session_create*:
  *  1. load the model into the IR and validate it (onnx_load.c, graph.c);
  *  2. open the providers of the preference list, skipping (with a warning)
  *     any that cannot load; the CPU provider is also opened, privately, as
  *     the evaluator for constant folding if the list does not name it;
  *  3. infer shapes for the declared input shapes (symbolic dims unknown),
- *     folding every node whose inputs are all known (initializers, Constant,
- *     Shape of a static shape, and what follows from them) by running it on
- *     the evaluator: a shape mismatch fails here, before anything runs;
+ *     folding every node whose inputs are all known (plan.c): a shape
+ *     mismatch fails here, before anything runs;
  *  4. assign each remaining node, in topological order, to the first
  *     provider whose supports_operator accepts it;
- *  5. if every input shape is static, build the run plan now (step 6).
- *
- * Plans: a plan belongs to one signature of concrete input shapes. Building
- * one re-runs inference and folding with the real dims (so Reshape targets
- * computed by Shape->Gather->Concat chains become constants), allocates
- * every intermediate value, and calls prepare_node for every node with the
- * node's concrete shapes. A run whose input shapes differ from the current
- * plan's builds a new plan. Nodes whose output shapes depend on data that
- * is only known at run time are "dynamic": they are inferred, allocated and
- * prepared in the run itself.
- *
- * Run: bind the caller's inputs (no copy), execute the non-folded nodes in
- * order, copying values between memory domains where a value's producer
- * and consumer live in different ones, then copy the requested outputs out.
+ *  5. if every input shape is static, build the run plan now (plan.c);
+ *     otherwise the first run with new shapes builds one (run.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -39,6 +26,7 @@
 
 #include "graph.h"
 #include "internal.h"
+#include "optimizer.h"
 #include "provider_loader.h"
 #include "session.h"
 #include "shape_infer.h"
@@ -51,58 +39,6 @@
 /* protobuf messages are limited to 2 GiB; larger models use external data. */
 #define MAX_MODEL_BYTES ((int64_t)2 << 30)
 
-/* Per-value state inside a plan. */
-typedef struct vstate {
-    minfer_tensor_view view; /* dtype/rank/dims; data = host storage when allocated */
-    int known;               /* contents known before any run (constant) */
-    int dynamic;             /* shape known only at run time */
-    void *owned;             /* storage this plan owns (host) */
-    /* Mirror of a host value in a device domain, for consumers there. */
-    int mirror_prov;         /* provider index owning the mirror, or -1 */
-    void *mirror;
-    int64_t consumers;
-} vstate;
-
-typedef struct nstate {
-    minfer_value_desc *in_desc, *out_desc;
-    minfer_node_desc desc;
-    void *state;
-    int prepared;
-    int folded;  /* outputs are constants of the plan; never executed */
-    int dynamic; /* inferred and prepared during the run */
-    size_t workspace;
-    int32_t *inplace;
-    uint64_t *layouts;
-} nstate;
-
-typedef struct plan {
-    int concrete; /* built for concrete input shapes (else: declared shapes) */
-    int64_t *sig;
-    size_t sig_len;
-    vstate *vals;
-    nstate *nodes;
-    void *workspace; /* host scratch shared by every node (runs are serial) */
-    size_t workspace_bytes;
-} plan;
-
-struct minfer_session {
-    char *errctx;
-    mf_graph *g;
-    int log_level;
-    mf_pool *pool;
-    minfer_host_api api;
-    mf_provider_inst *provs;
-    size_t n_provs;
-    mf_provider_inst eval_own; /* the evaluator when not in the list */
-    mf_provider_inst *eval;    /* NULL: no folding */
-    int *assign;               /* node -> provider index; -1 folded at build */
-    plan *build;               /* declared-shape plan (inference results) */
-    plan *cur;                 /* concrete plan for the last input shapes */
-    pthread_mutex_t run_lock;
-    /* session-owned copies for minfer_value_info */
-    minfer_value_info *in_info, *out_info;
-};
-
 /* ---- logging and host API ---------------------------------------------- */
 
 static const char *level_name(int level) {
@@ -113,13 +49,19 @@ static const char *level_name(int level) {
 static void vlog_msg(const minfer_session *s, int level, const char *fmt, va_list ap) {
     if (s && level > s->log_level)
         return;
-    fprintf(stderr, "minfer %s: ", level_name(level));
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    if (s && s->log_fn) {
+        char msg[2048];
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        s->log_fn(s->log_user, (minfer_log_level)level, msg);
+        return;
+    }
+    /* One fprintf, so lines from concurrent runs do not interleave. */
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fprintf(stderr, "minfer %s: %s\n", level_name(level), msg);
 }
 
-static void log_msg(const minfer_session *s, int level, const char *fmt, ...) MF_PRINTF(3, 4);
-static void log_msg(const minfer_session *s, int level, const char *fmt, ...) {
+void mf_log(const minfer_session *s, int level, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vlog_msg(s, level, fmt, ap);
@@ -205,6 +147,18 @@ static int host_attr_floats(const minfer_node_desc *n, const char *name, const f
     return a != NULL;
 }
 
+static int host_attr_strings(const minfer_node_desc *n, const char *name, const char *const **out,
+                             size_t *count) {
+    const mf_attr *a = host_attr(n, name, MINFER_ATTR_STRINGS);
+    if (a) {
+        if (out)
+            *out = (const char *const *)a->strings;
+        if (count)
+            *count = a->count;
+    }
+    return a != NULL;
+}
+
 static int host_attr_tensor(const minfer_node_desc *n, const char *name, minfer_tensor_view *out) {
     const mf_attr *a = host_attr(n, name, MINFER_ATTR_TENSOR);
     if (a && out)
@@ -222,31 +176,7 @@ static void host_parallel_for(void *host, size_t n, size_t grain, minfer_range_f
     mf_pool_parallel_for(s ? s->pool : NULL, n, grain, fn, arg);
 }
 
-/* The run handle behind alloc_output. */
-typedef struct run_ctx {
-    minfer_session *s;
-    plan *p;
-    int node;
-    minfer_tensor_view *outputs;
-    size_t n_outputs;
-    void **temps; /* run-time allocations, freed when the run ends */
-    size_t n_temps, cap_temps;
-} run_ctx;
-
-static int track_temp(run_ctx *rc, void *ptr) {
-    if (rc->n_temps == rc->cap_temps) {
-        size_t cap = rc->cap_temps ? rc->cap_temps * 2 : 16;
-        void **t = mf_realloc(rc->temps, cap * sizeof *t);
-        if (!t)
-            return -1;
-        rc->temps = t;
-        rc->cap_temps = cap;
-    }
-    rc->temps[rc->n_temps++] = ptr;
-    return 0;
-}
-
-static void *alloc_host(size_t bytes) {
+void *mf_alloc_host(size_t bytes) {
     void *p = NULL;
     size_t rounded = (bytes + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
     if (rounded == 0)
@@ -258,18 +188,21 @@ static void *alloc_host(size_t bytes) {
 }
 
 static minfer_status host_alloc_output(void *run, size_t index, int32_t rank, const int64_t *dims) {
-    run_ctx *rc = run;
+    mf_run *r = run;
     int64_t numel;
     size_t bytes;
     minfer_status st;
-    if (!rc || index >= rc->n_outputs || rank < 0 || rank > MINFER_MAX_RANK || (rank && !dims))
+    if (!r || index >= r->n_outputs || rank < 0 || rank > MINFER_MAX_RANK || (rank && !dims))
         return mf_error(MINFER_ERR_INVALID_ARG, "alloc_output: bad arguments");
-    minfer_tensor_view *v = &rc->outputs[index];
+    minfer_tensor_view *v = &r->outputs[index];
     if ((st = mf_numel(dims, rank, &numel)) != MINFER_OK ||
         (st = mf_nbytes(v->dtype, numel, &bytes)) != MINFER_OK)
         return st;
-    void *mem = alloc_host(bytes);
-    if (!mem || track_temp(rc, mem) != 0) {
+    if (bytes > r->s->limits.max_tensor_bytes)
+        return mf_error(MINFER_ERR_LIMIT, "alloc_output: %zu bytes is above the tensor limit",
+                        bytes);
+    void *mem = mf_alloc_host(bytes);
+    if (!mem || mf_run_track_strings(r, mem, v->dtype == MINFER_DTYPE_STRING ? numel : 0) != 0) {
         free(mem);
         return mf_error(MINFER_ERR_NOMEM, "alloc_output: out of memory for %zu bytes", bytes);
     }
@@ -280,16 +213,19 @@ static minfer_status host_alloc_output(void *run, size_t index, int32_t rank, co
     v->offset = 0;
     v->nbytes = bytes;
     /* The value keeps this shape and storage for its consumers. */
-    const mf_node *n = &rc->s->g->nodes[rc->node];
-    int vi = n->outputs[index];
-    if (vi >= 0)
-        rc->p->vals[vi].view = *v;
+    int vi = r->s->g->nodes[r->node].outputs[index];
+    if (vi >= 0) {
+        if (r->views)
+            r->views[vi] = *v;
+        else
+            r->p->vals[vi].view = *v;
+    }
     return MINFER_OK;
 }
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static const char *node_label(const mf_node *n, int idx, char *buf, size_t size) {
+const char *mf_node_label(const mf_node *n, int idx, char *buf, size_t size) {
     const char *dom = n->domain[0] ? n->domain : "ai.onnx";
     if (n->name[0])
         snprintf(buf, size, "node '%s' (op %s, domain %s, opset %lld)", n->name, n->op_type, dom,
@@ -306,7 +242,7 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int view_static(const minfer_tensor_view *v) {
+int mf_view_static(const minfer_tensor_view *v) {
     if (v->rank < 0)
         return 0;
     for (int d = 0; d < v->rank; d++)
@@ -315,426 +251,12 @@ static int view_static(const minfer_tensor_view *v) {
     return 1;
 }
 
-static size_t view_bytes(const minfer_tensor_view *v) {
+size_t mf_view_bytes(const minfer_tensor_view *v) {
     int64_t n;
     size_t b;
     if (mf_numel(v->dims, v->rank, &n) != MINFER_OK || mf_nbytes(v->dtype, n, &b) != MINFER_OK)
         return 0;
     return b;
-}
-
-/* ---- plans -------------------------------------------------------------- */
-
-static void release_node_state(minfer_session *s, plan *p, int i) {
-    nstate *ns = &p->nodes[i];
-    if (ns->prepared && s->assign[i] >= 0) {
-        const minfer_provider *vt = s->provs[s->assign[i]].vt;
-        if (MF_VT_HAS(vt, release_node))
-            vt->release_node(s->provs[s->assign[i]].ctx, ns->state);
-    }
-    ns->state = NULL;
-    ns->prepared = 0;
-}
-
-static void plan_free(minfer_session *s, plan *p) {
-    if (!p)
-        return;
-    const mf_graph *g = s->g;
-    if (p->nodes)
-        for (size_t i = 0; i < g->n_nodes; i++) {
-            release_node_state(s, p, (int)i);
-            free(p->nodes[i].in_desc);
-            free(p->nodes[i].out_desc);
-            free(p->nodes[i].inplace);
-            free(p->nodes[i].layouts);
-        }
-    if (p->vals)
-        for (size_t v = 0; v < g->n_values; v++) {
-            vstate *vs = &p->vals[v];
-            if (vs->owned && vs->view.dtype == MINFER_DTYPE_STRING)
-                mf_free_strings(vs->owned, (int64_t)(view_bytes(&vs->view) / sizeof(char *)));
-            free(vs->owned);
-            if (vs->mirror && vs->mirror_prov >= 0)
-                s->provs[vs->mirror_prov].vt->mem_free(s->provs[vs->mirror_prov].ctx, vs->mirror);
-        }
-    free(p->workspace);
-    free(p->vals);
-    free(p->nodes);
-    free(p->sig);
-    free(p);
-}
-
-/* Descriptor arrays for node i from the plan's current value states. */
-static minfer_status fill_desc(minfer_session *s, plan *p, int i) {
-    const mf_node *n = &s->g->nodes[i];
-    nstate *ns = &p->nodes[i];
-    if (!ns->in_desc) {
-        ns->in_desc = mf_calloc(n->n_inputs + 1, sizeof *ns->in_desc);
-        ns->out_desc = mf_calloc(n->n_outputs + 1, sizeof *ns->out_desc);
-        ns->inplace = mf_calloc(n->n_outputs + 1, sizeof *ns->inplace);
-        ns->layouts = mf_calloc(n->n_outputs + 1, sizeof *ns->layouts);
-        if (!ns->in_desc || !ns->out_desc || !ns->inplace || !ns->layouts)
-            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-    }
-    for (size_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
-        int is_in = k < n->n_inputs;
-        int vi = is_in ? n->inputs[k] : n->outputs[k - n->n_inputs];
-        minfer_value_desc *d = is_in ? &ns->in_desc[k] : &ns->out_desc[k - n->n_inputs];
-        memset(d, 0, sizeof *d);
-        d->rank = -1;
-        if (vi < 0)
-            continue;
-        const vstate *vs = &p->vals[vi];
-        d->name = s->g->values[vi].name;
-        d->kind = MINFER_VALUE_TENSOR;
-        d->dtype = vs->view.dtype;
-        d->rank = vs->view.rank;
-        memcpy(d->dims, vs->view.dims, sizeof d->dims);
-        d->present = 1;
-        if (vs->known) {
-            d->const_data = vs->view.data;
-            d->const_nbytes = vs->view.nbytes;
-        }
-    }
-    ns->desc.struct_size = sizeof ns->desc;
-    ns->desc.name = n->name;
-    ns->desc.op_type = n->op_type;
-    ns->desc.domain = n->domain;
-    ns->desc.opset = n->opset;
-    ns->desc.n_inputs = n->n_inputs;
-    ns->desc.n_outputs = n->n_outputs;
-    ns->desc.inputs = ns->in_desc;
-    ns->desc.outputs = ns->out_desc;
-    ns->desc.host_node = n;
-    return MINFER_OK;
-}
-
-/* Evaluates node i on the evaluator provider, all inputs known, storing
- * its outputs as constants of the plan. Returns MINFER_OK and sets *done
- * when folded; a provider that declines leaves *done 0. */
-static minfer_status fold_node(minfer_session *s, plan *p, int i, int *done) {
-    const mf_node *n = &s->g->nodes[i];
-    nstate *ns = &p->nodes[i];
-    minfer_status st;
-    minfer_tensor_view in[64], out[64];
-    void *state = NULL, *work = NULL;
-    char why[256];
-    *done = 0;
-    if (!s->eval || n->n_inputs > 64 || n->n_outputs > 64)
-        return MINFER_OK;
-    const minfer_provider *vt = s->eval->vt;
-    if ((st = fill_desc(s, p, i)) != MINFER_OK)
-        return st;
-    if (!vt->supports_operator(s->eval->ctx, &ns->desc, why, sizeof why))
-        return MINFER_OK;
-    minfer_node_prep prep = {sizeof prep, 0, ns->inplace, ns->layouts};
-    for (size_t o = 0; o < n->n_outputs; o++) {
-        ns->inplace[o] = -1;
-        ns->layouts[o] = 0;
-    }
-    if (MF_VT_HAS(vt, prepare_node) &&
-        (st = vt->prepare_node(s->eval->ctx, &ns->desc, &prep, &state)) != MINFER_OK)
-        return mf_error_prefix(st, "%s: folding %s", s->errctx,
-                               node_label(n, i, why, sizeof why));
-    for (size_t k = 0; k < n->n_inputs; k++) {
-        int vi = n->inputs[k];
-        if (vi < 0) {
-            memset(&in[k], 0, sizeof in[k]);
-            in[k].rank = -1;
-        } else
-            in[k] = p->vals[vi].view;
-    }
-    for (size_t o = 0; o < n->n_outputs; o++) {
-        int vi = n->outputs[o];
-        vstate *vs = vi >= 0 ? &p->vals[vi] : NULL;
-        memset(&out[o], 0, sizeof out[o]);
-        out[o].rank = -1;
-        if (!vs)
-            continue;
-        size_t bytes = view_bytes(&vs->view);
-        vs->owned = alloc_host(bytes);
-        if (!vs->owned) {
-            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory folding constants", s->errctx);
-            goto done;
-        }
-        vs->view.data = vs->owned;
-        vs->view.nbytes = bytes;
-        out[o] = vs->view;
-    }
-    if (prep.workspace_bytes && !(work = alloc_host(prep.workspace_bytes))) {
-        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory folding constants", s->errctx);
-        goto done;
-    }
-    run_ctx rc = {s, p, i, out, n->n_outputs, NULL, 0, 0};
-    minfer_exec_args args = {sizeof args, &rc, &ns->desc, in, n->n_inputs, out, n->n_outputs,
-                             work, prep.workspace_bytes};
-    mf_error_clear();
-    st = vt->execute_node(s->eval->ctx, state, &args);
-    free(rc.temps);
-    if (st != MINFER_OK) {
-        mf_error_prefix(st, "%s: evaluating constant %s", s->errctx,
-                        node_label(n, i, why, sizeof why));
-        goto done;
-    }
-    for (size_t o = 0; o < n->n_outputs; o++)
-        if (n->outputs[o] >= 0)
-            p->vals[n->outputs[o]].known = 1;
-    ns->folded = 1;
-    *done = 1;
-done:
-    if (state && MF_VT_HAS(vt, release_node))
-        vt->release_node(s->eval->ctx, state);
-    free(work);
-    if (st != MINFER_OK)
-        for (size_t o = 0; o < n->n_outputs; o++) {
-            int vi = n->outputs[o];
-            if (vi >= 0) {
-                free(p->vals[vi].owned);
-                p->vals[vi].owned = NULL;
-                p->vals[vi].view.data = NULL;
-            }
-        }
-    return st;
-}
-
-/* Shape and Size are known from a static input shape alone. */
-static minfer_status fold_shape_op(minfer_session *s, plan *p, int i, int *done) {
-    const mf_node *n = &s->g->nodes[i];
-    *done = 0;
-    if (n->domain[0] || n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs < 1 ||
-        n->outputs[0] < 0)
-        return MINFER_OK;
-    int is_shape = strcmp(n->op_type, "Shape") == 0, is_size = strcmp(n->op_type, "Size") == 0;
-    if (!is_shape && !is_size)
-        return MINFER_OK;
-    const minfer_tensor_view *x = &p->vals[n->inputs[0]].view;
-    vstate *y = &p->vals[n->outputs[0]];
-    if (!view_static(x) || !view_static(&y->view) || y->view.dtype != MINFER_DTYPE_INT64)
-        return MINFER_OK;
-    int64_t values[MINFER_MAX_RANK];
-    int64_t count = 0;
-    if (is_size) {
-        if (mf_numel(x->dims, x->rank, &values[0]) != MINFER_OK)
-            return MINFER_OK;
-        count = 1;
-    } else {
-        int64_t r = x->rank, start = mf_attr_int(n, "start", 0), end = mf_attr_int(n, "end", r);
-        if (start < 0)
-            start += r;
-        if (end < 0)
-            end += r;
-        start = start < 0 ? 0 : start > r ? r : start;
-        end = end < 0 ? 0 : end > r ? r : end;
-        for (int64_t d = start; d < end; d++)
-            values[count++] = x->dims[d];
-    }
-    if ((size_t)count * sizeof(int64_t) != view_bytes(&y->view))
-        return MINFER_OK; /* inference disagrees; leave it to the kernel */
-    y->owned = alloc_host((size_t)count * sizeof(int64_t));
-    if (!y->owned)
-        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-    if (count)
-        memcpy(y->owned, values, (size_t)count * sizeof(int64_t));
-    y->view.data = y->owned;
-    y->view.nbytes = (size_t)count * sizeof(int64_t);
-    y->known = 1;
-    p->nodes[i].folded = 1;
-    *done = 1;
-    return MINFER_OK;
-}
-
-/* Checks an inferred output against the type the model declares for it. */
-static minfer_status check_declared(minfer_session *s, int i, size_t o, const mf_value *v,
-                                    minfer_tensor_view *out) {
-    char lbl[512], a[128], b[128];
-    const mf_node *n = &s->g->nodes[i];
-    if (v->dtype && out->dtype && v->dtype != out->dtype)
-        return mf_error(MINFER_ERR_TYPE, "%s: %s output %zu '%s' is %s, but the model declares %s",
-                        s->errctx, node_label(n, i, lbl, sizeof lbl), o, v->name,
-                        minfer_dtype_name((minfer_dtype)out->dtype),
-                        minfer_dtype_name((minfer_dtype)v->dtype));
-    if (!out->dtype && v->dtype)
-        out->dtype = v->dtype;
-    if (v->rank >= 0 && out->rank >= 0) {
-        int bad = v->rank != out->rank;
-        for (int d = 0; !bad && d < v->rank; d++)
-            bad = v->dims[d] >= 0 && out->dims[d] >= 0 && v->dims[d] != out->dims[d];
-        if (bad && v->is_output)
-            return mf_error(MINFER_ERR_SHAPE,
-                            "%s: %s output '%s' has shape %s, but the model declares %s",
-                            s->errctx, node_label(n, i, lbl, sizeof lbl), v->name,
-                            mf_shape_str(out->dims, out->rank, a, sizeof a),
-                            mf_shape_str(v->dims, v->rank, b, sizeof b));
-    }
-    return MINFER_OK;
-}
-
-/* Inference and folding over the whole graph for the plan's input shapes. */
-static minfer_status plan_infer(minfer_session *s, plan *p) {
-    const mf_graph *g = s->g;
-    char lbl[512], err[1024];
-    minfer_tensor_view in[64], out[64];
-    for (size_t k = 0; k < g->n_nodes; k++) {
-        int i = g->order[k];
-        const mf_node *n = &g->nodes[i];
-        nstate *ns = &p->nodes[i];
-        minfer_status st;
-        if (n->n_inputs > 64 || n->n_outputs > 64)
-            return mf_error(MINFER_ERR_LIMIT, "%s: %s has more than 64 inputs or outputs",
-                            s->errctx, node_label(n, i, lbl, sizeof lbl));
-        int all_known = 1, any_dynamic = 0;
-        for (size_t j = 0; j < n->n_inputs; j++) {
-            int vi = n->inputs[j];
-            memset(&in[j], 0, sizeof in[j]);
-            in[j].rank = -1;
-            if (vi < 0)
-                continue;
-            in[j] = p->vals[vi].view;
-            if (!p->vals[vi].known) {
-                in[j].data = NULL;
-                in[j].nbytes = 0;
-                all_known = 0;
-            }
-            any_dynamic |= p->vals[vi].dynamic;
-        }
-        for (size_t o = 0; o < n->n_outputs; o++) {
-            memset(&out[o], 0, sizeof out[o]);
-            out[o].rank = -1;
-        }
-        err[0] = '\0';
-        st = mf_infer_node(n, in, n->n_inputs, out, n->n_outputs, err, sizeof err);
-        if (st != MINFER_OK)
-            return mf_error(st, "%s: %s: %s", s->errctx, node_label(n, i, lbl, sizeof lbl),
-                            err[0] ? err : minfer_status_str(st));
-        int outs_static = 1;
-        for (size_t o = 0; o < n->n_outputs; o++) {
-            int vi = n->outputs[o];
-            if (vi < 0)
-                continue;
-            if ((st = check_declared(s, i, o, &g->values[vi], &out[o])) != MINFER_OK)
-                return st;
-            vstate *vs = &p->vals[vi];
-            vs->view = out[o];
-            vs->view.kind = MINFER_VALUE_TENSOR;
-            vs->known = 0;
-            if (!view_static(&out[o]))
-                outs_static = 0;
-        }
-        ns->folded = 0;
-        ns->dynamic = 0;
-        if (p->concrete && (!outs_static || any_dynamic)) {
-            ns->dynamic = 1;
-            for (size_t o = 0; o < n->n_outputs; o++)
-                if (n->outputs[o] >= 0)
-                    p->vals[n->outputs[o]].dynamic = 1;
-            continue;
-        }
-        if (!outs_static)
-            continue;
-        int done = 0;
-        if ((st = fold_shape_op(s, p, i, &done)) != MINFER_OK)
-            return st;
-        if (done || !all_known)
-            continue;
-        int64_t total = 0;
-        for (size_t o = 0; o < n->n_outputs; o++) {
-            int64_t ne = 0;
-            if (n->outputs[o] >= 0 &&
-                mf_numel(p->vals[n->outputs[o]].view.dims, p->vals[n->outputs[o]].view.rank,
-                         &ne) == MINFER_OK)
-                total += ne;
-        }
-        if (total > FOLD_MAX_ELEMS)
-            continue;
-        if ((st = fold_node(s, p, i, &done)) != MINFER_OK)
-            return st;
-    }
-    return MINFER_OK;
-}
-
-static plan *plan_new(minfer_session *s) {
-    plan *p = mf_calloc(1, sizeof *p);
-    if (!p)
-        return NULL;
-    p->vals = mf_calloc(s->g->n_values + 1, sizeof *p->vals);
-    p->nodes = mf_calloc(s->g->n_nodes + 1, sizeof *p->nodes);
-    if (!p->vals || !p->nodes) {
-        plan_free(s, p);
-        return NULL;
-    }
-    for (size_t v = 0; v < s->g->n_values; v++) {
-        const mf_value *val = &s->g->values[v];
-        vstate *vs = &p->vals[v];
-        vs->mirror_prov = -1;
-        vs->view.kind = MINFER_VALUE_TENSOR;
-        vs->view.dtype = val->dtype;
-        vs->view.rank = val->rank;
-        memcpy(vs->view.dims, val->dims, sizeof vs->view.dims);
-        if (val->initializer) {
-            vs->view = val->initializer->view;
-            vs->known = 1;
-        }
-    }
-    return p;
-}
-
-/* Allocates storage and prepares every node of a concrete plan. */
-static minfer_status plan_prepare(minfer_session *s, plan *p) {
-    const mf_graph *g = s->g;
-    char lbl[512];
-    minfer_status st;
-    size_t max_ws = 0;
-    for (size_t v = 0; v < g->n_values; v++) {
-        vstate *vs = &p->vals[v];
-        const mf_value *val = &g->values[v];
-        if (vs->known || vs->dynamic || val->is_input || val->initializer || val->producer < 0)
-            continue;
-        size_t bytes = view_bytes(&vs->view);
-        vs->owned = alloc_host(bytes);
-        if (!vs->owned)
-            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory allocating %zu bytes for '%s'",
-                            s->errctx, bytes, val->name);
-        vs->view.data = vs->owned;
-        vs->view.nbytes = bytes;
-    }
-    for (size_t k = 0; k < g->n_nodes; k++) {
-        int i = g->order[k];
-        nstate *ns = &p->nodes[i];
-        const mf_node *n = &g->nodes[i];
-        if (ns->folded || ns->dynamic)
-            continue;
-        if (s->assign[i] < 0)
-            return mf_error(MINFER_ERR_UNSUPPORTED,
-                            "%s: %s was folded at build but not for these input shapes",
-                            s->errctx, node_label(n, i, lbl, sizeof lbl));
-        mf_provider_inst *pi = &s->provs[s->assign[i]];
-        if ((st = fill_desc(s, p, i)) != MINFER_OK)
-            return st;
-        for (size_t o = 0; o < n->n_outputs; o++) {
-            ns->inplace[o] = -1;
-            ns->layouts[o] = 0;
-        }
-        minfer_node_prep prep = {sizeof prep, 0, ns->inplace, ns->layouts};
-        if (MF_VT_HAS(pi->vt, prepare_node)) {
-            mf_error_clear();
-            st = pi->vt->prepare_node(pi->ctx, &ns->desc, &prep, &ns->state);
-            if (st != MINFER_OK)
-                return mf_error_prefix(st, "%s: provider '%s' could not prepare %s", s->errctx,
-                                       pi->name, node_label(n, i, lbl, sizeof lbl));
-        }
-        ns->prepared = 1;
-        ns->workspace = prep.workspace_bytes;
-        if (prep.workspace_bytes > max_ws)
-            max_ws = prep.workspace_bytes;
-    }
-    if (max_ws) {
-        p->workspace = alloc_host(max_ws);
-        if (!p->workspace)
-            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory for %zu bytes of workspace",
-                            s->errctx, max_ws);
-        p->workspace_bytes = max_ws;
-    }
-    return MINFER_OK;
 }
 
 /* ---- provider selection -------------------------------------------------- */
@@ -786,7 +308,7 @@ static minfer_status open_providers(minfer_session *s, const minfer_options *opt
             const char *why = minfer_last_error();
             /* The default list names providers that may simply not be installed. */
             int quiet = from_default && strcmp(names[i], "cpu") != 0;
-            log_msg(s, quiet ? MINFER_LOG_INFO : MINFER_LOG_WARN, "skipping provider '%s': %s",
+            mf_log(s, quiet ? MINFER_LOG_INFO : MINFER_LOG_WARN, "skipping provider '%s': %s",
                     names[i], why);
             int w = snprintf(failures + flen, sizeof failures - flen, "%s%s", flen ? "; " : "",
                              why);
@@ -795,7 +317,7 @@ static minfer_status open_providers(minfer_session *s, const minfer_options *opt
             continue;
         }
         s->provs[s->n_provs++] = inst;
-        log_msg(s, MINFER_LOG_INFO, "provider '%s' loaded from %s", inst.name, inst.path);
+        mf_log(s, MINFER_LOG_INFO, "provider '%s' loaded from %s", inst.name, inst.path);
     }
     if (s->n_provs == 0) {
         char joined[512] = "";
@@ -817,7 +339,7 @@ static minfer_status open_providers(minfer_session *s, const minfer_options *opt
         if (mf_provider_open(EVAL_PROVIDER, &s->api, s, "", &s->eval_own) == MINFER_OK)
             s->eval = &s->eval_own;
         else
-            log_msg(s, MINFER_LOG_INFO,
+            mf_log(s, MINFER_LOG_INFO,
                     "no '%s' provider for constant folding (%s); shapes that depend on "
                     "computed values are resolved at run time",
                     EVAL_PROVIDER, minfer_last_error());
@@ -831,11 +353,12 @@ done:
 
 static minfer_status assign_nodes(minfer_session *s) {
     const mf_graph *g = s->g;
-    plan *p = s->build;
+    mf_plan *p = s->build;
     char lbl[512];
     minfer_status st;
     s->assign = mf_malloc((g->n_nodes + 1) * sizeof *s->assign);
-    if (!s->assign)
+    s->declined = mf_calloc(g->n_nodes + 1, sizeof *s->declined);
+    if (!s->assign || !s->declined)
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
     for (size_t k = 0; k < g->n_nodes; k++) {
         int i = g->order[k];
@@ -843,30 +366,58 @@ static minfer_status assign_nodes(minfer_session *s) {
         s->assign[i] = -1;
         if (p->nodes[i].folded)
             continue;
-        if ((st = fill_desc(s, p, i)) != MINFER_OK)
+        minfer_value_desc *dsc = mf_calloc(n->n_inputs + n->n_outputs + 1, sizeof *dsc);
+        minfer_node_desc desc;
+        if (!dsc)
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+        if ((st = mf_fill_desc(s, p, i, NULL, dsc, dsc + n->n_inputs, &desc)) != MINFER_OK) {
+            free(dsc);
             return st;
+        }
         char reasons[1536] = "";
         size_t used = 0;
         for (size_t j = 0; j < s->n_provs && s->assign[i] < 0; j++) {
             char why[512] = "";
-            if (s->provs[j].vt->supports_operator(s->provs[j].ctx, &p->nodes[i].desc, why,
-                                                  sizeof why)) {
+            if (s->provs[j].vt->supports_operator(s->provs[j].ctx, &desc, why, sizeof why)) {
                 s->assign[i] = (int)j;
                 break;
             }
-            log_msg(s, MINFER_LOG_VERBOSE, "%s: provider '%s' declined: %s",
-                    node_label(n, i, lbl, sizeof lbl), s->provs[j].name,
+            mf_log(s, MINFER_LOG_VERBOSE, "%s: provider '%s' declined: %s",
+                    mf_node_label(n, i, lbl, sizeof lbl), s->provs[j].name,
                     why[0] ? why : "no reason given");
             int w = snprintf(reasons + used, sizeof reasons - used, "%s%s: %s",
                              used ? "; " : "", s->provs[j].name, why[0] ? why : "declined");
             if (w > 0 && (size_t)w < sizeof reasons - used)
                 used += (size_t)w;
         }
+        free(dsc);
         if (s->assign[i] < 0)
             return mf_error(MINFER_ERR_UNSUPPORTED, "%s: no provider supports %s (%s)", s->errctx,
-                            node_label(n, i, lbl, sizeof lbl), reasons);
-        log_msg(s, MINFER_LOG_VERBOSE, "%s -> %s", node_label(n, i, lbl, sizeof lbl),
+                            mf_node_label(n, i, lbl, sizeof lbl), reasons);
+        if (!(s->declined[i] = mf_strdup(reasons)))
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+        mf_log(s, MINFER_LOG_VERBOSE, "%s -> %s", mf_node_label(n, i, lbl, sizeof lbl),
                 s->provs[s->assign[i]].name);
+    }
+    if (s->strict) {
+        char names[1536] = "";
+        size_t used = 0, count = 0;
+        for (size_t k = 0; k < g->n_nodes; k++) {
+            int i = g->order[k];
+            if (s->assign[i] <= 0)
+                continue;
+            count++;
+            int w = snprintf(names + used, sizeof names - used, "%s%s (%s: %s)", used ? "; " : "",
+                             mf_node_label(&g->nodes[i], i, lbl, sizeof lbl),
+                             s->provs[s->assign[i]].name, s->declined[i]);
+            if (w > 0 && (size_t)w < sizeof names - used)
+                used += (size_t)w;
+        }
+        if (count)
+            return mf_error(MINFER_ERR_PROVIDER,
+                            "%s: strict placement: %zu node(s) would fall back past provider "
+                            "'%s': %s",
+                            s->errctx, count, s->provs[0].name, names);
     }
     return MINFER_OK;
 }
@@ -899,7 +450,7 @@ static minfer_status make_infos(minfer_session *s) {
         int vi = is_in ? g->inputs[k] : g->outputs[k - g->n_inputs];
         minfer_value_info *info = is_in ? &s->in_info[k] : &s->out_info[k - g->n_inputs];
         const mf_value *v = &g->values[vi];
-        const vstate *vs = &s->build->vals[vi];
+        const mf_vplan *vs = &s->build->vals[vi];
         info->name = v->name;
         /* outputs: what inference found where the model declares less */
         info->dtype = (minfer_dtype)(v->dtype ? v->dtype : vs->view.dtype);
@@ -918,18 +469,36 @@ static minfer_status make_infos(minfer_session *s) {
 void minfer_session_free(minfer_session *s) {
     if (!s)
         return;
-    plan_free(s, s->cur);
-    plan_free(s, s->build);
+    for (size_t i = 0; i < s->n_plans; i++)
+        mf_plan_free(s, s->plans[i]);
+    free(s->plans);
+    mf_plan_free(s, s->build);
+    while (s->free_ctx) {
+        mf_exec_ctx *c = s->free_ctx;
+        s->free_ctx = *(mf_exec_ctx **)c; /* next is the first member */
+        mf_exec_ctx_free(s, c);
+    }
     for (size_t i = 0; i < s->n_provs; i++)
         mf_provider_close(&s->provs[i]);
     mf_provider_close(&s->eval_own);
     free(s->provs);
+    if (s->trace && s->profile_path &&
+        mf_trace_write(s->trace, s->profile_path) != MINFER_OK)
+        mf_log(s, MINFER_LOG_WARN, "%s", minfer_last_error());
+    mf_trace_free(s->trace);
+    free(s->profile_path);
+    for (size_t i = 0; s->declined && i < s->g->n_nodes; i++)
+        free(s->declined[i]);
+    free(s->declined);
+    free(s->node_ms);
+    free(s->node_runs);
+    free(s->stats_scratch);
     free(s->assign);
     free(s->in_info);
     free(s->out_info);
     mf_pool_free(s->pool);
     mf_graph_free(s->g);
-    pthread_mutex_destroy(&s->run_lock);
+    pthread_mutex_destroy(&s->lock);
     free(s->errctx);
     free(s);
 }
@@ -946,14 +515,100 @@ static int graph_inputs_static(const mf_graph *g) {
     return 1;
 }
 
-static minfer_status build_plan_for(minfer_session *s, const int64_t *sig, size_t sig_len,
-                                    const minfer_tensor *const *bound, plan **out);
+
+/* Level from the options, else MINFER_OPT_LEVEL, else 3. */
+static int opt_level(const minfer_options *opt) {
+    if (opt && opt->opt_level >= 0)
+        return opt->opt_level;
+    const char *e = getenv("MINFER_OPT_LEVEL");
+    if (e && e[0] >= '0' && e[0] <= '3' && !e[1])
+        return e[0] - '0';
+    return 3;
+}
+
+static void phase(minfer_session *s, const char *name, double start_ms, double dur_ms);
+
+/* The optimizer's constant folding, with the NaN check when it is on: a
+ * folded node disappears from the graph, so this is where it is named. */
+typedef struct eval_user {
+    minfer_session *s;
+    mf_evaluator *ev;
+} eval_user;
+
+static minfer_status eval_checked(void *user, const mf_graph *g, int node, minfer_tensor **outs) {
+    eval_user *u = user;
+    minfer_status st = mf_evaluator_eval_node(u->ev, g, node, outs);
+    if (st != MINFER_OK || !u->s->check_nan)
+        return st;
+    const mf_node *n = &g->nodes[node];
+    for (size_t o = 0; o < n->n_outputs; o++) {
+        int is_nan = 0;
+        int64_t e = outs[o] ? mf_find_nan(&outs[o]->view, &is_nan) : -1;
+        if (e >= 0) {
+            char lbl[512];
+            for (size_t k = 0; k < n->n_outputs; k++) {
+                minfer_tensor_free(outs[k]);
+                outs[k] = NULL;
+            }
+            return mf_error(MINFER_ERR_RUNTIME,
+                            "%s: NaN check: %s produced %s in output %zu (element %lld) while "
+                            "folding constants",
+                            u->s->errctx, mf_node_label(n, node, lbl, sizeof lbl),
+                            is_nan ? "NaN" : "Inf", o, (long long)e);
+        }
+    }
+    return MINFER_OK;
+}
+
+/* Graph optimization before shape inference and placement (optimizer.c).
+ * Constant folding runs nodes on a private CPU provider instance. */
+static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
+    int level = opt_level(opt);
+    if (level == 0 || s->g->n_nodes == 0)
+        return MINFER_OK;
+    double t = now_ms();
+    mf_evaluator *ev = NULL;
+    if (mf_evaluator_open(&ev) != MINFER_OK) {
+        ev = NULL;
+        mf_log(s, MINFER_LOG_INFO, "%s: no CPU provider for constant folding: %s", s->errctx,
+               minfer_last_error());
+        mf_error_clear();
+    }
+    mf_opt_report report;
+    memset(&report, 0, sizeof report);
+    eval_user eu = {s, ev};
+    mf_opt_ctx ctx = {level, ev ? eval_checked : NULL, &eu, (uint64_t)1 << 20, &report};
+    minfer_status st = mf_optimize(s->g, &ctx, s->errctx);
+    mf_evaluator_close(ev);
+    if (st != MINFER_OK)
+        return st;
+    phase(s, "optimize", t, now_ms() - t);
+    mf_log(s, MINFER_LOG_INFO, "%s: optimization level %d: %zu nodes -> %zu", s->errctx, level,
+           report.nodes_before, report.nodes_after);
+    for (size_t i = 0; i < report.n_passes; i++)
+        if (report.passes[i].fired)
+            mf_log(s, MINFER_LOG_INFO, "  pass %-24s fired %zu times", report.passes[i].name,
+                   report.passes[i].fired);
+    return MINFER_OK;
+}
+
+/* One build phase: an info line and, when profiling, a trace event. */
+static void phase(minfer_session *s, const char *name, double start_ms, double dur_ms) {
+    mf_log(s, MINFER_LOG_INFO, "%s: %-16s %8.2f ms", s->errctx, name, dur_ms);
+    mf_trace_add(s->trace, name, "build", start_ms, dur_ms, NULL);
+}
 
 minfer_status mf_session_create_graph(mf_graph *g, const minfer_options *opt, const char *errctx,
                                       minfer_session **out) {
+    return mf_session_create_graph_timed(g, opt, errctx, -1, out);
+}
+
+minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *opt,
+                                            const char *errctx, double load_ms,
+                                            minfer_session **out) {
     minfer_status st;
     minfer_session *s = NULL;
-    double t0 = now_ms();
+    double t0 = now_ms(), t;
     if (!out) {
         mf_graph_free(g);
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_create: out is NULL");
@@ -964,10 +619,40 @@ minfer_status mf_session_create_graph(mf_graph *g, const minfer_options *opt, co
         mf_graph_free(g);
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
     }
-    pthread_mutex_init(&s->run_lock, NULL);
+    pthread_mutex_init(&s->lock, NULL);
     s->g = g;
     s->errctx = mf_strdup(errctx);
     s->log_level = opt && opt->log_level >= 0 ? opt->log_level : env_log_level();
+    const char *penv = getenv("MINFER_PLANNER");
+    s->planner = opt && opt->planner >= 0 ? opt->planner
+                 : penv && strcmp(penv, "linear") == 0 ? MINFER_PLANNER_LINEAR
+                                                       : MINFER_PLANNER_GREEDY;
+    s->plan_cache_size = opt && opt->plan_cache_size ? opt->plan_cache_size : MF_DEFAULT_PLAN_CACHE;
+    s->limits = mf_options_limits(opt);
+    s->log_fn = opt ? opt->log_fn : NULL;
+    s->log_user = opt ? opt->log_user : NULL;
+    s->strict = opt ? opt->strict : 0;
+    const char *nenv = getenv("MINFER_CHECK_NAN");
+    s->check_nan = opt && opt->check_nan >= 0 ? opt->check_nan : (nenv && strcmp(nenv, "1") == 0);
+    const char *prof = opt && opt->profile_path ? opt->profile_path : getenv("MINFER_PROFILE");
+    if (prof && prof[0]) {
+        s->trace = mf_trace_new(load_ms >= 0 ? t0 - load_ms : t0);
+        s->profile_path = mf_strdup(prof);
+        if (!s->trace || !s->profile_path) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+            goto fail;
+        }
+        if (load_ms >= 0)
+            mf_trace_add(s->trace, "load and validate", "build", t0 - load_ms, load_ms, NULL);
+    }
+    s->stats_scratch = mf_malloc(MF_STATS_RING * sizeof *s->stats_scratch);
+    mf_stats_reset(&s->stats);
+    if (!s->stats_scratch) {
+        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+        goto fail;
+    }
+    if (load_ms >= 0)
+        mf_log(s, MINFER_LOG_INFO, "%s: %-16s %8.2f ms", errctx, "load+validate", load_ms);
     int threads = opt ? opt->threads : 0;
     if (threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -992,44 +677,82 @@ minfer_status mf_session_create_graph(mf_graph *g, const minfer_options *opt, co
     s->api.num_threads = host_num_threads;
     s->api.parallel_for = host_parallel_for;
     s->api.alloc_output = host_alloc_output;
+    s->api.attr_strings = host_attr_strings;
 
+    t = now_ms();
     if ((st = open_providers(s, opt)) != MINFER_OK)
         goto fail;
-    s->build = plan_new(s);
+    phase(s, "load providers", t, now_ms() - t);
+    if ((st = optimize(s, opt)) != MINFER_OK)
+        goto fail;
+    s->node_ms = mf_calloc(g->n_nodes + 1, sizeof *s->node_ms);
+    s->node_runs = mf_calloc(g->n_nodes + 1, sizeof *s->node_runs);
+    if (!s->node_ms || !s->node_runs) {
+        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+        goto fail;
+    }
+    s->n_domains = 1 + s->n_provs;
+    s->build = mf_plan_new(s);
     if (!s->build) {
         st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
         goto fail;
     }
-    if ((st = plan_infer(s, s->build)) != MINFER_OK)
+    t = now_ms();
+    if ((st = mf_plan_infer(s, s->build)) != MINFER_OK)
         goto fail;
+    phase(s, "infer shapes", t, now_ms() - t);
+    if (s->log_level >= MINFER_LOG_VERBOSE)
+        for (size_t k = 0; k < g->n_nodes; k++) {
+            int i = g->order[k];
+            const mf_node *n = &g->nodes[i];
+            char lbl[512], shp[160];
+            for (size_t o = 0; o < n->n_outputs; o++)
+                if (n->outputs[o] >= 0) {
+                    const minfer_tensor_view *v = &s->build->vals[n->outputs[o]].view;
+                    mf_log(s, MINFER_LOG_VERBOSE, "%s: output '%s' %s %s%s",
+                           mf_node_label(n, i, lbl, sizeof lbl), g->values[n->outputs[o]].name,
+                           minfer_dtype_name((minfer_dtype)v->dtype),
+                           mf_shape_str(v->dims, v->rank, shp, sizeof shp),
+                           s->build->vals[n->outputs[o]].known ? " (constant)" : "");
+                }
+        }
+    t = now_ms();
     if ((st = assign_nodes(s)) != MINFER_OK)
         goto fail;
+    phase(s, "assign providers", t, now_ms() - t);
     if ((st = make_infos(s)) != MINFER_OK)
         goto fail;
     if (graph_inputs_static(g)) {
-        int64_t sig[MINFER_MAX_RANK * 64];
+        int64_t *sig = mf_malloc((g->n_inputs * (MINFER_MAX_RANK + 1) + 1) * sizeof *sig);
         size_t len = 0;
-        for (size_t k = 0; k < g->n_inputs && len + MINFER_MAX_RANK + 1 < sizeof sig / sizeof sig[0];
-             k++) {
+        mf_plan *p = NULL;
+        if (!sig) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+            goto fail;
+        }
+        for (size_t k = 0; k < g->n_inputs; k++) {
             const mf_value *v = &g->values[g->inputs[k]];
             sig[len++] = v->rank;
             for (int d = 0; d < v->rank; d++)
                 sig[len++] = v->dims[d];
         }
-        if ((st = build_plan_for(s, sig, len, NULL, &s->cur)) != MINFER_OK)
+        st = mf_plan_acquire(s, sig, len, &p);
+        free(sig);
+        if (st != MINFER_OK)
             goto fail;
+        mf_plan_release(s, p);
     }
     if (s->log_level >= MINFER_LOG_INFO) {
         size_t folded = 0;
         for (size_t i = 0; i < g->n_nodes; i++)
             folded += s->assign[i] < 0;
-        log_msg(s, MINFER_LOG_INFO, "%s: session built in %.1f ms: %zu nodes (%zu constant)",
+        mf_log(s, MINFER_LOG_INFO, "%s: session built in %.1f ms: %zu nodes (%zu constant)",
                 errctx, now_ms() - t0, g->n_nodes, folded);
         for (size_t j = 0; j < s->n_provs; j++) {
             size_t c = 0;
             for (size_t i = 0; i < g->n_nodes; i++)
                 c += s->assign[i] == (int)j;
-            log_msg(s, MINFER_LOG_INFO, "  %zu nodes on provider '%s'", c, s->provs[j].name);
+            mf_log(s, MINFER_LOG_INFO, "  %zu nodes on provider '%s'", c, s->provs[j].name);
         }
     }
     *out = s;
@@ -1083,6 +806,7 @@ minfer_status minfer_session_create(const char *model_path, const minfer_options
         *out = NULL;
     if (!model_path || !out)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_create: NULL argument");
+    double t0 = now_ms();
     if ((st = read_file(model_path, &data, &size)) != MINFER_OK)
         return st;
     char dir[4096];
@@ -1092,11 +816,12 @@ minfer_status minfer_session_create(const char *model_path, const minfer_options
         *slash = '\0';
     else
         snprintf(dir, sizeof dir, ".");
-    st = mf_load_onnx(data, size, dir, model_path, &g);
+    minfer_limits lim = mf_options_limits(opt);
+    st = mf_load_onnx(data, size, dir, model_path, &lim, &g);
     free(data);
     if (st != MINFER_OK)
         return st;
-    return mf_session_create_graph(g, opt, model_path, out);
+    return mf_session_create_graph_timed(g, opt, model_path, now_ms() - t0, out);
 }
 
 minfer_status minfer_session_create_from_memory(const void *data, size_t size,
@@ -1107,425 +832,10 @@ minfer_status minfer_session_create_from_memory(const void *data, size_t size,
         *out = NULL;
     if (!data || !out)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_create_from_memory: NULL argument");
-    if ((st = mf_load_onnx(data, size, ".", "<memory>", &g)) != MINFER_OK)
+    minfer_limits lim = mf_options_limits(opt);
+    if ((st = mf_load_onnx(data, size, ".", "<memory>", &lim, &g)) != MINFER_OK)
         return st;
     return mf_session_create_graph(g, opt, "<memory>", out);
-}
-
-/* ---- run ------------------------------------------------------------------ */
-
-static minfer_status build_plan_for(minfer_session *s, const int64_t *sig, size_t sig_len,
-                                    const minfer_tensor *const *bound, plan **out) {
-    minfer_status st;
-    const mf_graph *g = s->g;
-    (void)bound;
-    plan *p = plan_new(s);
-    if (!p)
-        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-    p->concrete = 1;
-    p->sig = mf_malloc((sig_len + 1) * sizeof *p->sig);
-    if (!p->sig) {
-        plan_free(s, p);
-        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-    }
-    memcpy(p->sig, sig, sig_len * sizeof *sig);
-    p->sig_len = sig_len;
-    /* Concrete input dims from the signature. */
-    size_t pos = 0;
-    for (size_t k = 0; k < g->n_inputs; k++) {
-        vstate *vs = &p->vals[g->inputs[k]];
-        vs->view.rank = (int32_t)sig[pos++];
-        for (int d = 0; d < vs->view.rank; d++)
-            vs->view.dims[d] = sig[pos++];
-    }
-    if ((st = plan_infer(s, p)) != MINFER_OK || (st = plan_prepare(s, p)) != MINFER_OK) {
-        plan_free(s, p);
-        return st;
-    }
-    *out = p;
-    return MINFER_OK;
-}
-
-static minfer_status check_inputs(minfer_session *s, const char *const *names,
-                                  const minfer_tensor *const *inputs, size_t n,
-                                  const minfer_tensor **bound, int64_t *sig, size_t *sig_len) {
-    const mf_graph *g = s->g;
-    char a[160], b[160];
-    for (size_t k = 0; k < g->n_inputs; k++)
-        bound[k] = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (!names[i] || !inputs[i])
-            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input %zu has a NULL name or tensor",
-                            s->errctx, i);
-        size_t k = 0;
-        while (k < g->n_inputs && strcmp(g->values[g->inputs[k]].name, names[i]) != 0)
-            k++;
-        if (k == g->n_inputs) {
-            char list[512] = "";
-            size_t used = 0;
-            for (size_t j = 0; j < g->n_inputs; j++) {
-                int w = snprintf(list + used, sizeof list - used, "%s'%s'", j ? ", " : "",
-                                 g->values[g->inputs[j]].name);
-                if (w < 0 || (size_t)w >= sizeof list - used)
-                    break;
-                used += (size_t)w;
-            }
-            int vi = mf_graph_find(g, names[i]);
-            return mf_error(MINFER_ERR_NOT_FOUND, "%s: run: '%s' is not an input of the model%s (inputs: %s)",
-                            s->errctx, names[i],
-                            vi >= 0 && g->values[vi].initializer ? " (it is an initializer)" : "",
-                            list);
-        }
-        if (bound[k])
-            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input '%s' is given twice",
-                            s->errctx, names[i]);
-        bound[k] = inputs[i];
-    }
-    size_t pos = 0;
-    for (size_t k = 0; k < g->n_inputs; k++) {
-        const mf_value *v = &g->values[g->inputs[k]];
-        const minfer_tensor *t = bound[k];
-        if (!t)
-            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input '%s' is missing", s->errctx,
-                            v->name);
-        if (t->view.dtype != v->dtype)
-            return mf_error(MINFER_ERR_TYPE, "%s: run: input '%s' expects %s, got %s", s->errctx,
-                            v->name, minfer_dtype_name((minfer_dtype)v->dtype),
-                            minfer_dtype_name((minfer_dtype)t->view.dtype));
-        int bad = v->rank >= 0 && t->view.rank != v->rank;
-        for (int d = 0; !bad && v->rank >= 0 && d < v->rank; d++)
-            bad = v->dims[d] >= 0 && t->view.dims[d] != v->dims[d];
-        /* The same symbolic name must mean the same size everywhere. */
-        for (int d = 0; !bad && v->rank >= 0 && d < v->rank; d++) {
-            if (!v->dim_params[d])
-                continue;
-            for (size_t k2 = 0; k2 < k && !bad; k2++) {
-                const mf_value *v2 = &g->values[g->inputs[k2]];
-                for (int d2 = 0; d2 < v2->rank && !bad; d2++)
-                    if (v2->dim_params[d2] && strcmp(v2->dim_params[d2], v->dim_params[d]) == 0 &&
-                        bound[k2]->view.dims[d2] != t->view.dims[d]) {
-                        return mf_error(MINFER_ERR_SHAPE,
-                                        "%s: run: input '%s' dimension %d ('%s') is %lld but "
-                                        "input '%s' gives '%s' as %lld",
-                                        s->errctx, v->name, d, v->dim_params[d],
-                                        (long long)t->view.dims[d], v2->name, v->dim_params[d],
-                                        (long long)bound[k2]->view.dims[d2]);
-                    }
-            }
-        }
-        if (bad) {
-            char expect[160];
-            int64_t shown[MINFER_MAX_RANK];
-            for (int d = 0; d < v->rank; d++)
-                shown[d] = v->dims[d];
-            mf_shape_str(shown, v->rank, a, sizeof a);
-            snprintf(expect, sizeof expect, "%s", a);
-            return mf_error(MINFER_ERR_SHAPE, "%s: run: input '%s' expects shape %s, got %s",
-                            s->errctx, v->name, expect,
-                            mf_shape_str(t->view.dims, t->view.rank, b, sizeof b));
-        }
-        sig[pos++] = t->view.rank;
-        for (int d = 0; d < t->view.rank; d++)
-            sig[pos++] = t->view.dims[d];
-    }
-    *sig_len = pos;
-    return MINFER_OK;
-}
-
-/* The view of value vi as node i's provider should see it: host storage, or
- * a mirror in the provider's domain (copied in now). */
-static minfer_status input_view(minfer_session *s, plan *p, int prov, int vi,
-                                minfer_tensor_view *out) {
-    vstate *vs = &p->vals[vi];
-    *out = vs->view;
-    if (prov < 0 || s->provs[prov].host_memory)
-        return MINFER_OK;
-    mf_provider_inst *pi = &s->provs[prov];
-    minfer_status st;
-    size_t bytes = view_bytes(&vs->view);
-    if (vs->mirror_prov != prov) {
-        if (vs->mirror)
-            s->provs[vs->mirror_prov].vt->mem_free(s->provs[vs->mirror_prov].ctx, vs->mirror);
-        vs->mirror = NULL;
-        vs->mirror_prov = -1;
-        if ((st = pi->vt->mem_alloc(pi->ctx, bytes ? bytes : 1, &vs->mirror)) != MINFER_OK)
-            return mf_error_prefix(st, "%s: provider '%s' could not allocate %zu bytes for '%s'",
-                                   s->errctx, pi->name, bytes, s->g->values[vi].name);
-        vs->mirror_prov = prov;
-    }
-    out->data = vs->mirror;
-    out->offset = 0;
-    out->nbytes = bytes;
-    out->layout = 0;
-    if ((st = pi->vt->copy_from_host(pi->ctx, vs->view.data, bytes, out)) != MINFER_OK)
-        return mf_error_prefix(st, "%s: copying '%s' to provider '%s'", s->errctx,
-                               s->g->values[vi].name, pi->name);
-    return MINFER_OK;
-}
-
-static minfer_status run_dynamic_node(minfer_session *s, plan *p, int i, run_ctx *rc,
-                                      minfer_tensor_view *in, minfer_tensor_view *out) {
-    const mf_node *n = &s->g->nodes[i];
-    nstate *ns = &p->nodes[i];
-    char lbl[512], err[1024] = "";
-    minfer_status st = mf_infer_node(n, in, n->n_inputs, out, n->n_outputs, err, sizeof err);
-    if (st != MINFER_OK)
-        return mf_error(st, "%s: %s: %s", s->errctx, node_label(n, i, lbl, sizeof lbl),
-                        err[0] ? err : minfer_status_str(st));
-    for (size_t o = 0; o < n->n_outputs; o++) {
-        int vi = n->outputs[o];
-        out[o].kind = MINFER_VALUE_TENSOR;
-        if (vi < 0 || !view_static(&out[o])) {
-            out[o].data = NULL;
-            if (vi >= 0)
-                p->vals[vi].view = out[o];
-            continue;
-        }
-        size_t bytes = view_bytes(&out[o]);
-        void *mem = alloc_host(bytes);
-        if (!mem || track_temp(rc, mem) != 0) {
-            free(mem);
-            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-        }
-        out[o].data = mem;
-        out[o].nbytes = bytes;
-        p->vals[vi].view = out[o];
-    }
-    if (s->assign[i] < 0)
-        return mf_error(MINFER_ERR_UNSUPPORTED, "%s: %s has no provider for these shapes",
-                        s->errctx, node_label(n, i, lbl, sizeof lbl));
-    /* Prepare for these shapes, run, release. */
-    mf_provider_inst *pi = &s->provs[s->assign[i]];
-    if ((st = fill_desc(s, p, i)) != MINFER_OK)
-        return st;
-    for (size_t o = 0; o < n->n_outputs; o++) {
-        ns->inplace[o] = -1;
-        ns->layouts[o] = 0;
-    }
-    minfer_node_prep prep = {sizeof prep, 0, ns->inplace, ns->layouts};
-    void *state = NULL, *work = NULL;
-    if (MF_VT_HAS(pi->vt, prepare_node) &&
-        (st = pi->vt->prepare_node(pi->ctx, &ns->desc, &prep, &state)) != MINFER_OK)
-        return mf_error_prefix(st, "%s: preparing %s", s->errctx,
-                               node_label(n, i, lbl, sizeof lbl));
-    if (prep.workspace_bytes && !(work = alloc_host(prep.workspace_bytes)))
-        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-    if (st == MINFER_OK) {
-        minfer_exec_args args = {sizeof args, rc, &ns->desc, in, n->n_inputs, out, n->n_outputs,
-                                 work, prep.workspace_bytes};
-        mf_error_clear();
-        st = pi->vt->execute_node(pi->ctx, state, &args);
-        if (st != MINFER_OK)
-            mf_error_prefix(st, "%s: provider '%s' failed on %s", s->errctx, pi->name,
-                            node_label(n, i, lbl, sizeof lbl));
-    }
-    if (state && MF_VT_HAS(pi->vt, release_node))
-        pi->vt->release_node(pi->ctx, state);
-    free(work);
-    return st;
-}
-
-static minfer_status execute_plan(minfer_session *s, plan *p, run_ctx *rc) {
-    const mf_graph *g = s->g;
-    char lbl[512];
-    minfer_tensor_view in[64], out[64];
-    minfer_status st;
-    for (size_t k = 0; k < g->n_nodes; k++) {
-        int i = g->order[k];
-        const mf_node *n = &g->nodes[i];
-        nstate *ns = &p->nodes[i];
-        if (ns->folded)
-            continue;
-        int prov = s->assign[i];
-        for (size_t j = 0; j < n->n_inputs; j++) {
-            memset(&in[j], 0, sizeof in[j]);
-            in[j].rank = -1;
-            if (n->inputs[j] >= 0 &&
-                (st = input_view(s, p, prov, n->inputs[j], &in[j])) != MINFER_OK)
-                return st;
-        }
-        for (size_t o = 0; o < n->n_outputs; o++) {
-            memset(&out[o], 0, sizeof out[o]);
-            out[o].rank = -1;
-            if (n->outputs[o] >= 0)
-                out[o] = p->vals[n->outputs[o]].view;
-        }
-        rc->node = i;
-        rc->outputs = out;
-        rc->n_outputs = n->n_outputs;
-        if (ns->dynamic) {
-            if ((st = run_dynamic_node(s, p, i, rc, in, out)) != MINFER_OK)
-                return st;
-            continue;
-        }
-        mf_provider_inst *pi = &s->provs[prov];
-        if (!pi->host_memory)
-            return mf_error(MINFER_ERR_UNSUPPORTED,
-                            "%s: %s: outputs in memory domain '%s' are not supported yet",
-                            s->errctx, node_label(n, i, lbl, sizeof lbl), pi->vt->memory_domain);
-        minfer_exec_args args = {sizeof args, rc, &ns->desc, in, n->n_inputs, out, n->n_outputs,
-                                 p->workspace, ns->workspace};
-        mf_error_clear();
-        st = pi->vt->execute_node(pi->ctx, ns->state, &args);
-        if (st != MINFER_OK)
-            return mf_error_prefix(st, "%s: provider '%s' failed on %s", s->errctx, pi->name,
-                                   node_label(n, i, lbl, sizeof lbl));
-    }
-    if (p->vals)
-        for (size_t i = 0; i < s->n_provs; i++)
-            if (!s->provs[i].host_memory && MF_VT_HAS(s->provs[i].vt, synchronize) &&
-                (st = s->provs[i].vt->synchronize(s->provs[i].ctx)) != MINFER_OK)
-                return mf_error_prefix(st, "%s: provider '%s' synchronize", s->errctx,
-                                       s->provs[i].name);
-    return MINFER_OK;
-}
-
-static minfer_status deliver_output(minfer_session *s, plan *p, int vi, minfer_tensor **slot) {
-    const vstate *vs = &p->vals[vi];
-    const mf_value *v = &s->g->values[vi];
-    char a[160], b[160];
-    minfer_status st;
-    if (!vs->view.data && view_bytes(&vs->view) > 0)
-        return mf_error(MINFER_ERR_RUNTIME, "%s: output '%s' was not computed", s->errctx, v->name);
-    size_t bytes = view_bytes(&vs->view);
-    if (*slot) {
-        minfer_tensor *t = *slot;
-        int bad = t->view.rank != vs->view.rank;
-        for (int d = 0; !bad && d < t->view.rank; d++)
-            bad = t->view.dims[d] != vs->view.dims[d];
-        if (t->view.dtype != vs->view.dtype)
-            return mf_error(MINFER_ERR_TYPE, "%s: run: output '%s' is %s, but the tensor given "
-                            "for it is %s", s->errctx, v->name,
-                            minfer_dtype_name((minfer_dtype)vs->view.dtype),
-                            minfer_dtype_name((minfer_dtype)t->view.dtype));
-        if (bad)
-            return mf_error(MINFER_ERR_SHAPE, "%s: run: output '%s' has shape %s, but the tensor "
-                            "given for it is %s", s->errctx, v->name,
-                            mf_shape_str(vs->view.dims, vs->view.rank, a, sizeof a),
-                            mf_shape_str(t->view.dims, t->view.rank, b, sizeof b));
-        if (vs->view.dtype == MINFER_DTYPE_STRING) {
-            char **dst = t->view.data;
-            char *const *src = vs->view.data;
-            size_t cnt = bytes / sizeof(char *);
-            for (size_t e = 0; e < cnt; e++) {
-                char *dup = mf_strdup(src[e] ? src[e] : "");
-                if (!dup)
-                    return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-                if (t->owns_data)
-                    free(dst[e]);
-                dst[e] = dup;
-            }
-        } else if (bytes)
-            memcpy(t->view.data, vs->view.data, bytes);
-        return MINFER_OK;
-    }
-    minfer_tensor *t = NULL;
-    if ((st = mf_tensor_new(vs->view.dtype, vs->view.dims, vs->view.rank, &t)) != MINFER_OK)
-        return st;
-    if (vs->view.dtype == MINFER_DTYPE_STRING) {
-        char **dst = t->view.data;
-        char *const *src = vs->view.data;
-        for (size_t e = 0; e < bytes / sizeof(char *); e++)
-            if (!(dst[e] = mf_strdup(src[e] ? src[e] : ""))) {
-                minfer_tensor_free(t);
-                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-            }
-    } else if (bytes)
-        memcpy(t->view.data, vs->view.data, bytes);
-    *slot = t;
-    return MINFER_OK;
-}
-
-minfer_status minfer_session_run(minfer_session *s, const char *const *input_names,
-                                 const minfer_tensor *const *inputs, size_t n_inputs,
-                                 const char *const *output_names, minfer_tensor **outputs,
-                                 size_t n_outputs) {
-    if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && !outputs))
-        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_run: NULL argument");
-    const mf_graph *g = s->g;
-    minfer_status st = MINFER_OK;
-    const minfer_tensor **bound = NULL;
-    int64_t *sig = NULL;
-    int *out_vi = NULL;
-    int owned_out[256] = {0};
-    size_t sig_len = 0;
-    run_ctx rc = {s, NULL, -1, NULL, 0, NULL, 0, 0};
-
-    if (!output_names && n_outputs != g->n_outputs)
-        return mf_error(MINFER_ERR_INVALID_ARG,
-                        "%s: run: without output names, %zu outputs must be requested, not %zu",
-                        s->errctx, g->n_outputs, n_outputs);
-    if (n_outputs > 256)
-        return mf_error(MINFER_ERR_LIMIT, "%s: run: more than 256 outputs requested", s->errctx);
-    out_vi = mf_malloc((n_outputs + 1) * sizeof *out_vi);
-    bound = mf_calloc(g->n_inputs + 1, sizeof *bound);
-    sig = mf_malloc((g->n_inputs * (MINFER_MAX_RANK + 1) + 1) * sizeof *sig);
-    if (!out_vi || !bound || !sig) {
-        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-        goto done;
-    }
-    for (size_t o = 0; o < n_outputs; o++) {
-        if (!output_names) {
-            out_vi[o] = g->outputs[o];
-            continue;
-        }
-        int vi = output_names[o] ? mf_graph_find(g, output_names[o]) : -1;
-        if (vi < 0 || !g->values[vi].is_output) {
-            st = mf_error(MINFER_ERR_NOT_FOUND, "%s: run: '%s' is not an output of the model",
-                          s->errctx, output_names[o] ? output_names[o] : "(null)");
-            goto done;
-        }
-        out_vi[o] = vi;
-    }
-    if ((st = check_inputs(s, input_names, inputs, n_inputs, bound, sig, &sig_len)) != MINFER_OK)
-        goto done;
-
-    pthread_mutex_lock(&s->run_lock);
-    if (!s->cur || s->cur->sig_len != sig_len ||
-        memcmp(s->cur->sig, sig, sig_len * sizeof *sig) != 0) {
-        plan *np = NULL;
-        log_msg(s, MINFER_LOG_INFO, "%s: new input shapes; building a plan", s->errctx);
-        st = build_plan_for(s, sig, sig_len, bound, &np);
-        if (st != MINFER_OK) {
-            pthread_mutex_unlock(&s->run_lock);
-            goto done;
-        }
-        plan_free(s, s->cur);
-        s->cur = np;
-    }
-    plan *p = s->cur;
-    rc.p = p;
-    for (size_t k = 0; k < g->n_inputs; k++) {
-        vstate *vs = &p->vals[g->inputs[k]];
-        vs->view.data = bound[k]->view.data;
-        vs->view.nbytes = bound[k]->view.nbytes;
-    }
-    /* Dynamic values get their shapes back from plan time on each run. */
-    st = execute_plan(s, p, &rc);
-    for (size_t o = 0; st == MINFER_OK && o < n_outputs; o++) {
-        owned_out[o] = outputs[o] == NULL;
-        st = deliver_output(s, p, out_vi[o], &outputs[o]);
-    }
-    for (size_t k = 0; k < g->n_inputs; k++)
-        p->vals[g->inputs[k]].view.data = NULL;
-    for (size_t v = 0; v < g->n_values; v++)
-        if (p->vals[v].dynamic)
-            p->vals[v].view.data = NULL;
-    pthread_mutex_unlock(&s->run_lock);
-    if (st != MINFER_OK)
-        for (size_t o = 0; o < n_outputs; o++)
-            if (owned_out[o]) {
-                minfer_tensor_free(outputs[o]);
-                outputs[o] = NULL;
-            }
-done:
-    for (size_t t = 0; t < rc.n_temps; t++)
-        free(rc.temps[t]);
-    free(rc.temps);
-    free(out_vi);
-    free(bound);
-    free(sig);
-    return st;
 }
 
 /* ---- introspection -------------------------------------------------------- */
@@ -1563,6 +873,7 @@ minfer_status minfer_session_node_placement(const minfer_session *s, size_t inde
     out->op_type = n->op_type;
     out->domain = n->domain;
     out->provider = s->assign[i] >= 0 ? s->provs[s->assign[i]].name : "(constant)";
+    out->declined = s->declined && s->declined[i] ? s->declined[i] : "";
     return MINFER_OK;
 }
 

@@ -2,8 +2,13 @@
 #ifndef MINFER_CORE_SESSION_H
 #define MINFER_CORE_SESSION_H
 
+#include <pthread.h>
+
+#include "diag.h"
 #include "graph.h"
 #include "internal.h"
+#include "provider_loader.h"
+#include "threadpool.h"
 
 struct minfer_options {
     char **providers; /* preference list, or NULL when not set */
@@ -14,6 +19,11 @@ struct minfer_options {
     int planner;      /* -1: not set (MINFER_PLANNER or greedy) */
     size_t plan_cache_size; /* 0: default */
     minfer_limits limits;   /* 0 fields: defaults */
+    minfer_log_fn log_fn;
+    void *log_user;
+    int strict;             /* strict placement */
+    char *profile_path;     /* NULL: no profiling */
+    int check_nan;          /* -1: not set (MINFER_CHECK_NAN) */
     char **prov_opt_names;  /* per-provider option strings */
     char **prov_opt_values;
     size_t n_prov_opts;
@@ -28,6 +38,184 @@ struct minfer_options {
 const char *mf_options_provider_options(const minfer_options *opt, const char *provider);
 /* Effective limits: opt's non-zero fields, else the defaults. */
 minfer_limits mf_options_limits(const minfer_options *opt);
+
+/* ---- Plans (plan.c) ------------------------------------------------------
+ *
+ * A plan belongs to one signature of concrete input shapes (or, for the
+ * build plan, to the declared shapes). It is read-only once built, so any
+ * number of runs may share it; everything a run writes lives in its
+ * execution context (run.c). */
+
+/* Where a value's storage comes from. */
+enum { MF_W_NONE, MF_W_INPUT, MF_W_CONST, MF_W_ARENA, MF_W_DYNAMIC, MF_W_HEAP };
+/* MF_W_HEAP: string values, allocated per run (their elements are heap
+ * strings the run frees), never in an arena. */
+
+typedef struct mf_vplan {
+    minfer_tensor_view view; /* dtype/rank/dims/layout; data for constants */
+    int known;               /* contents known before any run */
+    int dynamic;             /* shape known only at run time */
+    void *owned;             /* constant storage owned by the plan */
+    int where;               /* MF_W_* */
+    int dom;                 /* memory domain: 0 host, 1 + provider index */
+    int buffer;              /* arena buffer index (MF_W_ARENA) */
+    uint64_t bytes;          /* storage bytes in its domain */
+    int first, last;         /* steps of production and last use */
+} mf_vplan;
+
+typedef struct mf_nplan {
+    minfer_value_desc *in_desc, *out_desc;
+    minfer_node_desc desc;
+    void *state;
+    int prepared;
+    int folded;  /* outputs are constants of the plan; never executed */
+    int dynamic; /* inferred and prepared during each run */
+    size_t workspace;
+    int ws_buffer;       /* arena buffer of the workspace, or -1 */
+    int32_t *inplace;
+    uint64_t *layouts;
+    int *in_ref;         /* per input: -1 its own storage, k >= 0 copy k,
+                            -2 - m constant mirror m */
+    double flops;        /* estimated per run, for profiles */
+} mf_nplan;
+
+/* One buffer placed in a domain's arena: values (several when in place),
+ * copies and workspaces. */
+typedef struct mf_buffer {
+    int dom;
+    uint64_t size, offset;
+    int first, last;
+    int value;   /* a value it holds (for reports), or -2 - node for a workspace */
+} mf_buffer;
+
+/* A value copied into another memory domain before step at_step. */
+typedef struct mf_copy {
+    int value;
+    int to_dom;
+    int at_step;
+    int buffer;
+    uint64_t bytes;
+} mf_copy;
+
+/* A constant uploaded once to a provider's domain. */
+typedef struct mf_cmirror {
+    int value;
+    int dom;
+    void *buf;
+    uint64_t bytes;
+} mf_cmirror;
+
+typedef struct mf_plan {
+    int concrete;
+    int64_t *sig;
+    size_t sig_len;
+    int refs;            /* runs using it (guarded by the session lock) */
+    uint64_t last_used;
+    mf_vplan *vals;
+    mf_nplan *nodes;
+    mf_buffer *bufs;
+    size_t n_bufs;
+    mf_copy *copies;
+    size_t n_copies;
+    mf_cmirror *cmirrors;
+    size_t n_cmirrors;
+    uint64_t *arena_bytes; /* per domain */
+    uint64_t *lower_bound; /* per domain */
+    uint64_t *sum_bytes;   /* per domain: every buffer's size, no reuse */
+    uint64_t const_bytes;
+    int planner;
+    double t_infer_ms, t_prepare_ms, t_plan_ms; /* build phases */
+} mf_plan;
+
+typedef struct mf_exec_ctx mf_exec_ctx;
+
+struct minfer_session {
+    char *errctx;
+    mf_graph *g;
+    int log_level;
+    int planner;
+    size_t plan_cache_size;
+    minfer_limits limits;
+    mf_pool *pool;
+    minfer_host_api api;
+    mf_provider_inst *provs;
+    size_t n_provs;
+    size_t n_domains;          /* 1 + n_provs */
+    mf_provider_inst eval_own; /* the evaluator when not in the list */
+    mf_provider_inst *eval;    /* NULL: no folding */
+    int *assign;               /* node -> provider index; -1 folded at build */
+    mf_plan *build;            /* declared-shape plan (inference results) */
+    mf_plan **plans;           /* cache of concrete plans */
+    size_t n_plans;
+    uint64_t tick;
+    mf_plan *last_plan;        /* most recently used, for reports */
+    mf_exec_ctx *free_ctx;     /* execution contexts not in use */
+    pthread_mutex_t lock;      /* plans, contexts */
+    minfer_value_info *in_info, *out_info;
+    /* diagnostics */
+    minfer_log_fn log_fn;
+    void *log_user;
+    int strict;
+    int check_nan;
+    char **declined;           /* per node: why earlier providers declined it */
+    mf_trace *trace;           /* NULL: profiling off */
+    char *profile_path;
+    double *node_ms;           /* per node: profiled time (under lock) */
+    uint64_t *node_runs;
+    mf_stats stats;            /* under lock */
+    double *stats_scratch;
+};
+
+/* Logging through the session's level. */
+void mf_log(const minfer_session *s, int level, const char *fmt, ...) MF_PRINTF(3, 4);
+/* "node 'x' (op Conv, domain ai.onnx, opset 13)" */
+const char *mf_node_label(const mf_node *n, int idx, char *buf, size_t size);
+size_t mf_view_bytes(const minfer_tensor_view *v);
+int mf_view_static(const minfer_tensor_view *v);
+void *mf_alloc_host(size_t bytes);
+int mf_dom_of_prov(const minfer_session *s, int prov);
+
+mf_plan *mf_plan_new(minfer_session *s);
+void mf_plan_free(minfer_session *s, mf_plan *p);
+/* Inference and folding for the plan's input shapes. */
+minfer_status mf_plan_infer(minfer_session *s, mf_plan *p);
+/* Builds a concrete plan for input shapes sig (rank, dims... per input). */
+minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_len,
+                            mf_plan **out);
+/* Descriptor arrays for node i from per-value views (known flags from p). */
+minfer_status mf_fill_desc(minfer_session *s, mf_plan *p, int i, const minfer_tensor_view *views,
+                           minfer_value_desc *in, minfer_value_desc *out, minfer_node_desc *d);
+
+/* The run handle behind minfer_host_api.alloc_output. */
+typedef struct mf_run {
+    minfer_session *s;
+    mf_plan *p;
+    int node;
+    minfer_tensor_view *outputs; /* the node's output views */
+    size_t n_outputs;
+    minfer_tensor_view *views;   /* the run's per-value views, or NULL */
+    void **temps;                /* run-time allocations, freed by the run */
+    int64_t *temp_strings;       /* per temp: string elements to free first */
+    size_t n_temps, cap_temps;
+} mf_run;
+int mf_run_track(mf_run *r, void *ptr);
+/* As mf_run_track, for storage of `strings` string elements (0: none). */
+int mf_run_track_strings(mf_run *r, void *ptr, int64_t strings);
+/* Frees everything tracked. */
+void mf_run_free_temps(mf_run *r);
+
+/* Execution (run.c). The plan for a signature, built if missing, with a
+ * reference held until mf_plan_release. */
+minfer_status mf_plan_acquire(minfer_session *s, const int64_t *sig, size_t sig_len,
+                              mf_plan **out);
+void mf_plan_release(minfer_session *s, mf_plan *p);
+void mf_exec_ctx_free(minfer_session *s, mf_exec_ctx *c);
+
+/* As mf_session_create_graph, reporting load_ms (>= 0) as the time loading
+ * and validating took. */
+minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *opt,
+                                            const char *errctx, double load_ms,
+                                            minfer_session **out);
 
 /* Creates a session from a graph; takes ownership of g in every case.
  * errctx names the model ("model.onnx", "<memory>", "<builder>"). */

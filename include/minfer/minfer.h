@@ -192,6 +192,25 @@ MINFER_API minfer_status minfer_options_set_provider_options(minfer_options *opt
                                                              const char *provider,
                                                              const char *options);
 
+/* ---- Diagnostics options (docs/diagnostics.md) -------------------------- */
+
+/* Receives every message at or below the session's log level instead of
+ * stderr. Called from the thread that logs; message is valid for the call. */
+typedef void (*minfer_log_fn)(void *user, minfer_log_level level, const char *message);
+MINFER_API minfer_status minfer_options_set_log_callback(minfer_options *opt, minfer_log_fn fn,
+                                                         void *user);
+/* Strict placement: session creation fails, naming the nodes, when any node
+ * would run on a provider other than the first one of the list that loaded
+ * (nodes folded into constants do not count). */
+MINFER_API minfer_status minfer_options_set_strict_placement(minfer_options *opt, int strict);
+/* Profiling: records build phases and, per run, one event per node (and per
+ * boundary copy) as a Chrome trace-event JSON file written to path when the
+ * session is freed (or by minfer_session_write_profile). Also MINFER_PROFILE. */
+MINFER_API minfer_status minfer_options_set_profiling(minfer_options *opt, const char *path);
+/* After each node, checks its float outputs for NaN and Inf and fails the
+ * run naming the first node that produced one. Also MINFER_CHECK_NAN=1. */
+MINFER_API minfer_status minfer_options_set_check_nan(minfer_options *opt, int on);
+
 /* ---- Sessions ----------------------------------------------------------- */
 
 typedef struct minfer_session minfer_session;
@@ -226,7 +245,11 @@ MINFER_API minfer_status minfer_session_input_info(const minfer_session *s, size
 MINFER_API minfer_status minfer_session_output_info(const minfer_session *s, size_t index,
                                                     minfer_value_info *info);
 
-/* Runs the model. inputs[i] feeds the graph input named input_names[i]; every
+/* Runs the model. Thread safety: several threads may call
+ * minfer_session_run on one session at once; each run gets its own memory
+ * (a pool of arenas), shares the session's prepared plans, and gives the
+ * same results as sequential runs. Other calls on a session must not race
+ * with minfer_session_free. inputs[i] feeds the graph input named input_names[i]; every
  * graph input that is not an initializer must be given, and initializers
  * cannot be overridden (they may have been folded into constants). For
  * each requested output: if outputs[i] is NULL the session allocates a
@@ -240,13 +263,55 @@ MINFER_API minfer_status minfer_session_run(minfer_session *s,
                                             const char *const *output_names,
                                             minfer_tensor **outputs, size_t n_outputs);
 
+/* Builds (or finds in the plan cache) the plan for these inputs' shapes
+ * without running: shapes are inferred, nodes prepared and memory planned.
+ * The tensors' contents are not read. */
+MINFER_API minfer_status minfer_session_prepare(minfer_session *s, const char *const *input_names,
+                                                const minfer_tensor *const *inputs,
+                                                size_t n_inputs);
+
+/* Memory figures of the most recently used plan (has_plan 0 before any). */
+typedef struct minfer_memory_info {
+    int has_plan;
+    int planner;                 /* minfer_planner used */
+    uint64_t arena_bytes;        /* the host arena: intermediates, copies, workspaces */
+    uint64_t device_arena_bytes; /* arenas of all device memory domains */
+    uint64_t intermediate_bytes; /* every planned buffer's size added up (no reuse) */
+    uint64_t lower_bound_bytes;  /* largest total alive at one step (host) */
+    uint64_t constant_bytes;     /* constants computed when the plan was built */
+    size_t planned_tensors;      /* buffers placed in arenas */
+    size_t copies_per_run;       /* boundary copies between memory domains per run,
+                                    graph outputs copied back from a device included */
+    uint64_t copy_bytes_per_run; /* bytes those copies move */
+} minfer_memory_info;
+MINFER_API minfer_status minfer_session_memory_info(const minfer_session *s,
+                                                    minfer_memory_info *out);
+
+/* One planned buffer of that plan: the value it holds first (for a node's
+ * workspace: the node's name, with is_workspace set), its memory domain, offset, size and lifetime in steps of the
+ * execution order. Strings live as long as the plan (until the next
+ * minfer_session_prepare/run that evicts it); copy them if kept. */
+typedef struct minfer_planned_tensor {
+    const char *name;
+    const char *domain;
+    uint64_t offset;
+    uint64_t size;
+    int32_t first_step, last_step;
+    int32_t is_workspace;
+} minfer_planned_tensor;
+MINFER_API minfer_status minfer_session_planned_tensor(const minfer_session *s, size_t index,
+                                                       minfer_planned_tensor *out);
+
 /* Per-node provider placement, for `minfer info`. Strings are owned by the
  * session. */
 typedef struct minfer_node_placement {
     const char *node_name;
     const char *op_type;
     const char *domain;
-    const char *provider;
+    const char *provider; /* "(constant)" for a node folded at build */
+    /* Why each provider before `provider` in the list declined the node:
+     * "onednn: <reason>; opencl: <reason>", or "" when the first took it. */
+    const char *declined;
 } minfer_node_placement;
 
 MINFER_API size_t minfer_session_node_count(const minfer_session *s);
@@ -255,6 +320,31 @@ MINFER_API minfer_status minfer_session_node_placement(const minfer_session *s, 
 /* The providers that loaded for this session, in preference order. */
 MINFER_API size_t minfer_session_provider_count(const minfer_session *s);
 MINFER_API const char *minfer_session_provider_name(const minfer_session *s, size_t index);
+
+/* ---- Statistics and profiles -------------------------------------------- */
+
+/* Latency statistics of successful runs since creation or the last reset
+ * (percentiles over the most recent 4096 runs). */
+typedef struct minfer_run_stats {
+    uint64_t runs;
+    double mean_ms, min_ms, max_ms, p50_ms, p90_ms;
+    double throughput;    /* runs per second of wall time since the reset */
+    double since_reset_s;
+} minfer_run_stats;
+MINFER_API minfer_status minfer_session_stats(const minfer_session *s, minfer_run_stats *out);
+MINFER_API minfer_status minfer_session_reset_stats(minfer_session *s);
+
+/* With profiling on: the time node `index` (execution order, as in
+ * minfer_session_node_placement) has taken over all profiled runs, how many
+ * runs, and its estimated FLOPs per run (0 when not estimated). */
+MINFER_API minfer_status minfer_session_node_profile(const minfer_session *s, size_t index,
+                                                     double *total_ms, uint64_t *runs,
+                                                     double *flops);
+/* Writes the trace recorded so far (Chrome trace-event JSON) to path. */
+MINFER_API minfer_status minfer_session_write_profile(minfer_session *s, const char *path);
+/* Writes the graph as Graphviz DOT: nodes labelled with op and output shape
+ * (of the most recent plan), coloured by provider, boundary copies marked. */
+MINFER_API minfer_status minfer_session_write_dot(minfer_session *s, const char *path);
 
 #ifdef __cplusplus
 }

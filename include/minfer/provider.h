@@ -133,8 +133,11 @@ typedef struct minfer_exec_args {
     size_t n_inputs;
     minfer_tensor_view *outputs;
     size_t n_outputs;
-    void *workspace;                 /* workspace_bytes from prepare, or NULL */
+    void *workspace;                 /* workspace_bytes from prepare, or NULL; in a
+                                        device domain, the buffer handle */
     size_t workspace_bytes;
+    size_t workspace_offset;         /* byte offset of the workspace inside that
+                                        buffer (always 0 in host memory) */
 } minfer_exec_args;
 
 /* Attribute types, numbered as ONNX's AttributeProto.AttributeType. */
@@ -184,7 +187,16 @@ typedef struct minfer_host_api {
      * this shape and fills args->outputs[index]. The element type is taken
      * from args->outputs[index].dtype: set it first if the host left it 0. */
     minfer_status (*alloc_output)(void *run, size_t index, int32_t rank, const int64_t *dims);
+    /* Appended members (check struct_size before use). */
+    /* A STRINGS attribute: *out receives count NUL-terminated strings. */
+    int (*attr_strings)(const minfer_node_desc *node, const char *name, const char *const **out,
+                        size_t *count);
 } minfer_host_api;
+
+/* String tensors (MINFER_DTYPE_STRING): elements are char *. The host hands
+ * a kernel string outputs with every element NULL; the kernel stores
+ * strings allocated with the C library's malloc, and the host frees them
+ * (with free) when the value dies. A NULL element reads as "". */
 
 /* ---- The provider vtable ----------------------------------------------- */
 

@@ -1,0 +1,430 @@
+/*
+ * Diagnostics: the profiling trace (Chrome trace-event JSON), FLOP
+ * estimates, run statistics and the Graphviz picture of a session.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "diag.h"
+#include "session.h"
+
+#define MAX_EVENTS 2000000 /* about 200 MB of trace; later events are counted, not kept */
+
+struct mf_trace {
+    pthread_mutex_t lock;
+    mf_trace_event *ev;
+    size_t n, cap;
+    size_t dropped;
+    double t0;
+};
+
+double mf_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int mf_thread_id(void) {
+    static atomic_int next = 1;
+    static _Thread_local int id;
+    if (!id)
+        id = atomic_fetch_add(&next, 1);
+    return id;
+}
+
+mf_trace *mf_trace_new(double t0_ms) {
+    mf_trace *t = mf_calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    pthread_mutex_init(&t->lock, NULL);
+    t->t0 = t0_ms;
+    return t;
+}
+
+void mf_trace_free(mf_trace *t) {
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->ev[i].name);
+        free(t->ev[i].args);
+    }
+    free(t->ev);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+void mf_trace_add(mf_trace *t, const char *name, const char *cat, double start_ms, double dur_ms,
+                  const char *args_json) {
+    if (!t)
+        return;
+    char *n = mf_strdup(name ? name : "");
+    char *a = args_json ? mf_strdup(args_json) : NULL;
+    pthread_mutex_lock(&t->lock);
+    if (!n || (args_json && !a) || t->n >= MAX_EVENTS) {
+        t->dropped++;
+        pthread_mutex_unlock(&t->lock);
+        free(n);
+        free(a);
+        return;
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 1024;
+        mf_trace_event *e = mf_realloc(t->ev, cap * sizeof *e);
+        if (!e) {
+            t->dropped++;
+            pthread_mutex_unlock(&t->lock);
+            free(n);
+            free(a);
+            return;
+        }
+        t->ev = e;
+        t->cap = cap;
+    }
+    mf_trace_event *e = &t->ev[t->n++];
+    e->name = n;
+    e->cat = cat;
+    e->ts_us = (start_ms - t->t0) * 1e3;
+    e->dur_us = dur_ms * 1e3;
+    e->tid = mf_thread_id();
+    e->args = a;
+    pthread_mutex_unlock(&t->lock);
+}
+
+void mf_json_escape(char *dst, size_t size, const char *src) {
+    size_t o = 0;
+    if (!size)
+        return;
+    for (; src && *src && o + 7 < size; src++) {
+        unsigned char c = (unsigned char)*src;
+        if (c == '"' || c == '\\') {
+            dst[o++] = '\\';
+            dst[o++] = (char)c;
+        } else if (c < 0x20)
+            o += (size_t)snprintf(dst + o, size - o, "\\u%04x", c);
+        else
+            dst[o++] = (char)c;
+    }
+    dst[o] = '\0';
+}
+
+minfer_status mf_trace_write(mf_trace *t, const char *path) {
+    FILE *f = fopen(path, "w");
+    char name[1024];
+    if (!f)
+        return mf_error(MINFER_ERR_IO, "cannot write the profile to '%s'", path);
+    pthread_mutex_lock(&t->lock);
+    fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"producer\": \"minfer %s\", "
+               "\"dropped_events\": %zu},\n\"traceEvents\": [\n",
+            MINFER_VERSION_STRING, t->dropped);
+    fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, "
+               "\"args\": {\"name\": \"minfer\"}}");
+    for (size_t i = 0; i < t->n; i++) {
+        const mf_trace_event *e = &t->ev[i];
+        mf_json_escape(name, sizeof name, e->name);
+        fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
+                   "\"dur\": %.3f, \"pid\": 1, \"tid\": %d",
+                name, e->cat, e->ts_us, e->dur_us, e->tid);
+        if (e->args)
+            fprintf(f, ", \"args\": %s", e->args);
+        fputc('}', f);
+    }
+    fprintf(f, "\n]}\n");
+    pthread_mutex_unlock(&t->lock);
+    if (fclose(f) != 0)
+        return mf_error(MINFER_ERR_IO, "error writing the profile to '%s'", path);
+    return MINFER_OK;
+}
+
+/* ---- FLOP estimates ------------------------------------------------------ */
+
+static double numel(const minfer_tensor_view *v) {
+    if (!v || v->rank < 0)
+        return 0;
+    double n = 1;
+    for (int d = 0; d < v->rank; d++) {
+        if (v->dims[d] < 0)
+            return 0;
+        n *= (double)v->dims[d];
+    }
+    return n;
+}
+
+double mf_node_flops(const mf_node *n, const minfer_tensor_view *in, size_t n_in,
+                     const minfer_tensor_view *out, size_t n_out) {
+    const char *op = n->op_type;
+    double y = n_out ? numel(&out[0]) : 0;
+    if (!strcmp(op, "Conv") || !strcmp(op, "FusedConv") || !strcmp(op, "ConvTranspose")) {
+        /* 2 * outputs * (input channels per group * kernel size) */
+        if (n_in < 2 || in[1].rank < 2)
+            return 0;
+        double k = 1;
+        for (int d = 1; d < in[1].rank; d++)
+            k *= (double)in[1].dims[d];
+        /* ConvTranspose: every input element meets W's [C/g, k...] slice. */
+        if (!strcmp(op, "ConvTranspose"))
+            return 2.0 * numel(&in[0]) * k;
+        return 2.0 * y * k;
+    }
+    if (!strcmp(op, "Gemm") || !strcmp(op, "FusedGemm") || !strcmp(op, "MatMul") ||
+        !strcmp(op, "FusedMatMul")) {
+        if (n_in < 2 || in[0].rank < 1)
+            return 0;
+        int64_t k = in[0].dims[in[0].rank - 1];
+        if (!strcmp(op, "Gemm") || !strcmp(op, "FusedGemm")) {
+            int64_t ta = mf_attr_int(n, "transA", 0);
+            if (ta && in[0].rank == 2)
+                k = in[0].dims[0];
+        }
+        return 2.0 * y * (double)k;
+    }
+    if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) {
+        const int64_t *ks;
+        size_t nk = mf_attr_ints(n, "kernel_shape", &ks);
+        double k = 1;
+        for (size_t i = 0; i < nk; i++)
+            k *= (double)ks[i];
+        return y * k;
+    }
+    if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "GlobalMaxPool") ||
+        !strncmp(op, "Reduce", 6) || !strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") ||
+        !strcmp(op, "LayerNormalization"))
+        return n_in ? numel(&in[0]) * (strncmp(op, "Reduce", 6) ? 5.0 : 1.0) : 0;
+    if (!strcmp(op, "Attention")) {
+        if (n_in < 3 || in[0].rank < 2 || in[2].rank < 1)
+            return 0;
+        double sk = (double)in[1].dims[in[1].rank - 1];
+        double dv = (double)in[2].dims[in[2].rank - 1];
+        double d = (double)in[0].dims[in[0].rank - 1];
+        double rows = numel(&in[0]) / d;
+        return 2.0 * rows * sk * (d + dv);
+    }
+    /* Elementwise and everything else: one operation per output element,
+     * except pure data movement. */
+    static const char *movers[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
+                                   "Transpose", "Concat", "Gather", "Slice", "Shape",
+                                   "Expand", "Cast", "Split", "Tile", "Pad", "Constant"};
+    for (size_t i = 0; i < sizeof movers / sizeof movers[0]; i++)
+        if (!strcmp(op, movers[i]))
+            return 0;
+    return y;
+}
+
+int64_t mf_find_nan(const minfer_tensor_view *v, int *is_nan) {
+    if (!v->data || (v->dtype != MINFER_DTYPE_FLOAT && v->dtype != MINFER_DTYPE_DOUBLE))
+        return -1;
+    size_t esz = v->dtype == MINFER_DTYPE_FLOAT ? sizeof(float) : sizeof(double);
+    double n = numel(v);
+    for (int64_t e = 0; e < (int64_t)n; e++) {
+        double x = v->dtype == MINFER_DTYPE_FLOAT ? (double)((const float *)v->data)[e]
+                                                  : ((const double *)v->data)[e];
+        if (x != x || x - x != 0) {
+            *is_nan = x != x;
+            return e;
+        }
+    }
+    (void)esz;
+    return -1;
+}
+
+/* ---- statistics ------------------------------------------------------------ */
+
+void mf_stats_reset(mf_stats *st) {
+    memset(st, 0, sizeof *st);
+    st->since = mf_now_ms();
+}
+
+void mf_stats_add(mf_stats *st, double ms) {
+    if (st->runs == 0 || ms < st->min_ms)
+        st->min_ms = ms;
+    if (ms > st->max_ms)
+        st->max_ms = ms;
+    st->sum_ms += ms;
+    st->ring[st->runs % MF_STATS_RING] = ms;
+    st->runs++;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void mf_stats_report(const mf_stats *st, minfer_run_stats *out, double *scratch) {
+    memset(out, 0, sizeof *out);
+    out->runs = st->runs;
+    out->since_reset_s = (mf_now_ms() - st->since) / 1e3;
+    if (!st->runs)
+        return;
+    size_t n = st->runs < MF_STATS_RING ? (size_t)st->runs : MF_STATS_RING;
+    memcpy(scratch, st->ring, n * sizeof *scratch);
+    qsort(scratch, n, sizeof *scratch, cmp_double);
+    out->mean_ms = st->sum_ms / (double)st->runs;
+    out->min_ms = st->min_ms;
+    out->max_ms = st->max_ms;
+    out->p50_ms = scratch[(n - 1) / 2];
+    size_t k90 = (size_t)ceil(0.9 * (double)n);
+    out->p90_ms = scratch[k90 ? k90 - 1 : 0];
+    out->throughput = out->since_reset_s > 0 ? (double)st->runs / out->since_reset_s : 0;
+}
+
+/* ---- session-level diagnostics API ------------------------------------------ */
+
+minfer_status minfer_session_stats(const minfer_session *cs, minfer_run_stats *out) {
+    if (!cs || !out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_stats: NULL argument");
+    minfer_session *s = (minfer_session *)cs;
+    pthread_mutex_lock(&s->lock);
+    mf_stats_report(&s->stats, out, s->stats_scratch);
+    pthread_mutex_unlock(&s->lock);
+    return MINFER_OK;
+}
+
+minfer_status minfer_session_reset_stats(minfer_session *s) {
+    if (!s)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_reset_stats: NULL session");
+    pthread_mutex_lock(&s->lock);
+    mf_stats_reset(&s->stats);
+    pthread_mutex_unlock(&s->lock);
+    return MINFER_OK;
+}
+
+minfer_status minfer_session_node_profile(const minfer_session *cs, size_t index, double *total_ms,
+                                          uint64_t *runs, double *flops) {
+    if (!cs || index >= cs->g->n_nodes)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_node_profile: bad index %zu",
+                        index);
+    minfer_session *s = (minfer_session *)cs;
+    int i = s->g->order[index];
+    pthread_mutex_lock(&s->lock);
+    if (total_ms)
+        *total_ms = s->node_ms[i];
+    if (runs)
+        *runs = s->node_runs[i];
+    if (flops)
+        *flops = s->last_plan ? s->last_plan->nodes[i].flops : 0;
+    pthread_mutex_unlock(&s->lock);
+    return MINFER_OK;
+}
+
+minfer_status minfer_session_write_profile(minfer_session *s, const char *path) {
+    if (!s || !path)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_write_profile: NULL argument");
+    if (!s->trace)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "%s: profiling is off (minfer_options_set_profiling or MINFER_PROFILE)",
+                        s->errctx);
+    return mf_trace_write(s->trace, path);
+}
+
+static const char *const palette[] = {"#8ecae6", "#ffb703", "#90be6d", "#f28482",
+                                      "#cdb4db", "#f6bd60", "#84a59d"};
+
+/* Fill colour of provider index p (-1: folded constant). */
+const char *mf_provider_colour(int p) {
+    return p < 0 ? "#e0e0e0" : palette[(size_t)p % (sizeof palette / sizeof palette[0])];
+}
+
+static void dot_id(char *out, size_t size, const char *s) {
+    mf_json_escape(out, size, s); /* DOT strings escape like JSON's for " and \ */
+}
+
+minfer_status mf_write_dot(minfer_session *s, FILE *f) {
+    const mf_graph *g = s->g;
+    const mf_plan *p = s->last_plan ? s->last_plan : s->build;
+    char a[512], b[512], shp[160];
+    fprintf(f, "digraph minfer {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", "
+               "fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", "
+               "fontsize=8];\n");
+    /* legend */
+    fprintf(f, "  subgraph cluster_legend {\n    label=\"providers\"; fontsize=10;\n");
+    for (size_t j = 0; j < s->n_provs; j++)
+        fprintf(f, "    \"legend_%zu\" [label=\"%s\", fillcolor=\"%s\"];\n", j, s->provs[j].name,
+                mf_provider_colour((int)j));
+    fprintf(f, "    \"legend_const\" [label=\"constant (folded)\", fillcolor=\"%s\", "
+               "style=\"rounded,filled,dashed\"];\n  }\n",
+            mf_provider_colour(-1));
+    for (size_t k = 0; k < g->n_inputs; k++) {
+        const mf_value *v = &g->values[g->inputs[k]];
+        dot_id(a, sizeof a, v->name);
+        fprintf(f, "  \"v:%s\" [shape=ellipse, style=filled, fillcolor=white, label=\"%s\\n%s\"];\n",
+                a, a, mf_shape_str(p->vals[g->inputs[k]].view.dims, p->vals[g->inputs[k]].view.rank,
+                                   shp, sizeof shp));
+    }
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        int prov = s->assign[i];
+        const char *pname = prov >= 0 ? s->provs[prov].name : "constant";
+        snprintf(b, sizeof b, "n%d", i);
+        dot_id(a, sizeof a, n->name[0] ? n->name : b);
+        const minfer_tensor_view *ov =
+            n->n_outputs && n->outputs[0] >= 0 ? &p->vals[n->outputs[0]].view : NULL;
+        fprintf(f, "  \"n%d\" [label=\"%s%s%s\\n%s\\n%s\\n[%s]\", fillcolor=\"%s\"%s, "
+                   "tooltip=\"%s\"];\n",
+                i, n->domain[0] ? n->domain : "", n->domain[0] ? "::" : "", n->op_type, a,
+                ov ? mf_shape_str(ov->dims, ov->rank, shp, sizeof shp) : "", pname,
+                mf_provider_colour(prov), prov < 0 ? ", style=\"rounded,filled,dashed\"" : "", a);
+    }
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        int cdom = s->assign[i] >= 0 ? mf_dom_of_prov(s, s->assign[i]) : 0;
+        for (size_t j = 0; j < n->n_inputs; j++) {
+            int u = n->inputs[j];
+            if (u < 0)
+                continue;
+            const mf_value *v = &g->values[u];
+            if (v->initializer)
+                continue; /* weights would drown the picture */
+            int copy = 0;
+            if (v->producer >= 0 && s->assign[v->producer] >= 0)
+                copy = mf_dom_of_prov(s, s->assign[v->producer]) != cdom;
+            else if (v->is_input)
+                copy = cdom != 0;
+            dot_id(a, sizeof a, v->name);
+            if (v->producer >= 0)
+                fprintf(f, "  \"n%d\" -> \"n%d\"", v->producer, i);
+            else if (v->is_input)
+                fprintf(f, "  \"v:%s\" -> \"n%d\"", a, i);
+            else
+                continue;
+            if (copy)
+                fprintf(f, " [color=\"#d62828\", penwidth=2, label=\"copy\", fontcolor=\"#d62828\"]");
+            fprintf(f, ";\n");
+        }
+    }
+    for (size_t k = 0; k < g->n_outputs; k++) {
+        const mf_value *v = &g->values[g->outputs[k]];
+        dot_id(a, sizeof a, v->name);
+        fprintf(f, "  \"out:%s\" [shape=ellipse, style=filled, fillcolor=white, label=\"%s\\n%s\"];\n",
+                a, a,
+                mf_shape_str(p->vals[g->outputs[k]].view.dims, p->vals[g->outputs[k]].view.rank,
+                             shp, sizeof shp));
+        if (v->producer >= 0) {
+            int copy = s->assign[v->producer] >= 0 && mf_dom_of_prov(s, s->assign[v->producer]) != 0;
+            fprintf(f, "  \"n%d\" -> \"out:%s\"%s;\n", v->producer, a,
+                    copy ? " [color=\"#d62828\", penwidth=2, label=\"copy\", fontcolor=\"#d62828\"]"
+                         : "");
+        }
+    }
+    fprintf(f, "}\n");
+    return MINFER_OK;
+}
+
+minfer_status minfer_session_write_dot(minfer_session *s, const char *path) {
+    if (!s || !path)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_write_dot: NULL argument");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return mf_error(MINFER_ERR_IO, "cannot write '%s'", path);
+    pthread_mutex_lock(&s->lock);
+    minfer_status st = mf_write_dot(s, f);
+    pthread_mutex_unlock(&s->lock);
+    if (fclose(f) != 0 && st == MINFER_OK)
+        st = mf_error(MINFER_ERR_IO, "error writing '%s'", path);
+    return st;
+}
