@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "shape_infer_minfer.h"
 
 /* Opset assumed when a node carries none (hand-built graphs). */
 #define DEFAULT_OPSET 17
@@ -1803,6 +1804,225 @@ static minfer_status inf_range(ictx *c) {
 
 typedef minfer_status (*infer_fn)(ictx *c);
 
+/* ---- Ops of the conformance work (indexing, quantization, losses...) -------- */
+
+/* Output 0 takes input 0's shape and the type given (0: input 0's). */
+static minfer_status shape_of_x(ictx *c, int32_t dtype) {
+    const minfer_tensor_view *x;
+    minfer_status st = require(c, 0, &x);
+    return st ? st : set_out(c, 0, dtype ? dtype : x->dtype, x->rank, x->dims);
+}
+
+static minfer_status inf_eyelike(ictx *c) {
+    const minfer_tensor_view *x;
+    minfer_status st = require(c, 0, &x);
+    if (st)
+        return st;
+    if (x->rank >= 0 && x->rank != 2)
+        return fail(c, MINFER_ERR_SHAPE, "input must be 2-D, not rank %d", (int)x->rank);
+    return shape_of_x(c, (int32_t)mf_attr_int(c->node, "dtype", 0));
+}
+
+static minfer_status inf_quantize(ictx *c) {
+    const minfer_tensor_view *zp = input(c, 2);
+    return shape_of_x(c, zp && zp->dtype ? zp->dtype : MINFER_DTYPE_UINT8);
+}
+
+static minfer_status inf_dequantize(ictx *c) {
+    const minfer_tensor_view *scale;
+    minfer_status st = require(c, 1, &scale);
+    return st ? st : shape_of_x(c, scale->dtype ? scale->dtype : MINFER_DTYPE_FLOAT);
+}
+
+/* Scatter, ScatterElements, ScatterND: the data's type and shape. */
+static minfer_status inf_scatter(ictx *c) {
+    const minfer_tensor_view *x, *upd;
+    minfer_status st;
+    if ((st = require(c, 0, &x)) || (st = require(c, 2, &upd)) ||
+        (st = same_type(c, x, "data", upd, "updates")))
+        return st;
+    return same_as(c, 0, x);
+}
+
+static minfer_status inf_depth_space(ictx *c) {
+    const minfer_tensor_view *x;
+    int64_t b = mf_attr_int(c->node, "blocksize", 0), d[4];
+    int to_space = !strcmp(c->op, "DepthToSpace");
+    minfer_status st = require(c, 0, &x);
+    if (st)
+        return st;
+    if (b < 1)
+        return fail(c, MINFER_ERR_MODEL, "blocksize must be positive");
+    if (x->rank < 0)
+        return set_out(c, 0, x->dtype, 4, NULL);
+    if (x->rank != 4)
+        return fail(c, MINFER_ERR_SHAPE, "input must be 4-D, not rank %d", (int)x->rank);
+    d[0] = x->dims[0];
+    if (to_space) {
+        if (x->dims[1] >= 0 && x->dims[1] % (b * b))
+            return fail(c, MINFER_ERR_SHAPE, "channels %lld not divisible by blocksize^2",
+                        (long long)x->dims[1]);
+        d[1] = x->dims[1] < 0 ? -1 : x->dims[1] / (b * b);
+        if ((x->dims[2] >= 0 && !mul_nn(x->dims[2], b, &d[2])) ||
+            (x->dims[3] >= 0 && !mul_nn(x->dims[3], b, &d[3])))
+            return overflow(c);
+        d[2] = x->dims[2] < 0 ? -1 : d[2];
+        d[3] = x->dims[3] < 0 ? -1 : d[3];
+    } else {
+        for (int i = 2; i < 4; i++)
+            if (x->dims[i] >= 0 && x->dims[i] % b)
+                return fail(c, MINFER_ERR_SHAPE, "spatial dim %lld not divisible by blocksize",
+                            (long long)x->dims[i]);
+        if (x->dims[1] >= 0 && !mul_nn(x->dims[1], b * b, &d[1]))
+            return overflow(c);
+        d[1] = x->dims[1] < 0 ? -1 : d[1];
+        d[2] = x->dims[2] < 0 ? -1 : x->dims[2] / b;
+        d[3] = x->dims[3] < 0 ? -1 : x->dims[3] / b;
+    }
+    return set_out(c, 0, x->dtype, 4, d);
+}
+
+static minfer_status inf_det(ictx *c) {
+    const minfer_tensor_view *x;
+    minfer_status st = require(c, 0, &x);
+    if (st)
+        return st;
+    if (x->rank < 0)
+        return set_out(c, 0, x->dtype, -1, NULL);
+    if (x->rank < 2)
+        return fail(c, MINFER_ERR_SHAPE, "input must have rank >= 2");
+    return set_out(c, 0, x->dtype, x->rank - 2, x->dims);
+}
+
+/* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: [N, d...] for
+ * reduction "none", else a scalar; SCE's log_prob has the scores' shape. */
+static minfer_status inf_loss(ictx *c) {
+    const minfer_tensor_view *x, *t;
+    int none = !strcmp(mf_attr_string(c->node, "reduction", "mean"), "none");
+    minfer_status st;
+    if ((st = require(c, 0, &x)) || (st = require(c, 1, &t)))
+        return st;
+    if ((st = none ? set_out(c, 0, x->dtype, t->rank, t->dims) : set_out(c, 0, x->dtype, 0, NULL)))
+        return st;
+    return set_out(c, 1, x->dtype, x->rank, x->dims);
+}
+
+static minfer_status inf_same_type_shape(ictx *c) {
+    return shape_of_x(c, 0);
+}
+
+/* ---- Strings, text, signal and random ops ----------------------------------- */
+
+/* StringNormalizer: [C] -> [C'] or [1, C] -> [1, C'], C' known only at run time. */
+static minfer_status inf_string_normalizer(ictx *c) {
+    const minfer_tensor_view *x;
+    int64_t d[2] = {1, -1};
+    minfer_status st = require(c, 0, &x);
+    if (st)
+        return st;
+    if (x->dtype && x->dtype != MINFER_DTYPE_STRING)
+        return fail(c, MINFER_ERR_TYPE, "input must be string, not %s", dtype_name(x->dtype));
+    if (x->rank == 1)
+        return set_out(c, 0, MINFER_DTYPE_STRING, 1, d + 1);
+    if (x->rank == 2) {
+        if (x->dims[0] > 1)
+            return fail(c, MINFER_ERR_SHAPE, "input must be [C] or [1, C]");
+        return set_out(c, 0, MINFER_DTYPE_STRING, 2, d);
+    }
+    if (x->rank >= 0)
+        return fail(c, MINFER_ERR_SHAPE, "input must be [C] or [1, C], not rank %d", (int)x->rank);
+    return set_out(c, 0, MINFER_DTYPE_STRING, -1, NULL);
+}
+
+/* TfIdfVectorizer: [C] -> [max(ngram_indexes) + 1], [N, C] -> [N, ...]. */
+static minfer_status inf_tfidf(ictx *c) {
+    const minfer_tensor_view *x;
+    const int64_t *idx = NULL;
+    int64_t width = 0, d[2];
+    minfer_status st = require(c, 0, &x);
+    if (st)
+        return st;
+    size_t n = mf_attr_ints(c->node, "ngram_indexes", &idx);
+    for (size_t i = 0; i < n; i++) {
+        if (idx[i] < 0 || idx[i] >= INT64_MAX / 2)
+            return fail(c, MINFER_ERR_MODEL, "ngram_indexes holds %lld", (long long)idx[i]);
+        if (idx[i] + 1 > width)
+            width = idx[i] + 1;
+    }
+    if (x->rank == 1)
+        return set_out(c, 0, MINFER_DTYPE_FLOAT, 1, &width);
+    if (x->rank == 2) {
+        d[0] = x->dims[0];
+        d[1] = width;
+        return set_out(c, 0, MINFER_DTYPE_FLOAT, 2, d);
+    }
+    if (x->rank >= 0)
+        return fail(c, MINFER_ERR_SHAPE, "input must be [C] or [N, C], not rank %d", (int)x->rank);
+    return set_out(c, 0, MINFER_DTYPE_FLOAT, -1, NULL);
+}
+
+/* MelWeightMatrix: [dft_length / 2 + 1, num_mel_bins] when both are known. */
+static minfer_status inf_melweight(ictx *c) {
+    int fl[2] = {0}, known[2];
+    double f[2];
+    int64_t n[2] = {0}, d[2] = {-1, -1};
+    minfer_status st;
+    for (size_t i = 0; i < 2; i++)
+        if ((st = read_scalar(c, i, &fl[i], &f[i], &n[i], &known[i])))
+            return st;
+    if (known[0] && !fl[0]) {
+        if (n[0] <= 0)
+            return fail(c, MINFER_ERR_MODEL, "num_mel_bins must be positive");
+        d[1] = n[0];
+    }
+    if (known[1] && !fl[1]) {
+        if (n[1] <= 0)
+            return fail(c, MINFER_ERR_MODEL, "dft_length must be positive");
+        d[0] = n[1] / 2 + 1;
+    }
+    return set_out(c, 0, (int32_t)mf_attr_int(c->node, "output_datatype", MINFER_DTYPE_FLOAT), 2,
+                   d);
+}
+
+/* RandomUniform, RandomNormal: the shape attribute, dtype (float by default). */
+static minfer_status inf_random(ictx *c) {
+    int_list s;
+    minfer_status st = attr_list(c, "shape", &s);
+    if (st)
+        return st;
+    if (s.state == LIST_ABSENT)
+        return fail(c, MINFER_ERR_MODEL, "attribute 'shape' is missing");
+    if (s.n > MINFER_MAX_RANK)
+        return fail(c, MINFER_ERR_LIMIT, "shape has %zu dims, more than %d", s.n, MINFER_MAX_RANK);
+    for (size_t i = 0; i < s.n; i++)
+        if (s.v[i] < 0)
+            return fail(c, MINFER_ERR_SHAPE, "shape has negative dim %lld", (long long)s.v[i]);
+    return set_out(c, 0, (int32_t)mf_attr_int(c->node, "dtype", MINFER_DTYPE_FLOAT),
+                   (int32_t)s.n, s.v);
+}
+
+/* RandomUniformLike, RandomNormalLike, Bernoulli: input 0's shape; dtype,
+ * else input 0's type. */
+static minfer_status inf_random_like(ictx *c) {
+    return shape_of_x(c, (int32_t)mf_attr_int(c->node, "dtype", 0));
+}
+
+/* Multinomial: [batch, classes] -> [batch, sample_size], int32 by default. */
+static minfer_status inf_multinomial(ictx *c) {
+    const minfer_tensor_view *x;
+    int64_t d[2] = {-1, mf_attr_int(c->node, "sample_size", 1)};
+    minfer_status st = require(c, 0, &x);
+    if (st)
+        return st;
+    if (x->rank >= 0 && x->rank != 2)
+        return fail(c, MINFER_ERR_SHAPE, "input must be 2-D, not rank %d", (int)x->rank);
+    if (d[1] < 1)
+        return fail(c, MINFER_ERR_MODEL, "sample_size must be positive");
+    if (x->rank == 2)
+        d[0] = x->dims[0];
+    return set_out(c, 0, (int32_t)mf_attr_int(c->node, "dtype", MINFER_DTYPE_INT32), 2, d);
+}
+
 static const struct rule {
     const char *op;
     infer_fn fn;
@@ -1817,6 +2037,8 @@ static const struct rule {
     {"Atan", inf_unary},
     {"AveragePool", inf_pool},
     {"BatchNormalization", inf_batchnorm},
+    {"Bernoulli", inf_random_like},
+    {"BitShift", inf_binary},
     {"Cast", inf_cast},
     {"CastLike", inf_cast},
     {"Ceil", inf_unary},
@@ -1828,6 +2050,10 @@ static const struct rule {
     {"Conv", inf_conv},
     {"ConvTranspose", inf_conv},
     {"Cos", inf_unary},
+    {"CumSum", inf_same_type_shape},
+    {"DepthToSpace", inf_depth_space},
+    {"DequantizeLinear", inf_dequantize},
+    {"Det", inf_det},
     {"Div", inf_binary},
     {"Dropout", inf_dropout},
     {"Elu", inf_unary},
@@ -1835,6 +2061,7 @@ static const struct rule {
     {"Erf", inf_unary},
     {"Exp", inf_unary},
     {"Expand", inf_expand},
+    {"EyeLike", inf_eyelike},
     {"Flatten", inf_flatten},
     {"Floor", inf_unary},
     {"Gather", inf_gather},
@@ -1849,8 +2076,10 @@ static const struct rule {
     {"HardSwish", inf_unary},
     {"Hardmax", inf_softmax},
     {"Identity", inf_unary},
+    {"InstanceNormalization", inf_same_type_shape},
     {"IsInf", inf_unary_bool},
     {"IsNaN", inf_unary_bool},
+    {"LRN", inf_same_type_shape},
     {"LayerNormalization", inf_layernorm},
     {"LeakyRelu", inf_unary},
     {"Less", inf_binary},
@@ -1862,15 +2091,25 @@ static const struct rule {
     {"Max", inf_variadic},
     {"MaxPool", inf_pool},
     {"Mean", inf_variadic},
+    {"MeanVarianceNormalization", inf_same_type_shape},
+    {"MelWeightMatrix", inf_melweight},
     {"Min", inf_variadic},
+    {"Mish", inf_unary},
     {"Mod", inf_binary},
     {"Mul", inf_binary},
+    {"Multinomial", inf_multinomial},
     {"Neg", inf_unary},
+    {"NegativeLogLikelihoodLoss", inf_loss},
     {"Not", inf_not},
     {"Or", inf_binary},
     {"PRelu", inf_prelu},
     {"Pad", inf_pad},
     {"Pow", inf_binary},
+    {"QuantizeLinear", inf_quantize},
+    {"RandomNormal", inf_random},
+    {"RandomNormalLike", inf_random_like},
+    {"RandomUniform", inf_random},
+    {"RandomUniformLike", inf_random_like},
     {"Range", inf_range},
     {"Reciprocal", inf_unary},
     {"ReduceL1", inf_reduce},
@@ -1885,26 +2124,36 @@ static const struct rule {
     {"ReduceSumSquare", inf_reduce},
     {"Relu", inf_unary},
     {"Reshape", inf_reshape},
+    {"ReverseSequence", inf_same_type_shape},
     {"Round", inf_unary},
+    {"Scatter", inf_scatter},
+    {"ScatterElements", inf_scatter},
+    {"ScatterND", inf_scatter},
     {"Selu", inf_unary},
     {"Shape", inf_shape},
+    {"Shrink", inf_unary},
     {"Sigmoid", inf_unary},
     {"Sign", inf_unary},
     {"Sin", inf_unary},
     {"Size", inf_size},
     {"Slice", inf_slice},
     {"Softmax", inf_softmax},
+    {"SoftmaxCrossEntropyLoss", inf_loss},
     {"Softplus", inf_unary},
     {"Softsign", inf_unary},
+    {"SpaceToDepth", inf_depth_space},
     {"Split", inf_split},
     {"Sqrt", inf_unary},
     {"Squeeze", inf_squeeze},
+    {"StringNormalizer", inf_string_normalizer},
     {"Sub", inf_binary},
     {"Sum", inf_variadic},
     {"Tan", inf_unary},
     {"Tanh", inf_unary},
+    {"TfIdfVectorizer", inf_tfidf},
     {"Tile", inf_tile},
     {"Transpose", inf_transpose},
+    {"Trilu", inf_same_type_shape},
     {"Unsqueeze", inf_unsqueeze},
     {"Where", inf_where},
     {"Xor", inf_binary},
@@ -1932,6 +2181,8 @@ static const struct rule *find_rule(const char *domain, const char *op) {
 }
 
 int mf_infer_known(const char *domain, const char *op_type) {
+    if (domain && strcmp(domain, "minfer") == 0) /* the optimizer's fused ops */
+        return mf_infer_minfer_known(op_type);
     return find_rule(domain, op_type) != NULL;
 }
 
@@ -1967,6 +2218,8 @@ minfer_status mf_infer_node(const mf_node *node, const minfer_tensor_view *in, s
                 return fail(&c, MINFER_ERR_MODEL, "input %zu has dimension %lld", i,
                             (long long)v->dims[k]);
     }
+    if (node->domain && strcmp(node->domain, "minfer") == 0) /* the optimizer's fused ops */
+        return mf_infer_minfer_node(node, in, n_in, out, n_out, err, err_size);
     rule = find_rule(node->domain, node->op_type);
     if (!rule)
         return MINFER_OK;

@@ -2,6 +2,7 @@
  * Helpers shared by the CPU kernels: error reporting, attribute access,
  * output checking, numpy broadcasting and half-precision conversion.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,21 @@ const char *cpu_attr_str(const cpu_prep *p, const char *name, const char *dflt) 
     const char *s;
     size_t len;
     return p->ctx->api->attr_string(p->node, name, &s, &len) ? s : dflt;
+}
+
+int cpu_attr_strs(cpu_prep *p, const char *name, const char *const **out, size_t *count) {
+    const minfer_host_api *api = p->ctx->api;
+    *out = NULL;
+    *count = 0;
+    if (api->attr_type(p->node, name) != MINFER_ATTR_STRINGS)
+        return 0;
+    /* attr_strings was appended to the host API: an older host lacks it. */
+    if (api->struct_size < offsetof(minfer_host_api, attr_strings) + sizeof api->attr_strings ||
+        !api->attr_strings) {
+        cpu_decline(p, "the host cannot read the strings attribute '%s'", name);
+        return -1;
+    }
+    return api->attr_strings(p->node, name, out, count) ? 1 : 0;
 }
 
 int cpu_has_attr(const cpu_prep *p, const char *name) {
@@ -149,6 +165,8 @@ size_t cpu_dtype_size(int32_t dtype) {
         return 8;
     case MINFER_DTYPE_COMPLEX128:
         return 16;
+    case MINFER_DTYPE_STRING:
+        return sizeof(char *);
     default:
         return 0;
     }
@@ -197,7 +215,13 @@ minfer_status cpu_output(const cpu_exec *e, size_t i, int32_t dtype, int32_t ran
         if (dims[d] < 0)
             return cpu_fail(e, MINFER_ERR_SHAPE, "output %zu: negative dimension", i);
     minfer_tensor_view *o = &a->outputs[i];
-    if (o->rank < 0) {
+    /* A data-dependent output whose rank the host inferred but not every
+     * dimension (StringNormalizer's [?]) comes with dims of -1 and no
+     * storage: it is allocated here like one of unknown rank. */
+    int unknown = o->rank < 0;
+    for (int32_t d = 0; !unknown && d < o->rank; d++)
+        unknown = o->dims[d] < 0 && !o->data;
+    if (unknown) {
         /* alloc_output takes no element type: when the host did not infer
          * one either, the view's dtype tells it (the host sizes from it). */
         if (o->dtype == 0)
@@ -482,4 +506,56 @@ uint16_t cpu_float_to_bf16(float f) {
         return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
     u += 0x7fffu + ((u >> 16) & 1);
     return (uint16_t)(u >> 16);
+}
+
+/* ---- Generic element access ---------------------------------------------- */
+
+double cpu_get(const void *p, int32_t dtype, size_t i) {
+    switch (dtype) {
+#define GET(E, T, S)                                                                       \
+    case E:                                                                                \
+        return (double)((const T *)p)[i];
+        CPU_NUM_TYPES(GET)
+#undef GET
+    case MINFER_DTYPE_BOOL: return ((const uint8_t *)p)[i] ? 1.0 : 0.0;
+    case MINFER_DTYPE_FLOAT16: return cpu_half_to_float(((const uint16_t *)p)[i]);
+    case MINFER_DTYPE_BFLOAT16: return cpu_bf16_to_float(((const uint16_t *)p)[i]);
+    default: return 0;
+    }
+}
+
+/* Converts to an integer type, saturating, NaN to 0 (C leaves these undefined). */
+#define SAT(T, lo, hi, v)                                                                  \
+    ((v) != (v) ? (T)0 : (v) <= (double)(lo) ? (T)(lo) : (v) >= (double)(hi) ? (T)(hi) : (T)(v))
+
+void cpu_set(void *p, int32_t dtype, size_t i, double v) {
+    switch (dtype) {
+    case MINFER_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
+    case MINFER_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
+    case MINFER_DTYPE_INT8: ((int8_t *)p)[i] = SAT(int8_t, INT8_MIN, INT8_MAX, v); break;
+    case MINFER_DTYPE_INT16: ((int16_t *)p)[i] = SAT(int16_t, INT16_MIN, INT16_MAX, v); break;
+    case MINFER_DTYPE_INT32: ((int32_t *)p)[i] = SAT(int32_t, INT32_MIN, INT32_MAX, v); break;
+    case MINFER_DTYPE_INT64: ((int64_t *)p)[i] = SAT(int64_t, INT64_MIN, INT64_MAX, v); break;
+    case MINFER_DTYPE_UINT8: ((uint8_t *)p)[i] = SAT(uint8_t, 0, UINT8_MAX, v); break;
+    case MINFER_DTYPE_UINT16: ((uint16_t *)p)[i] = SAT(uint16_t, 0, UINT16_MAX, v); break;
+    case MINFER_DTYPE_UINT32: ((uint32_t *)p)[i] = SAT(uint32_t, 0, UINT32_MAX, v); break;
+    case MINFER_DTYPE_UINT64: ((uint64_t *)p)[i] = SAT(uint64_t, 0, UINT64_MAX, v); break;
+    case MINFER_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case MINFER_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cpu_float_to_half((float)v); break;
+    case MINFER_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = cpu_float_to_bf16((float)v); break;
+    default: break;
+    }
+}
+
+void cpu_strides(int32_t rank, const int64_t *dims, int64_t *strides) {
+    int64_t s = 1;
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= dims[d];
+    }
+}
+
+int cpu_is_float(int32_t dtype) {
+    return dtype == MINFER_DTYPE_FLOAT || dtype == MINFER_DTYPE_DOUBLE ||
+           dtype == MINFER_DTYPE_FLOAT16 || dtype == MINFER_DTYPE_BFLOAT16;
 }

@@ -13,6 +13,7 @@
  * with several groups (depthwise), groups are spread over threads, each
  * with its own slice of the workspace.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -364,5 +365,273 @@ minfer_status cpu_compute_conv(const cpu_exec *e) {
         for (size_t t = 0; t < tasks; t++)
             conv_task(&j, t, j.ws, 1);
     }
+    return MINFER_OK;
+}
+
+/* ---- ConvTranspose ---------------------------------------------------------
+ * The direct scatter form: every input element, times every kernel tap,
+ * adds into the output element at i * stride + k * dilation - pad_begin.
+ * Accumulates in double (a temporary of the output's size), then stores in
+ * the output type. Runs 1-D to 3-D as 3-D with leading unit dims. */
+
+typedef struct convt_state {
+    int nsp;
+    int64_t group;
+    int64_t kernel[CPU_MAX_SPATIAL], stride[CPU_MAX_SPATIAL], dil[CPU_MAX_SPATIAL];
+    int64_t pads[2 * CPU_MAX_SPATIAL], out_pad[CPU_MAX_SPATIAL], out_shape[CPU_MAX_SPATIAL];
+    int has_kernel, has_out_shape, auto_pad;
+} convt_state;
+
+/* Reads an ints attribute of exactly want entries (or absent). */
+static int convt_ints(cpu_prep *p, const char *name, int64_t *out, size_t want) {
+    int64_t tmp[2 * CPU_MAX_RANK];
+    size_t n;
+    int r = cpu_attr_ints(p, name, tmp, 2 * CPU_MAX_RANK, &n);
+    if (r <= 0)
+        return r;
+    if (n != want) {
+        cpu_prep_fail(p, MINFER_ERR_MODEL, "%s has %zu entries, expected %zu", name, n, want);
+        return -1;
+    }
+    memcpy(out, tmp, n * sizeof *tmp);
+    return 1;
+}
+
+minfer_status cpu_prepare_convtranspose(cpu_prep *p) {
+    const minfer_value_desc *x = cpu_in_desc(p->node, 0), *w = cpu_in_desc(p->node, 1);
+    if (!x || !w)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs X and W");
+    int32_t rank = x->rank >= 0 ? x->rank : w->rank;
+    if (rank < 3 || rank > 2 + CPU_MAX_SPATIAL)
+        return cpu_decline(p, "1 to 3 spatial dims supported (rank known at prepare)");
+    convt_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    int nsp = st->nsp = rank - 2;
+    for (int i = 0; i < nsp; i++)
+        st->stride[i] = st->dil[i] = 1;
+    st->group = cpu_attr_int(p, "group", 1);
+    if (st->group < 1)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "group must be positive");
+    int r;
+    if ((r = convt_ints(p, "kernel_shape", st->kernel, (size_t)nsp)) < 0 ||
+        (st->has_kernel = r, 0) || convt_ints(p, "strides", st->stride, (size_t)nsp) < 0 ||
+        convt_ints(p, "dilations", st->dil, (size_t)nsp) < 0 ||
+        convt_ints(p, "pads", st->pads, 2 * (size_t)nsp) < 0 ||
+        convt_ints(p, "output_padding", st->out_pad, (size_t)nsp) < 0 ||
+        (r = convt_ints(p, "output_shape", st->out_shape, (size_t)nsp)) < 0)
+        return MINFER_ERR_MODEL;
+    st->has_out_shape = r;
+    for (int i = 0; i < nsp; i++)
+        if (st->stride[i] < 1 || st->dil[i] < 1 || st->pads[i] < 0 || st->pads[nsp + i] < 0)
+            return cpu_prep_fail(p, MINFER_ERR_MODEL, "bad strides, dilations or pads");
+    const char *ap = cpu_attr_str(p, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") == 0)
+        st->auto_pad = CPU_PAD_NOTSET;
+    else if (strcmp(ap, "SAME_UPPER") == 0)
+        st->auto_pad = CPU_PAD_SAME_UPPER;
+    else if (strcmp(ap, "SAME_LOWER") == 0)
+        st->auto_pad = CPU_PAD_SAME_LOWER;
+    else if (strcmp(ap, "VALID") == 0)
+        st->auto_pad = CPU_PAD_VALID;
+    else
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "unknown auto_pad '%s'", ap);
+    return MINFER_OK;
+}
+
+minfer_status cpu_compute_convtranspose(const cpu_exec *e) {
+    const convt_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *w = cpu_input(e, 1), *b = cpu_input(e, 2);
+    int nsp = st->nsp;
+    if (!x || !w || x->rank != nsp + 2 || w->rank != nsp + 2 || w->dtype != x->dtype ||
+        !cpu_is_float(x->dtype))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "X and W must be float tensors of rank %d", nsp + 2);
+    int64_t N = x->dims[0], C = x->dims[1], G = st->group;
+    if (w->dims[0] != C || C % G)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "W's first dim must equal the input channels");
+    int64_t Cg = C / G, Mg = w->dims[1], M = Mg * G;
+    if (b && (b->rank != 1 || b->dims[0] != M || b->dtype != x->dtype))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "B must be [%lld]", (long long)M);
+    int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1},
+            pb[3] = {0, 0, 0}, out[3] = {1, 1, 1};
+    int64_t od[CPU_MAX_RANK] = {N, M};
+    int off = 3 - nsp;
+    for (int i = 0; i < nsp; i++) {
+        int64_t kk = w->dims[2 + i];
+        if (st->has_kernel && st->kernel[i] != kk)
+            return cpu_fail(e, MINFER_ERR_SHAPE, "kernel_shape does not match W");
+        int64_t full = st->stride[i] * (x->dims[2 + i] - 1) + st->out_pad[i] +
+                       (kk - 1) * st->dil[i] + 1;
+        int64_t o, begin;
+        if (st->has_out_shape || st->auto_pad == CPU_PAD_SAME_UPPER ||
+            st->auto_pad == CPU_PAD_SAME_LOWER) {
+            o = st->has_out_shape ? st->out_shape[i] : x->dims[2 + i] * st->stride[i];
+            int64_t total = full - o;
+            if (total < 0)
+                total = 0;
+            begin = st->auto_pad == CPU_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+        } else if (st->auto_pad == CPU_PAD_VALID) {
+            o = full;
+            begin = 0;
+        } else {
+            o = full - st->pads[i] - st->pads[nsp + i];
+            begin = st->pads[i];
+        }
+        if (o < 0)
+            return cpu_fail(e, MINFER_ERR_SHAPE, "output would be empty");
+        in[off + i] = x->dims[2 + i];
+        k[off + i] = kk;
+        s[off + i] = st->stride[i];
+        d[off + i] = st->dil[i];
+        pb[off + i] = begin;
+        out[off + i] = o;
+        od[2 + i] = o;
+    }
+    void *y;
+    minfer_status rc = cpu_output(e, 0, x->dtype, nsp + 2, od, &y);
+    if (rc)
+        return rc;
+    size_t plane = (size_t)(out[0] * out[1] * out[2]), total = (size_t)(N * M) * plane;
+    double *acc = calloc(total ? total : 1, sizeof *acc);
+    if (!acc)
+        return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
+    const void *xd = cpu_data(x), *wd = cpu_data(w);
+    size_t in_plane = (size_t)(in[0] * in[1] * in[2]), kvol = (size_t)(k[0] * k[1] * k[2]);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t g = 0; g < G; g++)
+            for (int64_t c = 0; c < Cg; c++)
+                for (size_t ip = 0; ip < in_plane; ip++) {
+                    int64_t i0 = (int64_t)ip / (in[1] * in[2]), i1 = (int64_t)ip / in[2] % in[1],
+                            i2 = (int64_t)ip % in[2];
+                    double xv = cpu_get(xd, x->dtype, (size_t)((n * C + g * Cg + c)) * in_plane + ip);
+                    for (int64_t m = 0; m < Mg; m++)
+                        for (size_t kp = 0; kp < kvol; kp++) {
+                            int64_t k0 = (int64_t)kp / (k[1] * k[2]), k1 = (int64_t)kp / k[2] % k[1],
+                                    k2 = (int64_t)kp % k[2];
+                            int64_t o0 = i0 * s[0] + k0 * d[0] - pb[0];
+                            int64_t o1 = i1 * s[1] + k1 * d[1] - pb[1];
+                            int64_t o2 = i2 * s[2] + k2 * d[2] - pb[2];
+                            if (o0 < 0 || o0 >= out[0] || o1 < 0 || o1 >= out[1] || o2 < 0 ||
+                                o2 >= out[2])
+                                continue;
+                            double wv = cpu_get(wd, w->dtype,
+                                                (size_t)((g * Cg + c) * Mg + m) * kvol + kp);
+                            acc[(size_t)(n * M + g * Mg + m) * plane +
+                                (size_t)((o0 * out[1] + o1) * out[2] + o2)] += xv * wv;
+                        }
+                }
+    for (size_t i = 0; i < total; i++) {
+        double bias = b ? cpu_get(cpu_data(b), b->dtype, (i / plane) % (size_t)M) : 0;
+        cpu_set(y, x->dtype, i, acc[i] + bias);
+    }
+    free(acc);
+    return MINFER_OK;
+}
+
+/* ---- ConvInteger, QLinearConv ------------------------------------------------
+ * Direct convolution in double of (x - x_zero_point) and (w - w_zero_point)
+ * (w's zero point per output channel or per tensor); ConvInteger stores the
+ * int32 sums, QLinearConv rescales by x_scale * w_scale / y_scale, adds the
+ * int32 bias (in that accumulator scale) and y_zero_point, rounds half to
+ * even and saturates to y's type. */
+
+typedef struct qconv_state {
+    conv_state c;
+    int qlinear;
+} qconv_state;
+
+minfer_status cpu_prepare_qconv(cpu_prep *p) {
+    qconv_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->qlinear = strcmp(p->node->op_type, "QLinearConv") == 0;
+    const minfer_value_desc *x = cpu_in_desc(p->node, 0),
+                            *w = cpu_in_desc(p->node, st->qlinear ? 3 : 1);
+    if (!x || !w)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs x and w");
+    int rank = w->rank >= 0 ? w->rank : x->rank;
+    if (rank < 3 || rank > 5)
+        return cpu_decline(p, "1-D to 3-D convolutions only (rank known at prepare)");
+    minfer_status s = cpu_window_parse(p, &st->c.w, rank - 2, w->rank == rank ? w->dims + 2 : NULL);
+    if (s)
+        return s;
+    st->c.group = cpu_attr_int(p, "group", 1);
+    if (st->c.group < 1)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "group must be >= 1");
+    return MINFER_OK;
+}
+
+/* Zero point k of a scalar or per-channel tensor (0 when absent). */
+static double zero_point(const minfer_tensor_view *z, size_t k) {
+    if (!z)
+        return 0;
+    size_t n = (size_t)cpu_numel(z->rank, z->dims);
+    return n == 0 ? 0 : cpu_get(cpu_data(z), z->dtype, n == 1 ? 0 : k);
+}
+
+minfer_status cpu_compute_qconv(const cpu_exec *e) {
+    const qconv_state *st = e->state;
+    int q = st->qlinear;
+    const minfer_tensor_view *x = cpu_input(e, 0), *w = cpu_input(e, q ? 3 : 1);
+    const minfer_tensor_view *xz = cpu_input(e, q ? 2 : 2), *wz = cpu_input(e, q ? 5 : 3);
+    const minfer_tensor_view *xs = q ? cpu_input(e, 1) : NULL, *ws = q ? cpu_input(e, 4) : NULL,
+                             *ys = q ? cpu_input(e, 6) : NULL, *yz = q ? cpu_input(e, 7) : NULL,
+                             *b = q ? cpu_input(e, 8) : NULL;
+    conv_geom g;
+    if (!x || !w || (q && (!xs || !ws || !ys)))
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    if (w->rank != x->rank || conv_geometry(&st->c, x->rank, x->dims, w->dims, &g))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "x and w shapes do not fit");
+    if (wz && cpu_numel(wz->rank, wz->dims) > 1 && cpu_numel(wz->rank, wz->dims) != (int64_t)g.M)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "w_zero_point must be a scalar or [M]");
+    if (ws && cpu_numel(ws->rank, ws->dims) != 1 && cpu_numel(ws->rank, ws->dims) != (int64_t)g.M)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "w_scale must be a scalar or [M]");
+    if (b && cpu_numel(b->rank, b->dims) != (int64_t)g.M)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "B must hold M values");
+    int64_t od[CPU_MAX_RANK] = {(int64_t)g.N, (int64_t)g.M};
+    for (int i = 0; i < st->c.w.nsp; i++)
+        od[2 + i] = (int64_t)g.out[3 - st->c.w.nsp + i];
+    int32_t ot = q ? (yz ? yz->dtype : MINFER_DTYPE_UINT8) : MINFER_DTYPE_INT32;
+    void *y;
+    minfer_status s = cpu_output(e, 0, ot, x->rank, od, &y);
+    if (s)
+        return s;
+    double xzp = zero_point(xz, 0), xsc = xs ? cpu_get(cpu_data(xs), xs->dtype, 0) : 1;
+    double ysc = ys ? cpu_get(cpu_data(ys), ys->dtype, 0) : 1, yzp = zero_point(yz, 0);
+    const void *xd = cpu_data(x), *wd = cpu_data(w);
+    for (size_t n = 0; n < g.N; n++)
+        for (size_t m = 0; m < g.M; m++) {
+            size_t grp = m / g.Mg;
+            double wzp = zero_point(wz, m);
+            for (size_t o = 0; o < g.out_plane; o++) {
+                size_t o0 = o / (g.out[1] * g.out[2]), o1 = o / g.out[2] % g.out[1],
+                       o2 = o % g.out[2];
+                double acc = 0;
+                for (size_t c = 0; c < g.Cg; c++)
+                    for (size_t k = 0; k < g.kvol; k++) {
+                        size_t k0 = k / (g.k[1] * g.k[2]), k1 = k / g.k[2] % g.k[1], k2 = k % g.k[2];
+                        int64_t i0 = (int64_t)o0 * g.stride[0] + (int64_t)k0 * g.dil[0] - g.pad[0];
+                        int64_t i1 = (int64_t)o1 * g.stride[1] + (int64_t)k1 * g.dil[1] - g.pad[1];
+                        int64_t i2 = (int64_t)o2 * g.stride[2] + (int64_t)k2 * g.dil[2] - g.pad[2];
+                        if (i0 < 0 || i0 >= (int64_t)g.in[0] || i1 < 0 || i1 >= (int64_t)g.in[1] ||
+                            i2 < 0 || i2 >= (int64_t)g.in[2])
+                            continue; /* padding holds the zero point: contributes 0 */
+                        size_t xi = (n * g.C + grp * g.Cg + c) * g.in_plane +
+                                    ((size_t)i0 * g.in[1] + (size_t)i1) * g.in[2] + (size_t)i2;
+                        size_t wi = (m * g.Cg + c) * g.kvol + k;
+                        acc += (cpu_get(xd, x->dtype, xi) - xzp) * (cpu_get(wd, w->dtype, wi) - wzp);
+                    }
+                size_t yi = (n * g.M + m) * g.out_plane + o;
+                if (!q) {
+                    cpu_set(y, ot, yi, acc);
+                    continue;
+                }
+                double wsc = cpu_get(cpu_data(ws), ws->dtype,
+                                     cpu_numel(ws->rank, ws->dims) == 1 ? 0 : m);
+                if (b)
+                    acc += cpu_get(cpu_data(b), b->dtype, m);
+                cpu_set(y, ot, yi, nearbyint(acc * xsc * wsc / ysc) + yzp);
+            }
+        }
     return MINFER_OK;
 }

@@ -69,6 +69,10 @@ typedef struct cpu_kernel {
     cpu_compute_fn compute;
 } cpu_kernel;
 
+/* The kernel table (provider.c), for tools/gen-operators, which links the
+ * provider's sources into a program that prints docs/operators.md. */
+const cpu_kernel *cpu_kernel_table(size_t *count);
+
 /* ---- Type masks and typed-loop generation ------------------------------- */
 
 #define CPU_T(d) (1u << (d))
@@ -85,6 +89,10 @@ typedef struct cpu_kernel {
 #define CPU_T_HALF (CPU_T(MINFER_DTYPE_FLOAT16) | CPU_T(MINFER_DTYPE_BFLOAT16))
 #define CPU_T_ALL (CPU_T_NUM | CPU_T_BOOL | CPU_T_HALF)
 #define CPU_T_IDX (CPU_T(MINFER_DTYPE_INT32) | CPU_T(MINFER_DTYPE_INT64))
+/* Strings are not in CPU_T_ALL: a kernel that moves elements by size would
+ * copy the char * and the host would free it twice. Only kernels that
+ * strdup their string outputs take CPU_T_STR. */
+#define CPU_T_STR CPU_T(MINFER_DTYPE_STRING)
 
 /* X(dtype enum, C type, suffix) for every type with native C arithmetic.
  * Kernel families instantiate their loops through these lists once. */
@@ -121,6 +129,9 @@ float cpu_attr_float(const cpu_prep *p, const char *name, float dflt);
 /* The attribute's string (NUL-terminated per the ABI), or dflt. */
 const char *cpu_attr_str(const cpu_prep *p, const char *name, const char *dflt);
 int cpu_has_attr(const cpu_prep *p, const char *name);
+/* A STRINGS attribute (through host_api->attr_strings, checked against the
+ * host's struct_size): 1 found, 0 absent, -1 declined (reason in p->err). */
+int cpu_attr_strs(cpu_prep *p, const char *name, const char *const **out, size_t *count);
 /* Copies an ints attribute. Returns 1 found, 0 absent, or declines
  * (returns -1, reason in p->err) when it has more than cap entries. */
 int cpu_attr_ints(cpu_prep *p, const char *name, int64_t *out, size_t cap, size_t *count);
@@ -154,6 +165,22 @@ minfer_status cpu_read_ints(const cpu_exec *e, const minfer_tensor_view *v, cons
 /* Reads a scalar (1-element) tensor of any numeric type as double. */
 minfer_status cpu_read_scalar(const cpu_exec *e, const minfer_tensor_view *v, const char *what,
                               double *out);
+
+/* Element i of p as double, for every numeric type, float16, bfloat16 and
+ * bool (0 for any other type). Kernels whose math is naturally done in
+ * double use these instead of one loop per type. int64 beyond 2^53 loses
+ * precision here: index and integer-exact kernels copy bytes instead. */
+double cpu_get(const void *p, int32_t dtype, size_t i);
+/* Stores v as element i; integer types saturate and take NaN as 0. */
+void cpu_set(void *p, int32_t dtype, size_t i, double v);
+/* Element i of an int32/int64 tensor's data. */
+static inline int64_t cpu_get_index(const void *p, int32_t dtype, size_t i) {
+    return dtype == MINFER_DTYPE_INT64 ? ((const int64_t *)p)[i] : ((const int32_t *)p)[i];
+}
+/* Row-major element strides of a shape. */
+void cpu_strides(int32_t rank, const int64_t *dims, int64_t *strides);
+/* 1 if dtype is float, double, float16 or bfloat16. */
+int cpu_is_float(int32_t dtype);
 
 /* Normalizes axis in [-rank, rank) to [0, rank); -1 when out of range. */
 int cpu_axis(int64_t axis, int32_t rank);
@@ -248,11 +275,35 @@ CPU_KERNEL(binary)
 CPU_KERNEL(variadic)
 CPU_KERNEL(where)
 CPU_KERNEL(not)
+CPU_KERNEL(unary_generic)
+CPU_KERNEL(intbin)
 /* conv.c */
 CPU_KERNEL(conv)
+CPU_KERNEL(convtranspose)
+CPU_KERNEL(qconv)
+/* quant.c */
+minfer_status cpu_prepare_quant(cpu_prep *p);
+minfer_status cpu_compute_quantize(const cpu_exec *e);
+minfer_status cpu_compute_dynamic_quantize(const cpu_exec *e);
+CPU_KERNEL(qmatmul)
+/* rnn.c */
+CPU_KERNEL(rnn)
+/* einsum.c */
+CPU_KERNEL(einsum)
+/* detection.c */
+CPU_KERNEL(nms)
+CPU_KERNEL(roialign)
+CPU_KERNEL(det)
+/* signal.c */
+minfer_status cpu_prepare_signal(cpu_prep *p);
+minfer_status cpu_compute_window(const cpu_exec *e);
+minfer_status cpu_compute_dft(const cpu_exec *e);
+minfer_status cpu_compute_stft(const cpu_exec *e);
+minfer_status cpu_compute_melweight(const cpu_exec *e);
 /* pool.c */
 CPU_KERNEL(pool)
 CPU_KERNEL(global_pool)
+CPU_KERNEL(maxunpool)
 /* gemm.c */
 CPU_KERNEL(gemm)
 CPU_KERNEL(matmul)
@@ -263,6 +314,11 @@ CPU_KERNEL(argminmax)
 CPU_KERNEL(softmax)
 CPU_KERNEL(batchnorm)
 CPU_KERNEL(layernorm)
+minfer_status cpu_compute_hardmax(const cpu_exec *e);
+minfer_status cpu_prepare_norm2(cpu_prep *p);
+minfer_status cpu_compute_instancenorm(const cpu_exec *e);
+minfer_status cpu_compute_mvn(const cpu_exec *e);
+minfer_status cpu_compute_lrn(const cpu_exec *e);
 /* shape_ops.c */
 CPU_KERNEL(identity)
 CPU_KERNEL(dropout)
@@ -283,6 +339,43 @@ CPU_KERNEL(constant_of_shape)
 CPU_KERNEL(expand)
 CPU_KERNEL(range)
 CPU_KERNEL(tile)
+/* loss.c */
+CPU_KERNEL(loss)
+/* indexing.c: one prepare (indexing) for most, one compute each */
+minfer_status cpu_prepare_indexing(cpu_prep *p);
+minfer_status cpu_compute_gather_elements(const cpu_exec *e);
+minfer_status cpu_compute_scatter_elements(const cpu_exec *e);
+minfer_status cpu_compute_gather_nd(const cpu_exec *e);
+minfer_status cpu_compute_scatter_nd(const cpu_exec *e);
+minfer_status cpu_compute_onehot(const cpu_exec *e);
+minfer_status cpu_compute_compress(const cpu_exec *e);
+minfer_status cpu_compute_nonzero(const cpu_exec *e);
+minfer_status cpu_compute_topk(const cpu_exec *e);
+minfer_status cpu_compute_unique(const cpu_exec *e);
+minfer_status cpu_compute_cumsum(const cpu_exec *e);
+minfer_status cpu_compute_trilu(const cpu_exec *e);
+minfer_status cpu_compute_eyelike(const cpu_exec *e);
+minfer_status cpu_compute_reverse_sequence(const cpu_exec *e);
+minfer_status cpu_compute_depth_space(const cpu_exec *e);
+CPU_KERNEL(pad)
+/* text.c: strings */
+/* Cast to or from string (x or to is MINFER_DTYPE_STRING): numbers are
+ * written as numpy's str() writes them, strings parsed with strtod/strtoll. */
+minfer_status cpu_cast_strings(const cpu_exec *e, const minfer_tensor_view *x, int32_t to,
+                               void *y);
+CPU_KERNEL(string_normalizer)
+CPU_KERNEL(tfidf)
+/* random.c */
+CPU_KERNEL(random)
+/* resize.c */
+CPU_KERNEL(resize)
+CPU_KERNEL(gridsample)
+/* fused.c: the optimizer's fused ops (domain "minfer") */
+CPU_KERNEL(fused_conv)
+CPU_KERNEL(fused_gemm)
+CPU_KERNEL(fused_matmul)
+CPU_KERNEL(gelu)
+CPU_KERNEL(attention)
 
 #undef CPU_KERNEL
 

@@ -524,6 +524,26 @@ static void store_f64(void *p, int32_t dt, size_t i, double v) {
     }
 }
 
+/* float16 and bfloat16 (the variadic Max/Min/Sum/Mean take them): each
+ * element widened to float, computed there and rounded back once, which is
+ * exact for Max and Min. */
+static void half_run(int op, int32_t t, void *o, const void *a, const void *b, size_t n,
+                     size_t sa, size_t sb) {
+    for (size_t i = 0; i < n; i++) {
+        float x = (float)cpu_get(a, t, i * sa), y = (float)cpu_get(b, t, i * sb), r;
+        switch (op) {
+        case B_ADD: r = x + y; break;
+        case B_SUB: r = x - y; break;
+        case B_MUL: r = x * y; break;
+        case B_DIV: r = x / y; break;
+        case B_MIN: r = (x != x || x < y) ? x : y; break;
+        case B_MAX: r = (x != x || x > y) ? x : y; break;
+        default: r = 0; break;
+        }
+        cpu_set(o, t, i, r);
+    }
+}
+
 typedef struct binary_job {
     int op;
     int32_t ta, tb, to; /* element types of a, b, output */
@@ -547,6 +567,10 @@ static void binary_run(void *arg, size_t out_off, const size_t *in_off, size_t n
     }
     if (j->ta == MINFER_DTYPE_BOOL) {
         logic_bool(j->op, o, a, b, n, sa, sb);
+        return;
+    }
+    if (j->ta == MINFER_DTYPE_FLOAT16 || j->ta == MINFER_DTYPE_BFLOAT16) {
+        half_run(j->op, j->ta, o, a, b, n, sa, sb);
         return;
     }
     if (j->op >= B_EQ) {
@@ -600,8 +624,11 @@ static minfer_status binary_apply(const cpu_exec *e, int op, const minfer_tensor
         return cpu_fail(e, MINFER_ERR_TYPE, "input element types differ (%d, %d)",
                         (int)a->dtype, (int)b->dtype);
     }
-    if (a->dtype == MINFER_DTYPE_BOOL ? (op < B_AND && op != B_EQ)
-                                      : (op >= B_AND || !(CPU_T(a->dtype) & CPU_T_NUM)))
+    int half = CPU_T(a->dtype) & CPU_T_HALF;
+    if (half ? !(op == B_ADD || op == B_SUB || op == B_MUL || op == B_DIV || op == B_MIN ||
+                 op == B_MAX)
+             : a->dtype == MINFER_DTYPE_BOOL ? (op < B_AND && op != B_EQ)
+                                             : (op >= B_AND || !(CPU_T(a->dtype) & CPU_T_NUM)))
         return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)a->dtype);
     if (op == B_DIV && is_int_type(a->dtype) && has_zero(b))
         return cpu_fail(e, MINFER_ERR_RUNTIME, "integer division by zero");
@@ -748,6 +775,9 @@ minfer_status cpu_compute_variadic(const cpu_exec *e) {
     else if (x0->dtype == MINFER_DTYPE_DOUBLE)
         for (size_t i = 0; i < total; i++)
             ((double *)o)[i] /= (double)n;
+    else if (CPU_T(x0->dtype) & CPU_T_HALF)
+        for (size_t i = 0; i < total; i++)
+            cpu_set(o, x0->dtype, i, cpu_get(o, x0->dtype, i) / (double)n);
     else
         return cpu_fail(e, MINFER_ERR_TYPE, "Mean takes float or double");
     return MINFER_OK;
@@ -817,5 +847,186 @@ minfer_status cpu_compute_where(const cpu_exec *e) {
     if (cpu_bcast_init(&bc, 3, ranks, d3, rank, dims))
         return cpu_fail(e, MINFER_ERR_SHAPE, "inputs do not broadcast");
     cpu_bcast_run(e->ctx, &bc, where_run, &j);
+    return MINFER_OK;
+}
+
+/* ---- Unary ops computed through double ---------------------------------------
+ * IsNaN, IsInf, Shrink, Celu and Mish, for every float type (float16 and
+ * bfloat16 included) and, for Shrink, the integer types: each element is
+ * read as double, mapped, and stored in the output type. */
+
+enum { G_ISNAN, G_ISINF, G_SHRINK, G_CELU, G_MISH };
+
+typedef struct generic_state {
+    int op;
+    float a, b; /* Shrink: lambd, bias; Celu: alpha; IsInf: detect_positive, _negative */
+} generic_state;
+
+minfer_status cpu_prepare_unary_generic(cpu_prep *p) {
+    static const char *const names[] = {"IsNaN", "IsInf", "Shrink", "Celu", "Mish"};
+    generic_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->op = -1;
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+        if (strcmp(names[i], p->node->op_type) == 0)
+            st->op = i;
+    if (st->op < 0 || !cpu_in_desc(p->node, 0))
+        return cpu_decline(p, "not a generic unary op");
+    switch (st->op) {
+    case G_ISINF:
+        st->a = (float)cpu_attr_int(p, "detect_positive", 1);
+        st->b = (float)cpu_attr_int(p, "detect_negative", 1);
+        break;
+    case G_SHRINK:
+        st->a = cpu_attr_float(p, "lambd", 0.5f);
+        st->b = cpu_attr_float(p, "bias", 0.0f);
+        break;
+    case G_CELU: st->a = cpu_attr_float(p, "alpha", 1.0f); break;
+    }
+    return MINFER_OK;
+}
+
+minfer_status cpu_compute_unary_generic(const cpu_exec *e) {
+    const generic_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0);
+    if (!x)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    int to_bool = st->op == G_ISNAN || st->op == G_ISINF;
+    int32_t ot = to_bool ? MINFER_DTYPE_BOOL : x->dtype;
+    void *y;
+    minfer_status s = cpu_output(e, 0, ot, x->rank, x->dims, &y);
+    if (s)
+        return s;
+    size_t n = (size_t)cpu_numel(x->rank, x->dims);
+    const void *xd = cpu_data(x);
+    for (size_t i = 0; i < n; i++) {
+        double v = cpu_get(xd, x->dtype, i), r;
+        switch (st->op) {
+        case G_ISNAN: r = isnan(v); break;
+        case G_ISINF: r = isinf(v) && ((v > 0 && st->a != 0) || (v < 0 && st->b != 0)); break;
+        case G_SHRINK: r = v < -st->a ? v + st->b : v > st->a ? v - st->b : 0; break;
+        case G_CELU: r = fmax(0.0, v) + fmin(0.0, st->a * (exp(v / st->a) - 1)); break;
+        default: r = v * tanh(v > 0 ? v + log1p(exp(-v)) : log1p(exp(v))); break;
+        }
+        cpu_set(y, ot, i, r);
+    }
+    return MINFER_OK;
+}
+
+/* ---- Mod, BitShift ---------------------------------------------------------------
+ * Integer loops per type (exact for int64); Mod on float16/bfloat16 goes
+ * through double. Division by zero is an error for integers. */
+
+typedef struct intbin_state {
+    int fmod_;  /* Mod: C fmod semantics (sign of the dividend) */
+    int left;   /* BitShift direction */
+    int shift;  /* 1: BitShift, 0: Mod */
+} intbin_state;
+
+minfer_status cpu_prepare_intbin(cpu_prep *p) {
+    intbin_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->shift = strcmp(p->node->op_type, "BitShift") == 0;
+    st->fmod_ = (int)cpu_attr_int(p, "fmod", 0);
+    if (st->shift) {
+        const char *dir = cpu_attr_str(p, "direction", "");
+        if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
+            return cpu_prep_fail(p, MINFER_ERR_MODEL, "direction must be LEFT or RIGHT");
+        st->left = strcmp(dir, "LEFT") == 0;
+    }
+    int32_t t = p->node->inputs[0].dtype;
+    if (!st->shift && !st->fmod_ && cpu_is_float(t))
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "Mod on floats needs fmod=1");
+    return MINFER_OK;
+}
+
+typedef struct intbin_job {
+    const intbin_state *st;
+    int32_t dt;
+    const char *a, *b;
+    char *o;
+} intbin_job;
+
+#define MOD_SINT(E, T, S)                                                                  \
+    static int mod_##S(const intbin_state *st, T x, T y, T *r) {                           \
+        if (y == 0)                                                                        \
+            return -1;                                                                     \
+        if (y == -1) { /* avoids INT_MIN % -1 */                                           \
+            *r = 0;                                                                        \
+            return 0;                                                                      \
+        }                                                                                  \
+        T m = (T)(x % y);                                                                  \
+        if (!st->fmod_ && m != 0 && ((m < 0) != (y < 0)))                                  \
+            m = (T)(m + y);                                                                \
+        *r = m;                                                                            \
+        return 0;                                                                          \
+    }
+CPU_SINT_TYPES(MOD_SINT)
+
+#define MOD_UINT(E, T, S)                                                                  \
+    static int mod_##S(const intbin_state *st, T x, T y, T *r) {                           \
+        if (st->shift) {                                                                   \
+            *r = y >= 8 * sizeof(T) ? (T)0                                                  \
+                 : (T)(st->left ? (uint64_t)x << y : (uint64_t)x >> y);                     \
+            return 0;                                                                      \
+        }                                                                                  \
+        if (y == 0)                                                                        \
+            return -1;                                                                     \
+        *r = (T)(x % y);                                                                   \
+        return 0;                                                                          \
+    }
+CPU_UINT_TYPES(MOD_UINT)
+
+static void intbin_run(void *arg, size_t out_off, const size_t *in_off, size_t n,
+                       const size_t *step) {
+    intbin_job *j = arg;
+    for (size_t i = 0; i < n; i++) {
+        size_t ia = in_off[0] + i * step[0], ib = in_off[1] + i * step[1], io = out_off + i;
+        switch (j->dt) {
+#define CASE(E, T, S)                                                                      \
+    case E: {                                                                              \
+        T x = ((const T *)j->a)[ia], y = ((const T *)j->b)[ib];                            \
+        if (j->st->shift && y == 0) {                                                      \
+            ((T *)j->o)[io] = x;                                                           \
+        } else if (mod_##S(j->st, x, y, (T *)j->o + io)) {                                 \
+            ((T *)j->o)[io] = 0; /* unreachable: zero divisors are refused first */        \
+        }                                                                                  \
+        break;                                                                             \
+    }
+            CPU_INT_TYPES(CASE)
+#undef CASE
+        default: /* floats: fmod */
+            cpu_set(j->o, j->dt, io, fmod(cpu_get(j->a, j->dt, ia), cpu_get(j->b, j->dt, ib)));
+        }
+    }
+}
+
+minfer_status cpu_compute_intbin(const cpu_exec *e) {
+    const intbin_state *st = e->state;
+    const minfer_tensor_view *a = cpu_input(e, 0), *b = cpu_input(e, 1);
+    if (!a || !b || a->dtype != b->dtype)
+        return cpu_fail(e, MINFER_ERR_TYPE, "needs two inputs of one type");
+    if (st->shift ? !(CPU_T(a->dtype) & CPU_T_UINTS)
+                  : !(CPU_T(a->dtype) & (CPU_T_NUM | CPU_T_HALF)))
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)a->dtype);
+    int32_t rank;
+    int64_t dims[CPU_MAX_RANK];
+    if (cpu_broadcast_shape(a->rank, a->dims, b->rank, b->dims, &rank, dims))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "input shapes do not broadcast");
+    if (!st->shift && is_int_type(b->dtype) && has_zero(b))
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "integer division by zero");
+    void *o;
+    minfer_status s = cpu_output(e, 0, a->dtype, rank, dims, &o);
+    if (s)
+        return s;
+    const int32_t ranks[2] = {a->rank, b->rank};
+    const int64_t *d2[2] = {a->dims, b->dims};
+    cpu_bcast bc;
+    if (cpu_bcast_init(&bc, 2, ranks, d2, rank, dims))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "inputs do not broadcast");
+    intbin_job j = {st, a->dtype, cpu_data(a), cpu_data(b), o};
+    cpu_bcast_run(e->ctx, &bc, intbin_run, &j);
     return MINFER_OK;
 }

@@ -3,6 +3,7 @@
  * LayerNormalization. Sums and variances accumulate in double.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -108,6 +109,8 @@ minfer_status cpu_compute_softmax(const cpu_exec *e) {
 
 typedef struct bn_state {
     float epsilon;
+    float momentum;
+    int training; /* training_mode=1: batch statistics, running mean/var outputs */
 } bn_state;
 
 minfer_status cpu_prepare_batchnorm(cpu_prep *p) {
@@ -122,17 +125,19 @@ minfer_status cpu_prepare_batchnorm(cpu_prep *p) {
         if (d->dtype && d->dtype != n->inputs[0].dtype)
             return cpu_decline(p, "input %zu type differs from X", i);
     }
-    if (cpu_attr_int(p, "training_mode", 0) != 0)
-        return cpu_decline(p, "training_mode not supported");
+    int training = p->since >= 14 && cpu_attr_int(p, "training_mode", 0) != 0;
     if (p->since < 9 && cpu_attr_int(p, "spatial", 1) == 0)
         return cpu_decline(p, "spatial=0 not supported");
-    for (size_t i = 1; i < n->n_outputs; i++)
+    for (size_t i = 1; i < n->n_outputs && !training; i++)
         if (cpu_out_wanted(n, i))
-            return cpu_decline(p, "training outputs (mean, var, saved statistics) not supported");
+            return cpu_decline(p, "training outputs (mean, var, saved statistics) need "
+                                  "training_mode (opset 14)");
     bn_state *st = cpu_state(p, sizeof *st);
     if (!st)
         return MINFER_ERR_NOMEM;
     st->epsilon = cpu_attr_float(p, "epsilon", 1e-5f);
+    st->momentum = cpu_attr_float(p, "momentum", 0.9f);
+    st->training = training;
     return MINFER_OK;
 }
 
@@ -167,6 +172,53 @@ static void bn_range(void *arg, size_t b, size_t e) {
         bn_f64(j, b, e);
 }
 
+/* Training mode (opset 14+): normalizes with the batch's own mean and
+ * (biased) variance per channel and outputs the updated running statistics
+ * running = input * momentum + batch * (1 - momentum), as the ONNX reference. */
+static minfer_status bn_training(const cpu_exec *e, const minfer_tensor_view *x,
+                                 const void *const *p) {
+    const bn_state *st = e->state;
+    size_t N = (size_t)x->dims[0], C = (size_t)x->dims[1];
+    size_t plane = (size_t)cpu_numel(x->rank - 2, x->dims + 2);
+    int64_t cdim[1] = {(int64_t)C};
+    void *y, *rm = NULL, *rv = NULL;
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
+    if (s)
+        return s;
+    if (cpu_out_wanted(e->args->node, 1) &&
+        (s = cpu_output(e, 1, x->dtype, 1, cdim, &rm)) != MINFER_OK)
+        return s;
+    if (cpu_out_wanted(e->args->node, 2) &&
+        (s = cpu_output(e, 2, x->dtype, 1, cdim, &rv)) != MINFER_OK)
+        return s;
+    const void *xd = cpu_data(x);
+    int32_t dt = x->dtype;
+    for (size_t c = 0; c < C; c++) {
+        double sum = 0, sq = 0, cnt = (double)(N * plane);
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = 0; i < plane; i++)
+                sum += cpu_get(xd, dt, (n * C + c) * plane + i);
+        double mean = cnt > 0 ? sum / cnt : 0;
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = 0; i < plane; i++) {
+                double d = cpu_get(xd, dt, (n * C + c) * plane + i) - mean;
+                sq += d * d;
+            }
+        double var = cnt > 0 ? sq / cnt : 0;
+        double a = cpu_get(p[0], dt, c) / sqrt(var + st->epsilon), b = cpu_get(p[1], dt, c);
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = 0; i < plane; i++) {
+                size_t at = (n * C + c) * plane + i;
+                cpu_set(y, dt, at, (cpu_get(xd, dt, at) - mean) * a + b);
+            }
+        if (rm)
+            cpu_set(rm, dt, c, cpu_get(p[2], dt, c) * st->momentum + mean * (1 - st->momentum));
+        if (rv)
+            cpu_set(rv, dt, c, cpu_get(p[3], dt, c) * st->momentum + var * (1 - st->momentum));
+    }
+    return MINFER_OK;
+}
+
 minfer_status cpu_compute_batchnorm(const cpu_exec *e) {
     const bn_state *st = e->state;
     const minfer_tensor_view *x = cpu_input(e, 0);
@@ -184,6 +236,8 @@ minfer_status cpu_compute_batchnorm(const cpu_exec *e) {
                             i, (long long)x->dims[1]);
         p[i - 1] = cpu_data(v);
     }
+    if (st->training)
+        return bn_training(e, x, p);
     void *y;
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
     if (s)
@@ -322,5 +376,197 @@ minfer_status cpu_compute_layernorm(const cpu_exec *e) {
     if (len == 0)
         return MINFER_OK;
     cpu_parallel(e->ctx, rows, (16384 + len - 1) / len, ln_range, &j);
+    return MINFER_OK;
+}
+
+/* ---- Hardmax --------------------------------------------------------------------
+ * 1 at the first maximum along the axis (a flattened [outer, rest] before
+ * opset 13, as Softmax), 0 elsewhere. Shares Softmax's prepare. */
+
+minfer_status cpu_compute_hardmax(const cpu_exec *e) {
+    const softmax_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0);
+    if (!x)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    int axis = cpu_axis(st->axis, x->rank);
+    if (axis < 0)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
+    if (s)
+        return s;
+    size_t outer = (size_t)cpu_numel(axis, x->dims), len, inner = 1;
+    if (st->coerce_2d) {
+        len = (size_t)cpu_numel(x->rank - axis, x->dims + axis);
+    } else {
+        len = (size_t)x->dims[axis];
+        inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1);
+    }
+    const void *xd = cpu_data(x);
+    for (size_t o = 0; o < outer; o++)
+        for (size_t in = 0; in < inner; in++) {
+            size_t best = 0;
+            for (size_t i = 0; i < len; i++) {
+                size_t at = (o * len + i) * inner + in;
+                if (cpu_get(xd, x->dtype, at) > cpu_get(xd, x->dtype, (o * len + best) * inner + in))
+                    best = i;
+            }
+            for (size_t i = 0; i < len; i++)
+                cpu_set(y, x->dtype, (o * len + i) * inner + in, i == best ? 1.0 : 0.0);
+        }
+    return MINFER_OK;
+}
+
+/* ---- InstanceNormalization, MeanVarianceNormalization, LRN ----------------------
+ * Computed through double with cpu_get/cpu_set, so every float type works. */
+
+typedef struct norm2_state {
+    float epsilon, alpha, beta, bias;
+    int64_t size;
+    size_t n_axes;
+    int64_t axes[CPU_MAX_RANK];
+} norm2_state;
+
+minfer_status cpu_prepare_norm2(cpu_prep *p) {
+    if (!cpu_in_desc(p->node, 0))
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
+    norm2_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->epsilon = cpu_attr_float(p, "epsilon", 1e-5f);
+    st->alpha = cpu_attr_float(p, "alpha", 1e-4f);
+    st->beta = cpu_attr_float(p, "beta", 0.75f);
+    st->bias = cpu_attr_float(p, "bias", 1.0f);
+    st->size = cpu_attr_int(p, "size", 0);
+    if (strcmp(p->node->op_type, "LRN") == 0 && st->size < 1)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "size must be positive");
+    int r = cpu_attr_ints(p, "axes", st->axes, CPU_MAX_RANK, &st->n_axes);
+    if (r < 0)
+        return MINFER_ERR_UNSUPPORTED;
+    if (r == 0) { /* MeanVarianceNormalization's default */
+        st->n_axes = 3;
+        st->axes[0] = 0, st->axes[1] = 2, st->axes[2] = 3;
+    }
+    return MINFER_OK;
+}
+
+minfer_status cpu_compute_instancenorm(const cpu_exec *e) {
+    const norm2_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *sc = cpu_input(e, 1), *b = cpu_input(e, 2);
+    if (!x || !sc || !b || x->rank < 3)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "needs X (rank >= 3), scale and B");
+    size_t N = (size_t)x->dims[0], C = (size_t)x->dims[1];
+    if (cpu_numel(sc->rank, sc->dims) != (int64_t)C || cpu_numel(b->rank, b->dims) != (int64_t)C)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "scale and B must hold C values");
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
+    if (s)
+        return s;
+    size_t plane = (size_t)cpu_numel(x->rank - 2, x->dims + 2);
+    const void *xd = cpu_data(x);
+    for (size_t p = 0; p < N * C; p++) {
+        double sum = 0, sq = 0;
+        for (size_t i = 0; i < plane; i++)
+            sum += cpu_get(xd, x->dtype, p * plane + i);
+        double mean = plane ? sum / (double)plane : 0;
+        for (size_t i = 0; i < plane; i++) {
+            double d = cpu_get(xd, x->dtype, p * plane + i) - mean;
+            sq += d * d;
+        }
+        double var = plane ? sq / (double)plane : 0;
+        double a = cpu_get(cpu_data(sc), sc->dtype, p % C) / sqrt(var + st->epsilon);
+        double bb = cpu_get(cpu_data(b), b->dtype, p % C);
+        for (size_t i = 0; i < plane; i++)
+            cpu_set(y, x->dtype, p * plane + i,
+                    (cpu_get(xd, x->dtype, p * plane + i) - mean) * a + bb);
+    }
+    return MINFER_OK;
+}
+
+/* MVN: (x - mean) / (sqrt(var) + 1e-9) over the axes, as the ONNX function. */
+minfer_status cpu_compute_mvn(const cpu_exec *e) {
+    const norm2_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0);
+    if (!x)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    int reduced[CPU_MAX_RANK] = {0};
+    for (size_t i = 0; i < st->n_axes; i++) {
+        int a = cpu_axis(st->axes[i], x->rank);
+        if (a < 0)
+            return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
+        reduced[a] = 1;
+    }
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
+    if (s)
+        return s;
+    /* Group elements by their kept coordinates: key = flat index over kept dims. */
+    size_t n = (size_t)cpu_numel(x->rank, x->dims), groups = 1;
+    for (int d = 0; d < x->rank; d++)
+        if (!reduced[d])
+            groups *= (size_t)x->dims[d];
+    double *sum = calloc(groups ? groups : 1, sizeof *sum);
+    double *sq = calloc(groups ? groups : 1, sizeof *sq);
+    size_t *key = malloc((n ? n : 1) * sizeof *key);
+    if (!sum || !sq || !key) {
+        free(sum), free(sq), free(key);
+        return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t rem = i, k = 0, mul = 1;
+        for (int d = x->rank - 1; d >= 0; d--) {
+            size_t c = (size_t)((int64_t)rem % x->dims[d]);
+            rem /= (size_t)x->dims[d];
+            if (!reduced[d]) {
+                k += c * mul;
+                mul *= (size_t)x->dims[d];
+            }
+        }
+        key[i] = k;
+    }
+    const void *xd = cpu_data(x);
+    double per = groups ? (double)n / (double)groups : 1;
+    for (size_t i = 0; i < n; i++)
+        sum[key[i]] += cpu_get(xd, x->dtype, i);
+    for (size_t i = 0; i < n; i++) {
+        double d = cpu_get(xd, x->dtype, i) - sum[key[i]] / per;
+        sq[key[i]] += d * d;
+    }
+    for (size_t i = 0; i < n; i++) {
+        double mean = sum[key[i]] / per, sd = sqrt(sq[key[i]] / per);
+        cpu_set(y, x->dtype, i, (cpu_get(xd, x->dtype, i) - mean) / (sd + 1e-9));
+    }
+    free(sum), free(sq), free(key);
+    return MINFER_OK;
+}
+
+/* LRN across channels: x / (bias + alpha / size * sum of squares)^beta, the
+ * sum over channels [c - floor((size-1)/2), c + ceil((size-1)/2)]. */
+minfer_status cpu_compute_lrn(const cpu_exec *e) {
+    const norm2_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0);
+    if (!x || x->rank < 2)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "X must have rank >= 2");
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
+    if (s)
+        return s;
+    int64_t N = x->dims[0], C = x->dims[1], lo = (st->size - 1) / 2, hi = st->size - 1 - lo;
+    size_t plane = (size_t)cpu_numel(x->rank - 2, x->dims + 2);
+    const void *xd = cpu_data(x);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (size_t i = 0; i < plane; i++) {
+                double sq = 0;
+                for (int64_t k = c - lo; k <= c + hi; k++)
+                    if (k >= 0 && k < C) {
+                        double v = cpu_get(xd, x->dtype, (size_t)(n * C + k) * plane + i);
+                        sq += v * v;
+                    }
+                size_t at = (size_t)(n * C + c) * plane + i;
+                cpu_set(y, x->dtype, at,
+                        cpu_get(xd, x->dtype, at) /
+                            pow(st->bias + st->alpha / (double)st->size * sq, st->beta));
+            }
     return MINFER_OK;
 }

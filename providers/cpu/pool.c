@@ -15,6 +15,7 @@ typedef struct pool_state {
     cpu_window w;
     int is_max;
     int count_include_pad;
+    int storage_order; /* MaxPool Indices: 1 = column-major (2-D only) */
 } pool_state;
 
 minfer_status cpu_prepare_pool(cpu_prep *p) {
@@ -26,8 +27,6 @@ minfer_status cpu_prepare_pool(cpu_prep *p) {
     if (!st)
         return MINFER_ERR_NOMEM;
     st->is_max = strcmp(n->op_type, "MaxPool") == 0;
-    if (st->is_max && cpu_out_wanted(n, 1))
-        return cpu_decline(p, "Indices output not supported");
     if (!st->is_max && x->dtype && x->dtype != MINFER_DTYPE_FLOAT &&
         x->dtype != MINFER_DTYPE_DOUBLE)
         return cpu_decline(p, "element type %d not supported", (int)x->dtype);
@@ -41,8 +40,9 @@ minfer_status cpu_prepare_pool(cpu_prep *p) {
             if (d[i] != 1)
                 return cpu_decline(p, "dilations other than 1 not supported");
     }
-    if (st->is_max && cpu_attr_int(p, "storage_order", 0) != 0 && cpu_out_wanted(n, 1))
-        return cpu_decline(p, "storage_order not supported");
+    st->storage_order = (int)cpu_attr_int(p, "storage_order", 0);
+    if (st->is_max && st->storage_order != 0 && cpu_out_wanted(n, 1) && x->rank != 4)
+        return cpu_decline(p, "storage_order 1 is only supported for 2-D pooling");
     size_t nk;
     int64_t k[CPU_MAX_RANK];
     if (cpu_attr_ints(p, "kernel_shape", k, CPU_MAX_RANK, &nk) < 0)
@@ -148,6 +148,46 @@ static void pool_range(void *arg, size_t b, size_t e) {
     }
 }
 
+/* MaxPool's Indices: the flat input index of each window's first maximum
+ * (row-major, or column-major over the spatial dims with storage_order 1). */
+static minfer_status max_indices(const cpu_exec *e, const pool_geom *g,
+                                 const minfer_tensor_view *x, const int64_t *od) {
+    const pool_state *st = e->state;
+    int64_t *yi;
+    minfer_status s = cpu_output(e, 1, MINFER_DTYPE_INT64, x->rank, od, (void **)&yi);
+    if (s)
+        return s;
+    size_t planes = (size_t)(x->dims[0] * x->dims[1]);
+    const void *xd = cpu_data(x);
+    for (size_t p = 0; p < planes; p++)
+        for (size_t o = 0; o < g->out_plane; o++) {
+            int64_t oc[3] = {(int64_t)(o / (g->out[1] * g->out[2])),
+                             (int64_t)(o / g->out[2] % g->out[1]), (int64_t)(o % g->out[2])};
+            int64_t best = -1;
+            double bv = 0;
+            for (size_t k = 0; k < g->k[0] * g->k[1] * g->k[2]; k++) {
+                int64_t kc[3] = {(int64_t)(k / (g->k[1] * g->k[2])), (int64_t)(k / g->k[2] % g->k[1]),
+                                 (int64_t)(k % g->k[2])}, ic[3];
+                int in = 1;
+                for (int d = 0; d < 3; d++) {
+                    ic[d] = oc[d] * g->stride[d] + kc[d] * g->dil[d] - g->pad[d];
+                    in &= ic[d] >= 0 && ic[d] < (int64_t)g->in[d];
+                }
+                if (!in)
+                    continue;
+                int64_t flat = st->storage_order
+                                   ? ic[0] * (int64_t)(g->in[1] * g->in[2]) + ic[2] * (int64_t)g->in[1] + ic[1]
+                                   : (ic[0] * (int64_t)g->in[1] + ic[1]) * (int64_t)g->in[2] + ic[2];
+                double v = cpu_get(xd, x->dtype, p * g->in_plane +
+                                   (size_t)((ic[0] * (int64_t)g->in[1] + ic[1]) * (int64_t)g->in[2] + ic[2]));
+                if (best < 0 || v > bv)
+                    best = flat, bv = v;
+            }
+            yi[p * g->out_plane + o] = best < 0 ? -1 : (int64_t)(p * g->in_plane) + best;
+        }
+    return MINFER_OK;
+}
+
 minfer_status cpu_compute_pool(const cpu_exec *e) {
     const pool_state *st = e->state;
     const minfer_tensor_view *x = cpu_input(e, 0);
@@ -215,6 +255,8 @@ minfer_status cpu_compute_pool(const cpu_exec *e) {
     size_t planes = (size_t)(x->dims[0] * x->dims[1]);
     size_t grain = (16384 + j.g.out_plane - 1) / (j.g.out_plane ? j.g.out_plane : 1);
     cpu_parallel(e->ctx, planes, grain, pool_range, &j);
+    if (st->is_max && cpu_out_wanted(e->args->node, 1))
+        return max_indices(e, &j.g, x, od);
     return MINFER_OK;
 }
 
@@ -289,5 +331,80 @@ minfer_status cpu_compute_global_pool(const cpu_exec *e) {
                    y};
     size_t planes = (size_t)(x->dims[0] * x->dims[1]);
     cpu_parallel(e->ctx, planes, (16384 + j.plane) / (j.plane + 1), gpool_range, &j);
+    return MINFER_OK;
+}
+
+/* ---- MaxUnpool -----------------------------------------------------------------
+ * Zeros, then each X value written at its flat index from I (MaxPool's
+ * Indices). The output shape is output_shape when given, else the inverse of
+ * the pooling geometry: (in - 1) * stride + kernel - pads. */
+
+minfer_status cpu_prepare_maxunpool(cpu_prep *p) {
+    const minfer_value_desc *x = cpu_in_desc(p->node, 0);
+    if (!x || !cpu_in_desc(p->node, 1))
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs X and I");
+    size_t nk;
+    int64_t k[CPU_MAX_RANK];
+    if (cpu_attr_ints(p, "kernel_shape", k, CPU_MAX_RANK, &nk) < 0)
+        return MINFER_ERR_UNSUPPORTED;
+    if (nk == 0)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "kernel_shape is required");
+    pool_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    return cpu_window_parse(p, &st->w, (int)nk, NULL);
+}
+
+minfer_status cpu_compute_maxunpool(const cpu_exec *e) {
+    const pool_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *ind = cpu_input(e, 1), *os = cpu_input(e, 2);
+    int nsp = st->w.nsp;
+    if (!x || !ind || x->rank != nsp + 2 || ind->dtype != MINFER_DTYPE_INT64 ||
+        ind->rank != x->rank || memcmp(ind->dims, x->dims, (size_t)x->rank * sizeof x->dims[0]))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "X must be rank %d and I int64 of X's shape", nsp + 2);
+    int64_t od[CPU_MAX_RANK], dd[CPU_MAX_RANK];
+    size_t n;
+    minfer_status s;
+    dd[0] = x->dims[0], dd[1] = x->dims[1];
+    for (int i = 0; i < nsp; i++)
+        dd[2 + i] = (x->dims[2 + i] - 1) * st->w.stride[i] + st->w.kernel[i] - st->w.pads[i] -
+                    st->w.pads[nsp + i];
+    if (os) {
+        if ((s = cpu_read_ints(e, os, "output_shape", od, CPU_MAX_RANK, &n)) != MINFER_OK)
+            return s;
+        if (n != (size_t)x->rank || od[0] != x->dims[0] || od[1] != x->dims[1])
+            return cpu_fail(e, MINFER_ERR_SHAPE, "output_shape must be [N, C, spatial...]");
+    } else {
+        memcpy(od, dd, (size_t)x->rank * sizeof *od);
+    }
+    void *y;
+    if ((s = cpu_output(e, 0, x->dtype, x->rank, od, &y)) != MINFER_OK)
+        return s;
+    for (int d = 0; d < x->rank; d++)
+        if (dd[d] < 1)
+            return cpu_fail(e, MINFER_ERR_SHAPE, "the pooling geometry gives an empty output");
+    size_t total = (size_t)cpu_numel(x->rank, od), es = cpu_dtype_size(x->dtype);
+    size_t dtotal = (size_t)cpu_numel(x->rank, dd), cnt = (size_t)cpu_numel(x->rank, x->dims);
+    memset(y, 0, total * es);
+    const int64_t *id = cpu_data(ind);
+    /* Indices count in the default shape; with a larger output_shape the
+     * coordinates carry over (the extra space is at the ends). */
+    for (size_t i = 0; i < cnt; i++) {
+        if (id[i] < 0 || (size_t)id[i] >= dtotal)
+            return cpu_fail(e, MINFER_ERR_RUNTIME, "index %lld out of range", (long long)id[i]);
+        size_t rem = (size_t)id[i], at = 0, mul = 1;
+        int inside = 1;
+        for (int d = x->rank - 1; d >= 0; d--) {
+            size_t c = rem % (size_t)dd[d];
+            rem /= (size_t)dd[d];
+            inside &= (int64_t)c < od[d];
+            at += c * mul;
+            mul *= (size_t)od[d];
+        }
+        if (!inside)
+            return cpu_fail(e, MINFER_ERR_RUNTIME, "index %lld outside output_shape",
+                            (long long)id[i]);
+        memcpy((char *)y + at * es, (const char *)cpu_data(x) + i * es, es);
+    }
     return MINFER_OK;
 }

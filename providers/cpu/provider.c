@@ -19,6 +19,8 @@
 #include "cpu.h"
 
 #define K(op, since, types, name) {"", op, since, types, cpu_prepare_##name, cpu_compute_##name}
+/* Kernels of indexing.c share one prepare. */
+#define KI(op, since, types, name) {"", op, since, types, cpu_prepare_indexing, cpu_compute_##name}
 
 static const cpu_kernel kernels[] = {
     /* elementwise.c */
@@ -85,17 +87,42 @@ static const cpu_kernel kernels[] = {
     K("Or", 7, CPU_T_BOOL, binary),
     K("Xor", 1, CPU_T_BOOL, binary),
     K("Xor", 7, CPU_T_BOOL, binary),
-    K("Max", 1, CPU_T_NUM, variadic),
-    K("Min", 1, CPU_T_NUM, variadic),
-    K("Sum", 1, CPU_T_NUM, variadic),
-    K("Mean", 1, CPU_T_FLOATS, variadic),
+    K("Max", 1, CPU_T_NUM | CPU_T_HALF, variadic),
+    K("Min", 1, CPU_T_NUM | CPU_T_HALF, variadic),
+    K("Sum", 1, CPU_T_NUM | CPU_T_HALF, variadic),
+    K("Mean", 1, CPU_T_FLOATS | CPU_T_HALF, variadic),
     K("Where", 9, CPU_T_BOOL, where),
+    K("IsNaN", 9, CPU_T_FLOATS | CPU_T_HALF, unary_generic),
+    K("IsInf", 10, CPU_T_FLOATS | CPU_T_HALF, unary_generic),
+    K("Shrink", 9, CPU_T_NUM | CPU_T_HALF, unary_generic),
+    K("Celu", 12, CPU_T_FLOATS | CPU_T_HALF, unary_generic),
+    K("Mish", 18, CPU_T_FLOATS | CPU_T_HALF, unary_generic),
+    K("Mod", 10, CPU_T_NUM | CPU_T_HALF, intbin),
+    K("BitShift", 11, CPU_T_UINTS, intbin),
     /* conv.c */
     K("Conv", 1, CPU_T_FLOATS, conv),
+    K("ConvTranspose", 1, CPU_T_FLOATS | CPU_T_HALF, convtranspose),
+    K("ConvInteger", 10, CPU_T(MINFER_DTYPE_INT8) | CPU_T(MINFER_DTYPE_UINT8), qconv),
+    K("QLinearConv", 10, CPU_T(MINFER_DTYPE_INT8) | CPU_T(MINFER_DTYPE_UINT8), qconv),
+    /* quant.c */
+    {"", "QuantizeLinear", 10, CPU_T_FLOATS | CPU_T_HALF | CPU_T(MINFER_DTYPE_INT32),
+     cpu_prepare_quant, cpu_compute_quantize},
+    {"", "QuantizeLinear", 13, CPU_T_FLOATS | CPU_T_HALF | CPU_T(MINFER_DTYPE_INT32),
+     cpu_prepare_quant, cpu_compute_quantize},
+    {"", "DequantizeLinear", 10, CPU_T(MINFER_DTYPE_INT8) | CPU_T(MINFER_DTYPE_UINT8) |
+     CPU_T(MINFER_DTYPE_INT32), cpu_prepare_quant, cpu_compute_quantize},
+    {"", "DequantizeLinear", 13, CPU_T(MINFER_DTYPE_INT8) | CPU_T(MINFER_DTYPE_UINT8) |
+     CPU_T(MINFER_DTYPE_INT32), cpu_prepare_quant, cpu_compute_quantize},
+    {"", "DynamicQuantizeLinear", 11, CPU_T_FLOATS | CPU_T_HALF, cpu_prepare_quant,
+     cpu_compute_dynamic_quantize},
+    K("MatMulInteger", 10, CPU_T(MINFER_DTYPE_INT8) | CPU_T(MINFER_DTYPE_UINT8), qmatmul),
+    K("QLinearMatMul", 10, CPU_T(MINFER_DTYPE_INT8) | CPU_T(MINFER_DTYPE_UINT8), qmatmul),
     /* pool.c */
     K("AveragePool", 1, CPU_T_FLOATS, pool),
     K("MaxPool", 1, CPU_T_FLOATS | CPU_T(MINFER_DTYPE_INT8) | CPU_T(MINFER_DTYPE_UINT8), pool),
     K("GlobalAveragePool", 1, CPU_T_FLOATS, global_pool),
+    K("MaxUnpool", 9, CPU_T_ALL, maxunpool),
+    K("MaxUnpool", 11, CPU_T_ALL, maxunpool),
     K("GlobalMaxPool", 1, CPU_T_FLOATS, global_pool),
     /* gemm.c */
     K("Gemm", 1, CPU_T_FLOATS, gemm),
@@ -138,6 +165,13 @@ static const cpu_kernel kernels[] = {
     K("BatchNormalization", 9, CPU_T_FLOATS, batchnorm),
     K("BatchNormalization", 14, CPU_T_FLOATS, batchnorm),
     K("LayerNormalization", 17, CPU_T_FLOATS, layernorm),
+    {"", "Hardmax", 1, CPU_T_FLOATS | CPU_T_HALF, cpu_prepare_softmax, cpu_compute_hardmax},
+    {"", "Hardmax", 13, CPU_T_FLOATS | CPU_T_HALF, cpu_prepare_softmax, cpu_compute_hardmax},
+    {"", "InstanceNormalization", 1, CPU_T_FLOATS | CPU_T_HALF, cpu_prepare_norm2,
+     cpu_compute_instancenorm},
+    {"", "MeanVarianceNormalization", 9, CPU_T_FLOATS | CPU_T_HALF, cpu_prepare_norm2,
+     cpu_compute_mvn},
+    {"", "LRN", 1, CPU_T_FLOATS | CPU_T_HALF, cpu_prepare_norm2, cpu_compute_lrn},
     /* shape_ops.c */
     K("Identity", 1, CPU_T_ALL, identity),
     K("Dropout", 1, CPU_T_ALL, dropout),
@@ -163,19 +197,109 @@ static const cpu_kernel kernels[] = {
     K("Shape", 1, CPU_T_ALL, shape),
     K("Shape", 15, CPU_T_ALL, shape),
     K("Size", 1, CPU_T_ALL, size),
-    K("Cast", 1, CPU_T_ALL, cast),
-    K("Cast", 6, CPU_T_ALL, cast),
-    K("CastLike", 15, CPU_T_ALL, cast),
+    K("Cast", 1, CPU_T_ALL | CPU_T_STR, cast),
+    K("Cast", 6, CPU_T_ALL | CPU_T_STR, cast),
+    K("CastLike", 15, CPU_T_ALL | CPU_T_STR, cast),
     K("Constant", 1, CPU_T_ALL, constant),
     K("ConstantOfShape", 9, CPU_T(MINFER_DTYPE_INT64), constant_of_shape),
     K("Expand", 8, CPU_T_ALL, expand),
     K("Range", 11, CPU_T_FLOATS | CPU_T(MINFER_DTYPE_INT16) | CPU_T_IDX, range),
     K("Tile", 6, CPU_T_ALL, tile),
+    K("Pad", 1, CPU_T_ALL, pad),
+    K("Pad", 2, CPU_T_ALL, pad),
+    K("Pad", 11, CPU_T_ALL, pad),
+    K("Pad", 18, CPU_T_ALL, pad),
+    /* resize.c */
+    K("Upsample", 7, CPU_T_NUM | CPU_T_HALF, resize),
+    K("Upsample", 9, CPU_T_NUM | CPU_T_HALF, resize),
+    K("Resize", 10, CPU_T_NUM | CPU_T_HALF, resize),
+    K("Resize", 11, CPU_T_NUM | CPU_T_HALF, resize),
+    K("Resize", 13, CPU_T_NUM | CPU_T_HALF, resize),
+    K("GridSample", 16, CPU_T_FLOATS | CPU_T_HALF, gridsample),
+    /* rnn.c */
+    K("RNN", 7, CPU_T_FLOATS | CPU_T_HALF, rnn),
+    K("RNN", 14, CPU_T_FLOATS | CPU_T_HALF, rnn),
+    K("GRU", 7, CPU_T_FLOATS | CPU_T_HALF, rnn),
+    K("GRU", 14, CPU_T_FLOATS | CPU_T_HALF, rnn),
+    K("LSTM", 7, CPU_T_FLOATS | CPU_T_HALF, rnn),
+    K("LSTM", 14, CPU_T_FLOATS | CPU_T_HALF, rnn),
+    /* einsum.c */
+    K("Einsum", 12, CPU_T_NUM | CPU_T_HALF, einsum),
+    /* detection.c */
+    K("NonMaxSuppression", 10, CPU_T_FLOATS | CPU_T_HALF, nms),
+    K("NonMaxSuppression", 11, CPU_T_FLOATS | CPU_T_HALF, nms),
+    K("RoiAlign", 10, CPU_T_FLOATS | CPU_T_HALF, roialign),
+    K("RoiAlign", 16, CPU_T_FLOATS | CPU_T_HALF, roialign),
+    K("Det", 11, CPU_T_FLOATS | CPU_T_HALF, det),
+    /* signal.c: the windows' main input is the int size */
+    {"", "HannWindow", 17, CPU_T_IDX, cpu_prepare_signal, cpu_compute_window},
+    {"", "HammingWindow", 17, CPU_T_IDX, cpu_prepare_signal, cpu_compute_window},
+    {"", "BlackmanWindow", 17, CPU_T_IDX, cpu_prepare_signal, cpu_compute_window},
+    {"", "DFT", 17, CPU_T_FLOATS | CPU_T_HALF, cpu_prepare_signal, cpu_compute_dft},
+    {"", "STFT", 17, CPU_T_FLOATS | CPU_T_HALF, cpu_prepare_signal, cpu_compute_stft},
+    /* MelWeightMatrix's main input is num_mel_bins */
+    {"", "MelWeightMatrix", 17, CPU_T_IDX, cpu_prepare_signal, cpu_compute_melweight},
+    /* text.c */
+    K("StringNormalizer", 10, CPU_T_STR, string_normalizer),
+    K("TfIdfVectorizer", 9, CPU_T_IDX | CPU_T_STR, tfidf),
+    /* random.c: RandomUniform/Normal have no input, their output type is checked */
+    K("RandomUniform", 1, CPU_T_FLOATS | CPU_T_HALF, random),
+    K("RandomNormal", 1, CPU_T_FLOATS | CPU_T_HALF, random),
+    K("RandomUniformLike", 1, CPU_T_ALL, random),
+    K("RandomNormalLike", 1, CPU_T_ALL, random),
+    K("Multinomial", 7, CPU_T_FLOATS | CPU_T_HALF, random),
+    K("Bernoulli", 15, CPU_T_FLOATS | CPU_T_HALF, random),
+    /* loss.c */
+    K("NegativeLogLikelihoodLoss", 12, CPU_T_FLOATS | CPU_T_HALF, loss),
+    K("SoftmaxCrossEntropyLoss", 12, CPU_T_FLOATS | CPU_T_HALF, loss),
+    /* indexing.c */
+    KI("GatherElements", 11, CPU_T_ALL, gather_elements),
+    KI("Scatter", 9, CPU_T_ALL, scatter_elements),
+    KI("ScatterElements", 11, CPU_T_ALL, scatter_elements),
+    KI("ScatterElements", 16, CPU_T_ALL, scatter_elements),
+    KI("ScatterElements", 18, CPU_T_ALL, scatter_elements),
+    KI("GatherND", 11, CPU_T_ALL, gather_nd),
+    KI("GatherND", 12, CPU_T_ALL, gather_nd),
+    KI("ScatterND", 11, CPU_T_ALL, scatter_nd),
+    KI("ScatterND", 16, CPU_T_ALL, scatter_nd),
+    KI("ScatterND", 18, CPU_T_ALL, scatter_nd),
+    KI("OneHot", 9, CPU_T_NUM, onehot),
+    KI("Compress", 9, CPU_T_ALL, compress),
+    KI("NonZero", 9, CPU_T_ALL, nonzero),
+    KI("TopK", 1, CPU_T_NUM | CPU_T_HALF, topk),
+    KI("TopK", 10, CPU_T_NUM | CPU_T_HALF, topk),
+    KI("TopK", 11, CPU_T_NUM | CPU_T_HALF, topk),
+    KI("Unique", 11, CPU_T_NUM | CPU_T_HALF | CPU_T_BOOL, unique),
+    KI("CumSum", 11, CPU_T_NUM, cumsum),
+    KI("Trilu", 14, CPU_T_ALL, trilu),
+    KI("EyeLike", 9, CPU_T_ALL, eyelike),
+    KI("ReverseSequence", 10, CPU_T_ALL, reverse_sequence),
+    KI("DepthToSpace", 1, CPU_T_ALL, depth_space),
+    KI("DepthToSpace", 11, CPU_T_ALL, depth_space),
+    KI("SpaceToDepth", 1, CPU_T_ALL, depth_space),
+    /* fused.c: the optimizer's fused ops, domain "minfer" (docs/fused-ops.md) */
+    {"minfer", "FusedConv", 1, CPU_T(MINFER_DTYPE_FLOAT), cpu_prepare_fused_conv,
+     cpu_compute_fused_conv},
+    {"minfer", "FusedGemm", 1, CPU_T(MINFER_DTYPE_FLOAT), cpu_prepare_fused_gemm,
+     cpu_compute_fused_gemm},
+    {"minfer", "FusedMatMul", 1, CPU_T(MINFER_DTYPE_FLOAT), cpu_prepare_fused_matmul,
+     cpu_compute_fused_matmul},
+    {"minfer", "LayerNormalization", 1, CPU_T_FLOATS, cpu_prepare_layernorm,
+     cpu_compute_layernorm},
+    {"minfer", "Gelu", 1, CPU_T(MINFER_DTYPE_FLOAT), cpu_prepare_gelu, cpu_compute_gelu},
+    {"minfer", "Attention", 1, CPU_T(MINFER_DTYPE_FLOAT), cpu_prepare_attention,
+     cpu_compute_attention},
 };
 
 #undef K
+#undef KI
 
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])
+
+const cpu_kernel *cpu_kernel_table(size_t *count) {
+    *count = N_KERNELS;
+    return kernels;
+}
 
 /* Per-node state: the kernel entry and the op state its prepare made. */
 typedef struct cpu_node {

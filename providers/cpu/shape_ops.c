@@ -1,7 +1,7 @@
 /*
  * Data movement and shape ops: Identity, Dropout (inference), Reshape,
  * Flatten, Squeeze, Unsqueeze, Transpose, Concat, Slice, Gather, Shape,
- * Size, Cast/CastLike, Constant, ConstantOfShape, Expand, Range, Tile.
+ * Size, Cast/CastLike (strings: text.c), Constant, ConstantOfShape, Expand, Range, Tile.
  *
  * These are typeless except Cast and Range: they move elements by size.
  * They also run at plan time on small int64 tensors (shape arithmetic), so
@@ -52,19 +52,22 @@ minfer_status cpu_compute_identity(const cpu_exec *e) {
     return x ? copy_as(e, x, x->rank, x->dims) : MINFER_ERR_RUNTIME;
 }
 
+/* Training mode (opset 12+, the training_mode input true) with a ratio
+ * above 0 drops elements at random: a xorshift generator seeded from the
+ * seed attribute, so the output has the right shape, type and distribution
+ * but cannot match another runtime's random draw. */
+typedef struct dropout_state {
+    uint64_t seed;
+} dropout_state;
+
 minfer_status cpu_prepare_dropout(cpu_prep *p) {
     const minfer_node_desc *n = p->node;
     if (!cpu_in_desc(n, 0))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
-    if (p->since >= 12) {
-        const minfer_value_desc *t = cpu_in_desc(n, 2);
-        if (t) {
-            if (!t->const_data || t->const_nbytes < 1)
-                return cpu_decline(p, "training_mode must be a constant");
-            if (*(const uint8_t *)t->const_data)
-                return cpu_decline(p, "training_mode not supported");
-        }
-    }
+    dropout_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->seed = (uint64_t)cpu_attr_float(p, "seed", 0.0f) * 2654435761u + 0x9e3779b97f4a7c15u;
     if (cpu_out_wanted(n, 1)) {
         int32_t mt = n->outputs[1].dtype;
         if (mt && !(CPU_T(mt) & (CPU_T_NUM | CPU_T_BOOL)))
@@ -73,10 +76,47 @@ minfer_status cpu_prepare_dropout(cpu_prep *p) {
     return MINFER_OK;
 }
 
+static minfer_status dropout_train(const cpu_exec *e, const minfer_tensor_view *x, double ratio) {
+    const dropout_state *st = e->state;
+    void *y, *m = NULL;
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
+    if (s)
+        return s;
+    if (cpu_out_wanted(e->args->node, 1) &&
+        (s = cpu_output(e, 1, MINFER_DTYPE_BOOL, x->rank, x->dims, &m)) != MINFER_OK)
+        return s;
+    if (!cpu_is_float(x->dtype))
+        return cpu_fail(e, MINFER_ERR_TYPE, "training mode needs a float input");
+    uint64_t r = st->seed ? st->seed : 1;
+    size_t n = (size_t)cpu_numel(x->rank, x->dims);
+    for (size_t i = 0; i < n; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        int keep = (double)(r >> 11) / 9007199254740992.0 >= ratio;
+        cpu_set(y, x->dtype, i, keep ? cpu_get(cpu_data(x), x->dtype, i) / (1 - ratio) : 0);
+        if (m)
+            ((uint8_t *)m)[i] = (uint8_t)keep;
+    }
+    return MINFER_OK;
+}
+
 minfer_status cpu_compute_dropout(const cpu_exec *e) {
     const minfer_tensor_view *x = input0(e);
     if (!x)
         return MINFER_ERR_RUNTIME;
+    const minfer_tensor_view *rv = cpu_input(e, 1), *tv = cpu_input(e, 2);
+    if (tv && e->args->node->opset >= 12) {
+        double ratio = 0.5;
+        if (tv->dtype != MINFER_DTYPE_BOOL || cpu_numel(tv->rank, tv->dims) != 1)
+            return cpu_fail(e, MINFER_ERR_TYPE, "training_mode must be a bool scalar");
+        double train = cpu_get(cpu_data(tv), tv->dtype, 0);
+        minfer_status s = rv ? cpu_read_scalar(e, rv, "ratio", &ratio) : MINFER_OK;
+        if (s)
+            return s;
+        if (!(ratio >= 0 && ratio < 1))
+            return cpu_fail(e, MINFER_ERR_RUNTIME, "ratio must be in [0, 1)");
+        if (train != 0 && ratio > 0)
+            return dropout_train(e, x, ratio);
+    }
     minfer_status s = copy_as(e, x, x->rank, x->dims);
     if (s || !cpu_out_wanted(e->args->node, 1) || e->args->n_outputs < 2)
         return s;
@@ -776,7 +816,7 @@ static int is_half(int32_t t) {
 }
 
 static int castable(int32_t t) {
-    return is_half(t) || find_cast(t, MINFER_DTYPE_FLOAT) != NULL;
+    return is_half(t) || t == MINFER_DTYPE_STRING || find_cast(t, MINFER_DTYPE_FLOAT) != NULL;
 }
 
 typedef struct cast_state {
@@ -794,7 +834,7 @@ static int32_t cast_type_from_name(const char *s) {
         {"INT64", MINFER_DTYPE_INT64},   {"BOOL", MINFER_DTYPE_BOOL},
         {"FLOAT16", MINFER_DTYPE_FLOAT16}, {"DOUBLE", MINFER_DTYPE_DOUBLE},
         {"UINT32", MINFER_DTYPE_UINT32}, {"UINT64", MINFER_DTYPE_UINT64},
-        {"BFLOAT16", MINFER_DTYPE_BFLOAT16},
+        {"BFLOAT16", MINFER_DTYPE_BFLOAT16}, {"STRING", MINFER_DTYPE_STRING},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(names[i].name, s) == 0)
@@ -858,6 +898,10 @@ minfer_status cpu_compute_cast(const cpu_exec *e) {
         return s;
     size_t n = (size_t)cpu_numel(x->rank, x->dims);
     const char *src = cpu_data(x);
+    /* Strings are formatted, parsed or duplicated (text.c): never copied
+     * by pointer, which the host would free twice. */
+    if (from == MINFER_DTYPE_STRING || to == MINFER_DTYPE_STRING)
+        return cpu_cast_strings(e, x, to, y);
     if (from == to) {
         if (n)
             memcpy(y, src, n * cpu_dtype_size(to));

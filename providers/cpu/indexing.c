@@ -1,0 +1,912 @@
+/*
+ * Indexing kernels: GatherElements, GatherND, ScatterElements (and the old
+ * Scatter), ScatterND, OneHot, Compress, NonZero, TopK, Unique, CumSum,
+ * Trilu, EyeLike, ReverseSequence, DepthToSpace and SpaceToDepth.
+ *
+ * Data movement copies whole elements by their byte size, so one loop
+ * serves every element type. Where a kernel does arithmetic (the scatter
+ * reductions, OneHot's values, EyeLike) it goes through cpu_get/cpu_set.
+ * Every index read from a tensor is range-checked before use; a bad index
+ * is a run-time error, never a wild read.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+/* Multi-index of flat position i in a shape. */
+static void unravel(size_t i, int32_t rank, const int64_t *dims, int64_t *idx) {
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        idx[d] = dims[d] ? (int64_t)(i % (size_t)dims[d]) : 0;
+        i = dims[d] ? i / (size_t)dims[d] : 0;
+    }
+}
+
+static size_t ravel(int32_t rank, const int64_t *strides, const int64_t *idx) {
+    size_t off = 0;
+    for (int32_t d = 0; d < rank; d++)
+        off += (size_t)(idx[d] * strides[d]);
+    return off;
+}
+
+/* Normalizes index k into [0, dim); -1 if out of range. */
+static int64_t fix_index(int64_t k, int64_t dim) {
+    if (k < -dim || k >= dim)
+        return -1;
+    return k < 0 ? k + dim : k;
+}
+
+static int is_index_type(int32_t dt) {
+    return dt == MINFER_DTYPE_INT32 || dt == MINFER_DTYPE_INT64;
+}
+
+/* ---- Shared prepare: an axis attribute and an indices input ------------ */
+
+typedef struct idx_state {
+    int64_t axis;
+    int has_axis;
+    int reduction; /* scatter: R_NONE... */
+    int64_t a, b;  /* op-specific integer attributes */
+    int32_t dtype; /* op-specific element type (EyeLike) */
+} idx_state;
+
+enum { R_NONE, R_ADD, R_MUL, R_MAX, R_MIN };
+
+static minfer_status parse_reduction(cpu_prep *p, int *out) {
+    const char *r = cpu_attr_str(p, "reduction", "none");
+    if (strcmp(r, "none") == 0)
+        *out = R_NONE;
+    else if (strcmp(r, "add") == 0)
+        *out = R_ADD;
+    else if (strcmp(r, "mul") == 0)
+        *out = R_MUL;
+    else if (strcmp(r, "max") == 0)
+        *out = R_MAX;
+    else if (strcmp(r, "min") == 0)
+        *out = R_MIN;
+    else
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "unknown reduction '%s'", r);
+    return MINFER_OK;
+}
+
+minfer_status cpu_prepare_indexing(cpu_prep *p) {
+    const char *op = p->node->op_type;
+    idx_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->has_axis = cpu_has_attr(p, "axis");
+    st->axis = cpu_attr_int(p, "axis", strcmp(op, "OneHot") == 0 ? -1 : 0);
+    if (strncmp(op, "Scatter", 7) == 0) {
+        minfer_status s = parse_reduction(p, &st->reduction);
+        if (s)
+            return s;
+        if (st->reduction != R_NONE && !(CPU_T(p->node->inputs[0].dtype) & (CPU_T_NUM | CPU_T_HALF)))
+            return cpu_decline(p, "reduction needs a numeric type");
+    }
+    if (strcmp(op, "GatherND") == 0)
+        st->a = cpu_attr_int(p, "batch_dims", 0);
+    if (strcmp(op, "TopK") == 0) {
+        st->axis = cpu_attr_int(p, "axis", -1);
+        st->a = cpu_attr_int(p, "largest", 1);
+        st->b = cpu_attr_int(p, "sorted", 1);
+    }
+    if (strcmp(op, "Unique") == 0)
+        st->a = cpu_attr_int(p, "sorted", 1);
+    if (strcmp(op, "CumSum") == 0) {
+        st->a = cpu_attr_int(p, "exclusive", 0);
+        st->b = cpu_attr_int(p, "reverse", 0);
+    }
+    if (strcmp(op, "Trilu") == 0)
+        st->a = cpu_attr_int(p, "upper", 1);
+    if (strcmp(op, "EyeLike") == 0) {
+        st->a = cpu_attr_int(p, "k", 0);
+        st->dtype = (int32_t)cpu_attr_int(p, "dtype", 0);
+        if (st->dtype && !(CPU_T(st->dtype) & CPU_T_ALL))
+            return cpu_decline(p, "dtype %d not supported", (int)st->dtype);
+    }
+    if (strcmp(op, "ReverseSequence") == 0) {
+        st->a = cpu_attr_int(p, "time_axis", 0);
+        st->b = cpu_attr_int(p, "batch_axis", 1);
+    }
+    if (strcmp(op, "DepthToSpace") == 0 || strcmp(op, "SpaceToDepth") == 0) {
+        st->a = cpu_attr_int(p, "blocksize", 0);
+        const char *mode = cpu_attr_str(p, "mode", "DCR");
+        if (st->a < 1)
+            return cpu_prep_fail(p, MINFER_ERR_MODEL, "blocksize must be positive");
+        if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
+            return cpu_prep_fail(p, MINFER_ERR_MODEL, "unknown mode '%s'", mode);
+        st->b = strcmp(mode, "CRD") == 0;
+    }
+    return MINFER_OK;
+}
+
+/* ---- GatherElements ------------------------------------------------------ */
+
+minfer_status cpu_compute_gather_elements(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *ind = cpu_input(e, 1);
+    if (!x || !ind || !is_index_type(ind->dtype))
+        return cpu_fail(e, MINFER_ERR_TYPE, "needs data and int32/int64 indices");
+    int axis = cpu_axis(st->axis, x->rank);
+    if (axis < 0 || ind->rank != x->rank)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "bad axis or indices rank");
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, ind->rank, ind->dims, &y);
+    if (s)
+        return s;
+    int64_t xs[CPU_MAX_RANK], idx[CPU_MAX_RANK];
+    cpu_strides(x->rank, x->dims, xs);
+    size_t n = (size_t)cpu_numel(ind->rank, ind->dims), es = cpu_dtype_size(x->dtype);
+    const char *src = cpu_data(x);
+    const void *id = cpu_data(ind);
+    for (size_t i = 0; i < n; i++) {
+        unravel(i, ind->rank, ind->dims, idx);
+        for (int d = 0; d < x->rank; d++)
+            if (d != axis && idx[d] >= x->dims[d])
+                return cpu_fail(e, MINFER_ERR_SHAPE, "indices larger than data off the axis");
+        int64_t k = fix_index(cpu_get_index(id, ind->dtype, i), x->dims[axis]);
+        if (k < 0)
+            return cpu_fail(e, MINFER_ERR_RUNTIME, "index out of range");
+        idx[axis] = k;
+        memcpy((char *)y + i * es, src + ravel(x->rank, xs, idx) * es, es);
+    }
+    return MINFER_OK;
+}
+
+/* ---- ScatterElements, Scatter ------------------------------------------- */
+
+/* dst[di] = dst[di] (reduction) src[si]. */
+static void combine(int reduction, int32_t dt, void *dst, size_t di, const void *src, size_t si,
+                    size_t es) {
+    if (reduction == R_NONE) {
+        memcpy((char *)dst + di * es, (const char *)src + si * es, es);
+        return;
+    }
+    double a = cpu_get(dst, dt, di), b = cpu_get(src, dt, si), r;
+    switch (reduction) {
+    case R_ADD: r = a + b; break;
+    case R_MUL: r = a * b; break;
+    case R_MAX: r = a > b ? a : b; break;
+    default: r = a < b ? a : b; break;
+    }
+    cpu_set(dst, dt, di, r);
+}
+
+minfer_status cpu_compute_scatter_elements(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *ind = cpu_input(e, 1),
+                             *upd = cpu_input(e, 2);
+    if (!x || !ind || !upd || !is_index_type(ind->dtype) || upd->dtype != x->dtype)
+        return cpu_fail(e, MINFER_ERR_TYPE, "needs data, int32/int64 indices and updates");
+    int axis = cpu_axis(st->axis, x->rank);
+    if (axis < 0 || ind->rank != x->rank || upd->rank != ind->rank ||
+        memcmp(upd->dims, ind->dims, (size_t)ind->rank * sizeof ind->dims[0]))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "bad axis, or indices and updates differ in shape");
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
+    if (s)
+        return s;
+    size_t es = cpu_dtype_size(x->dtype), n = (size_t)cpu_numel(ind->rank, ind->dims);
+    memcpy(y, cpu_data(x), (size_t)cpu_numel(x->rank, x->dims) * es);
+    int64_t xs[CPU_MAX_RANK], idx[CPU_MAX_RANK];
+    cpu_strides(x->rank, x->dims, xs);
+    const void *id = cpu_data(ind);
+    for (size_t i = 0; i < n; i++) {
+        unravel(i, ind->rank, ind->dims, idx);
+        for (int d = 0; d < x->rank; d++)
+            if (d != axis && idx[d] >= x->dims[d])
+                return cpu_fail(e, MINFER_ERR_SHAPE, "indices larger than data off the axis");
+        int64_t k = fix_index(cpu_get_index(id, ind->dtype, i), x->dims[axis]);
+        if (k < 0)
+            return cpu_fail(e, MINFER_ERR_RUNTIME, "index out of range");
+        idx[axis] = k;
+        combine(st->reduction, x->dtype, y, ravel(x->rank, xs, idx), cpu_data(upd), i, es);
+    }
+    return MINFER_OK;
+}
+
+/* ---- GatherND, ScatterND ------------------------------------------------- */
+
+minfer_status cpu_compute_gather_nd(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *ind = cpu_input(e, 1);
+    if (!x || !ind || !is_index_type(ind->dtype))
+        return cpu_fail(e, MINFER_ERR_TYPE, "needs data and int32/int64 indices");
+    int64_t b = st->a, q = ind->rank, r = x->rank;
+    if (q < 1 || b < 0 || b >= q || b >= r)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "bad batch_dims or indices rank");
+    int64_t k = ind->dims[q - 1];
+    if (k < 1 || k > r - b)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "last indices dim must be in [1, %lld]",
+                        (long long)(r - b));
+    for (int64_t d = 0; d < b; d++)
+        if (ind->dims[d] != x->dims[d])
+            return cpu_fail(e, MINFER_ERR_SHAPE, "batch dims of data and indices differ");
+    int64_t od[CPU_MAX_RANK];
+    int32_t orank = 0;
+    for (int64_t d = 0; d < q - 1; d++)
+        od[orank++] = ind->dims[d];
+    for (int64_t d = b + k; d < r; d++) {
+        if (orank >= CPU_MAX_RANK)
+            return cpu_fail(e, MINFER_ERR_LIMIT, "output rank too large");
+        od[orank++] = x->dims[d];
+    }
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, orank, od, &y);
+    if (s)
+        return s;
+    int64_t xs[CPU_MAX_RANK];
+    cpu_strides(x->rank, x->dims, xs);
+    size_t es = cpu_dtype_size(x->dtype);
+    size_t B = (size_t)cpu_numel((int32_t)b, x->dims);
+    size_t M = (size_t)cpu_numel((int32_t)(q - 1 - b), ind->dims + b);
+    size_t slice = (size_t)cpu_numel((int32_t)(r - b - k), x->dims + b + k);
+    size_t bstride = (size_t)cpu_numel((int32_t)(r - b), x->dims + b);
+    const void *id = cpu_data(ind);
+    const char *src = cpu_data(x);
+    for (size_t bi = 0; bi < B; bi++)
+        for (size_t m = 0; m < M; m++) {
+            size_t t = bi * M + m, off = bi * bstride;
+            for (int64_t j = 0; j < k; j++) {
+                int64_t v = fix_index(cpu_get_index(id, ind->dtype, t * (size_t)k + (size_t)j),
+                                      x->dims[b + j]);
+                if (v < 0)
+                    return cpu_fail(e, MINFER_ERR_RUNTIME, "index out of range");
+                off += (size_t)(v * xs[b + j]);
+            }
+            memcpy((char *)y + t * slice * es, src + off * es, slice * es);
+        }
+    return MINFER_OK;
+}
+
+minfer_status cpu_compute_scatter_nd(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *ind = cpu_input(e, 1),
+                             *upd = cpu_input(e, 2);
+    if (!x || !ind || !upd || !is_index_type(ind->dtype) || upd->dtype != x->dtype)
+        return cpu_fail(e, MINFER_ERR_TYPE, "needs data, int32/int64 indices and updates");
+    int64_t q = ind->rank, r = x->rank;
+    int64_t k = q ? ind->dims[q - 1] : 0;
+    if (q < 1 || k < 1 || k > r || upd->rank != q - 1 + r - k)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "indices and updates shapes do not fit the data");
+    for (int64_t d = 0; d < q - 1; d++)
+        if (upd->dims[d] != ind->dims[d])
+            return cpu_fail(e, MINFER_ERR_SHAPE, "updates shape does not match indices");
+    for (int64_t d = k; d < r; d++)
+        if (upd->dims[q - 1 + d - k] != x->dims[d])
+            return cpu_fail(e, MINFER_ERR_SHAPE, "updates shape does not match data");
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
+    if (s)
+        return s;
+    size_t es = cpu_dtype_size(x->dtype);
+    memcpy(y, cpu_data(x), (size_t)cpu_numel(x->rank, x->dims) * es);
+    int64_t xs[CPU_MAX_RANK];
+    cpu_strides(x->rank, x->dims, xs);
+    size_t T = (size_t)cpu_numel((int32_t)(q - 1), ind->dims);
+    size_t slice = (size_t)cpu_numel((int32_t)(r - k), x->dims + k);
+    const void *id = cpu_data(ind);
+    for (size_t t = 0; t < T; t++) {
+        size_t off = 0;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t v = fix_index(cpu_get_index(id, ind->dtype, t * (size_t)k + (size_t)j),
+                                  x->dims[j]);
+            if (v < 0)
+                return cpu_fail(e, MINFER_ERR_RUNTIME, "index out of range");
+            off += (size_t)(v * xs[j]);
+        }
+        for (size_t i = 0; i < slice; i++)
+            combine(st->reduction, x->dtype, y, off + i, cpu_data(upd), t * slice + i, es);
+    }
+    return MINFER_OK;
+}
+
+/* ---- OneHot -------------------------------------------------------------- */
+
+minfer_status cpu_compute_onehot(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *ind = cpu_input(e, 0), *dep = cpu_input(e, 1),
+                             *val = cpu_input(e, 2);
+    double depthf;
+    if (!ind || !dep || !val)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "needs indices, depth and values");
+    minfer_status s = cpu_read_scalar(e, dep, "depth", &depthf);
+    if (s)
+        return s;
+    if (cpu_numel(val->rank, val->dims) != 2 || !(CPU_T(val->dtype) & (CPU_T_ALL)))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "values must hold [off, on]");
+    if (!(depthf >= 1 && depthf < 1e9))
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "depth must be positive");
+    int64_t depth = (int64_t)depthf;
+    int32_t orank = ind->rank + 1;
+    int axis = cpu_axis(st->axis, orank);
+    if (axis < 0 || orank > CPU_MAX_RANK)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
+    int64_t od[CPU_MAX_RANK];
+    for (int32_t d = 0, j = 0; d < orank; d++)
+        od[d] = d == axis ? depth : ind->dims[j++];
+    void *y;
+    if ((s = cpu_output(e, 0, val->dtype, orank, od, &y)) != MINFER_OK)
+        return s;
+    size_t outer = (size_t)cpu_numel(axis, od), inner = (size_t)cpu_numel(orank - axis - 1, od + axis + 1);
+    size_t es = cpu_dtype_size(val->dtype);
+    const char *v = cpu_data(val);
+    const void *id = cpu_data(ind);
+    for (size_t o = 0; o < outer; o++)
+        for (int64_t c = 0; c < depth; c++)
+            for (size_t i = 0; i < inner; i++) {
+                double kf = cpu_get(id, ind->dtype, o * inner + i);
+                /* Out-of-range (or NaN) indices give an all-off row. */
+                int64_t k = -1;
+                if (kf >= -(double)depth && kf < (double)depth)
+                    k = (int64_t)kf < 0 ? (int64_t)kf + depth : (int64_t)kf;
+                memcpy((char *)y + ((o * (size_t)depth + (size_t)c) * inner + i) * es,
+                       v + (k == c ? es : 0), es);
+            }
+    return MINFER_OK;
+}
+
+/* ---- Compress, NonZero --------------------------------------------------- */
+
+minfer_status cpu_compute_compress(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *c = cpu_input(e, 1);
+    if (!x || !c || c->dtype != MINFER_DTYPE_BOOL || c->rank != 1)
+        return cpu_fail(e, MINFER_ERR_TYPE, "condition must be a 1-D bool tensor");
+    int64_t dims[CPU_MAX_RANK];
+    int32_t rank;
+    int axis;
+    if (st->has_axis) {
+        axis = cpu_axis(st->axis, x->rank);
+        if (axis < 0)
+            return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
+        rank = x->rank;
+        memcpy(dims, x->dims, (size_t)rank * sizeof *dims);
+    } else {
+        axis = 0;
+        rank = 1;
+        dims[0] = cpu_numel(x->rank, x->dims);
+    }
+    if (c->dims[0] > dims[axis])
+        return cpu_fail(e, MINFER_ERR_SHAPE, "condition is longer than the axis");
+    const uint8_t *cd = cpu_data(c);
+    int64_t kept = 0, len = dims[axis];
+    for (int64_t i = 0; i < c->dims[0]; i++)
+        kept += cd[i] != 0;
+    dims[axis] = kept;
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, rank, dims, &y);
+    if (s)
+        return s;
+    size_t es = cpu_dtype_size(x->dtype);
+    size_t outer = (size_t)cpu_numel(axis, dims);
+    size_t inner = (size_t)cpu_numel(rank - axis - 1, dims + axis + 1) * es;
+    const char *src = cpu_data(x);
+    char *dst = y;
+    for (size_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < c->dims[0]; i++)
+            if (cd[i]) {
+                memcpy(dst, src + (o * (size_t)len + (size_t)i) * inner, inner);
+                dst += inner;
+            }
+    return MINFER_OK;
+}
+
+minfer_status cpu_compute_nonzero(const cpu_exec *e) {
+    const minfer_tensor_view *x = cpu_input(e, 0);
+    if (!x)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    size_t n = (size_t)cpu_numel(x->rank, x->dims), nz = 0;
+    const void *xd = cpu_data(x);
+    for (size_t i = 0; i < n; i++)
+        nz += cpu_get(xd, x->dtype, i) != 0;
+    int64_t od[2] = {x->rank, (int64_t)nz}, idx[CPU_MAX_RANK];
+    int64_t *y;
+    minfer_status s = cpu_output(e, 0, MINFER_DTYPE_INT64, 2, od, (void **)&y);
+    if (s)
+        return s;
+    for (size_t i = 0, j = 0; i < n; i++)
+        if (cpu_get(xd, x->dtype, i) != 0) {
+            unravel(i, x->rank, x->dims, idx);
+            for (int32_t d = 0; d < x->rank; d++)
+                y[(size_t)d * nz + j] = idx[d];
+            j++;
+        }
+    return MINFER_OK;
+}
+
+/* ---- TopK ------------------------------------------------------------------ */
+
+typedef struct topk_item {
+    double v;
+    int64_t i;
+} topk_item;
+
+/* Larger first; equal values keep the lower index first. */
+static int by_largest(const void *a, const void *b) {
+    const topk_item *x = a, *y = b;
+    if (x->v != y->v)
+        return x->v > y->v ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int by_smallest(const void *a, const void *b) {
+    const topk_item *x = a, *y = b;
+    if (x->v != y->v)
+        return x->v < y->v ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+minfer_status cpu_compute_topk(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *kv = cpu_input(e, 1);
+    int64_t kk[1];
+    size_t cnt;
+    if (!x || !kv)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "needs X and K");
+    minfer_status s = cpu_read_ints(e, kv, "K", kk, 1, &cnt);
+    if (s)
+        return s;
+    int axis = cpu_axis(st->axis, x->rank);
+    if (axis < 0 || cnt != 1 || kk[0] < 0 || kk[0] > x->dims[axis])
+        return cpu_fail(e, MINFER_ERR_SHAPE, "bad axis or K");
+    int64_t od[CPU_MAX_RANK];
+    memcpy(od, x->dims, (size_t)x->rank * sizeof *od);
+    od[axis] = kk[0];
+    void *y;
+    int64_t *yi;
+    if ((s = cpu_output(e, 0, x->dtype, x->rank, od, &y)) != MINFER_OK ||
+        (s = cpu_output(e, 1, MINFER_DTYPE_INT64, x->rank, od, (void **)&yi)) != MINFER_OK)
+        return s;
+    size_t len = (size_t)x->dims[axis], k = (size_t)kk[0];
+    size_t outer = (size_t)cpu_numel(axis, x->dims);
+    size_t inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1);
+    size_t es = cpu_dtype_size(x->dtype);
+    topk_item *items = malloc((len ? len : 1) * sizeof *items);
+    if (!items)
+        return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
+    const char *xd = cpu_data(x);
+    for (size_t o = 0; o < outer; o++)
+        for (size_t in = 0; in < inner; in++) {
+            for (size_t j = 0; j < len; j++) {
+                items[j].v = cpu_get(xd, x->dtype, (o * len + j) * inner + in);
+                items[j].i = (int64_t)j;
+            }
+            qsort(items, len, sizeof *items, st->a ? by_largest : by_smallest);
+            for (size_t j = 0; j < k; j++) {
+                size_t dst = (o * k + j) * inner + in;
+                memcpy((char *)y + dst * es, xd + ((o * len + (size_t)items[j].i) * inner + in) * es,
+                       es);
+                yi[dst] = items[j].i;
+            }
+        }
+    free(items);
+    return MINFER_OK;
+}
+
+/* ---- Unique -------------------------------------------------------------- */
+
+/* Slices j of x viewed as [outer, len, inner], compared element by element
+ * in (outer, inner) order, as numpy compares the rows of moveaxis(x, axis, 0). */
+typedef struct slices {
+    const void *d;
+    int32_t dt;
+    size_t outer, len, inner;
+} slices;
+
+static int slice_cmp(const slices *s, size_t a, size_t b) {
+    for (size_t o = 0; o < s->outer; o++)
+        for (size_t i = 0; i < s->inner; i++) {
+            double x = cpu_get(s->d, s->dt, (o * s->len + a) * s->inner + i);
+            double y = cpu_get(s->d, s->dt, (o * s->len + b) * s->inner + i);
+            if (x != y)
+                return x < y ? -1 : 1;
+        }
+    return 0;
+}
+
+minfer_status cpu_compute_unique(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0);
+    minfer_status s = MINFER_OK;
+    if (!x)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    int64_t dims[CPU_MAX_RANK];
+    int32_t rank;
+    int axis;
+    if (st->has_axis) {
+        axis = cpu_axis(st->axis, x->rank);
+        if (axis < 0)
+            return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
+        rank = x->rank;
+        memcpy(dims, x->dims, (size_t)rank * sizeof *dims);
+    } else {
+        axis = 0;
+        rank = 1;
+        dims[0] = cpu_numel(x->rank, x->dims);
+    }
+    slices sl = {cpu_data(x), x->dtype, (size_t)cpu_numel(axis, dims), (size_t)dims[axis],
+                 (size_t)cpu_numel(rank - axis - 1, dims + axis + 1)};
+    size_t len = sl.len, nu = 0;
+    /* first[u]: the first slice of unique u; inv[j]: the unique of slice j. */
+    size_t *first = malloc((len ? len : 1) * sizeof *first);
+    size_t *inv = malloc((len ? len : 1) * sizeof *inv);
+    size_t *rank_of = malloc((len ? len : 1) * sizeof *rank_of);
+    int64_t *count = calloc(len ? len : 1, sizeof *count);
+    if (!first || !inv || !rank_of || !count) {
+        s = cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t j = 0; j < len; j++) {
+        size_t u = 0;
+        while (u < nu && slice_cmp(&sl, first[u], j) != 0)
+            u++;
+        if (u == nu)
+            first[nu++] = j;
+        inv[j] = u;
+        count[u]++;
+    }
+    /* Output order: by first occurrence, or sorted (insertion sort of the
+     * uniques; rank_of maps first-occurrence order to output position). */
+    size_t *order = rank_of; /* order[p] = unique at output position p */
+    for (size_t u = 0; u < nu; u++)
+        order[u] = u;
+    if (st->a)
+        for (size_t p = 1; p < nu; p++)
+            for (size_t q = p; q > 0 && slice_cmp(&sl, first[order[q - 1]], first[order[q]]) > 0;
+                 q--) {
+                size_t t = order[q];
+                order[q] = order[q - 1];
+                order[q - 1] = t;
+            }
+    size_t *pos = malloc((nu ? nu : 1) * sizeof *pos);
+    if (!pos) {
+        s = cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t p = 0; p < nu; p++)
+        pos[order[p]] = p;
+    int64_t od[CPU_MAX_RANK], n1[1] = {(int64_t)nu}, nl[1] = {(int64_t)len};
+    memcpy(od, dims, (size_t)rank * sizeof *od);
+    od[axis] = (int64_t)nu;
+    void *y;
+    if ((s = cpu_output(e, 0, x->dtype, rank, od, &y)) != MINFER_OK)
+        goto free_pos;
+    size_t es = cpu_dtype_size(x->dtype);
+    for (size_t o = 0; o < sl.outer; o++)
+        for (size_t p = 0; p < nu; p++)
+            memcpy((char *)y + (o * nu + p) * sl.inner * es,
+                   (const char *)sl.d + (o * len + first[order[p]]) * sl.inner * es,
+                   sl.inner * es);
+    int64_t *o1, *o2, *o3;
+    if (cpu_out_wanted(e->args->node, 1)) {
+        if ((s = cpu_output(e, 1, MINFER_DTYPE_INT64, 1, n1, (void **)&o1)) != MINFER_OK)
+            goto free_pos;
+        for (size_t p = 0; p < nu; p++)
+            o1[p] = (int64_t)first[order[p]];
+    }
+    if (cpu_out_wanted(e->args->node, 2)) {
+        if ((s = cpu_output(e, 2, MINFER_DTYPE_INT64, 1, nl, (void **)&o2)) != MINFER_OK)
+            goto free_pos;
+        for (size_t j = 0; j < len; j++)
+            o2[j] = (int64_t)pos[inv[j]];
+    }
+    if (cpu_out_wanted(e->args->node, 3)) {
+        if ((s = cpu_output(e, 3, MINFER_DTYPE_INT64, 1, n1, (void **)&o3)) != MINFER_OK)
+            goto free_pos;
+        for (size_t p = 0; p < nu; p++)
+            o3[p] = count[order[p]];
+    }
+free_pos:
+    free(pos);
+done:
+    free(count);
+    free(rank_of);
+    free(inv);
+    free(first);
+    return s;
+}
+
+/* ---- CumSum ---------------------------------------------------------------- */
+
+#define CUMSUM(E, T, S)                                                                    \
+    static void cumsum_##S(const T *x, T *y, size_t outer, size_t len, size_t inner,       \
+                           int exclusive, int reverse) {                                   \
+        for (size_t o = 0; o < outer; o++)                                                 \
+            for (size_t i = 0; i < inner; i++) {                                           \
+                T acc = 0;                                                                 \
+                for (size_t s = 0; s < len; s++) {                                         \
+                    size_t j = reverse ? len - 1 - s : s;                                  \
+                    size_t at = (o * len + j) * inner + i;                                 \
+                    if (exclusive) {                                                       \
+                        y[at] = acc;                                                       \
+                        acc = (T)(acc + x[at]);                                            \
+                    } else {                                                               \
+                        acc = (T)(acc + x[at]);                                            \
+                        y[at] = acc;                                                       \
+                    }                                                                      \
+                }                                                                          \
+            }                                                                              \
+    }
+CPU_NUM_TYPES(CUMSUM)
+
+minfer_status cpu_compute_cumsum(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *av = cpu_input(e, 1);
+    int64_t ax[1];
+    size_t cnt;
+    if (!x || !av)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "needs x and axis");
+    minfer_status s = cpu_read_ints(e, av, "axis", ax, 1, &cnt);
+    if (s)
+        return s;
+    int axis = cnt == 1 ? cpu_axis(ax[0], x->rank) : -1;
+    if (axis < 0)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
+    void *y;
+    if ((s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y)) != MINFER_OK)
+        return s;
+    size_t outer = (size_t)cpu_numel(axis, x->dims), len = (size_t)x->dims[axis];
+    size_t inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1);
+    switch (x->dtype) {
+#define CASE(E, T, S)                                                                      \
+    case E:                                                                                \
+        cumsum_##S(cpu_data(x), y, outer, len, inner, (int)st->a, (int)st->b);             \
+        return MINFER_OK;
+        CPU_NUM_TYPES(CASE)
+#undef CASE
+    }
+    return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+}
+
+/* ---- Trilu, EyeLike ---------------------------------------------------------- */
+
+minfer_status cpu_compute_trilu(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *kv = cpu_input(e, 1);
+    int64_t k = 0;
+    size_t cnt;
+    if (!x || x->rank < 2)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "input must have rank >= 2");
+    minfer_status s;
+    if (kv && (s = cpu_read_ints(e, kv, "k", &k, 1, &cnt)) != MINFER_OK)
+        return s;
+    void *y;
+    if ((s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y)) != MINFER_OK)
+        return s;
+    size_t R = (size_t)x->dims[x->rank - 2], C = (size_t)x->dims[x->rank - 1];
+    size_t mats = (size_t)cpu_numel(x->rank - 2, x->dims), es = cpu_dtype_size(x->dtype);
+    const char *src = cpu_data(x);
+    for (size_t m = 0; m < mats; m++)
+        for (size_t i = 0; i < R; i++)
+            for (size_t j = 0; j < C; j++) {
+                int64_t diff = (int64_t)j - (int64_t)i;
+                int keep = st->a ? diff >= k : diff <= k;
+                size_t at = ((m * R + i) * C + j) * es;
+                if (keep)
+                    memcpy((char *)y + at, src + at, es);
+                else
+                    memset((char *)y + at, 0, es);
+            }
+    return MINFER_OK;
+}
+
+minfer_status cpu_compute_eyelike(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0);
+    if (!x || x->rank != 2)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "input must be 2-D");
+    int32_t dt = st->dtype ? st->dtype : x->dtype;
+    void *y;
+    minfer_status s = cpu_output(e, 0, dt, 2, x->dims, &y);
+    if (s)
+        return s;
+    for (int64_t i = 0; i < x->dims[0]; i++)
+        for (int64_t j = 0; j < x->dims[1]; j++)
+            cpu_set(y, dt, (size_t)(i * x->dims[1] + j), j - i == st->a ? 1.0 : 0.0);
+    return MINFER_OK;
+}
+
+/* ---- ReverseSequence ------------------------------------------------------- */
+
+minfer_status cpu_compute_reverse_sequence(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *lv = cpu_input(e, 1);
+    if (!x || !lv || !is_index_type(lv->dtype) || x->rank < 2)
+        return cpu_fail(e, MINFER_ERR_TYPE, "needs input (rank >= 2) and int sequence_lens");
+    int ta = cpu_axis(st->a, x->rank), ba = cpu_axis(st->b, x->rank);
+    if (ta < 0 || ba < 0 || ta == ba || lv->rank != 1 || lv->dims[0] != x->dims[ba])
+        return cpu_fail(e, MINFER_ERR_SHAPE, "bad axes or sequence_lens");
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
+    if (s)
+        return s;
+    int64_t xs[CPU_MAX_RANK], idx[CPU_MAX_RANK];
+    cpu_strides(x->rank, x->dims, xs);
+    size_t n = (size_t)cpu_numel(x->rank, x->dims), es = cpu_dtype_size(x->dtype);
+    const char *src = cpu_data(x);
+    for (size_t i = 0; i < n; i++) {
+        unravel(i, x->rank, x->dims, idx);
+        int64_t len = cpu_get_index(cpu_data(lv), lv->dtype, (size_t)idx[ba]);
+        if (len < 0 || len > x->dims[ta])
+            return cpu_fail(e, MINFER_ERR_RUNTIME, "sequence length out of range");
+        if (idx[ta] < len)
+            idx[ta] = len - 1 - idx[ta];
+        memcpy((char *)y + i * es, src + ravel(x->rank, xs, idx) * es, es);
+    }
+    return MINFER_OK;
+}
+
+/* ---- DepthToSpace, SpaceToDepth -------------------------------------------- */
+
+minfer_status cpu_compute_depth_space(const cpu_exec *e) {
+    const idx_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0);
+    int to_space = strcmp(e->args->node->op_type, "DepthToSpace") == 0;
+    if (!x || x->rank != 4)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "input must be 4-D");
+    int64_t b = st->a, N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t od[4];
+    if (to_space) {
+        if (C % (b * b))
+            return cpu_fail(e, MINFER_ERR_SHAPE, "channels not divisible by blocksize^2");
+        od[0] = N, od[1] = C / (b * b), od[2] = H * b, od[3] = W * b;
+    } else {
+        if (H % b || W % b)
+            return cpu_fail(e, MINFER_ERR_SHAPE, "spatial dims not divisible by blocksize");
+        od[0] = N, od[1] = C * b * b, od[2] = H / b, od[3] = W / b;
+    }
+    void *y;
+    minfer_status s = cpu_output(e, 0, x->dtype, 4, od, &y);
+    if (s)
+        return s;
+    size_t es = cpu_dtype_size(x->dtype);
+    const char *src = cpu_data(x);
+    /* Walk the space side [N, c, h*b+i, w*b+j] and the depth side
+     * [N, depth channel, h, w] together. */
+    int64_t c2 = to_space ? od[1] : C, h2 = to_space ? H : od[2], w2 = to_space ? W : od[3];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < c2; c++)
+            for (int64_t h = 0; h < h2; h++)
+                for (int64_t w = 0; w < w2; w++)
+                    for (int64_t i = 0; i < b; i++)
+                        for (int64_t j = 0; j < b; j++) {
+                            int64_t dc = st->b ? c * b * b + i * b + j : (i * b + j) * c2 + c;
+                            size_t sp = (size_t)(((n * c2 + c) * h2 * b + h * b + i) * w2 * b +
+                                                 w * b + j);
+                            size_t dp = (size_t)(((n * c2 * b * b + dc) * h2 + h) * w2 + w);
+                            if (to_space)
+                                memcpy((char *)y + sp * es, src + dp * es, es);
+                            else
+                                memcpy((char *)y + dp * es, src + sp * es, es);
+                        }
+    return MINFER_OK;
+}
+
+/* ---- Pad ------------------------------------------------------------------- */
+
+enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
+
+typedef struct pad_state {
+    int mode;
+    int from_inputs;      /* opset >= 11: pads, constant_value, axes are inputs */
+    size_t n_pads;        /* before opset 11: the attribute */
+    int64_t pads[2 * CPU_MAX_RANK];
+    float value;
+} pad_state;
+
+minfer_status cpu_prepare_pad(cpu_prep *p) {
+    pad_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    const char *mode = cpu_attr_str(p, "mode", "constant");
+    if (strcmp(mode, "constant") == 0)
+        st->mode = PAD_CONSTANT;
+    else if (strcmp(mode, "reflect") == 0)
+        st->mode = PAD_REFLECT;
+    else if (strcmp(mode, "edge") == 0)
+        st->mode = PAD_EDGE;
+    else if (strcmp(mode, "wrap") == 0)
+        st->mode = PAD_WRAP;
+    else
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "unknown mode '%s'", mode);
+    st->from_inputs = p->since >= 11;
+    if (!st->from_inputs) {
+        const char *name = p->since >= 2 ? "pads" : "paddings";
+        if (cpu_attr_ints(p, name, st->pads, 2 * CPU_MAX_RANK, &st->n_pads) != 1)
+            return cpu_prep_fail(p, MINFER_ERR_MODEL, "attribute '%s' missing or too long",
+                                 name);
+        st->value = cpu_attr_float(p, "value", 0.0f);
+    }
+    return MINFER_OK;
+}
+
+minfer_status cpu_compute_pad(const cpu_exec *e) {
+    const pad_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0);
+    int64_t raw[2 * CPU_MAX_RANK], axes[CPU_MAX_RANK], begin[CPU_MAX_RANK] = {0},
+                                                       end[CPU_MAX_RANK] = {0};
+    size_t np = st->n_pads, na = 0;
+    double value = st->value;
+    minfer_status s;
+    if (!x)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    int32_t r = x->rank;
+    if (st->from_inputs) {
+        const minfer_tensor_view *pv = cpu_input(e, 1), *cv = cpu_input(e, 2),
+                                 *av = cpu_input(e, 3);
+        if (!pv)
+            return cpu_fail(e, MINFER_ERR_RUNTIME, "missing pads");
+        if ((s = cpu_read_ints(e, pv, "pads", raw, 2 * CPU_MAX_RANK, &np)) != MINFER_OK)
+            return s;
+        if (cv && cpu_numel(cv->rank, cv->dims) > 0 &&
+            (s = cpu_read_scalar(e, cv, "constant_value", &value)) != MINFER_OK)
+            return s;
+        if (av && (s = cpu_read_ints(e, av, "axes", axes, CPU_MAX_RANK, &na)) != MINFER_OK)
+            return s;
+    } else {
+        memcpy(raw, st->pads, np * sizeof *raw);
+    }
+    if (!na) {
+        na = (size_t)r;
+        for (int32_t d = 0; d < r; d++)
+            axes[d] = d;
+    }
+    if (np != 2 * na)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "pads has %zu entries, %zu expected", np, 2 * na);
+    for (size_t i = 0; i < na; i++) {
+        int a = cpu_axis(axes[i], r);
+        if (a < 0)
+            return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
+        begin[a] = raw[i];
+        end[a] = raw[na + i];
+    }
+    int64_t od[CPU_MAX_RANK], xs[CPU_MAX_RANK], idx[CPU_MAX_RANK];
+    for (int32_t d = 0; d < r; d++) {
+        od[d] = x->dims[d] + begin[d] + end[d];
+        if (od[d] < 0)
+            return cpu_fail(e, MINFER_ERR_SHAPE, "pads remove more than the dimension");
+        if (st->mode != PAD_CONSTANT && x->dims[d] == 0 && od[d] > 0)
+            return cpu_fail(e, MINFER_ERR_SHAPE, "cannot %s-pad an empty dimension",
+                            st->mode == PAD_EDGE ? "edge" : "reflect");
+    }
+    void *y;
+    if ((s = cpu_output(e, 0, x->dtype, r, od, &y)) != MINFER_OK)
+        return s;
+    cpu_strides(r, x->dims, xs);
+    size_t n = (size_t)cpu_numel(r, od), es = cpu_dtype_size(x->dtype);
+    const char *src = cpu_data(x);
+    unsigned char fill[16] = {0};
+    cpu_set(fill, x->dtype, 0, value);
+    for (size_t i = 0; i < n; i++) {
+        unravel(i, r, od, idx);
+        int inside = 1;
+        for (int32_t d = 0; d < r && inside; d++) {
+            int64_t c = idx[d] - begin[d], len = x->dims[d];
+            if (c >= 0 && c < len) {
+                idx[d] = c;
+                continue;
+            }
+            switch (st->mode) {
+            case PAD_CONSTANT: inside = 0; break;
+            case PAD_EDGE: c = c < 0 ? 0 : len - 1; break;
+            case PAD_WRAP: c = ((c % len) + len) % len; break;
+            default: /* reflect, period 2 * (len - 1), without repeating the edge */
+                if (len == 1) {
+                    c = 0;
+                } else {
+                    int64_t per = 2 * (len - 1);
+                    c = ((c % per) + per) % per;
+                    if (c >= len)
+                        c = per - c;
+                }
+            }
+            idx[d] = c;
+        }
+        if (inside)
+            memcpy((char *)y + i * es, src + ravel(r, xs, idx) * es, es);
+        else
+            memcpy((char *)y + i * es, fill, es);
+    }
+    return MINFER_OK;
+}
