@@ -1,0 +1,565 @@
+/*
+ * Building a node's program: memory descriptors, bindings, steps, weights
+ * packed once, post-ops, and the refusal of reference implementations.
+ */
+#include <float.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onednn.h"
+
+/* ---- Errors and attributes ------------------------------------------------- */
+
+static minfer_status vmsg(dnn_b *b, minfer_status st, const char *fmt, va_list ap) {
+    if (b->why && b->why_size > 0) {
+        int k = snprintf(b->why, b->why_size, "%s: ", b->node->op_type);
+        if (k >= 0 && (size_t)k < b->why_size)
+            vsnprintf(b->why + k, b->why_size - (size_t)k, fmt, ap);
+    }
+    return st;
+}
+
+minfer_status dnn_decline(dnn_b *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    minfer_status st = vmsg(b, MINFER_ERR_UNSUPPORTED, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static const char *dnnl_status_name(dnnl_status_t s) {
+    switch (s) {
+    case dnnl_success: return "success";
+    case dnnl_out_of_memory: return "out of memory";
+    case dnnl_invalid_arguments: return "invalid arguments";
+    case dnnl_unimplemented: return "no implementation";
+    case dnnl_iterator_ends: return "no implementation left";
+    case dnnl_runtime_error: return "runtime error";
+    case dnnl_not_required: return "not required";
+    default: return "error";
+    }
+}
+
+minfer_status dnn_fail(dnn_b *b, dnnl_status_t s, const char *what) {
+    return dnn_decline(b, "oneDNN %s: %s", what, dnnl_status_name(s));
+}
+
+int64_t dnn_attr_int(const dnn_b *b, const char *name, int64_t dflt) {
+    int64_t v;
+    return b->ctx->api->attr_int(b->node, name, &v) ? v : dflt;
+}
+
+float dnn_attr_float(const dnn_b *b, const char *name, float dflt) {
+    float v;
+    return b->ctx->api->attr_float(b->node, name, &v) ? v : dflt;
+}
+
+const char *dnn_attr_str(const dnn_b *b, const char *name, const char *dflt) {
+    const char *s;
+    size_t len;
+    return b->ctx->api->attr_string(b->node, name, &s, &len) ? s : dflt;
+}
+
+int dnn_attr_ints(dnn_b *b, const char *name, int64_t *out, size_t cap, size_t *count) {
+    const int64_t *v;
+    size_t n;
+    *count = 0;
+    if (!b->ctx->api->attr_ints(b->node, name, &v, &n))
+        return 0;
+    if (n > cap) {
+        dnn_decline(b, "attribute %s has %zu entries (at most %zu)", name, n, cap);
+        return -1;
+    }
+    memcpy(out, v, n * sizeof *v);
+    *count = n;
+    return 1;
+}
+
+const minfer_value_desc *dnn_in(const dnn_b *b, size_t i) {
+    if (i >= b->node->n_inputs || !b->node->inputs[i].present)
+        return NULL;
+    return &b->node->inputs[i];
+}
+
+int dnn_out_wanted(const dnn_b *b, size_t o) {
+    return o < b->node->n_outputs && b->node->outputs[o].name &&
+           b->node->outputs[o].name[0] != '\0';
+}
+
+minfer_status dnn_require_float(dnn_b *b) {
+    for (size_t i = 0; i < b->node->n_inputs; i++) {
+        const minfer_value_desc *v = dnn_in(b, i);
+        if (v && (v->kind != MINFER_VALUE_TENSOR || v->dtype != MINFER_DTYPE_FLOAT))
+            return dnn_decline(b, "input %zu is not a float tensor", i);
+    }
+    for (size_t o = 0; o < b->node->n_outputs; o++) {
+        const minfer_value_desc *v = &b->node->outputs[o];
+        if (dnn_out_wanted(b, o) &&
+            (v->kind != MINFER_VALUE_TENSOR || (v->dtype && v->dtype != MINFER_DTYPE_FLOAT)))
+            return dnn_decline(b, "output %zu is not a float tensor", o);
+    }
+    return MINFER_OK;
+}
+
+int64_t dnn_numel(int32_t rank, const int64_t *dims) {
+    int64_t n = 1;
+    for (int32_t i = 0; i < rank; i++)
+        n *= dims[i];
+    return n;
+}
+
+int dnn_axis(int64_t axis, int32_t rank) {
+    if (axis < 0)
+        axis += rank;
+    return axis >= 0 && axis < rank ? (int)axis : -1;
+}
+
+/* ---- Memory descriptors ---------------------------------------------------- */
+
+dnnl_status_t dnn_plain_md(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
+    dnnl_dims_t d, s;
+    if (rank == 0) {
+        d[0] = 1;
+        rank = 1;
+    } else {
+        for (int i = 0; i < rank; i++)
+            d[i] = dims[i];
+    }
+    if (rank > DNNL_MAX_NDIMS)
+        return dnnl_invalid_arguments;
+    dnnl_dim_t stride = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        s[i] = stride;
+        stride *= d[i] > 0 ? d[i] : 1;
+    }
+    return dnnl_memory_desc_init_by_strides(md, rank, d, dnnl_f32, s);
+}
+
+static int md_is_plain(const dnnl_memory_desc_t *md) {
+    dnnl_memory_desc_t p;
+    if (dnn_plain_md(&p, md->ndims, md->dims) != dnnl_success)
+        return 0;
+    return dnnl_memory_desc_equal(&p, md);
+}
+
+dnnl_status_t dnn_in_md(dnn_b *b, size_t i, dnnl_memory_desc_t *md) {
+    const minfer_value_desc *v = dnn_in(b, i);
+    if (!v)
+        return dnnl_invalid_arguments;
+    if (i < b->n->n_in && b->n->in_layout[i]) {
+        const dnn_layout *l = dnn_layout_get(b->ctx, b->n->in_layout[i]);
+        if (!l)
+            return dnnl_invalid_arguments;
+        *md = l->md;
+        return dnnl_success;
+    }
+    return dnn_plain_md(md, v->rank, v->dims);
+}
+
+/* ---- Memories -------------------------------------------------------------- */
+
+int dnn_mem_new(dnn_b *b, const dnnl_memory_desc_t *md, int bind, int index) {
+    dnn_node *n = b->n;
+    if (n->n_mems >= DNN_MAX_MEMS) {
+        dnn_decline(b, "too many memories for one node");
+        return -1;
+    }
+    dnn_mem *m = &n->mems[n->n_mems];
+    dnnl_status_t s = dnnl_memory_create(&m->mem, md, b->ctx->engine, DNNL_MEMORY_NONE);
+    if (s != dnnl_success) {
+        dnn_fail(b, s, "memory_create");
+        return -1;
+    }
+    m->bind = bind;
+    m->index = index;
+    m->off = 0;
+    return n->n_mems++;
+}
+
+static size_t align_up(size_t x) {
+    return (x + DNN_ALIGN - 1) / DNN_ALIGN * DNN_ALIGN;
+}
+
+int dnn_ws_mem(dnn_b *b, const dnnl_memory_desc_t *md) {
+    int k = dnn_mem_new(b, md, BIND_WS, -1);
+    if (k < 0)
+        return -1;
+    b->n->mems[k].off = b->ws_extra;
+    b->ws_extra += align_up(dnnl_memory_desc_get_size(md));
+    return k;
+}
+
+static const dnnl_memory_desc_t *mem_md(const dnn_b *b, int k) {
+    const dnnl_memory_desc_t *md = NULL;
+    dnnl_memory_get_memory_desc(b->n->mems[k].mem, &md);
+    return md;
+}
+
+int dnn_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
+              const dnnl_memory_desc_t *want) {
+    dnnl_memory_desc_t arrive;
+    dnnl_status_t s = dnn_in_md(b, i, &arrive);
+    if (s != dnnl_success) {
+        dnn_fail(b, s, "input descriptor");
+        return -1;
+    }
+    int k = dnn_mem_new(b, &arrive, BIND_INPUT, (int)i);
+    if (k < 0)
+        return -1;
+    if (have && !dnnl_memory_desc_equal(have, &arrive)) {
+        /* The op reads the input under another (plain) shape: bring it to
+         * the plain layout of its own dims first, then view that buffer
+         * under the op's shape. */
+        if (!md_is_plain(&arrive)) {
+            dnnl_memory_desc_t plain;
+            dnn_plain_md(&plain, arrive.ndims, arrive.dims);
+            int p = dnn_ws_mem(b, &plain);
+            if (p < 0 || dnn_reorder_step(b, k, p) != MINFER_OK)
+                return -1;
+            k = p;
+        }
+        int v = dnn_mem_new(b, have, b->n->mems[k].bind, b->n->mems[k].index);
+        if (v < 0)
+            return -1;
+        b->n->mems[v].off = b->n->mems[k].off;
+        k = v;
+    }
+    if (!want || dnnl_memory_desc_equal(mem_md(b, k), want))
+        return k;
+    int w = dnn_ws_mem(b, want);
+    if (w < 0 || dnn_reorder_step(b, k, w) != MINFER_OK)
+        return -1;
+    return w;
+}
+
+static void *owned_alloc(dnn_b *b, size_t bytes) {
+    dnn_node *n = b->n;
+    if (n->n_owned >= DNN_MAX_OWNED) {
+        dnn_decline(b, "too many packed constants for one node");
+        return NULL;
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, DNN_ALIGN, bytes ? align_up(bytes) : DNN_ALIGN) != 0) {
+        dnn_decline(b, "out of memory for %zu bytes of packed constants", bytes);
+        return NULL;
+    }
+    n->owned[n->n_owned++] = p;
+    return p;
+}
+
+/* Runs a one-off reorder now (packing constants at prepare). */
+static minfer_status reorder_now(dnn_b *b, const dnnl_memory_desc_t *src_md, const void *src,
+                                 const dnnl_memory_desc_t *dst_md, void *dst, float scale) {
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_memory_t ms = NULL, md = NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    minfer_status st = MINFER_OK;
+    dnnl_status_t s = dnnl_primitive_attr_create(&attr);
+    if (s == dnnl_success && scale != 1.0f)
+        s = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale);
+    if (s == dnnl_success)
+        s = dnnl_reorder_primitive_desc_create(&pd, src_md, b->ctx->engine, dst_md,
+                                               b->ctx->engine, attr);
+    if (s == dnnl_success)
+        s = dnnl_primitive_create(&prim, pd);
+    if (s == dnnl_success)
+        s = dnnl_memory_create(&ms, src_md, b->ctx->engine, (void *)src);
+    if (s == dnnl_success)
+        s = dnnl_memory_create(&md, dst_md, b->ctx->engine, dst);
+    if (s == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, ms}, {DNNL_ARG_DST, md}};
+        s = dnnl_primitive_execute(prim, b->ctx->stream, 2, args);
+        if (s == dnnl_success)
+            s = dnnl_stream_wait(b->ctx->stream);
+    }
+    if (s != dnnl_success)
+        st = dnn_fail(b, s, "packing constants");
+    dnnl_memory_destroy(md);
+    dnnl_memory_destroy(ms);
+    dnnl_primitive_destroy(prim);
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+int dnn_const_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
+                    const dnnl_memory_desc_t *want, float scale) {
+    const minfer_value_desc *v = dnn_in(b, i);
+    if (!v || !v->const_data) {
+        if (scale != 1.0f) {
+            dnn_decline(b, "input %zu must be constant", i);
+            return -1;
+        }
+        return dnn_input(b, i, have, want);
+    }
+    int k = dnn_mem_new(b, want, BIND_FIXED, -1);
+    if (k < 0 || b->check)
+        return k;
+    if (v->const_nbytes < dnnl_memory_desc_get_size(have)) {
+        dnn_decline(b, "constant input %zu is too small", i);
+        return -1;
+    }
+    void *buf = owned_alloc(b, dnnl_memory_desc_get_size(want));
+    if (!buf || reorder_now(b, have, v->const_data, want, buf, scale) != MINFER_OK)
+        return -1;
+    dnnl_memory_set_data_handle(b->n->mems[k].mem, buf);
+    return k;
+}
+
+int dnn_owned_plain(dnn_b *b, const dnnl_memory_desc_t *md, const float *data) {
+    int k = dnn_mem_new(b, md, BIND_FIXED, -1);
+    if (k < 0 || b->check)
+        return k;
+    size_t bytes = dnnl_memory_desc_get_size(md);
+    void *buf = owned_alloc(b, bytes);
+    if (!buf)
+        return -1;
+    memcpy(buf, data, bytes);
+    dnnl_memory_set_data_handle(b->n->mems[k].mem, buf);
+    return k;
+}
+
+int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md) {
+    const minfer_value_desc *v = &b->node->outputs[o];
+    if (md_is_plain(md))
+        return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
+    int same_dims = md->ndims == v->rank;
+    for (int d = 0; same_dims && d < v->rank; d++)
+        same_dims = md->dims[d] == v->dims[d];
+    if (b->ctx->private_layouts && same_dims) {
+        if (!b->check) {
+            uint64_t id = dnn_layout_id(b->ctx, md);
+            if (id == UINT64_MAX) {
+                dnn_decline(b, "could not register a layout");
+                return -1;
+            }
+            b->prep->output_layouts[o] = id;
+            if (dnn_vmap_set(b->ctx, v, id) != MINFER_OK) {
+                dnn_decline(b, "out of memory");
+                return -1;
+            }
+        }
+        return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
+    }
+    if (b->n_pend >= (int)(sizeof b->pend / sizeof b->pend[0])) {
+        dnn_decline(b, "too many outputs to convert");
+        return -1;
+    }
+    int w = dnn_ws_mem(b, md);
+    if (w < 0)
+        return -1;
+    dnnl_memory_desc_t plain;
+    dnn_plain_md(&plain, md->ndims, md->dims);
+    int p = dnn_mem_new(b, &plain, BIND_OUTPUT, (int)o);
+    if (p < 0)
+        return -1;
+    b->pend[b->n_pend].src = w;
+    b->pend[b->n_pend].dst = p;
+    b->n_pend++;
+    return w;
+}
+
+/* ---- Primitives ------------------------------------------------------------ */
+
+static int is_ref(const_dnnl_primitive_desc_t pd, const char **impl) {
+    const char *s = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s) != dnnl_success || !s)
+        s = "?";
+    *impl = s;
+    return strncmp(s, "ref", 3) == 0;
+}
+
+minfer_status dnn_pd(dnn_b *b, const_dnnl_op_desc_t op, const_dnnl_primitive_attr_t attr,
+                     dnnl_primitive_desc_t *pd) {
+    dnnl_primitive_desc_iterator_t it = NULL;
+    char seen[160] = "";
+    *pd = NULL;
+    dnnl_status_t s = dnnl_primitive_desc_iterator_create(&it, op, attr, b->ctx->engine, NULL);
+    if (s != dnnl_success)
+        return dnn_fail(b, s, "primitive descriptor");
+    do {
+        dnnl_primitive_desc_t cand = dnnl_primitive_desc_iterator_fetch(it);
+        const char *impl;
+        if (!cand)
+            break;
+        if (!is_ref(cand, &impl)) {
+            *pd = cand;
+            break;
+        }
+        if (!seen[0])
+            snprintf(seen, sizeof seen, "%s", impl);
+        dnnl_primitive_desc_destroy(cand);
+    } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+    dnnl_primitive_desc_iterator_destroy(it);
+    if (!*pd)
+        return dnn_decline(b, "oneDNN has only a reference implementation (%s) for this case",
+                           seen[0] ? seen : "none");
+    return MINFER_OK;
+}
+
+minfer_status dnn_pd_check(dnn_b *b, dnnl_primitive_desc_t pd) {
+    const char *impl;
+    if (is_ref(pd, &impl)) {
+        dnnl_primitive_desc_destroy(pd);
+        return dnn_decline(b, "oneDNN has only a reference implementation (%s) for this case",
+                           impl);
+    }
+    return MINFER_OK;
+}
+
+const dnnl_memory_desc_t *dnn_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t q, int index) {
+    return dnnl_primitive_desc_query_md(pd, q, index);
+}
+
+minfer_status dnn_step_add(dnn_b *b, dnnl_primitive_desc_t pd, int n_args, const int *args,
+                           const int *mems) {
+    dnn_node *n = b->n;
+    minfer_status st = MINFER_OK;
+    if (n->n_steps >= DNN_MAX_STEPS || n_args + 1 > DNN_MAX_ARGS) {
+        dnnl_primitive_desc_destroy(pd);
+        return dnn_decline(b, "node needs too many oneDNN steps");
+    }
+    dnn_step *step = &n->steps[n->n_steps];
+    memset(step, 0, sizeof *step);
+    step->skip_src = step->skip_dst = -1;
+    for (int k = 0; k < n_args; k++) {
+        step->args[k].arg = args[k];
+        step->args[k].memory = n->mems[mems[k]].mem;
+    }
+    step->n_args = n_args;
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sbytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    if (sbytes) {
+        int k = dnn_mem_new(b, smd, BIND_SCRATCH, -1);
+        if (k < 0) {
+            dnnl_primitive_desc_destroy(pd);
+            return MINFER_ERR_UNSUPPORTED;
+        }
+        step->args[step->n_args].arg = DNNL_ARG_SCRATCHPAD;
+        step->args[step->n_args].memory = n->mems[k].mem;
+        step->n_args++;
+        if (align_up(sbytes) > n->scratch_bytes)
+            n->scratch_bytes = align_up(sbytes);
+    }
+    if (!b->check) {
+        dnnl_status_t s = dnnl_primitive_create(&step->prim, pd);
+        if (s != dnnl_success)
+            st = dnn_fail(b, s, "primitive_create");
+    }
+    dnnl_primitive_desc_destroy(pd);
+    if (st == MINFER_OK)
+        n->n_steps++;
+    return st;
+}
+
+dnnl_primitive_attr_t dnn_attr_new(dnn_b *b) {
+    dnnl_primitive_attr_t attr = NULL;
+    if (dnnl_primitive_attr_create(&attr) != dnnl_success)
+        return NULL;
+    dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    (void)b;
+    return attr;
+}
+
+minfer_status dnn_reorder_step(dnn_b *b, int src, int dst) {
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_attr_t attr = dnn_attr_new(b);
+    if (!attr)
+        return dnn_decline(b, "out of memory");
+    dnnl_status_t s = dnnl_reorder_primitive_desc_create(&pd, mem_md(b, src), b->ctx->engine,
+                                                         mem_md(b, dst), b->ctx->engine, attr);
+    dnnl_primitive_attr_destroy(attr);
+    if (s != dnnl_success)
+        return dnn_fail(b, s, "reorder");
+    int args[2] = {DNNL_ARG_FROM, DNNL_ARG_TO}, mems[2] = {src, dst};
+    return dnn_step_add(b, pd, 2, args, mems);
+}
+
+/* ---- Activations ------------------------------------------------------------ */
+
+typedef struct act_alg {
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+} act_alg;
+
+/* The oneDNN eltwise ops (at most 2) computing an ONNX/minfer activation;
+ * -1 for one oneDNN cannot express. */
+static int act_algs(const char *act, const float *p, size_t np, act_alg out[2]) {
+#define P(i, d) (np > (i) ? p[i] : (d))
+    if (!strcmp(act, "Relu"))
+        out[0] = (act_alg){dnnl_eltwise_relu, 0.0f, 0.0f};
+    else if (!strcmp(act, "LeakyRelu"))
+        out[0] = (act_alg){dnnl_eltwise_relu, P(0, 0.01f), 0.0f};
+    else if (!strcmp(act, "Clip"))
+        out[0] = (act_alg){dnnl_eltwise_clip_v2, P(0, -FLT_MAX), P(1, FLT_MAX)};
+    else if (!strcmp(act, "Sigmoid"))
+        out[0] = (act_alg){dnnl_eltwise_logistic, 0.0f, 0.0f};
+    else if (!strcmp(act, "Tanh"))
+        out[0] = (act_alg){dnnl_eltwise_tanh, 0.0f, 0.0f};
+    else if (!strcmp(act, "Elu"))
+        out[0] = (act_alg){dnnl_eltwise_elu, P(0, 1.0f), 0.0f};
+    else if (!strcmp(act, "HardSwish"))
+        out[0] = (act_alg){dnnl_eltwise_hardswish, 0.0f, 0.0f};
+    else if (!strcmp(act, "Silu"))
+        out[0] = (act_alg){dnnl_eltwise_swish, 1.0f, 0.0f};
+    else if (!strcmp(act, "Exp"))
+        out[0] = (act_alg){dnnl_eltwise_exp, 0.0f, 0.0f};
+    else if (!strcmp(act, "Log"))
+        out[0] = (act_alg){dnnl_eltwise_log, 0.0f, 0.0f};
+    else if (!strcmp(act, "Sqrt"))
+        out[0] = (act_alg){dnnl_eltwise_sqrt, 0.0f, 0.0f};
+    else if (!strcmp(act, "Abs"))
+        out[0] = (act_alg){dnnl_eltwise_abs, 0.0f, 0.0f};
+    else if (!strcmp(act, "Gelu"))
+        out[0] = (act_alg){dnnl_eltwise_gelu_erf, 0.0f, 0.0f};
+    else if (!strcmp(act, "GeluTanh"))
+        out[0] = (act_alg){dnnl_eltwise_gelu_tanh, 0.0f, 0.0f};
+    else if (!strcmp(act, "HardSigmoid")) {
+        /* oneDNN 2.6 has no hardsigmoid: alpha*x + beta, then clip to [0, 1]. */
+        out[0] = (act_alg){dnnl_eltwise_linear, P(0, 0.2f), P(1, 0.5f)};
+        out[1] = (act_alg){dnnl_eltwise_clip_v2, 0.0f, 1.0f};
+        return 2;
+    } else
+        return -1;
+    return 1;
+#undef P
+}
+
+minfer_status dnn_append_eltwise(dnn_b *b, dnnl_post_ops_t po, const char *act,
+                                 const float *params, size_t n_params) {
+    act_alg a[2];
+    if (!act[0])
+        return MINFER_OK;
+    int k = act_algs(act, params, n_params, a);
+    if (k < 0)
+        return dnn_decline(b, "activation '%s' has no oneDNN form", act);
+    for (int i = 0; i < k; i++)
+        if (dnnl_post_ops_append_eltwise(po, 1.0f, a[i].alg, a[i].alpha, a[i].beta) !=
+            dnnl_success)
+            return dnn_decline(b, "could not append activation '%s'", act);
+    return MINFER_OK;
+}
+
+minfer_status dnn_append_activation(dnn_b *b, dnnl_post_ops_t po) {
+    const char *act = dnn_attr_str(b, "activation", "");
+    const float *params = NULL;
+    size_t np = 0;
+    if (!b->ctx->api->attr_floats(b->node, "activation_params", &params, &np))
+        np = 0;
+    return dnn_append_eltwise(b, po, act, params, np);
+}
+
+int dnn_act_algs(const char *act, const float *p, size_t np, dnnl_alg_kind_t *alg,
+                 float *alpha, float *beta) {
+    act_alg a[2];
+    int k = act_algs(act, p, np, a);
+    for (int i = 0; i < k; i++) {
+        alg[i] = a[i].alg;
+        alpha[i] = a[i].alpha;
+        beta[i] = a[i].beta;
+    }
+    return k;
+}

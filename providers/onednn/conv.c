@@ -1,0 +1,360 @@
+/*
+ * Conv, FusedConv and ConvTranspose as oneDNN (de)convolutions.
+ *
+ * Source, weights and destination are created with format_tag_any, so the
+ * convolution picks its layouts (channels-last or blocked on AVX-512); the
+ * constant weights are reordered once into the chosen layout, and the
+ * source, when it arrives in another layout, is reordered into the
+ * workspace first. FusedConv's bias and activation become the primitive's
+ * bias and eltwise post-op; its residual Z becomes a sum post-op: Z is
+ * copied into the destination first (skipped when the planner already put
+ * the output in Z's buffer), and the convolution accumulates onto it.
+ */
+#include <string.h>
+
+#include "onednn.h"
+
+/* Reads kernel (from W, checked against kernel_shape), strides,
+ * dilations, pads and auto_pad for nsp spatial axes. */
+static minfer_status read_window(dnn_b *b, int nsp, const int64_t *wk, dnn_window *w) {
+    int64_t tmp[2 * DNN_MAX_SPATIAL];
+    size_t n;
+    int r;
+    memset(w, 0, sizeof *w);
+    w->nsp = nsp;
+    for (int i = 0; i < nsp; i++)
+        w->kernel[i] = w->stride[i] = w->dil[i] = 1;
+    if ((r = dnn_attr_ints(b, "kernel_shape", tmp, DNN_MAX_SPATIAL, &n)) < 0)
+        return MINFER_ERR_UNSUPPORTED;
+    if (r > 0 && n != (size_t)nsp)
+        return dnn_decline(b, "kernel_shape has %zu entries for %d spatial axes", n, nsp);
+    for (int i = 0; i < nsp; i++) {
+        if (r > 0 && wk && wk[i] != tmp[i])
+            return dnn_decline(b, "kernel_shape does not match the weights");
+        w->kernel[i] = r > 0 ? tmp[i] : wk ? wk[i] : 0;
+        if (w->kernel[i] < 1)
+            return dnn_decline(b, "kernel_shape is required");
+    }
+    static const char *const names[2] = {"strides", "dilations"};
+    int64_t *dst[2] = {w->stride, w->dil};
+    for (int a = 0; a < 2; a++) {
+        if ((r = dnn_attr_ints(b, names[a], tmp, DNN_MAX_SPATIAL, &n)) < 0)
+            return MINFER_ERR_UNSUPPORTED;
+        if (r > 0 && n != (size_t)nsp)
+            return dnn_decline(b, "%s has %zu entries for %d spatial axes", names[a], n, nsp);
+        for (size_t i = 0; r > 0 && i < n; i++) {
+            if (tmp[i] < 1)
+                return dnn_decline(b, "%s must be positive", names[a]);
+            dst[a][i] = tmp[i];
+        }
+    }
+    if ((r = dnn_attr_ints(b, "pads", tmp, 2 * DNN_MAX_SPATIAL, &n)) < 0)
+        return MINFER_ERR_UNSUPPORTED;
+    if (r > 0 && n != 2 * (size_t)nsp)
+        return dnn_decline(b, "pads has %zu entries for %d spatial axes", n, nsp);
+    for (size_t i = 0; r > 0 && i < n; i++) {
+        if (tmp[i] < 0)
+            return dnn_decline(b, "negative pads are not supported");
+        w->pads[i] = tmp[i];
+    }
+    const char *ap = dnn_attr_str(b, "auto_pad", "NOTSET");
+    if (!strcmp(ap, "NOTSET") || !ap[0])
+        w->auto_pad = DNN_PAD_NOTSET;
+    else if (!strcmp(ap, "SAME_UPPER"))
+        w->auto_pad = DNN_PAD_SAME_UPPER;
+    else if (!strcmp(ap, "SAME_LOWER"))
+        w->auto_pad = DNN_PAD_SAME_LOWER;
+    else if (!strcmp(ap, "VALID"))
+        w->auto_pad = DNN_PAD_VALID;
+    else
+        return dnn_decline(b, "auto_pad '%s' is not supported", ap);
+    if (w->auto_pad != DNN_PAD_NOTSET)
+        memset(w->pads, 0, sizeof w->pads);
+    return MINFER_OK;
+}
+
+minfer_status dnn_window_parse(dnn_b *b, int nsp, const int64_t *wk, dnn_window *w) {
+    if (nsp < 1 || nsp > DNN_MAX_SPATIAL)
+        return dnn_decline(b, "%d spatial axes are not supported (1 to 3)", nsp);
+    return read_window(b, nsp, wk, w);
+}
+
+int dnn_window_out(const dnn_window *w, const int64_t *in, int ceil_mode, int64_t *out,
+                   int64_t *pl, int64_t *pr) {
+    for (int i = 0; i < w->nsp; i++) {
+        int64_t dk = (w->kernel[i] - 1) * w->dil[i] + 1, s = w->stride[i];
+        if (w->auto_pad == DNN_PAD_SAME_UPPER || w->auto_pad == DNN_PAD_SAME_LOWER) {
+            out[i] = (in[i] + s - 1) / s;
+            int64_t total = (out[i] - 1) * s + dk - in[i];
+            if (total < 0)
+                total = 0;
+            pl[i] = w->auto_pad == DNN_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+        } else {
+            pl[i] = w->pads[i];
+            int64_t span = in[i] + w->pads[i] + w->pads[w->nsp + i] - dk;
+            if (span < 0)
+                return -1;
+            out[i] = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+            /* ceil_mode: a window that would start in the end padding is dropped. */
+            if (ceil_mode && (out[i] - 1) * s >= in[i] + w->pads[i])
+                out[i]--;
+        }
+        if (out[i] < 1)
+            return -1;
+        /* oneDNN wants the right padding that makes its own formula give out. */
+        pr[i] = (out[i] - 1) * s + dk - in[i] - pl[i];
+    }
+    return 0;
+}
+
+/* Checks that the output shape computed here is the one the host inferred. */
+minfer_status dnn_check_out(dnn_b *b, size_t o, int rank, const int64_t *dims) {
+    const minfer_value_desc *v = &b->node->outputs[o];
+    if (b->check || v->rank < 0)
+        return MINFER_OK;
+    int same = v->rank == rank;
+    for (int i = 0; same && i < rank; i++)
+        same = v->dims[i] < 0 || v->dims[i] == dims[i];
+    return same ? MINFER_OK
+                : dnn_decline(b, "output %zu: the shape computed here differs from the host's", o);
+}
+
+static void to_dnnl(dnnl_dim_t *d, const int64_t *v, int n, int64_t minus) {
+    for (int i = 0; i < n && i < DNNL_MAX_NDIMS; i++)
+        d[i] = v[i] - minus;
+}
+
+minfer_status dnn_build_conv(dnn_b *b) {
+    const minfer_value_desc *x = dnn_in(b, 0), *w = dnn_in(b, 1), *bias = dnn_in(b, 2);
+    int fused = !strcmp(b->node->domain, "minfer");
+    const minfer_value_desc *z = fused ? dnn_in(b, 3) : NULL;
+    dnn_window win;
+    minfer_status st;
+    if (!x || !w)
+        return dnn_decline(b, "needs X and W");
+    if (x->rank < 3 || x->rank > 5 || w->rank != x->rank)
+        return dnn_decline(b, "only 1-D to 3-D convolutions with matching X and W ranks");
+    int nsp = x->rank - 2;
+    if ((st = dnn_window_parse(b, nsp, w->dims + 2, &win)) != MINFER_OK)
+        return st;
+    int64_t G = dnn_attr_int(b, "group", 1);
+    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
+    if (G < 1 || C % G || M % G || w->dims[1] != C / G)
+        return dnn_decline(b, "channels and group do not fit");
+    if (bias && (bias->rank != 1 || bias->dims[0] != M))
+        return dnn_decline(b, "bias must have %lld elements", (long long)M);
+    int64_t od[MINFER_MAX_RANK], pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL];
+    od[0] = N;
+    od[1] = M;
+    if (dnn_window_out(&win, x->dims + 2, 0, od + 2, pl, pr))
+        return dnn_decline(b, "the window does not fit the input");
+    if ((st = dnn_check_out(b, 0, x->rank, od)) != MINFER_OK)
+        return st;
+    if (z && (z->rank != x->rank || memcmp(z->dims, od, (size_t)x->rank * sizeof od[0])))
+        return dnn_decline(b, "residual Z must have the output's shape");
+
+    dnnl_memory_desc_t src_any, wei_any, wei_plain, bias_md, dst_any;
+    dnnl_dims_t xd, wd, dd, strides, dil, padl, padr;
+    int wr = x->rank;
+    to_dnnl(xd, x->dims, x->rank, 0);
+    to_dnnl(dd, od, x->rank, 0);
+    if (G > 1) {
+        wd[0] = G;
+        wd[1] = M / G;
+        wd[2] = C / G;
+        for (int i = 0; i < nsp && i < DNN_MAX_SPATIAL; i++)
+            wd[3 + i] = w->dims[2 + i];
+        wr++;
+    } else {
+        to_dnnl(wd, w->dims, x->rank, 0);
+    }
+    to_dnnl(strides, win.stride, nsp, 0);
+    to_dnnl(dil, win.dil, nsp, 1);
+    to_dnnl(padl, pl, nsp, 0);
+    to_dnnl(padr, pr, nsp, 0);
+    dnnl_memory_desc_init_by_tag(&src_any, x->rank, xd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wei_any, wr, wd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&dst_any, x->rank, dd, dnnl_f32, dnnl_format_tag_any);
+    int64_t wdims[MINFER_MAX_RANK];
+    for (int i = 0; i < wr; i++)
+        wdims[i] = wd[i];
+    dnn_plain_md(&wei_plain, wr, wdims);
+    if (bias)
+        dnn_plain_md(&bias_md, 1, &M);
+
+    dnnl_convolution_desc_t cd;
+    dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(
+        &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_any, &wei_any,
+        bias ? &bias_md : NULL, &dst_any, strides, dil, padl, padr);
+    if (s != dnnl_success)
+        return dnn_fail(b, s, "convolution descriptor");
+    dnnl_primitive_attr_t attr = dnn_attr_new(b);
+    dnnl_post_ops_t po = NULL;
+    if (!attr || dnnl_post_ops_create(&po) != dnnl_success) {
+        dnnl_primitive_attr_destroy(attr);
+        return dnn_decline(b, "out of memory");
+    }
+    st = MINFER_OK;
+    if (z && dnnl_post_ops_append_sum(po, 1.0f) != dnnl_success)
+        st = dnn_decline(b, "could not append the residual sum");
+    if (st == MINFER_OK && fused)
+        st = dnn_append_activation(b, po);
+    if (st == MINFER_OK && dnnl_primitive_attr_set_post_ops(attr, po) != dnnl_success)
+        st = dnn_decline(b, "could not set post-ops");
+    dnnl_post_ops_destroy(po);
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == MINFER_OK)
+        st = dnn_pd(b, &cd, attr, &pd);
+    dnnl_primitive_attr_destroy(attr);
+    if (st != MINFER_OK)
+        return st;
+
+    int m_src = dnn_input(b, 0, NULL, dnn_pd_md(pd, dnnl_query_src_md, 0));
+    int m_wei = m_src < 0 ? -1 : dnn_const_input(b, 1, &wei_plain,
+                                                 dnn_pd_md(pd, dnnl_query_weights_md, 0), 1.0f);
+    int m_bias = !bias || m_wei < 0 ? -2 : dnn_input(b, 2, NULL, dnn_pd_md(pd, dnnl_query_weights_md, 1));
+    const dnnl_memory_desc_t *dmd = dnn_pd_md(pd, dnnl_query_dst_md, 0);
+    int m_dst = m_bias == -1 || m_wei < 0 ? -1 : dnn_output(b, 0, dmd);
+    if (m_dst >= 0 && z) {
+        int m_z = dnn_input(b, 3, NULL, NULL);
+        if (m_z < 0 || dnn_reorder_step(b, m_z, m_dst) != MINFER_OK) {
+            m_dst = -1;
+        } else {
+            dnn_step *step = &b->n->steps[b->n->n_steps - 1];
+            step->skip_src = m_z;
+            step->skip_dst = m_dst;
+            dnnl_memory_desc_t zmd;
+            if (!b->check && b->n->mems[m_dst].bind == BIND_OUTPUT &&
+                dnn_in_md(b, 3, &zmd) == dnnl_success && dnnl_memory_desc_equal(&zmd, dmd))
+                b->prep->output_inplace[0] = 3;
+        }
+    }
+    if (m_dst < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    int args[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
+    int mems[4] = {m_src, m_wei, m_dst, m_bias};
+    return dnn_step_add(b, pd, bias ? 4 : 3, args, mems);
+}
+
+minfer_status dnn_build_conv_transpose(dnn_b *b) {
+    const minfer_value_desc *x = dnn_in(b, 0), *w = dnn_in(b, 1), *bias = dnn_in(b, 2);
+    dnn_window win;
+    minfer_status st;
+    if (!x || !w)
+        return dnn_decline(b, "needs X and W");
+    if (x->rank < 3 || x->rank > 5 || w->rank != x->rank)
+        return dnn_decline(b, "only 1-D to 3-D with matching X and W ranks");
+    int nsp = x->rank - 2;
+    if ((st = dnn_window_parse(b, nsp, w->dims + 2, &win)) != MINFER_OK)
+        return st;
+    int64_t G = dnn_attr_int(b, "group", 1);
+    int64_t N = x->dims[0], C = x->dims[1];
+    if (G < 1 || C % G || w->dims[0] != C)
+        return dnn_decline(b, "channels and group do not fit");
+    int64_t Mg = w->dims[1], M = Mg * G;
+    if (bias && (bias->rank != 1 || bias->dims[0] != M))
+        return dnn_decline(b, "bias must have %lld elements", (long long)M);
+    int64_t opad[DNN_MAX_SPATIAL] = {0}, oshape[MINFER_MAX_RANK];
+    size_t n_op = 0, n_os = 0;
+    int r;
+    if ((r = dnn_attr_ints(b, "output_padding", opad, DNN_MAX_SPATIAL, &n_op)) < 0)
+        return MINFER_ERR_UNSUPPORTED;
+    if (r > 0 && n_op != (size_t)nsp)
+        return dnn_decline(b, "output_padding has %zu entries", n_op);
+    if ((r = dnn_attr_ints(b, "output_shape", oshape, MINFER_MAX_RANK, &n_os)) < 0)
+        return MINFER_ERR_UNSUPPORTED;
+    if (r > 0 && n_os != (size_t)nsp && n_os != (size_t)x->rank)
+        return dnn_decline(b, "output_shape has %zu entries", n_os);
+    int64_t od[MINFER_MAX_RANK], pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL];
+    od[0] = N;
+    od[1] = M;
+    for (int i = 0; i < nsp; i++) {
+        int64_t in = x->dims[2 + i], s = win.stride[i];
+        int64_t dk = (win.kernel[i] - 1) * win.dil[i] + 1, total;
+        if (n_os) {
+            od[2 + i] = oshape[n_os - (size_t)nsp + (size_t)i];
+            total = s * (in - 1) + opad[i] + dk - od[2 + i];
+            if (win.auto_pad == DNN_PAD_SAME_UPPER) {
+                pl[i] = total / 2;
+            } else {
+                pl[i] = total - total / 2;
+            }
+        } else if (win.auto_pad == DNN_PAD_SAME_UPPER || win.auto_pad == DNN_PAD_SAME_LOWER) {
+            od[2 + i] = in * s;
+            total = s * (in - 1) + opad[i] + dk - od[2 + i];
+            pl[i] = win.auto_pad == DNN_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+        } else {
+            pl[i] = win.pads[i];
+            od[2 + i] = s * (in - 1) + opad[i] + dk - win.pads[i] - win.pads[nsp + i];
+        }
+        if (od[2 + i] < 1 || pl[i] < 0)
+            return dnn_decline(b, "output size or padding out of range");
+        pr[i] = (in - 1) * s + dk - od[2 + i] - pl[i];
+        if (pr[i] < 0)
+            return dnn_decline(b, "output_padding beyond the end padding is not supported");
+    }
+    if ((st = dnn_check_out(b, 0, x->rank, od)) != MINFER_OK)
+        return st;
+
+    dnnl_memory_desc_t src_any, wei_any, wei_plain, bias_md, dst_any;
+    dnnl_dims_t xd, wd, ws, dd, strides, dil, padl, padr;
+    int wr = x->rank;
+    to_dnnl(xd, x->dims, x->rank, 0);
+    to_dnnl(dd, od, x->rank, 0);
+    /* ONNX W is [C, M/G, k...] (per group: input channel major); oneDNN
+     * wants [G,] OC/G, IC/G, k... : describe the ONNX bytes by strides. */
+    int64_t K = dnn_numel(nsp, w->dims + 2), Cg = C / G;
+    int o = 0;
+    if (G > 1) {
+        wd[0] = G;
+        ws[0] = Cg * Mg * K;
+        o = 1;
+        wr++;
+    }
+    wd[o] = Mg;
+    ws[o] = K;
+    wd[o + 1] = Cg;
+    ws[o + 1] = Mg * K;
+    int64_t sp = 1;
+    for (int i = nsp - 1; i >= 0; i--) {
+        wd[o + 2 + i] = w->dims[2 + i];
+        ws[o + 2 + i] = sp;
+        sp *= w->dims[2 + i];
+    }
+    to_dnnl(strides, win.stride, nsp, 0);
+    to_dnnl(dil, win.dil, nsp, 1);
+    to_dnnl(padl, pl, nsp, 0);
+    to_dnnl(padr, pr, nsp, 0);
+    dnnl_memory_desc_init_by_tag(&src_any, x->rank, xd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wei_any, wr, wd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_strides(&wei_plain, wr, wd, dnnl_f32, ws);
+    dnnl_memory_desc_init_by_tag(&dst_any, x->rank, dd, dnnl_f32, dnnl_format_tag_any);
+    if (bias)
+        dnn_plain_md(&bias_md, 1, &M);
+    dnnl_deconvolution_desc_t dc;
+    dnnl_status_t s = dnnl_dilated_deconvolution_forward_desc_init(
+        &dc, dnnl_forward_inference, dnnl_deconvolution_direct, &src_any, &wei_any,
+        bias ? &bias_md : NULL, &dst_any, strides, dil, padl, padr);
+    if (s != dnnl_success)
+        return dnn_fail(b, s, "deconvolution descriptor");
+    dnnl_primitive_attr_t attr = dnn_attr_new(b);
+    dnnl_primitive_desc_t pd = NULL;
+    st = attr ? dnn_pd(b, &dc, attr, &pd) : dnn_decline(b, "out of memory");
+    dnnl_primitive_attr_destroy(attr);
+    if (st != MINFER_OK)
+        return st;
+    int m_src = dnn_input(b, 0, NULL, dnn_pd_md(pd, dnnl_query_src_md, 0));
+    int m_wei = m_src < 0 ? -1 : dnn_const_input(b, 1, &wei_plain,
+                                                 dnn_pd_md(pd, dnnl_query_weights_md, 0), 1.0f);
+    int m_bias = !bias || m_wei < 0 ? -2 : dnn_input(b, 2, NULL, dnn_pd_md(pd, dnnl_query_weights_md, 1));
+    int m_dst = m_bias == -1 || m_wei < 0 ? -1 : dnn_output(b, 0, dnn_pd_md(pd, dnnl_query_dst_md, 0));
+    if (m_dst < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    int args[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
+    int mems[4] = {m_src, m_wei, m_dst, m_bias};
+    return dnn_step_add(b, pd, bias ? 4 : 3, args, mems);
+}

@@ -1,0 +1,189 @@
+/*
+ * BatchNormalization (inference), LRN, Softmax/LogSoftmax and
+ * LayerNormalization.
+ *
+ * BatchNormalization and LRN work on their input in the layout it arrives
+ * in. Softmax and LayerNormalization read plain row-major data viewed as
+ * 2-D where the op's semantics flatten it (Softmax before opset 13, and
+ * LayerNormalization over the trailing axes from `axis`, which oneDNN
+ * normalizes as one last axis).
+ */
+#include <string.h>
+
+#include "onednn.h"
+
+minfer_status dnn_build_batchnorm(dnn_b *b) {
+    const minfer_value_desc *x = dnn_in(b, 0);
+    if (!x || x->rank < 2 || x->rank > 5)
+        return dnn_decline(b, "X must have rank 2 to 5");
+    for (size_t o = 1; o < b->node->n_outputs; o++)
+        if (dnn_out_wanted(b, o))
+            return dnn_decline(b, "training outputs are not supported");
+    if (dnn_attr_int(b, "training_mode", 0) != 0)
+        return dnn_decline(b, "training mode is not supported");
+    if (dnn_attr_int(b, "spatial", 1) != 1)
+        return dnn_decline(b, "spatial = 0 is not supported");
+    int64_t C = x->dims[1];
+    for (size_t i = 1; i < 5; i++) {
+        const minfer_value_desc *v = dnn_in(b, i);
+        if (!v || v->rank != 1 || v->dims[0] != C)
+            return dnn_decline(b, "scale, B, mean and var must have %lld elements", (long long)C);
+    }
+    minfer_status st = dnn_check_out(b, 0, x->rank, x->dims);
+    if (st != MINFER_OK)
+        return st;
+    float eps = dnn_attr_float(b, "epsilon", 1e-5f);
+    dnnl_memory_desc_t md, cmd;
+    if (dnn_in_md(b, 0, &md) != dnnl_success)
+        return dnn_decline(b, "bad input layout");
+    dnn_plain_md(&cmd, 1, &C);
+    dnnl_batch_normalization_desc_t bd;
+    dnnl_status_t s = dnnl_batch_normalization_forward_desc_init(
+        &bd, dnnl_forward_inference, &md, eps, dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift);
+    if (s != dnnl_success)
+        return dnn_fail(b, s, "batch normalization descriptor");
+    dnnl_primitive_attr_t attr = dnn_attr_new(b);
+    dnnl_primitive_desc_t pd = NULL;
+    st = attr ? dnn_pd(b, &bd, attr, &pd) : dnn_decline(b, "out of memory");
+    dnnl_primitive_attr_destroy(attr);
+    if (st != MINFER_OK)
+        return st;
+    int mems[6], args[6] = {DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN,
+                            DNNL_ARG_VARIANCE, DNNL_ARG_DST};
+    for (size_t i = 0; i < 5; i++)
+        if ((mems[i] = dnn_input(b, i, NULL, i ? &cmd : NULL)) < 0) {
+            dnnl_primitive_desc_destroy(pd);
+            return MINFER_ERR_UNSUPPORTED;
+        }
+    if ((mems[5] = dnn_output(b, 0, dnn_pd_md(pd, dnnl_query_dst_md, 0))) < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    return dnn_step_add(b, pd, 6, args, mems);
+}
+
+minfer_status dnn_build_lrn(dnn_b *b) {
+    const minfer_value_desc *x = dnn_in(b, 0);
+    if (!x || x->rank < 3 || x->rank > 5)
+        return dnn_decline(b, "X must have rank 3 to 5");
+    int64_t size = dnn_attr_int(b, "size", 0);
+    if (size < 1 || size % 2 == 0)
+        return dnn_decline(b, "only odd sizes (oneDNN centres the window)");
+    minfer_status st = dnn_check_out(b, 0, x->rank, x->dims);
+    if (st != MINFER_OK)
+        return st;
+    dnnl_memory_desc_t md;
+    if (dnn_in_md(b, 0, &md) != dnnl_success)
+        return dnn_decline(b, "bad input layout");
+    dnnl_lrn_desc_t ld;
+    dnnl_status_t s = dnnl_lrn_forward_desc_init(
+        &ld, dnnl_forward_inference, dnnl_lrn_across_channels, &md, size,
+        dnn_attr_float(b, "alpha", 1e-4f), dnn_attr_float(b, "beta", 0.75f),
+        dnn_attr_float(b, "bias", 1.0f));
+    if (s != dnnl_success)
+        return dnn_fail(b, s, "LRN descriptor");
+    dnnl_primitive_attr_t attr = dnn_attr_new(b);
+    dnnl_primitive_desc_t pd = NULL;
+    st = attr ? dnn_pd(b, &ld, attr, &pd) : dnn_decline(b, "out of memory");
+    dnnl_primitive_attr_destroy(attr);
+    if (st != MINFER_OK)
+        return st;
+    int m_src = dnn_input(b, 0, NULL, NULL);
+    int m_dst = m_src < 0 ? -1 : dnn_output(b, 0, dnn_pd_md(pd, dnnl_query_dst_md, 0));
+    if (m_dst < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    int args[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, mems[2] = {m_src, m_dst};
+    return dnn_step_add(b, pd, 2, args, mems);
+}
+
+minfer_status dnn_build_softmax(dnn_b *b) {
+    const minfer_value_desc *x = dnn_in(b, 0);
+    int is_log = !strcmp(b->node->op_type, "LogSoftmax");
+    if (!x || x->rank < 1)
+        return dnn_decline(b, "X must have rank >= 1");
+    int legacy = b->node->opset < 13;
+    int axis = dnn_axis(dnn_attr_int(b, "axis", legacy ? 1 : -1), x->rank);
+    if (axis < 0)
+        return dnn_decline(b, "axis out of range");
+    minfer_status st = dnn_check_out(b, 0, x->rank, x->dims);
+    if (st != MINFER_OK)
+        return st;
+    dnnl_memory_desc_t md;
+    int dnn_ax = axis;
+    if (legacy) {
+        /* Before opset 13: the input is flattened to 2-D at axis. */
+        int64_t d2[2] = {dnn_numel(axis, x->dims), dnn_numel(x->rank - axis, x->dims + axis)};
+        dnn_plain_md(&md, 2, d2);
+        dnn_ax = 1;
+    } else {
+        dnn_plain_md(&md, x->rank, x->dims);
+    }
+    dnnl_softmax_v2_desc_t sd;
+    dnnl_status_t s = dnnl_softmax_v2_forward_desc_init(
+        &sd, dnnl_forward_inference, is_log ? dnnl_softmax_log : dnnl_softmax_accurate, &md, &md,
+        dnn_ax);
+    if (s != dnnl_success)
+        return dnn_fail(b, s, "softmax descriptor");
+    dnnl_primitive_attr_t attr = dnn_attr_new(b);
+    dnnl_primitive_desc_t pd = NULL;
+    st = attr ? dnn_pd(b, &sd, attr, &pd) : dnn_decline(b, "out of memory");
+    dnnl_primitive_attr_destroy(attr);
+    if (st != MINFER_OK)
+        return st;
+    int m_src = dnn_input(b, 0, &md, NULL);
+    int m_dst = m_src < 0 ? -1 : dnn_output(b, 0, &md);
+    if (m_dst < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    int args[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, mems[2] = {m_src, m_dst};
+    return dnn_step_add(b, pd, 2, args, mems);
+}
+
+minfer_status dnn_build_layernorm(dnn_b *b) {
+    const minfer_value_desc *x = dnn_in(b, 0), *scale = dnn_in(b, 1), *bias = dnn_in(b, 2);
+    if (!x || !scale || x->rank < 1)
+        return dnn_decline(b, "needs X and Scale");
+    for (size_t o = 1; o < b->node->n_outputs; o++)
+        if (dnn_out_wanted(b, o))
+            return dnn_decline(b, "the Mean and InvStdDev outputs are not supported");
+    int axis = dnn_axis(dnn_attr_int(b, "axis", -1), x->rank);
+    if (axis < 0)
+        return dnn_decline(b, "axis out of range");
+    int64_t inner = dnn_numel(x->rank - axis, x->dims + axis);
+    int64_t d2[2] = {dnn_numel(axis, x->dims), inner};
+    if (dnn_numel(scale->rank, scale->dims) != inner ||
+        (bias && dnn_numel(bias->rank, bias->dims) != inner))
+        return dnn_decline(b, "Scale and B must have the normalized shape (no broadcasting)");
+    minfer_status st = dnn_check_out(b, 0, x->rank, x->dims);
+    if (st != MINFER_OK)
+        return st;
+    dnnl_memory_desc_t md, smd;
+    dnn_plain_md(&md, 2, d2);
+    dnn_plain_md(&smd, 1, &inner);
+    dnnl_layer_normalization_desc_t ld;
+    dnnl_status_t s = dnnl_layer_normalization_forward_desc_init(
+        &ld, dnnl_forward_inference, &md, NULL, dnn_attr_float(b, "epsilon", 1e-5f),
+        dnnl_use_scale | (bias ? dnnl_use_shift : 0));
+    if (s != dnnl_success)
+        return dnn_fail(b, s, "layer normalization descriptor");
+    dnnl_primitive_attr_t attr = dnn_attr_new(b);
+    dnnl_primitive_desc_t pd = NULL;
+    st = attr ? dnn_pd(b, &ld, attr, &pd) : dnn_decline(b, "out of memory");
+    dnnl_primitive_attr_destroy(attr);
+    if (st != MINFER_OK)
+        return st;
+    int m_src = dnn_input(b, 0, &md, NULL);
+    int m_s = m_src < 0 ? -1 : dnn_input(b, 1, &smd, NULL);
+    int m_b = !bias || m_s < 0 ? -2 : dnn_input(b, 2, &smd, NULL);
+    int m_dst = m_s < 0 || m_b == -1 ? -1 : dnn_output(b, 0, &md);
+    if (m_dst < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    int args[4] = {DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_SHIFT};
+    int mems[4] = {m_src, m_dst, m_s, m_b};
+    return dnn_step_add(b, pd, bias ? 4 : 3, args, mems);
+}

@@ -1,0 +1,270 @@
+/*
+ * Private header of the oneDNN provider (oneDNN 2.6, C API, 2.x calls).
+ *
+ * Each op family has a build function that turns one node into a small
+ * program of oneDNN primitives (a "dnn_node"): reorders of inputs into the
+ * layout the main primitive wants, the main primitive, and, when outputs
+ * must be plain, reorders of its results. Memories are described once at
+ * prepare time; each memory is bound at execute time to an input, an output
+ * or a slice of the workspace, or holds constant data the node owns (packed
+ * weights). execute_node sets the data handles, runs the steps and waits.
+ *
+ * The same build function answers supports_operator: it is run in check
+ * mode on the node's shapes (unknown dimensions replaced by stand-ins),
+ * which creates primitive descriptors (cheap, no JIT) but no primitives and
+ * packs no weights, and declines anything oneDNN would run with a reference
+ * ("ref:") implementation.
+ */
+#ifndef MINFER_PROVIDER_ONEDNN_H
+#define MINFER_PROVIDER_ONEDNN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dnnl.h>
+
+#include "minfer/provider.h"
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+#define DNN_MAX_MEMS 72
+#define DNN_MAX_STEPS 8
+#define DNN_MAX_ARGS 40
+#define DNN_MAX_OWNED 6
+#define DNN_MAX_CONCAT 32
+#define DNN_ALIGN 64
+
+/* A layout registered by this instance: id = index + 1 (0 is plain). */
+typedef struct dnn_layout {
+    dnnl_memory_desc_t md;
+    dnnl_memory_desc_t plain;         /* same dims, dense row-major */
+    dnnl_primitive_t to_plain;        /* reorder md -> plain (copy_to_host) */
+    dnnl_primitive_t from_plain;      /* reorder plain -> md (copy_from_host) */
+    dnnl_memory_t m_md, m_plain;      /* memories for those reorders */
+} dnn_layout;
+
+/* The layout this instance gave a value when it prepared its producer. */
+typedef struct dnn_vlayout {
+    char *name;
+    int32_t rank;
+    int64_t dims[MINFER_MAX_RANK];
+    uint64_t layout;
+} dnn_vlayout;
+
+/* One provider instance (one per session). */
+typedef struct dnn_ctx {
+    const minfer_host_api *api;
+    void *host;
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    int threads;
+    int private_layouts; /* outputs may stay in oneDNN layouts (own memory domain) */
+    dnn_layout *layouts;
+    size_t n_layouts, cap_layouts;
+    dnn_vlayout *vmap;
+    size_t n_vmap, cap_vmap;
+} dnn_ctx;
+
+/* Where a memory's data handle comes from at execute. */
+enum { BIND_FIXED, BIND_INPUT, BIND_OUTPUT, BIND_WS, BIND_SCRATCH };
+
+typedef struct dnn_mem {
+    dnnl_memory_t mem;
+    int bind;
+    int index;     /* input or output index */
+    size_t off;    /* BIND_WS: offset after the scratchpad region */
+} dnn_mem;
+
+typedef struct dnn_step {
+    dnnl_primitive_t prim;
+    int n_args;
+    dnnl_exec_arg_t args[DNN_MAX_ARGS];
+    int skip_src, skip_dst; /* >= 0: skip the step when these two mems alias */
+} dnn_step;
+
+/* A prepared node: memories, steps, owned constant buffers. */
+typedef struct dnn_node {
+    dnn_mem mems[DNN_MAX_MEMS];
+    int n_mems;
+    dnn_step steps[DNN_MAX_STEPS];
+    int n_steps;
+    void *owned[DNN_MAX_OWNED];
+    int n_owned;
+    uint64_t *in_layout; /* expected layout of each input */
+    size_t n_in;
+    int dyn_rank;         /* >= 0: output 0 is allocated at execute with this shape */
+    int64_t dyn_dims[MINFER_MAX_RANK];
+    size_t scratch_bytes; /* aligned scratchpad region at the start of the workspace */
+    size_t ws_bytes;      /* total workspace */
+    int threads;          /* OpenMP threads it was built for and runs on */
+} dnn_node;
+
+/* Deferred reorder of a primitive's result into a plain output. */
+typedef struct dnn_pending {
+    int src, dst;
+    dnnl_memory_desc_t src_md, dst_md;
+} dnn_pending;
+
+/* What a build function works on. */
+typedef struct dnn_b {
+    dnn_ctx *ctx;
+    const minfer_node_desc *node; /* with unknown dims replaced in check mode */
+    minfer_node_prep *prep;       /* NULL in check mode */
+    int check;
+    dnn_node *n;
+    size_t ws_extra;              /* bytes of reorder buffers so far */
+    dnn_pending pend[4];
+    int n_pend;
+    char *why;
+    size_t why_size;
+} dnn_b;
+
+typedef minfer_status (*dnn_build_fn)(dnn_b *b);
+
+typedef struct dnn_op {
+    const char *domain;
+    const char *op_type;
+    int64_t since_version;
+    dnn_build_fn build;
+    int same_shape; /* output 0 has input 0's shape (usable when the host
+                       could not infer it: the node is then run dynamically) */
+} dnn_op;
+
+/* ---- Errors and attributes (build.c) ------------------------------------- */
+
+/* Writes "Op: message" into b->why; returns MINFER_ERR_UNSUPPORTED. */
+minfer_status dnn_decline(dnn_b *b, const char *fmt, ...);
+/* As dnn_decline for a failure of oneDNN itself (status named). */
+minfer_status dnn_fail(dnn_b *b, dnnl_status_t s, const char *what);
+
+int64_t dnn_attr_int(const dnn_b *b, const char *name, int64_t dflt);
+float dnn_attr_float(const dnn_b *b, const char *name, float dflt);
+const char *dnn_attr_str(const dnn_b *b, const char *name, const char *dflt);
+/* Copies an ints attribute; 1 found, 0 absent, -1 too long (declined). */
+int dnn_attr_ints(dnn_b *b, const char *name, int64_t *out, size_t cap, size_t *count);
+
+/* node input i if present, else NULL. */
+const minfer_value_desc *dnn_in(const dnn_b *b, size_t i);
+/* 1 if output o exists and has a name. */
+int dnn_out_wanted(const dnn_b *b, size_t o);
+/* Declines unless every present input and every output is float. */
+minfer_status dnn_require_float(dnn_b *b);
+int64_t dnn_numel(int32_t rank, const int64_t *dims);
+/* Normalizes axis to [0, rank); -1 when out of range. */
+int dnn_axis(int64_t axis, int32_t rank);
+
+/* ---- Memory descriptors and program building (build.c) ------------------- */
+
+/* Dense row-major float md of these dims (rank 0 is taken as [1]). */
+dnnl_status_t dnn_plain_md(dnnl_memory_desc_t *md, int rank, const int64_t *dims);
+/* The md input i arrives in: its registered layout, or plain. */
+dnnl_status_t dnn_in_md(dnn_b *b, size_t i, dnnl_memory_desc_t *md);
+
+/* A new memory of md with the given binding; returns its index or -1. */
+int dnn_mem_new(dnn_b *b, const dnnl_memory_desc_t *md, int bind, int index);
+/* Memory for input i as the primitive wants it (want): bound to the input
+ * when it arrives that way, else a workspace buffer filled by a reorder
+ * step from the input as it arrives (have, or its arrival md when NULL). */
+int dnn_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want);
+/* Memory for a constant input i (have: its plain md) packed once into
+ * want (owned by the node); a non-constant one goes through dnn_input.
+ * scale multiplies every element while packing (1: none). */
+int dnn_const_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
+                    const dnnl_memory_desc_t *want, float scale);
+/* Memory holding host data the node owns (copied now). */
+int dnn_owned_plain(dnn_b *b, const dnnl_memory_desc_t *md, const float *data);
+/* Memory for output o written by a primitive in md: the output itself
+ * (its layout registered when private layouts are on, or when md is
+ * plain), else a workspace buffer reordered into the plain output after
+ * the main steps. */
+int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md);
+/* Scratch buffer of md in the workspace. */
+int dnn_ws_mem(dnn_b *b, const dnnl_memory_desc_t *md);
+
+/* Creates the primitive descriptor for op_desc, taking the first
+ * implementation that is not a reference one; declines if there is none. */
+minfer_status dnn_pd(dnn_b *b, const_dnnl_op_desc_t op, const_dnnl_primitive_attr_t attr,
+                     dnnl_primitive_desc_t *pd);
+/* Checks an already created pd (concat, sum, reorder): declines "ref:". */
+minfer_status dnn_pd_check(dnn_b *b, dnnl_primitive_desc_t pd);
+/* The md a pd wants for a query (src, weights, dst...). */
+const dnnl_memory_desc_t *dnn_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t q, int index);
+/* Adds a step running pd with these (arg, mem index) pairs; takes pd. */
+minfer_status dnn_step_add(dnn_b *b, dnnl_primitive_desc_t pd, int n, const int *args,
+                           const int *mems);
+/* Adds a reorder step from mem src to mem dst. */
+minfer_status dnn_reorder_step(dnn_b *b, int src, int dst);
+
+/* A primitive attr in user scratchpad mode. */
+dnnl_primitive_attr_t dnn_attr_new(dnn_b *b);
+/* Appends the minfer fused activation (attribute "activation" and
+ * "activation_params") to post-ops; declines what has no oneDNN form. */
+minfer_status dnn_append_activation(dnn_b *b, dnnl_post_ops_t po);
+/* Appends one eltwise op by ONNX name with parameters to post-ops. */
+minfer_status dnn_append_eltwise(dnn_b *b, dnnl_post_ops_t po, const char *act,
+                                 const float *params, size_t n_params);
+
+/* The oneDNN eltwise ops (at most 2) for an activation by ONNX name, into
+ * alg/alpha/beta; returns their count, or -1 when oneDNN has no form. */
+int dnn_act_algs(const char *act, const float *p, size_t np, dnnl_alg_kind_t *alg,
+                 float *alpha, float *beta);
+
+/* Sliding-window geometry of Conv and the pools (conv.c). */
+#define DNN_MAX_SPATIAL 3
+enum { DNN_PAD_NOTSET, DNN_PAD_SAME_UPPER, DNN_PAD_SAME_LOWER, DNN_PAD_VALID };
+typedef struct dnn_window {
+    int nsp;
+    int auto_pad;
+    int64_t kernel[DNN_MAX_SPATIAL], stride[DNN_MAX_SPATIAL], dil[DNN_MAX_SPATIAL];
+    int64_t pads[2 * DNN_MAX_SPATIAL]; /* begins, then ends */
+} dnn_window;
+/* Reads kernel_shape (wk: the weights' kernel, or NULL), strides,
+ * dilations, pads and auto_pad; declines what it cannot handle. */
+minfer_status dnn_window_parse(dnn_b *b, int nsp, const int64_t *wk, dnn_window *w);
+/* Output sizes and oneDNN's left and right paddings for input sizes in;
+ * -1 when the window does not fit. */
+int dnn_window_out(const dnn_window *w, const int64_t *in, int ceil_mode, int64_t *out,
+                   int64_t *pl, int64_t *pr);
+/* Declines when output o's shape as computed here differs from the host's. */
+minfer_status dnn_check_out(dnn_b *b, size_t o, int rank, const int64_t *dims);
+
+/* ---- Layout registry (provider.c) ----------------------------------------- */
+
+/* Registers md (plain mds give 0); returns the id or UINT64_MAX on failure. */
+uint64_t dnn_layout_id(dnn_ctx *ctx, const dnnl_memory_desc_t *md);
+const dnn_layout *dnn_layout_get(const dnn_ctx *ctx, uint64_t id);
+/* Remembers that value (name, shape) will have layout id. */
+minfer_status dnn_vmap_set(dnn_ctx *ctx, const minfer_value_desc *v, uint64_t id);
+uint64_t dnn_vmap_get(const dnn_ctx *ctx, const minfer_value_desc *v);
+
+/* ---- Op families --------------------------------------------------------- */
+
+/* conv.c */
+minfer_status dnn_build_conv(dnn_b *b);
+minfer_status dnn_build_conv_transpose(dnn_b *b);
+/* matmul.c */
+minfer_status dnn_build_matmul(dnn_b *b);
+minfer_status dnn_build_gemm(dnn_b *b);
+/* attention.c */
+minfer_status dnn_build_attention(dnn_b *b);
+/* pool.c */
+minfer_status dnn_build_pool(dnn_b *b);
+minfer_status dnn_build_global_pool(dnn_b *b);
+/* eltwise.c */
+minfer_status dnn_build_unary(dnn_b *b);
+minfer_status dnn_build_binary(dnn_b *b);
+minfer_status dnn_build_variadic(dnn_b *b);
+minfer_status dnn_build_concat(dnn_b *b);
+/* norm.c */
+minfer_status dnn_build_batchnorm(dnn_b *b);
+minfer_status dnn_build_lrn(dnn_b *b);
+minfer_status dnn_build_softmax(dnn_b *b);
+minfer_status dnn_build_layernorm(dnn_b *b);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#endif

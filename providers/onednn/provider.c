@@ -1,0 +1,839 @@
+/*
+ * The oneDNN provider: float32 convolutions, matrix products, pools,
+ * normalizations and elementwise ops on oneDNN 2.6 (C API, 2.x calls).
+ *
+ * 1. init creates a CPU engine and an in-order stream for the session and
+ *    records the session's thread count; oneDNN threads with OpenMP, and
+ *    every call into oneDNN first sets omp_set_num_threads to that count
+ *    (or to 1 for a node too small to repay waking the other workers, see
+ *    node_threads), so the core's pool (asleep while a provider runs) and
+ *    OpenMP never run more threads than the session asked for.
+ * 2. supports_operator looks the op up in the table below and runs its build
+ *    function in check mode: an unknown dimension that the op ties to a
+ *    known one (the inner dimension of a product, a broadcast axis) takes
+ *    its value (unify_unknown), the others get stand-ins (1 for the batch,
+ *    64 otherwise); prepare decides again with the concrete shapes.
+ *    Primitive descriptors are created with format_tag_any where oneDNN
+ *    may choose, and a node is declined, with the reason, when an
+ *    attribute has no oneDNN form or when oneDNN would only offer a
+ *    reference ("ref:") implementation.
+ * 3. prepare_node builds the node for the plan's concrete shapes: primitive
+ *    descriptors, constant weights reordered once into the primitive's
+ *    layout, primitives created (JIT) once, the scratchpad (user mode) and
+ *    reorder buffers sized into minfer_node_prep.workspace_bytes.
+ * 4. execute_node binds data handles, executes the steps and waits.
+ *
+ * Layouts. A tensor layout is a uint64: 0 is plain row-major; k > 0 is the
+ * k-th oneDNN memory descriptor this instance registered (dnn_layout_id),
+ * e.g. the NHWC or nChw16c layout a convolution chose with format_tag_any.
+ * With its own memory domain ("onednn", host memory allocated here, so a
+ * buffer handle is a host pointer) an output keeps the layout its primitive
+ * chose, and prepare_node writes it to output_layouts[o]. Consumers on this
+ * provider receive it, but prepare_node is not told an input's layout, so
+ * the instance remembers, per value name and shape, the layout it gave the
+ * value when preparing its producer (nodes are prepared in topological
+ * order); a value it never produced arrives plain (from the host, through
+ * copy_from_host). copy_to_host and copy_from_host reorder between a
+ * registered layout and plain with reorders made at registration. Without
+ * the memory domain (ONEDNN_OWN_DOMAIN undefined: the core does not keep
+ * provider outputs in a device domain yet) every output is plain, and a
+ * primitive that prefers another layout gets reorders into its workspace.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onednn.h"
+
+/* Log is left to the CPU provider: oneDNN 2.6's log is off by about 1e-6
+ * near 1 (log(1) = -1.4e-6), outside the ONNX backend tests' tolerance. */
+static const dnn_op ops[] = {
+    /* conv.c */
+    {"", "Conv", 1, dnn_build_conv, 0},
+    {"", "ConvTranspose", 1, dnn_build_conv_transpose, 0},
+    {"minfer", "FusedConv", 1, dnn_build_conv, 0},
+    /* matmul.c */
+    {"", "MatMul", 1, dnn_build_matmul, 0},
+    {"minfer", "FusedMatMul", 1, dnn_build_matmul, 0},
+    {"", "Gemm", 7, dnn_build_gemm, 0},
+    {"minfer", "FusedGemm", 1, dnn_build_gemm, 0},
+    /* attention.c */
+    {"minfer", "Attention", 1, dnn_build_attention, 0},
+    /* pool.c */
+    {"", "MaxPool", 1, dnn_build_pool, 0},
+    {"", "AveragePool", 1, dnn_build_pool, 0},
+    {"", "GlobalAveragePool", 1, dnn_build_global_pool, 0},
+    {"", "GlobalMaxPool", 1, dnn_build_global_pool, 0},
+    /* norm.c */
+    {"", "BatchNormalization", 7, dnn_build_batchnorm, 1},
+    {"", "LRN", 1, dnn_build_lrn, 1},
+    {"", "Softmax", 1, dnn_build_softmax, 1},
+    {"", "LogSoftmax", 1, dnn_build_softmax, 1},
+    {"", "LayerNormalization", 17, dnn_build_layernorm, 1},
+    {"minfer", "LayerNormalization", 1, dnn_build_layernorm, 1},
+    /* eltwise.c */
+    {"", "Relu", 6, dnn_build_unary, 1},
+    {"", "LeakyRelu", 6, dnn_build_unary, 1},
+    {"", "Elu", 6, dnn_build_unary, 1},
+    {"", "Sigmoid", 6, dnn_build_unary, 1},
+    {"", "Tanh", 6, dnn_build_unary, 1},
+    {"", "HardSigmoid", 6, dnn_build_unary, 1},
+    {"", "HardSwish", 14, dnn_build_unary, 1},
+    {"", "Exp", 6, dnn_build_unary, 1},
+    {"", "Sqrt", 6, dnn_build_unary, 1},
+    {"", "Abs", 6, dnn_build_unary, 1},
+    {"", "Clip", 6, dnn_build_unary, 1},
+    {"", "Clip", 11, dnn_build_unary, 1},
+    {"", "Gelu", 20, dnn_build_unary, 1},
+    {"minfer", "Gelu", 1, dnn_build_unary, 1},
+    {"", "Add", 7, dnn_build_binary, 0},
+    {"", "Sub", 7, dnn_build_binary, 0},
+    {"", "Mul", 7, dnn_build_binary, 0},
+    {"", "Div", 7, dnn_build_binary, 0},
+    {"", "Min", 8, dnn_build_variadic, 0},
+    {"", "Max", 8, dnn_build_variadic, 0},
+    {"", "Sum", 8, dnn_build_variadic, 0},
+    {"", "Concat", 4, dnn_build_concat, 0},
+};
+
+#define N_OPS (sizeof ops / sizeof ops[0])
+
+/* ---- Layout registry and value layouts ------------------------------------ */
+
+static int md_plain(const dnnl_memory_desc_t *md) {
+    dnnl_memory_desc_t p;
+    return dnn_plain_md(&p, md->ndims, md->dims) == dnnl_success &&
+           dnnl_memory_desc_equal(&p, md);
+}
+
+static dnnl_status_t make_reorder(dnn_ctx *ctx, const dnnl_memory_desc_t *src,
+                                  const dnnl_memory_desc_t *dst, dnnl_primitive_t *prim) {
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t s = dnnl_reorder_primitive_desc_create(&pd, src, ctx->engine, dst,
+                                                         ctx->engine, NULL);
+    if (s == dnnl_success)
+        s = dnnl_primitive_create(prim, pd);
+    dnnl_primitive_desc_destroy(pd);
+    return s;
+}
+
+uint64_t dnn_layout_id(dnn_ctx *ctx, const dnnl_memory_desc_t *md) {
+    if (md_plain(md))
+        return 0;
+    for (size_t i = 0; i < ctx->n_layouts; i++)
+        if (dnnl_memory_desc_equal(&ctx->layouts[i].md, md))
+            return i + 1;
+    if (ctx->n_layouts == ctx->cap_layouts) {
+        size_t cap = ctx->cap_layouts ? 2 * ctx->cap_layouts : 16;
+        dnn_layout *l = realloc(ctx->layouts, cap * sizeof *l);
+        if (!l)
+            return UINT64_MAX;
+        ctx->layouts = l;
+        ctx->cap_layouts = cap;
+    }
+    dnn_layout *l = &ctx->layouts[ctx->n_layouts];
+    memset(l, 0, sizeof *l);
+    l->md = *md;
+    dnnl_status_t s = dnn_plain_md(&l->plain, md->ndims, md->dims);
+    if (s == dnnl_success)
+        s = make_reorder(ctx, &l->md, &l->plain, &l->to_plain);
+    if (s == dnnl_success)
+        s = make_reorder(ctx, &l->plain, &l->md, &l->from_plain);
+    if (s == dnnl_success)
+        s = dnnl_memory_create(&l->m_md, &l->md, ctx->engine, DNNL_MEMORY_NONE);
+    if (s == dnnl_success)
+        s = dnnl_memory_create(&l->m_plain, &l->plain, ctx->engine, DNNL_MEMORY_NONE);
+    if (s != dnnl_success) {
+        dnnl_primitive_destroy(l->to_plain);
+        dnnl_primitive_destroy(l->from_plain);
+        dnnl_memory_destroy(l->m_md);
+        dnnl_memory_destroy(l->m_plain);
+        return UINT64_MAX;
+    }
+    return ++ctx->n_layouts;
+}
+
+const dnn_layout *dnn_layout_get(const dnn_ctx *ctx, uint64_t id) {
+    return id >= 1 && id <= ctx->n_layouts ? &ctx->layouts[id - 1] : NULL;
+}
+
+static dnn_vlayout *vmap_find(const dnn_ctx *ctx, const minfer_value_desc *v) {
+    if (!v->name)
+        return NULL;
+    for (size_t i = 0; i < ctx->n_vmap; i++) {
+        dnn_vlayout *e = &ctx->vmap[i];
+        if (e->rank == v->rank && !strcmp(e->name, v->name) &&
+            !memcmp(e->dims, v->dims, (size_t)(v->rank > 0 ? v->rank : 0) * sizeof v->dims[0]))
+            return e;
+    }
+    return NULL;
+}
+
+minfer_status dnn_vmap_set(dnn_ctx *ctx, const minfer_value_desc *v, uint64_t id) {
+    dnn_vlayout *e = vmap_find(ctx, v);
+    if (e) {
+        e->layout = id;
+        return MINFER_OK;
+    }
+    if (!v->name || v->rank < 0)
+        return MINFER_OK;
+    if (ctx->n_vmap == ctx->cap_vmap) {
+        size_t cap = ctx->cap_vmap ? 2 * ctx->cap_vmap : 64;
+        dnn_vlayout *m = realloc(ctx->vmap, cap * sizeof *m);
+        if (!m)
+            return MINFER_ERR_NOMEM;
+        ctx->vmap = m;
+        ctx->cap_vmap = cap;
+    }
+    e = &ctx->vmap[ctx->n_vmap];
+    memset(e, 0, sizeof *e);
+    e->name = strdup(v->name);
+    if (!e->name)
+        return MINFER_ERR_NOMEM;
+    e->rank = v->rank;
+    memcpy(e->dims, v->dims, (size_t)v->rank * sizeof v->dims[0]);
+    e->layout = id;
+    ctx->n_vmap++;
+    return MINFER_OK;
+}
+
+uint64_t dnn_vmap_get(const dnn_ctx *ctx, const minfer_value_desc *v) {
+    const dnn_vlayout *e = vmap_find(ctx, v);
+    return e ? e->layout : 0;
+}
+
+/* ---- Instance ------------------------------------------------------------- */
+
+static minfer_status dnn_init(const minfer_host_api *api, void *host, const char *options,
+                              void **out) {
+    *out = NULL;
+    if (!api || !api->set_error)
+        return MINFER_ERR_INVALID_ARG;
+    if (options && options[0]) {
+        api->set_error(host, "onednn: unknown provider options '%s' (it takes none)", options);
+        return MINFER_ERR_INVALID_ARG;
+    }
+    dnn_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        api->set_error(host, "onednn: out of memory");
+        return MINFER_ERR_NOMEM;
+    }
+    ctx->api = api;
+    ctx->host = host;
+    ctx->threads = api->num_threads ? api->num_threads(host) : 1;
+    if (ctx->threads < 1)
+        ctx->threads = 1;
+#ifdef ONEDNN_OWN_DOMAIN
+    ctx->private_layouts = 1;
+#endif
+    dnnl_status_t s = dnnl_engine_create(&ctx->engine, dnnl_cpu, 0);
+    if (s == dnnl_success)
+        s = dnnl_stream_create(&ctx->stream, ctx->engine, dnnl_stream_default_flags);
+    if (s != dnnl_success) {
+        api->set_error(host, "onednn: could not create a CPU engine and stream (status %d)",
+                       (int)s);
+        if (ctx->engine)
+            dnnl_engine_destroy(ctx->engine);
+        free(ctx);
+        return MINFER_ERR_PROVIDER;
+    }
+    *out = ctx;
+    return MINFER_OK;
+}
+
+static void dnn_shutdown(void *vctx) {
+    dnn_ctx *ctx = vctx;
+    if (!ctx)
+        return;
+    for (size_t i = 0; i < ctx->n_layouts; i++) {
+        dnn_layout *l = &ctx->layouts[i];
+        dnnl_primitive_destroy(l->to_plain);
+        dnnl_primitive_destroy(l->from_plain);
+        dnnl_memory_destroy(l->m_md);
+        dnnl_memory_destroy(l->m_plain);
+    }
+    free(ctx->layouts);
+    for (size_t i = 0; i < ctx->n_vmap; i++)
+        free(ctx->vmap[i].name);
+    free(ctx->vmap);
+    dnnl_stream_destroy(ctx->stream);
+    dnnl_engine_destroy(ctx->engine);
+    free(ctx);
+}
+
+static const dnn_op *lookup(const minfer_node_desc *node, int *any) {
+    const dnn_op *best = NULL;
+    *any = 0;
+    for (size_t i = 0; i < N_OPS; i++) {
+        if (strcmp(ops[i].op_type, node->op_type) || strcmp(ops[i].domain, node->domain))
+            continue;
+        *any = 1;
+        if (ops[i].since_version <= node->opset &&
+            (!best || ops[i].since_version > best->since_version))
+            best = &ops[i];
+    }
+    return best;
+}
+
+static void node_free(dnn_node *n) {
+    if (!n)
+        return;
+    for (int i = 0; i < n->n_steps; i++)
+        dnnl_primitive_destroy(n->steps[i].prim);
+    for (int i = 0; i < n->n_mems; i++)
+        dnnl_memory_destroy(n->mems[i].mem);
+    for (int i = 0; i < n->n_owned; i++)
+        free(n->owned[i]);
+    free(n->in_layout);
+    free(n);
+}
+
+/* ---- Threads per node -------------------------------------------------------- */
+
+/* Rough cost of a node: floating-point operations of the products
+ * (convolutions, matrix products, attention), else the elements it reads
+ * and writes. */
+static double numel_of(const minfer_value_desc *v) {
+    return v && v->present && v->rank >= 0 ? (double)dnn_numel(v->rank, v->dims) : 0.0;
+}
+
+static int node_is(const minfer_node_desc *node, const char *op) {
+    return !strcmp(node->op_type, op);
+}
+
+static double node_flops(const minfer_node_desc *node, int *product) {
+    const minfer_value_desc *x = node->n_inputs > 0 ? &node->inputs[0] : NULL;
+    const minfer_value_desc *w = node->n_inputs > 1 ? &node->inputs[1] : NULL;
+    const minfer_value_desc *y = node->n_outputs > 0 ? &node->outputs[0] : NULL;
+    double out = numel_of(y);
+    *product = 1;
+    if ((node_is(node, "Conv") || node_is(node, "FusedConv")) && w && w->rank >= 1 &&
+        w->dims[0] > 0)
+        return 2.0 * out * numel_of(w) / (double)w->dims[0];
+    if (node_is(node, "ConvTranspose") && w && w->rank >= 1 && w->dims[0] > 0)
+        return 2.0 * numel_of(x) * numel_of(w) / (double)w->dims[0];
+    if ((node_is(node, "MatMul") || node_is(node, "FusedMatMul")) && x && x->rank >= 1)
+        return 2.0 * out * (double)x->dims[x->rank - 1];
+    if ((node_is(node, "Gemm") || node_is(node, "FusedGemm")) && out > 0) /* A B / Y = K^2 */
+        return 2.0 * out * sqrt(numel_of(x) * numel_of(w) / out);
+    if (node_is(node, "Attention") && node->n_inputs >= 3 && x && x->rank >= 2 && w &&
+        w->rank >= 1 && y && y->rank >= 1 && y->dims[y->rank - 1] > 0) {
+        double scores = out / (double)y->dims[y->rank - 1] * (double)w->dims[w->rank - 1];
+        return 2.0 * scores * (double)(x->dims[x->rank - 1] + y->dims[y->rank - 1]);
+    }
+    *product = 0;
+    double e = out;
+    for (size_t i = 0; i < node->n_inputs; i++)
+        if (!node->inputs[i].const_data)
+            e += numel_of(&node->inputs[i]);
+    return e;
+}
+
+/* The threads a node runs on: the session's, but one for a node too small
+ * to repay waking the other OpenMP workers (with passive waiting, waking
+ * them costs tens of microseconds; more where the other cores are busy). */
+#define DNN_MIN_FLOPS_MT 4e6  /* about 30 us on one core */
+#define DNN_MIN_ELEMS_MT 1.5e5 /* elements read and written */
+
+static int node_threads(const dnn_ctx *ctx, const minfer_node_desc *node) {
+    if (ctx->threads <= 1)
+        return 1;
+    int product;
+    double work = node_flops(node, &product);
+    return work < (product ? DNN_MIN_FLOPS_MT : DNN_MIN_ELEMS_MT) ? 1 : ctx->threads;
+}
+
+/* Builds node n for node (check: no primitives, no packing). */
+static minfer_status build(dnn_ctx *ctx, const minfer_node_desc *node, minfer_node_prep *prep,
+                           int check, dnn_node **out, char *why, size_t why_size) {
+    int any;
+    const dnn_op *op = lookup(node, &any);
+    *out = NULL;
+    if (!op) {
+        if (any)
+            snprintf(why, why_size, "%s: opset %lld is older than the oneDNN provider handles",
+                     node->op_type, (long long)node->opset);
+        else
+            snprintf(why, why_size, "%s%s%s: not a oneDNN op", node->domain,
+                     node->domain[0] ? "." : "", node->op_type);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    dnn_node *n = calloc(1, sizeof *n);
+    if (!n || !(n->in_layout = calloc(node->n_inputs + 1, sizeof *n->in_layout))) {
+        free(n);
+        snprintf(why, why_size, "out of memory");
+        return MINFER_ERR_NOMEM;
+    }
+    n->n_in = node->n_inputs;
+    n->dyn_rank = -1;
+    if (ctx->private_layouts && !check)
+        for (size_t i = 0; i < node->n_inputs; i++)
+            if (node->inputs[i].present)
+                n->in_layout[i] = dnn_vmap_get(ctx, &node->inputs[i]);
+    dnn_b b = {ctx, node, prep, check, n, 0, {{0}}, 0, why, why_size};
+    n->threads = node_threads(ctx, node);
+    omp_set_num_threads(n->threads);
+    minfer_status st = dnn_require_float(&b);
+    for (size_t i = 0; st == MINFER_OK && i < node->n_inputs; i++) {
+        const minfer_value_desc *v = dnn_in(&b, i);
+        if (v && dnn_numel(v->rank, v->dims) == 0)
+            st = dnn_decline(&b, "input %zu is empty", i);
+    }
+    if (st == MINFER_OK)
+        st = op->build(&b);
+    for (int k = 0; st == MINFER_OK && k < b.n_pend; k++)
+        st = dnn_reorder_step(&b, b.pend[k].src, b.pend[k].dst);
+    if (st != MINFER_OK) {
+        node_free(n);
+        return st;
+    }
+    n->ws_bytes = n->scratch_bytes + b.ws_extra;
+    *out = n;
+    return MINFER_OK;
+}
+
+/* 1 when the host could not infer an output's shape: only output 0 of an
+ * op that keeps its input's shape can then be allocated at execute. */
+static int unknown_outputs(const minfer_node_desc *node, const dnn_op *op, char *why,
+                           size_t why_size) {
+    for (size_t o = 0; o < node->n_outputs; o++)
+        if (node->outputs[o].rank < 0 && node->outputs[o].name && node->outputs[o].name[0] &&
+            (o > 0 || !op || !op->same_shape)) {
+            snprintf(why, why_size, "%s: the shape of output %zu is not known before the run",
+                     node->op_type, o);
+            return 1;
+        }
+    return 0;
+}
+
+/* ---- Unknown dimensions in supports_operator ------------------------------- */
+
+/* Dimensions that are symbolic (-1) when supports_operator runs are decided
+ * at prepare, with the plan's concrete shapes. Before the stand-ins replace
+ * them, each unknown dimension that the op ties to a known one (the inner
+ * dimension of a matrix product, an aligned axis of a broadcast, the
+ * non-concatenated axes of Concat) takes that value, so that a node is never
+ * declined for a mismatch that exists only between stand-ins. */
+
+static int64_t *dim_at(minfer_value_desc *v, int axis) {
+    if (!v || !v->present || v->rank < 0)
+        return NULL;
+    if (axis < 0)
+        axis += v->rank;
+    return axis >= 0 && axis < v->rank ? &v->dims[axis] : NULL;
+}
+
+/* Ties two dimensions: an unknown one takes the other's value. */
+static void tie(int64_t *a, int64_t *b) {
+    if (!a || !b)
+        return;
+    if (*a < 0 && *b >= 0)
+        *a = *b;
+    else if (*b < 0 && *a >= 0)
+        *b = *a;
+}
+
+/* Right-aligned broadcast of tensors v[0..n) (NULL entries skipped): an
+ * unknown dimension takes a known value other than 1 found at its aligned
+ * position; where there is none it is left to the stand-ins. skip_last:
+ * trailing axes not aligned (2 for the batch axes of a matrix product). */
+static void tie_broadcast(minfer_value_desc **v, size_t n, int skip_last) {
+    int maxr = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] && v[i]->present && v[i]->rank > maxr)
+            maxr = v[i]->rank;
+    for (int k = skip_last + 1; k <= maxr; k++) {
+        int64_t known = -1;
+        for (size_t i = 0; i < n; i++) {
+            int64_t *d = v[i] && v[i]->rank >= k ? dim_at(v[i], -k) : NULL;
+            if (d && *d > 1)
+                known = *d;
+        }
+        for (size_t i = 0; known > 1 && i < n; i++) {
+            int64_t *d = v[i] && v[i]->rank >= k ? dim_at(v[i], -k) : NULL;
+            if (d && *d < 0)
+                *d = known;
+        }
+    }
+}
+
+static int op_is(const minfer_node_desc *node, const char *domain, const char *op) {
+    return !strcmp(node->domain, domain) && !strcmp(node->op_type, op);
+}
+
+static void node_attr_int(const dnn_ctx *ctx, const minfer_node_desc *node, const char *name,
+                          int64_t *v) {
+    int64_t t;
+    if (ctx->api->attr_int(node, name, &t))
+        *v = t;
+}
+
+static void unify_unknown(const dnn_ctx *ctx, const minfer_node_desc *node, minfer_value_desc *in,
+                          minfer_value_desc *out) {
+    size_t ni = node->n_inputs, no = node->n_outputs;
+    minfer_value_desc *i0 = ni > 0 ? &in[0] : NULL, *i1 = ni > 1 ? &in[1] : NULL;
+    minfer_value_desc *i2 = ni > 2 ? &in[2] : NULL, *i3 = ni > 3 ? &in[3] : NULL;
+    minfer_value_desc *o0 = no > 0 ? &out[0] : NULL;
+    if (o0 && o0->rank < 0)
+        o0 = NULL;
+    if (op_is(node, "", "MatMul") || op_is(node, "minfer", "FusedMatMul")) {
+        if (!i0 || !i1 || i0->rank < 1 || i1->rank < 1)
+            return;
+        tie(dim_at(i0, -1), dim_at(i1, i1->rank >= 2 ? -2 : 0));
+        if (i1->rank >= 2) {
+            tie(dim_at(i1, -1), o0 ? dim_at(o0, -1) : NULL);
+            tie(dim_at(i1, -1), op_is(node, "minfer", "FusedMatMul") ? dim_at(i2, 0) : NULL);
+        }
+        if (i0->rank >= 2 && o0)
+            tie(dim_at(i0, -2), dim_at(o0, i1->rank >= 2 ? -2 : -1));
+        minfer_value_desc *v[3] = {i0, i1, o0};
+        tie_broadcast(v, 3, 2);
+    } else if (op_is(node, "", "Gemm") || op_is(node, "minfer", "FusedGemm")) {
+        if (!i0 || !i1 || i0->rank != 2 || i1->rank != 2)
+            return;
+        int64_t ta = 0, tb = 0;
+        node_attr_int(ctx, node, "transA", &ta);
+        node_attr_int(ctx, node, "transB", &tb);
+        int64_t *m = dim_at(i0, ta ? 1 : 0), *n = dim_at(i1, tb ? 0 : 1);
+        tie(dim_at(i0, ta ? 0 : 1), dim_at(i1, tb ? 1 : 0));
+        if (o0 && o0->rank == 2) {
+            tie(m, dim_at(o0, 0));
+            tie(n, dim_at(o0, 1));
+        }
+        if (i2 && i2->present && i2->rank >= 1) {
+            int64_t *c = dim_at(i2, -1);
+            if (c && *c < 0)
+                *c = n && *n >= 0 ? *n : 1;
+            c = i2->rank == 2 ? dim_at(i2, 0) : NULL;
+            if (c && *c < 0)
+                *c = m && *m >= 0 ? *m : 1;
+        }
+    } else if (op_is(node, "minfer", "Attention")) {
+        if (!i0 || !i1 || !i2 || i0->rank < 2 || i1->rank < 2 || i2->rank < 2)
+            return;
+        tie(dim_at(i0, -1), dim_at(i1, -2)); /* D */
+        tie(dim_at(i1, -1), dim_at(i2, -2)); /* Sk */
+        tie(dim_at(i0, -2), o0 ? dim_at(o0, -2) : NULL);
+        tie(dim_at(i2, -1), o0 ? dim_at(o0, -1) : NULL);
+        minfer_value_desc *v[4] = {i0, i1, i2, o0};
+        tie_broadcast(v, 4, 2);
+        if (i3 && i3->present && i3->rank >= 1) {
+            /* The mask against the scores [batch..., Sq, Sk]. */
+            tie(dim_at(i3, -1), dim_at(i1, -1));
+            if (i3->rank >= 2)
+                tie(dim_at(i3, -2), dim_at(i0, -2));
+            for (int k = 3; k <= i3->rank; k++) {
+                int64_t *d = dim_at(i3, -k);
+                int64_t *q = i0->rank >= k ? dim_at(i0, -k) : NULL;
+                int64_t *t = i1->rank >= k ? dim_at(i1, -k) : NULL;
+                if (*d < 0)
+                    *d = q && *q > 1 ? *q : t && *t > 1 ? *t : 1;
+            }
+            for (int d = 0; d < i3->rank; d++)
+                if (i3->dims[d] < 0)
+                    i3->dims[d] = 1;
+        }
+    } else if (op_is(node, "", "Add") || op_is(node, "", "Sub") || op_is(node, "", "Mul") ||
+               op_is(node, "", "Div") || op_is(node, "", "Min") || op_is(node, "", "Max") ||
+               op_is(node, "", "Sum")) {
+        minfer_value_desc *v[65];
+        size_t n = 0;
+        for (size_t i = 0; i < ni && i < 64; i++)
+            v[n++] = &in[i];
+        v[n++] = o0;
+        tie_broadcast(v, n, 0);
+    } else if (op_is(node, "", "Concat")) {
+        int64_t axis = 1;
+        node_attr_int(ctx, node, "axis", &axis);
+        for (int d = 0; i0 && i0->rank > 0 && d < i0->rank; d++) {
+            if (d == (axis < 0 ? axis + i0->rank : axis))
+                continue;
+            for (size_t i = 1; i < ni; i++)
+                if (in[i].present && in[i].rank == i0->rank)
+                    tie(&i0->dims[d], &in[i].dims[d]);
+            if (o0 && o0->rank == i0->rank)
+                tie(&i0->dims[d], &o0->dims[d]);
+            for (size_t i = 1; i < ni; i++)
+                if (in[i].present && in[i].rank == i0->rank)
+                    tie(&i0->dims[d], &in[i].dims[d]);
+        }
+    }
+}
+
+static int dnn_supports(void *vctx, const minfer_node_desc *node, char *why, size_t why_size) {
+    dnn_ctx *ctx = vctx;
+    char buf[256];
+    int any;
+    if (!why || why_size == 0) {
+        why = buf;
+        why_size = sizeof buf;
+    }
+    why[0] = '\0';
+    if (unknown_outputs(node, lookup(node, &any), why, why_size))
+        return 0;
+    if (node->n_inputs > 64 || node->n_outputs > 8) {
+        snprintf(why, why_size, "%s: too many inputs or outputs", node->op_type);
+        return 0;
+    }
+    /* Stand-ins for unknown dimensions: the implementation oneDNN picks does
+     * not depend on the batch, and 64 fits any window of these models. */
+    minfer_value_desc in[64], out[8];
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        in[i] = node->inputs[i];
+        if (in[i].present && in[i].rank < 0) {
+            snprintf(why, why_size, "%s: rank of input %zu unknown", node->op_type, i);
+            return 0;
+        }
+    }
+    for (size_t o = 0; o < node->n_outputs; o++)
+        out[o] = node->outputs[o];
+    unify_unknown(ctx, node, in, out);
+    for (size_t i = 0; i < node->n_inputs; i++)
+        for (int d = 0; in[i].present && d < in[i].rank; d++)
+            if (in[i].dims[d] < 0)
+                in[i].dims[d] = d == 0 ? 1 : 64;
+    minfer_node_desc d = *node;
+    d.inputs = in;
+    d.outputs = out;
+    dnn_node *n = NULL;
+    minfer_status st = build(ctx, &d, NULL, 1, &n, why, why_size);
+    node_free(n);
+    return st == MINFER_OK;
+}
+
+static minfer_status dnn_prepare(void *vctx, const minfer_node_desc *node, minfer_node_prep *prep,
+                                 void **state) {
+    dnn_ctx *ctx = vctx;
+    char why[512] = "";
+    dnn_node *n = NULL;
+    int any, dyn = 0;
+    *state = NULL;
+    if (unknown_outputs(node, lookup(node, &any), why, sizeof why)) {
+        ctx->api->set_error(ctx->host, "onednn: node '%s': %s", node->name, why);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    /* Output 0's shape unknown to the host (a dynamic node): it is input 0's,
+     * plain, allocated at execute through alloc_output. */
+    minfer_value_desc outs[8];
+    minfer_node_desc d = *node;
+    if (node->n_outputs > 0 && node->outputs[0].rank < 0 && node->n_outputs <= 8 &&
+        node->n_inputs > 0) {
+        memcpy(outs, node->outputs, node->n_outputs * sizeof outs[0]);
+        outs[0].rank = node->inputs[0].rank;
+        memcpy(outs[0].dims, node->inputs[0].dims, sizeof outs[0].dims);
+        d.outputs = outs;
+        dyn = 1;
+    }
+    int private_layouts = ctx->private_layouts;
+    if (dyn)
+        ctx->private_layouts = 0;
+    minfer_status st = build(ctx, &d, prep, 0, &n, why, sizeof why);
+    ctx->private_layouts = private_layouts;
+    if (st == MINFER_OK) {
+        n->dyn_rank = dyn ? outs[0].rank : -1;
+        if (dyn)
+            memcpy(n->dyn_dims, outs[0].dims, sizeof n->dyn_dims);
+    }
+    if (st != MINFER_OK) {
+        ctx->api->set_error(ctx->host, "onednn: node '%s': %s", node->name, why);
+        return st;
+    }
+    prep->workspace_bytes = n->ws_bytes;
+    *state = n;
+    return MINFER_OK;
+}
+
+static void dnn_release(void *ctx, void *state) {
+    (void)ctx;
+    node_free(state);
+}
+
+static minfer_status exec_fail(dnn_ctx *ctx, const minfer_exec_args *a, minfer_status st,
+                               const char *msg, long detail) {
+    ctx->api->set_error(ctx->host, "onednn: node '%s' (%s): %s (%ld)", a->node->name,
+                        a->node->op_type, msg, detail);
+    return st;
+}
+
+static minfer_status dnn_execute(void *vctx, void *state, const minfer_exec_args *a) {
+    dnn_ctx *ctx = vctx;
+    dnn_node *n = state;
+    void *h[DNN_MAX_MEMS];
+    if (!n)
+        return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "node was not prepared", 0);
+    if (a->workspace_bytes < n->ws_bytes || (n->ws_bytes && !a->workspace))
+        return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "workspace too small, bytes needed",
+                         (long)n->ws_bytes);
+    if (n->dyn_rank >= 0 && a->n_outputs > 0 && a->outputs[0].rank < 0) {
+        if (!ctx->api->alloc_output)
+            return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "host cannot allocate output", 0);
+        a->outputs[0].dtype = MINFER_DTYPE_FLOAT;
+        minfer_status st = ctx->api->alloc_output(a->run, 0, n->dyn_rank, n->dyn_dims);
+        if (st != MINFER_OK)
+            return st;
+    }
+    for (size_t i = 0; i < n->n_in && i < a->n_inputs; i++)
+        if (a->inputs[i].data && a->inputs[i].layout != n->in_layout[i])
+            return exec_fail(ctx, a, MINFER_ERR_RUNTIME,
+                             "input arrived in a layout other than the one prepared for, input",
+                             (long)i);
+    /* In a device domain the workspace is a buffer handle plus an offset
+     * (a member appended to the ABI: read it only when the host has it). */
+    char *ws = a->workspace;
+    if (ws && a->struct_size >= offsetof(minfer_exec_args, workspace_offset) + sizeof(size_t))
+        ws += a->workspace_offset;
+    for (int k = 0; k < n->n_mems; k++) {
+        const dnn_mem *m = &n->mems[k];
+        const minfer_tensor_view *v = NULL;
+        switch (m->bind) {
+        case BIND_INPUT:
+            v = &a->inputs[m->index];
+            break;
+        case BIND_OUTPUT:
+            v = &a->outputs[m->index];
+            break;
+        case BIND_WS:
+            h[k] = ws + n->scratch_bytes + m->off;
+            break;
+        case BIND_SCRATCH:
+            h[k] = ws;
+            break;
+        default:
+            h[k] = NULL;
+            continue;
+        }
+        if (v) {
+            if (!v->data)
+                return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "missing tensor for memory", k);
+            h[k] = (char *)v->data + v->offset;
+        }
+        if (dnnl_memory_set_data_handle_v2(m->mem, h[k], ctx->stream) != dnnl_success)
+            return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "could not bind memory", k);
+    }
+    omp_set_num_threads(n->threads);
+    for (int s = 0; s < n->n_steps; s++) {
+        const dnn_step *st = &n->steps[s];
+        if (st->skip_src >= 0 && h[st->skip_src] == h[st->skip_dst])
+            continue;
+        dnnl_status_t r = dnnl_primitive_execute(st->prim, ctx->stream, st->n_args, st->args);
+        if (r != dnnl_success)
+            return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "oneDNN execute failed, status", r);
+    }
+    if (dnnl_stream_wait(ctx->stream) != dnnl_success)
+        return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "oneDNN stream wait failed", 0);
+    return MINFER_OK;
+}
+
+/* ---- Memory domain ----------------------------------------------------------- */
+
+#ifdef ONEDNN_OWN_DOMAIN
+static size_t dtype_size(int32_t d) {
+    switch (d) {
+    case MINFER_DTYPE_FLOAT: case MINFER_DTYPE_INT32: case MINFER_DTYPE_UINT32: return 4;
+    case MINFER_DTYPE_DOUBLE: case MINFER_DTYPE_INT64: case MINFER_DTYPE_UINT64: return 8;
+    case MINFER_DTYPE_FLOAT16: case MINFER_DTYPE_BFLOAT16: case MINFER_DTYPE_INT16:
+    case MINFER_DTYPE_UINT16: return 2;
+    default: return 1;
+    }
+}
+
+static minfer_status dnn_mem_alloc(void *ctx, size_t bytes, void **buffer) {
+    (void)ctx;
+    *buffer = NULL;
+    if (posix_memalign(buffer, DNN_ALIGN, bytes ? bytes : 1) != 0)
+        return MINFER_ERR_NOMEM;
+    return MINFER_OK;
+}
+
+static void dnn_mem_free(void *ctx, void *buffer) {
+    (void)ctx;
+    free(buffer);
+}
+
+static size_t dnn_tensor_bytes(void *vctx, const minfer_tensor_view *v) {
+    const dnn_layout *l = dnn_layout_get(vctx, v->layout);
+    if (l)
+        return dnnl_memory_desc_get_size(&l->md);
+    int64_t n = dnn_numel(v->rank > 0 ? v->rank : 0, v->dims);
+    return (size_t)(n > 0 ? n : 0) * dtype_size(v->dtype);
+}
+
+/* Runs a registered layout's reorder between src and dst. */
+static minfer_status layout_reorder(dnn_ctx *ctx, const dnn_layout *l, int to_plain, void *md_buf,
+                                    void *plain_buf) {
+    omp_set_num_threads(ctx->threads);
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, to_plain ? l->m_md : l->m_plain},
+                               {DNNL_ARG_TO, to_plain ? l->m_plain : l->m_md}};
+    if (dnnl_memory_set_data_handle_v2(l->m_md, md_buf, ctx->stream) != dnnl_success ||
+        dnnl_memory_set_data_handle_v2(l->m_plain, plain_buf, ctx->stream) != dnnl_success ||
+        dnnl_primitive_execute(to_plain ? l->to_plain : l->from_plain, ctx->stream, 2, args) !=
+            dnnl_success ||
+        dnnl_stream_wait(ctx->stream) != dnnl_success) {
+        ctx->api->set_error(ctx->host, "onednn: layout conversion failed");
+        return MINFER_ERR_RUNTIME;
+    }
+    return MINFER_OK;
+}
+
+static minfer_status dnn_copy_to_host(void *vctx, const minfer_tensor_view *src, void *dst,
+                                      size_t dst_bytes) {
+    dnn_ctx *ctx = vctx;
+    char *p = (char *)src->data + src->offset;
+    const dnn_layout *l = dnn_layout_get(ctx, src->layout);
+    if (!l) {
+        memcpy(dst, p, src->nbytes < dst_bytes ? src->nbytes : dst_bytes);
+        return MINFER_OK;
+    }
+    if (dst_bytes < dnnl_memory_desc_get_size(&l->plain)) {
+        ctx->api->set_error(ctx->host, "onednn: copy_to_host: %zu bytes given, %zu needed",
+                            dst_bytes, dnnl_memory_desc_get_size(&l->plain));
+        return MINFER_ERR_RUNTIME;
+    }
+    return layout_reorder(ctx, l, 1, p, dst);
+}
+
+static minfer_status dnn_copy_from_host(void *vctx, const void *src, size_t src_bytes,
+                                        const minfer_tensor_view *dst) {
+    dnn_ctx *ctx = vctx;
+    char *p = (char *)dst->data + dst->offset;
+    const dnn_layout *l = dnn_layout_get(ctx, dst->layout);
+    if (!l) {
+        memcpy(p, src, src_bytes < dst->nbytes ? src_bytes : dst->nbytes);
+        return MINFER_OK;
+    }
+    return layout_reorder(ctx, l, 0, p, (void *)src);
+}
+#endif
+
+static const minfer_provider onednn_provider = {
+    .abi_version = MINFER_PROVIDER_ABI_VERSION,
+    .struct_size = sizeof(minfer_provider),
+    .name = "onednn",
+    .version = "0.1.0",
+    .init = dnn_init,
+    .shutdown = dnn_shutdown,
+    .supports_operator = dnn_supports,
+    .prepare_node = dnn_prepare,
+    .release_node = dnn_release,
+    .execute_node = dnn_execute,
+#ifdef ONEDNN_OWN_DOMAIN
+    .memory_domain = "onednn",
+    .memory_alignment = DNN_ALIGN,
+    .mem_alloc = dnn_mem_alloc,
+    .mem_free = dnn_mem_free,
+    .copy_to_host = dnn_copy_to_host,
+    .copy_from_host = dnn_copy_from_host,
+    .tensor_bytes = dnn_tensor_bytes,
+#endif
+};
+
+/* The entry of the implementation library; shim.c's minfer_provider_entry
+ * returns it after setting OpenMP's wait policy. */
+MINFER_PROVIDER_EXPORT const minfer_provider *minfer_onednn_impl_entry(uint32_t host_abi);
+MINFER_PROVIDER_EXPORT const minfer_provider *minfer_onednn_impl_entry(uint32_t host_abi) {
+    (void)host_abi;
+    return &onednn_provider;
+}

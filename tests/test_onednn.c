@@ -1,0 +1,671 @@
+/*
+ * The oneDNN provider against the CPU provider (the oracle), on small graphs
+ * built with the builder API: each graph runs once with providers {"onednn"}
+ * and once with {"cpu"} on the same random inputs, the outputs must agree
+ * (|a - b| <= 1e-4 + 1e-3 |b|), and every node must have been placed on
+ * onednn. A case whose op the CPU provider lacks is only run on onednn.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "minfer/builder.h"
+#include "minfer/minfer.h"
+
+#define MAX_IN 8
+
+typedef struct tcase {
+    minfer_graph_builder *b;
+    size_t n_in;
+    char names[MAX_IN][16];
+    minfer_tensor *inputs[MAX_IN];
+    uint32_t seed;
+    int n_nodes;
+} tcase;
+
+static float rnd(tcase *t) {
+    t->seed = t->seed * 1664525u + 1013904223u;
+    return (float)((t->seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static minfer_tensor *random_tensor(tcase *t, const int64_t *dims, size_t rank) {
+    minfer_tensor *x = NULL;
+    assert_int_equal(minfer_tensor_create(MINFER_DTYPE_FLOAT, dims, rank, &x), MINFER_OK);
+    float *d = minfer_tensor_data(x);
+    for (int64_t i = 0; i < minfer_tensor_numel(x); i++)
+        d[i] = rnd(t);
+    return x;
+}
+
+static void tc_init(tcase *t, int64_t opset) {
+    memset(t, 0, sizeof *t);
+    t->seed = 12345u;
+    assert_int_equal(minfer_builder_create(opset, &t->b), MINFER_OK);
+    assert_int_equal(minfer_builder_add_opset(t->b, "minfer", 1), MINFER_OK);
+}
+
+/* A graph input with random data. */
+static void tc_input(tcase *t, const char *name, const int64_t *dims, size_t rank) {
+    assert_true(t->n_in < MAX_IN);
+    assert_int_equal(minfer_builder_add_input(t->b, name, MINFER_DTYPE_FLOAT, dims, rank, NULL),
+                     MINFER_OK);
+    snprintf(t->names[t->n_in], sizeof t->names[0], "%s", name);
+    t->inputs[t->n_in++] = random_tensor(t, dims, rank);
+}
+
+/* A constant with random data (or the given values). */
+static void tc_const(tcase *t, const char *name, const int64_t *dims, size_t rank,
+                     const float *values) {
+    minfer_tensor *x = random_tensor(t, dims, rank);
+    if (values)
+        memcpy(minfer_tensor_data(x), values, minfer_tensor_nbytes(x));
+    assert_int_equal(minfer_builder_add_initializer(t->b, name, x), MINFER_OK);
+    minfer_tensor_free(x);
+}
+
+/* A node of the default (or "minfer") domain from inputs to output out. */
+static size_t tc_node(tcase *t, const char *op, const char *domain, const char *const *in,
+                      size_t n_in, const char *out) {
+    size_t idx;
+    char name[32];
+    snprintf(name, sizeof name, "n%d", t->n_nodes++);
+    assert_int_equal(minfer_builder_add_node(t->b, op, domain, name, in, n_in, &out, 1, &idx),
+                     MINFER_OK);
+    return idx;
+}
+
+#define INTS(...) (const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)
+#define NAMES(...) (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *)
+
+/* Creates a session on providers, runs it; NULL when creation fails. */
+static minfer_tensor *run_on(tcase *t, const char *provider, int check_placement) {
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    minfer_tensor *out = NULL;
+    const char *names[MAX_IN];
+    const minfer_tensor *ins[MAX_IN];
+    assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+    assert_int_equal(minfer_options_set_providers(opt, &provider, 1), MINFER_OK);
+    assert_int_equal(minfer_options_set_threads(opt, 2), MINFER_OK);
+    minfer_status st = minfer_session_create_from_builder(t->b, opt, &s);
+    minfer_options_free(opt);
+    if (st != MINFER_OK) {
+        print_message("  %s: session not created: %s\n", provider, minfer_last_error());
+        return NULL;
+    }
+    if (check_placement)
+        for (size_t i = 0; i < minfer_session_node_count(s); i++) {
+            minfer_node_placement p;
+            assert_int_equal(minfer_session_node_placement(s, i, &p), MINFER_OK);
+            if (strcmp(p.provider, provider) != 0)
+                fail_msg("node %s (%s) placed on %s, not %s", p.node_name, p.op_type, p.provider,
+                         provider);
+        }
+    for (size_t i = 0; i < t->n_in; i++) {
+        names[i] = t->names[i];
+        ins[i] = t->inputs[i];
+    }
+    st = minfer_session_run(s, names, ins, t->n_in, NULL, &out, 1);
+    if (st != MINFER_OK)
+        fail_msg("%s: run failed: %s", provider, minfer_last_error());
+    minfer_session_free(s);
+    return out;
+}
+
+/* Runs the graph (output "y") on onednn and cpu and compares. */
+static void tc_check(tcase *t) {
+    assert_int_equal(minfer_builder_add_output(t->b, "y"), MINFER_OK);
+    minfer_tensor *got = run_on(t, "onednn", 1);
+    if (!got)
+        fail_msg("onednn refused the graph: %s", minfer_last_error());
+    minfer_tensor *want = run_on(t, "cpu", 0);
+    if (want) {
+        assert_int_equal(minfer_tensor_rank(got), minfer_tensor_rank(want));
+        for (size_t d = 0; d < minfer_tensor_rank(got); d++)
+            assert_int_equal(minfer_tensor_dims(got)[d], minfer_tensor_dims(want)[d]);
+        const float *g = minfer_tensor_data(got), *w = minfer_tensor_data(want);
+        for (int64_t i = 0; i < minfer_tensor_numel(want); i++) {
+            int ok = fabsf(g[i] - w[i]) <= 1e-4f + 1e-3f * fabsf(w[i]) ||
+                     (isnan(g[i]) && isnan(w[i]));
+            if (!ok)
+                fail_msg("element %lld: onednn %g, cpu %g", (long long)i, (double)g[i],
+                         (double)w[i]);
+        }
+    } else {
+        print_message("  the CPU oracle cannot run this graph: onednn checked alone\n");
+    }
+    minfer_tensor_free(got);
+    minfer_tensor_free(want);
+    for (size_t i = 0; i < t->n_in; i++)
+        minfer_tensor_free(t->inputs[i]);
+    minfer_builder_free(t->b);
+}
+
+/* ---- Conv ------------------------------------------------------------------ */
+
+typedef struct conv_spec {
+    int64_t x[5], w[5];
+    size_t rank;
+    int64_t group;
+    const int64_t *strides, *dilations, *pads;
+    const char *auto_pad;
+    int bias;
+} conv_spec;
+
+static void conv_case(const conv_spec *c) {
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", c->x, c->rank);
+    tc_const(&t, "w", c->w, c->rank, NULL);
+    if (c->bias)
+        tc_const(&t, "b", c->w, 1, NULL);
+    size_t nsp = c->rank - 2;
+    size_t n = tc_node(&t, "Conv", NULL, (const char *const[]){"x", "w", "b"}, c->bias ? 3 : 2,
+                       "y");
+    if (c->group > 1)
+        minfer_builder_set_attr_int(t.b, n, "group", c->group);
+    if (c->strides)
+        minfer_builder_set_attr_ints(t.b, n, "strides", c->strides, nsp);
+    if (c->dilations)
+        minfer_builder_set_attr_ints(t.b, n, "dilations", c->dilations, nsp);
+    if (c->pads)
+        minfer_builder_set_attr_ints(t.b, n, "pads", c->pads, 2 * nsp);
+    if (c->auto_pad)
+        minfer_builder_set_attr_string(t.b, n, "auto_pad", c->auto_pad);
+    tc_check(&t);
+}
+
+static void test_conv_basic(void **state) {
+    (void)state;
+    conv_case(&(conv_spec){{1, 8, 10, 10}, {16, 8, 3, 3}, 4, 1, NULL, NULL,
+                           (int64_t[]){1, 1, 1, 1}, NULL, 1});
+}
+
+static void test_conv_groups_strides_dilations(void **state) {
+    (void)state;
+    conv_case(&(conv_spec){{2, 8, 13, 11}, {12, 4, 3, 3}, 4, 2, (int64_t[]){2, 1},
+                           (int64_t[]){2, 1}, (int64_t[]){1, 0, 2, 1}, NULL, 1});
+}
+
+static void test_conv_depthwise(void **state) {
+    (void)state;
+    conv_case(&(conv_spec){{1, 16, 9, 9}, {16, 1, 3, 3}, 4, 16, (int64_t[]){2, 2}, NULL,
+                           (int64_t[]){1, 1, 1, 1}, NULL, 1});
+}
+
+static void test_conv_stem(void **state) {
+    (void)state;
+    conv_case(&(conv_spec){{1, 3, 32, 32}, {16, 3, 7, 7}, 4, 1, (int64_t[]){2, 2}, NULL,
+                           (int64_t[]){3, 3, 3, 3}, NULL, 0});
+}
+
+static void test_conv_auto_pad(void **state) {
+    (void)state;
+    conv_case(&(conv_spec){{1, 4, 7, 7}, {8, 4, 3, 3}, 4, 1, (int64_t[]){2, 2}, NULL, NULL,
+                           "SAME_UPPER", 1});
+    conv_case(&(conv_spec){{1, 4, 8, 8}, {8, 4, 4, 4}, 4, 1, (int64_t[]){2, 2}, NULL, NULL,
+                           "SAME_LOWER", 0});
+    conv_case(&(conv_spec){{1, 4, 9, 9}, {8, 4, 3, 3}, 4, 1, (int64_t[]){2, 2}, NULL, NULL,
+                           "VALID", 1});
+}
+
+static void test_conv_1d_3d(void **state) {
+    (void)state;
+    conv_case(&(conv_spec){{2, 4, 20}, {6, 4, 5}, 3, 1, (int64_t[]){2}, NULL, (int64_t[]){2, 2},
+                           NULL, 1});
+    conv_case(&(conv_spec){{1, 3, 6, 6, 6}, {4, 3, 3, 3, 3}, 5, 1, NULL, NULL,
+                           (int64_t[]){1, 1, 1, 1, 1, 1}, NULL, 1});
+}
+
+/* Conv -> Relu -> MaxPool -> Conv -> Add(residual) -> Relu: values stay on
+ * onednn between nodes (in its layouts when it has its own domain). */
+static void test_conv_chain(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", INTS(1, 8, 16, 16));
+    tc_const(&t, "w1", INTS(16, 8, 3, 3), NULL);
+    tc_const(&t, "w2", INTS(16, 16, 3, 3), NULL);
+    tc_const(&t, "b2", INTS(16), NULL);
+    size_t n = tc_node(&t, "Conv", NULL, NAMES("x", "w1"), "c1");
+    minfer_builder_set_attr_ints(t.b, n, "pads", INTS(1, 1, 1, 1));
+    tc_node(&t, "Relu", NULL, NAMES("c1"), "r1");
+    n = tc_node(&t, "MaxPool", NULL, NAMES("r1"), "p1");
+    minfer_builder_set_attr_ints(t.b, n, "kernel_shape", INTS(3, 3));
+    minfer_builder_set_attr_ints(t.b, n, "strides", INTS(2, 2));
+    minfer_builder_set_attr_ints(t.b, n, "pads", INTS(1, 1, 1, 1));
+    n = tc_node(&t, "Conv", NULL, NAMES("p1", "w2", "b2"), "c2");
+    minfer_builder_set_attr_ints(t.b, n, "pads", INTS(1, 1, 1, 1));
+    tc_node(&t, "Add", NULL, NAMES("c2", "p1"), "a");
+    tc_node(&t, "Relu", NULL, NAMES("a"), "y");
+    tc_check(&t);
+}
+
+static void test_fused_conv(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", INTS(1, 8, 12, 12));
+    tc_input(&t, "z", INTS(1, 8, 12, 12));
+    tc_const(&t, "w", INTS(8, 8, 3, 3), NULL);
+    tc_const(&t, "b", INTS(8), NULL);
+    size_t n = tc_node(&t, "FusedConv", "minfer", NAMES("x", "w", "b", "z"), "y");
+    minfer_builder_set_attr_ints(t.b, n, "pads", INTS(1, 1, 1, 1));
+    minfer_builder_set_attr_string(t.b, n, "activation", "Clip");
+    minfer_builder_set_attr_floats(t.b, n, "activation_params", (const float[]){0.0f, 0.5f}, 2);
+    tc_check(&t);
+}
+
+static void test_conv_transpose(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", INTS(1, 4, 5, 5));
+    tc_const(&t, "w", INTS(4, 3, 3, 3), NULL);
+    size_t n = tc_node(&t, "ConvTranspose", NULL, NAMES("x", "w"), "y");
+    minfer_builder_set_attr_ints(t.b, n, "strides", INTS(2, 2));
+    minfer_builder_set_attr_ints(t.b, n, "pads", INTS(1, 1, 1, 1));
+    tc_check(&t);
+}
+
+/* ---- MatMul and Gemm --------------------------------------------------------- */
+
+static void matmul_case(const int64_t *a, size_t ra, const int64_t *b, size_t rb, int b_const) {
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", a, ra);
+    if (b_const)
+        tc_const(&t, "b", b, rb, NULL);
+    else
+        tc_input(&t, "b", b, rb);
+    tc_node(&t, "MatMul", NULL, NAMES("a", "b"), "y");
+    tc_check(&t);
+}
+
+static void test_matmul_broadcast(void **state) {
+    (void)state;
+    matmul_case(INTS(2, 3, 4, 5), INTS(5, 6), 1);
+    matmul_case(INTS(4, 5), INTS(3, 5, 6), 0);
+    matmul_case(INTS(2, 1, 4, 5), INTS(3, 5, 7), 0);
+    matmul_case(INTS(5), INTS(2, 5, 6), 0);
+    matmul_case(INTS(3, 4, 5), INTS(5), 1);
+}
+
+static void gemm_case(int ta, int tb, float alpha, float beta, const int64_t *c, size_t rc,
+                      int c_const) {
+    tcase t;
+    tc_init(&t, 13);
+    int64_t M = 5, K = 7, N = 6;
+    tc_input(&t, "a", ta ? (int64_t[]){K, M} : (int64_t[]){M, K}, 2);
+    tc_const(&t, "b", tb ? (int64_t[]){N, K} : (int64_t[]){K, N}, 2, NULL);
+    if (c && c_const)
+        tc_const(&t, "c", c, rc, NULL);
+    else if (c)
+        tc_input(&t, "c", c, rc);
+    size_t n = tc_node(&t, "Gemm", NULL, (const char *const[]){"a", "b", "c"}, c ? 3 : 2, "y");
+    minfer_builder_set_attr_int(t.b, n, "transA", ta);
+    minfer_builder_set_attr_int(t.b, n, "transB", tb);
+    minfer_builder_set_attr_float(t.b, n, "alpha", alpha);
+    minfer_builder_set_attr_float(t.b, n, "beta", beta);
+    tc_check(&t);
+}
+
+static void test_gemm(void **state) {
+    (void)state;
+    gemm_case(0, 1, 1.0f, 1.0f, INTS(6), 1);
+    gemm_case(1, 0, 0.5f, 2.0f, INTS(5, 1), 1);
+    gemm_case(1, 1, 1.5f, 1.0f, INTS(5, 6), 0);
+    gemm_case(0, 0, 1.0f, 1.0f, NULL, 0, 0);
+}
+
+static void test_fused_gemm_matmul(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", INTS(4, 8));
+    tc_const(&t, "b", INTS(8, 3), NULL);
+    tc_const(&t, "c", INTS(3), NULL);
+    size_t n = tc_node(&t, "FusedGemm", "minfer", NAMES("a", "b", "c"), "y");
+    minfer_builder_set_attr_string(t.b, n, "activation", "Relu");
+    tc_check(&t);
+    tc_init(&t, 13);
+    tc_input(&t, "a", INTS(2, 4, 8));
+    tc_const(&t, "b", INTS(8, 3), NULL);
+    tc_const(&t, "c", INTS(3), NULL);
+    n = tc_node(&t, "FusedMatMul", "minfer", NAMES("a", "b", "c"), "y");
+    minfer_builder_set_attr_string(t.b, n, "activation", "Tanh");
+    tc_check(&t);
+}
+
+/* B without batch axes: A's leading axes fold into M (one GEMM). */
+static void test_matmul_collapsed(void **state) {
+    (void)state;
+    matmul_case(INTS(64, 1, 16), INTS(16, 24), 1);   /* batch of M = 1 rows */
+    matmul_case(INTS(2, 3, 5, 7), INTS(1, 7, 9), 1); /* B with a leading 1 */
+    matmul_case(INTS(4, 3, 8), INTS(8, 5), 0);       /* B not constant */
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", INTS(32, 1, 16));
+    tc_const(&t, "b", INTS(16, 48), NULL);
+    tc_const(&t, "c", INTS(48), NULL);
+    size_t n = tc_node(&t, "FusedMatMul", "minfer", NAMES("a", "b", "c"), "y");
+    minfer_builder_set_attr_string(t.b, n, "activation", "Relu");
+    tc_check(&t);
+}
+
+/* Gemm whose A has symbolic dims when providers are asked (the shape
+ * arithmetic of a transformer: A = Reshape(x, [-1, K])): onednn must take
+ * it and decide at prepare with the concrete shapes. */
+static void test_gemm_dynamic(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    const int64_t xd[3] = {-1, -1, -1};
+    assert_int_equal(minfer_builder_add_input(t.b, "x", MINFER_DTYPE_FLOAT, xd, 3, NULL),
+                     MINFER_OK);
+    snprintf(t.names[t.n_in], sizeof t.names[0], "x");
+    t.inputs[t.n_in++] = random_tensor(&t, INTS(5, 2, 16));
+    /* a = Reshape(x, [-1, Shape(x)[2]]): [-1, -1] when the session is
+     * created, [10, 16] once the plan knows x. */
+    static const int64_t minus1 = -1, two = 2, three = 3;
+    const int64_t *vals[3] = {&minus1, &two, &three};
+    const char *cn[3] = {"m1", "s2", "s3"};
+    for (int i = 0; i < 3; i++) {
+        minfer_tensor *c = NULL;
+        assert_int_equal(minfer_tensor_create(MINFER_DTYPE_INT64, INTS(1), &c), MINFER_OK);
+        ((int64_t *)minfer_tensor_data(c))[0] = *vals[i];
+        assert_int_equal(minfer_builder_add_initializer(t.b, cn[i], c), MINFER_OK);
+        minfer_tensor_free(c);
+    }
+    tc_node(&t, "Shape", NULL, NAMES("x"), "sh");
+    tc_node(&t, "Slice", NULL, NAMES("sh", "s2", "s3"), "kd");
+    size_t n = tc_node(&t, "Concat", NULL, NAMES("m1", "kd"), "shp");
+    minfer_builder_set_attr_int(t.b, n, "axis", 0);
+    tc_node(&t, "Reshape", NULL, NAMES("x", "shp"), "a");
+    tc_const(&t, "b", INTS(12, 16), NULL);
+    tc_const(&t, "c", INTS(12), NULL);
+    n = tc_node(&t, "Gemm", NULL, NAMES("a", "b", "c"), "y");
+    minfer_builder_set_attr_int(t.b, n, "transB", 1);
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    /* Placement: the Gemm on onednn (the shape nodes go to cpu). */
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+    assert_int_equal(minfer_options_set_providers_str(opt, "onednn,cpu"), MINFER_OK);
+    assert_int_equal(minfer_options_set_optimization_level(opt, 0), MINFER_OK);
+    assert_int_equal(minfer_session_create_from_builder(t.b, opt, &s), MINFER_OK);
+    int found = 0;
+    for (size_t i = 0; i < minfer_session_node_count(s); i++) {
+        minfer_node_placement p;
+        assert_int_equal(minfer_session_node_placement(s, i, &p), MINFER_OK);
+        if (!strcmp(p.op_type, "Gemm")) {
+            assert_string_equal(p.provider, "onednn");
+            found = 1;
+        }
+    }
+    assert_true(found);
+    const char *names[1] = {"x"};
+    const minfer_tensor *ins[1] = {t.inputs[0]};
+    minfer_tensor *got = NULL, *want = NULL;
+    assert_int_equal(minfer_session_run(s, names, ins, 1, NULL, &got, 1), MINFER_OK);
+    minfer_session_free(s);
+    assert_int_equal(minfer_options_set_providers_str(opt, "cpu"), MINFER_OK);
+    assert_int_equal(minfer_session_create_from_builder(t.b, opt, &s), MINFER_OK);
+    assert_int_equal(minfer_session_run(s, names, ins, 1, NULL, &want, 1), MINFER_OK);
+    minfer_session_free(s);
+    minfer_options_free(opt);
+    assert_int_equal(minfer_tensor_numel(got), 10 * 12);
+    assert_int_equal(minfer_tensor_numel(want), 10 * 12);
+    const float *g = minfer_tensor_data(got), *w = minfer_tensor_data(want);
+    for (int64_t i = 0; i < minfer_tensor_numel(want); i++)
+        if (fabsf(g[i] - w[i]) > 1e-4f + 1e-3f * fabsf(w[i]))
+            fail_msg("element %lld: onednn %g, cpu %g", (long long)i, (double)g[i], (double)w[i]);
+    minfer_tensor_free(got);
+    minfer_tensor_free(want);
+    minfer_tensor_free(t.inputs[0]);
+    minfer_builder_free(t.b);
+}
+
+/* minfer::Attention: Q [..., Sq, D], KT [..., D, Sk], V [..., Sk, Dv]. */
+static void attention_case(const int64_t *q, size_t rq, const int64_t *kt, size_t rk,
+                           const int64_t *v, size_t rv, const int64_t *m, size_t rm, float scale) {
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "q", q, rq);
+    tc_input(&t, "kt", kt, rk);
+    tc_input(&t, "v", v, rv);
+    if (m)
+        tc_input(&t, "m", m, rm);
+    size_t n = tc_node(&t, "Attention", "minfer", (const char *const[]){"q", "kt", "v", "m"},
+                       m ? 4 : 3, "y");
+    minfer_builder_set_attr_float(t.b, n, "scale", scale);
+    tc_check(&t);
+}
+
+static void test_attention(void **state) {
+    (void)state;
+    /* Without a mask: 4 heads, and a single head of rank 2. */
+    attention_case(INTS(4, 10, 8), INTS(4, 8, 12), INTS(4, 12, 6), NULL, 0, 0.35f);
+    attention_case(INTS(7, 5), INTS(5, 9), INTS(9, 3), NULL, 0, 1.0f);
+    /* Broadcast leading axes: KT and V shared by the heads of Q. */
+    attention_case(INTS(2, 3, 6, 8), INTS(2, 1, 8, 6), INTS(1, 1, 6, 4), NULL, 0, 0.5f);
+}
+
+static void test_attention_mask(void **state) {
+    (void)state;
+    /* A full mask, a key-padding mask [B, 1, 1, Sk], and a [Sq, Sk] one. */
+    attention_case(INTS(2, 2, 5, 8), INTS(2, 2, 8, 7), INTS(2, 2, 7, 4), INTS(2, 2, 5, 7),
+                   0.25f);
+    attention_case(INTS(2, 2, 5, 8), INTS(2, 2, 8, 7), INTS(2, 2, 7, 4), INTS(2, 1, 1, 7),
+                   0.25f);
+    attention_case(INTS(3, 6, 8), INTS(3, 8, 6), INTS(3, 6, 8), INTS(6, 6), 1.0f);
+}
+
+/* ---- Pools ------------------------------------------------------------------ */
+
+static void test_pools(void **state) {
+    (void)state;
+    static const char *const ops[] = {"MaxPool", "AveragePool", "AveragePool"};
+    for (int k = 0; k < 3; k++)
+        for (int ceil = 0; ceil < 2; ceil++) {
+            tcase t;
+            tc_init(&t, 13);
+            tc_input(&t, "x", INTS(1, 8, 11, 11));
+            size_t n = tc_node(&t, ops[k], NULL, NAMES("x"), "y");
+            minfer_builder_set_attr_ints(t.b, n, "kernel_shape", INTS(3, 3));
+            minfer_builder_set_attr_ints(t.b, n, "strides", INTS(2, 2));
+            minfer_builder_set_attr_ints(t.b, n, "pads", INTS(1, 1, 0, 0));
+            minfer_builder_set_attr_int(t.b, n, "ceil_mode", ceil);
+            if (k == 2 && !ceil)
+                minfer_builder_set_attr_int(t.b, n, "count_include_pad", 1);
+            tc_check(&t);
+        }
+    static const char *const globals[] = {"GlobalAveragePool", "GlobalMaxPool"};
+    for (int k = 0; k < 2; k++) {
+        tcase t;
+        tc_init(&t, 13);
+        tc_input(&t, "x", INTS(2, 16, 7, 7));
+        tc_node(&t, globals[k], NULL, NAMES("x"), "y");
+        tc_check(&t);
+    }
+}
+
+/* ---- Softmax, normalizations -------------------------------------------------- */
+
+static void test_softmax(void **state) {
+    (void)state;
+    static const char *const ops[] = {"Softmax", "LogSoftmax"};
+    for (int k = 0; k < 2; k++)
+        for (int legacy = 0; legacy < 2; legacy++) {
+            tcase t;
+            tc_init(&t, legacy ? 11 : 13);
+            tc_input(&t, "x", INTS(2, 3, 4, 5));
+            size_t n = tc_node(&t, ops[k], NULL, NAMES("x"), "y");
+            minfer_builder_set_attr_int(t.b, n, "axis", legacy ? 1 : -1);
+            tc_check(&t);
+        }
+}
+
+static void test_norms(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 15);
+    tc_input(&t, "x", INTS(2, 6, 5, 5));
+    tc_const(&t, "s", INTS(6), NULL);
+    tc_const(&t, "b", INTS(6), NULL);
+    tc_const(&t, "m", INTS(6), NULL);
+    tc_const(&t, "v", INTS(6), (const float[]){0.5f, 1.0f, 1.5f, 2.0f, 0.25f, 3.0f});
+    tc_node(&t, "BatchNormalization", NULL, NAMES("x", "s", "b", "m", "v"), "y");
+    tc_check(&t);
+
+    tc_init(&t, 17);
+    tc_input(&t, "x", INTS(2, 7, 16));
+    tc_const(&t, "s", INTS(16), NULL);
+    tc_const(&t, "b", INTS(16), NULL);
+    tc_node(&t, "LayerNormalization", NULL, NAMES("x", "s", "b"), "y");
+    tc_check(&t);
+
+    tc_init(&t, 13);
+    tc_input(&t, "x", INTS(1, 8, 5, 5));
+    size_t n = tc_node(&t, "LRN", NULL, NAMES("x"), "y");
+    minfer_builder_set_attr_int(t.b, n, "size", 3);
+    tc_check(&t);
+}
+
+/* ---- Elementwise ---------------------------------------------------------------- */
+
+static void test_unary(void **state) {
+    (void)state;
+    static const char *const ops[] = {"Relu", "LeakyRelu", "Elu", "Sigmoid", "Tanh",
+                                      "HardSigmoid", "HardSwish", "Exp", "Abs"};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        tcase t;
+        tc_init(&t, 14);
+        tc_input(&t, "x", INTS(2, 3, 4, 5));
+        tc_node(&t, ops[k], NULL, NAMES("x"), "y");
+        tc_check(&t);
+    }
+    /* Sqrt of |x| + 0.1 (Log is left to the CPU provider); Clip with
+     * constant bounds. */
+    static const char *const pos[] = {"Sqrt"};
+    for (int k = 0; k < 1; k++) {
+        tcase t;
+        tc_init(&t, 13);
+        tc_input(&t, "x", INTS(3, 7));
+        tc_const(&t, "e", INTS(1), (const float[]){0.1f});
+        tc_node(&t, "Abs", NULL, NAMES("x"), "ax");
+        tc_node(&t, "Add", NULL, NAMES("ax", "e"), "p");
+        tc_node(&t, pos[k], NULL, NAMES("p"), "y");
+        tc_check(&t);
+    }
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", INTS(3, 7));
+    tc_const(&t, "lo", NULL, 0, (const float[]){-0.25f});
+    tc_const(&t, "hi", NULL, 0, (const float[]){0.5f});
+    tc_node(&t, "Clip", NULL, NAMES("x", "lo", "hi"), "y");
+    tc_check(&t);
+}
+
+static void binary_case(const char *op, const int64_t *a, size_t ra, const int64_t *b, size_t rb) {
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", a, ra);
+    tc_input(&t, "b", b, rb);
+    tc_node(&t, op, NULL, NAMES("a", "b"), "y");
+    tc_check(&t);
+}
+
+static void test_binary_broadcast(void **state) {
+    (void)state;
+    binary_case("Add", INTS(2, 3, 4, 5), INTS(5));
+    binary_case("Mul", INTS(2, 3, 4, 5), INTS(3, 1, 1));
+    binary_case("Sub", INTS(2, 3, 4, 5), INTS(1, 3, 1, 1));
+    binary_case("Div", INTS(2, 3, 4, 5), INTS(2, 3, 4, 5));
+    binary_case("Add", INTS(4, 5), INTS(2, 3, 4, 5));
+    binary_case("Max", INTS(2, 3, 4, 5), INTS(1, 3, 1, 1));
+    binary_case("Min", INTS(3, 4), INTS(3, 4));
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", INTS(2, 3, 4));
+    tc_input(&t, "b", INTS(2, 3, 4));
+    tc_input(&t, "c", INTS(2, 3, 4));
+    tc_node(&t, "Sum", NULL, NAMES("a", "b", "c"), "y");
+    tc_check(&t);
+}
+
+static void test_concat(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", INTS(1, 3, 4, 4));
+    tc_input(&t, "b", INTS(1, 5, 4, 4));
+    tc_input(&t, "c", INTS(1, 2, 4, 4));
+    size_t n = tc_node(&t, "Concat", NULL, NAMES("a", "b", "c"), "y");
+    minfer_builder_set_attr_int(t.b, n, "axis", 1);
+    tc_check(&t);
+    tc_init(&t, 13);
+    tc_input(&t, "a", INTS(2, 3));
+    tc_input(&t, "b", INTS(2, 4));
+    n = tc_node(&t, "Concat", NULL, NAMES("a", "b"), "y");
+    minfer_builder_set_attr_int(t.b, n, "axis", -1);
+    tc_check(&t);
+}
+
+/* A node onednn cannot take is declined, with the CPU provider taking it. */
+static void test_declines(void **state) {
+    (void)state;
+    minfer_graph_builder *b = NULL;
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    assert_int_equal(minfer_builder_create(13, &b), MINFER_OK);
+    minfer_builder_add_input(b, "x", MINFER_DTYPE_DOUBLE, INTS(2, 3), NULL);
+    minfer_builder_add_node(b, "Relu", NULL, "r", NAMES("x"), (const char *const[]){"y"}, 1,
+                            NULL);
+    minfer_builder_add_output(b, "y");
+    assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+    assert_int_equal(minfer_options_set_providers_str(opt, "onednn,cpu"), MINFER_OK);
+    assert_int_equal(minfer_session_create_from_builder(b, opt, &s), MINFER_OK);
+    minfer_node_placement p;
+    assert_int_equal(minfer_session_node_placement(s, 0, &p), MINFER_OK);
+    assert_string_equal(p.provider, "cpu");
+    minfer_session_free(s);
+    minfer_options_free(opt);
+    minfer_builder_free(b);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv_basic),
+        cmocka_unit_test(test_conv_groups_strides_dilations),
+        cmocka_unit_test(test_conv_depthwise),
+        cmocka_unit_test(test_conv_stem),
+        cmocka_unit_test(test_conv_auto_pad),
+        cmocka_unit_test(test_conv_1d_3d),
+        cmocka_unit_test(test_conv_chain),
+        cmocka_unit_test(test_fused_conv),
+        cmocka_unit_test(test_conv_transpose),
+        cmocka_unit_test(test_matmul_broadcast),
+        cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_fused_gemm_matmul),
+        cmocka_unit_test(test_matmul_collapsed),
+        cmocka_unit_test(test_gemm_dynamic),
+        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_mask),
+        cmocka_unit_test(test_pools),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_norms),
+        cmocka_unit_test(test_unary),
+        cmocka_unit_test(test_binary_broadcast),
+        cmocka_unit_test(test_concat),
+        cmocka_unit_test(test_declines),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
