@@ -1,0 +1,350 @@
+/*
+ * Helpers shared by the OpenCL kernels' host side: errors, attributes,
+ * constant uploads, buffer views and kernel launches.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ocl.h"
+
+/* ---- Errors ------------------------------------------------------------- */
+
+const char *ocl_err_str(cl_int err) {
+    switch (err) {
+#define E(x)                                                                               \
+    case x:                                                                                \
+        return #x;
+        E(CL_SUCCESS) E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE)
+        E(CL_COMPILER_NOT_AVAILABLE) E(CL_MEM_OBJECT_ALLOCATION_FAILURE) E(CL_OUT_OF_RESOURCES)
+        E(CL_OUT_OF_HOST_MEMORY) E(CL_MEM_COPY_OVERLAP) E(CL_BUILD_PROGRAM_FAILURE)
+        E(CL_INVALID_VALUE) E(CL_INVALID_DEVICE) E(CL_INVALID_BINARY)
+        E(CL_INVALID_BUILD_OPTIONS) E(CL_INVALID_PROGRAM_EXECUTABLE) E(CL_INVALID_KERNEL_NAME)
+        E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_ARG_INDEX) E(CL_INVALID_ARG_VALUE)
+        E(CL_INVALID_ARG_SIZE) E(CL_INVALID_MEM_OBJECT) E(CL_INVALID_WORK_DIMENSION)
+        E(CL_INVALID_WORK_GROUP_SIZE) E(CL_INVALID_WORK_ITEM_SIZE)
+        E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_INVALID_BUFFER_SIZE)
+        E(CL_MISALIGNED_SUB_BUFFER_OFFSET)
+#undef E
+    case -1001:
+        return "CL_PLATFORM_NOT_FOUND_KHR";
+    default:
+        return "CL error";
+    }
+}
+
+static void vmsg(ocl_prep *p, const char *fmt, va_list ap) {
+    if (p->err && p->err_size > 0) {
+        int n = snprintf(p->err, p->err_size, "%s: ", p->node->op_type);
+        if (n >= 0 && (size_t)n < p->err_size)
+            vsnprintf(p->err + n, p->err_size - (size_t)n, fmt, ap);
+    }
+}
+
+minfer_status ocl_decline(ocl_prep *p, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(p, fmt, ap);
+    va_end(ap);
+    return MINFER_ERR_UNSUPPORTED;
+}
+
+minfer_status ocl_prep_fail(ocl_prep *p, minfer_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(p, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+minfer_status ocl_fail(const ocl_exec *e, minfer_status st, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const minfer_node_desc *n = e->args->node;
+    e->ctx->api->set_error(e->ctx->host, "opencl: node '%s' (%s): %s", n ? n->name : "?",
+                           n ? n->op_type : "?", msg);
+    return st;
+}
+
+void *ocl_state(ocl_prep *p, size_t size) {
+    ocl_state_free(p->state);
+    p->state = calloc(1, size < sizeof(ocl_state_head) ? sizeof(ocl_state_head) : size);
+    if (!p->state)
+        ocl_prep_fail(p, MINFER_ERR_NOMEM, "out of memory for node state");
+    return p->state;
+}
+
+void ocl_state_free(void *state) {
+    ocl_state_head *h = state;
+    if (!h)
+        return;
+    for (int i = 0; i < OCL_STATE_BUFS; i++)
+        if (h->bufs[i])
+            clReleaseMemObject(h->bufs[i]);
+    free(h);
+}
+
+/* ---- Attributes and constants ---------------------------------------------- */
+
+int64_t ocl_attr_int(const ocl_prep *p, const char *name, int64_t dflt) {
+    int64_t v;
+    return p->ctx->api->attr_int(p->node, name, &v) ? v : dflt;
+}
+
+float ocl_attr_float(const ocl_prep *p, const char *name, float dflt) {
+    float v;
+    return p->ctx->api->attr_float(p->node, name, &v) ? v : dflt;
+}
+
+const char *ocl_attr_str(const ocl_prep *p, const char *name, const char *dflt) {
+    const char *s;
+    size_t len;
+    return p->ctx->api->attr_string(p->node, name, &s, &len) ? s : dflt;
+}
+
+int ocl_attr_ints(ocl_prep *p, const char *name, int64_t *out, size_t cap, size_t *count) {
+    const int64_t *v;
+    size_t n;
+    *count = 0;
+    if (!p->ctx->api->attr_ints(p->node, name, &v, &n))
+        return 0;
+    if (n > cap) {
+        ocl_decline(p, "attribute '%s' has %zu entries, at most %zu supported", name, n, cap);
+        return -1;
+    }
+    if (n)
+        memcpy(out, v, n * sizeof *v);
+    *count = n;
+    return 1;
+}
+
+const minfer_value_desc *ocl_in_desc(const minfer_node_desc *n, size_t i) {
+    if (i >= n->n_inputs || !n->inputs[i].present)
+        return NULL;
+    return &n->inputs[i];
+}
+
+int ocl_const_ints(ocl_prep *p, size_t input, int64_t *out, size_t cap, size_t *count) {
+    const minfer_value_desc *d = ocl_in_desc(p->node, input);
+    *count = 0;
+    if (!d || !d->const_data)
+        return 0;
+    if (d->dtype != MINFER_DTYPE_INT64 && d->dtype != MINFER_DTYPE_INT32) {
+        ocl_decline(p, "input %zu must be int32 or int64", input);
+        return -1;
+    }
+    size_t es = d->dtype == MINFER_DTYPE_INT64 ? 8 : 4, n = d->const_nbytes / es;
+    if (n > cap) {
+        ocl_decline(p, "input %zu has %zu entries, at most %zu supported", input, n, cap);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = es == 8 ? ((const int64_t *)d->const_data)[i]
+                         : ((const int32_t *)d->const_data)[i];
+    *count = n;
+    return 1;
+}
+
+minfer_status ocl_need_float(ocl_prep *p, size_t i) {
+    const minfer_value_desc *d = ocl_in_desc(p->node, i);
+    if (d && d->dtype != MINFER_DTYPE_FLOAT)
+        return ocl_decline(p, "input %zu is not float32 (element type %d)", i, (int)d->dtype);
+    return MINFER_OK;
+}
+
+int64_t ocl_numel(int32_t rank, const int64_t *dims) {
+    int64_t n = 1;
+    for (int32_t i = 0; i < rank; i++)
+        n *= dims[i];
+    return n;
+}
+
+minfer_status ocl_check_size(ocl_prep *p, const minfer_value_desc *d) {
+    if (!d || d->rank < 0)
+        return MINFER_OK;
+    if (d->rank > OCL_MAX_RANK)
+        return ocl_decline(p, "rank %d is above %d", (int)d->rank, OCL_MAX_RANK);
+    int64_t n = 1;
+    for (int32_t i = 0; i < d->rank; i++) {
+        if (d->dims[i] < 0)
+            return MINFER_OK; /* not known yet: checked again at prepare */
+        n *= d->dims[i];
+    }
+    /* Kernels index with 32-bit ints, and one tensor must fit one allocation. */
+    if ((uint64_t)n * 4 > p->ctx->max_alloc || n > INT32_MAX / 2)
+        return ocl_decline(p, "tensor '%s' of %lld elements exceeds the device's largest "
+                           "buffer (%llu bytes)", d->name ? d->name : "",
+                           (long long)n, (unsigned long long)p->ctx->max_alloc);
+    return MINFER_OK;
+}
+
+minfer_status ocl_parse_activation(ocl_prep *p, int *act, float *a, float *b) {
+    static const struct {
+        const char *name;
+        int code;
+        int nparams;
+        float da, db;
+    } acts[] = {
+        {"", OCL_ACT_NONE, 0, 0, 0},
+        {"Relu", OCL_ACT_RELU, 0, 0, 0},
+        {"Clip", OCL_ACT_CLIP, 2, -3.402823466e38f, 3.402823466e38f},
+        {"Sigmoid", OCL_ACT_SIGMOID, 0, 0, 0},
+        {"HardSigmoid", OCL_ACT_HARDSIGMOID, 2, 0.2f, 0.5f},
+        {"HardSwish", OCL_ACT_HARDSWISH, 0, 0, 0},
+        {"Silu", OCL_ACT_SILU, 0, 0, 0},
+        {"LeakyRelu", OCL_ACT_LEAKYRELU, 1, 0.01f, 0},
+        {"Tanh", OCL_ACT_TANH, 0, 0, 0},
+    };
+    const char *name = ocl_attr_str(p, "activation", "");
+    const float *params = NULL;
+    size_t np = 0;
+    if (!p->ctx->api->attr_floats(p->node, "activation_params", &params, &np))
+        np = 0;
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        if (strcmp(acts[i].name, name) != 0)
+            continue;
+        *act = acts[i].code;
+        *a = np > 0 ? params[0] : acts[i].da;
+        *b = np > 1 ? params[1] : acts[i].db;
+        if (acts[i].nparams == 2 && np == 1)
+            return ocl_decline(p, "activation %s needs 2 activation_params", name);
+        return MINFER_OK;
+    }
+    return ocl_decline(p, "activation '%s' not supported", name);
+}
+
+minfer_status ocl_upload(ocl_prep *p, int slot, const void *data, size_t bytes) {
+    ocl_state_head *h = p->state;
+    cl_int err;
+    if (bytes > p->ctx->max_alloc)
+        return ocl_prep_fail(p, MINFER_ERR_LIMIT, "constant of %zu bytes exceeds the device's "
+                             "largest buffer", bytes);
+    h->bufs[slot] = clCreateBuffer(p->ctx->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                   bytes ? bytes : 4, (void *)(bytes ? data : &(int){0}), &err);
+    if (err != CL_SUCCESS)
+        return ocl_prep_fail(p, MINFER_ERR_NOMEM, "uploading %zu bytes of constants: %s",
+                             bytes, ocl_err_str(err));
+    return MINFER_OK;
+}
+
+/* ---- Views -------------------------------------------------------------- */
+
+const minfer_tensor_view *ocl_input(const ocl_exec *e, size_t i) {
+    if (i >= e->args->n_inputs || e->args->inputs[i].rank < 0)
+        return NULL;
+    return &e->args->inputs[i];
+}
+
+void ocl_in_buf(const ocl_exec *e, size_t i, int slot, cl_mem *buf, cl_int *off) {
+    const ocl_state_head *h = e->state;
+    if (slot >= 0 && h && h->bufs[slot]) {
+        *buf = h->bufs[slot];
+        *off = 0;
+        return;
+    }
+    const minfer_tensor_view *v = ocl_input(e, i);
+    *buf = v ? (cl_mem)v->data : NULL;
+    *off = v ? (cl_int)(v->offset / 4) : 0;
+}
+
+minfer_status ocl_output(const ocl_exec *e, size_t i, int32_t rank, const int64_t *dims,
+                         cl_mem *buf, cl_int *off) {
+    const minfer_exec_args *a = e->args;
+    if (i >= a->n_outputs)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "output %zu not given by the host", i);
+    minfer_tensor_view *o = &a->outputs[i];
+    if (o->rank < 0)
+        return ocl_fail(e, MINFER_ERR_UNSUPPORTED, "output %zu: shape unknown before the run "
+                        "(device outputs must be planned)", i);
+    int bad = o->rank != rank;
+    for (int32_t d = 0; !bad && d < rank; d++)
+        bad = o->dims[d] != dims[d];
+    if (bad)
+        return ocl_fail(e, MINFER_ERR_SHAPE, "output %zu: the host planned another shape", i);
+    size_t need = (size_t)ocl_numel(rank, dims) * 4;
+    if (need > o->nbytes || (need && !o->data))
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "output %zu holds %zu bytes, %zu needed", i,
+                        o->nbytes, need);
+    if (o->offset % 4)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "output %zu: offset %zu is not float aligned",
+                        i, o->offset);
+    *buf = (cl_mem)o->data;
+    *off = (cl_int)(o->offset / 4);
+    return MINFER_OK;
+}
+
+/* ---- Launches -------------------------------------------------------------- */
+
+minfer_status ocl_set_args(const ocl_exec *e, int k, int n, ...) {
+    va_list ap;
+    va_start(ap, n);
+    cl_int err = CL_SUCCESS;
+    int i;
+    for (i = 0; i < n && err == CL_SUCCESS; i++) {
+        size_t size = va_arg(ap, size_t);
+        const void *ptr = va_arg(ap, const void *);
+        err = clSetKernelArg(e->ctx->kernels[k], (cl_uint)i, size, ptr);
+    }
+    va_end(ap);
+    if (err != CL_SUCCESS)
+        return ocl_fail(e, MINFER_ERR_PROVIDER, "setting kernel argument %d: %s", i - 1,
+                        ocl_err_str(err));
+    return MINFER_OK;
+}
+
+minfer_status ocl_enqueue(const ocl_exec *e, int k, int dims, const size_t *global,
+                          const size_t *local) {
+    size_t g[3], l[3];
+    for (int i = 0; i < dims; i++) {
+        if (global[i] == 0)
+            return MINFER_OK; /* nothing to compute */
+        l[i] = local && local[i] ? local[i] : 1;
+        g[i] = (global[i] + l[i] - 1) / l[i] * l[i];
+    }
+    size_t total = 1;
+    for (int i = 0; i < dims; i++)
+        total *= l[i];
+    if (total > e->ctx->kernel_wg[k])
+        return ocl_fail(e, MINFER_ERR_LIMIT, "work-group of %zu items exceeds the kernel's "
+                        "limit of %zu on this device", total, e->ctx->kernel_wg[k]);
+    cl_int err = clEnqueueNDRangeKernel(e->ctx->queue, e->ctx->kernels[k], (cl_uint)dims, NULL,
+                                        g, l, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return ocl_fail(e, MINFER_ERR_PROVIDER, "enqueueing a kernel: %s", ocl_err_str(err));
+    return MINFER_OK;
+}
+
+minfer_status ocl_launch1(const ocl_exec *e, int k, size_t n) {
+    /* PoCL runs a work-group as one task and loops over its items; small
+     * groups leave both cores busy. GPUs want wide groups. */
+    size_t l = e->ctx->is_cpu ? 8 : 64;
+    if (l > e->ctx->kernel_wg[k])
+        l = e->ctx->kernel_wg[k];
+    size_t g = n, lv = l;
+    return ocl_enqueue(e, k, 1, &g, &lv);
+}
+
+minfer_status ocl_copy(const ocl_exec *e, cl_mem src, size_t soff, cl_mem dst, size_t doff,
+                       size_t bytes) {
+    if (bytes == 0 || (src == dst && soff == doff))
+        return MINFER_OK;
+    cl_int err = clEnqueueCopyBuffer(e->ctx->queue, src, dst, soff, doff, bytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return ocl_fail(e, MINFER_ERR_PROVIDER, "copying %zu bytes: %s", bytes,
+                        ocl_err_str(err));
+    return MINFER_OK;
+}
+
+minfer_status ocl_run_unary(const ocl_exec *e, cl_mem x, cl_int xoff, cl_mem y, cl_int yoff,
+                            size_t n, int op, float a, float b) {
+    cl_int ni = (cl_int)n, opi = op;
+    minfer_status st = ocl_set_args(e, OCL_K_unary, 8, OCL_ARG(x), OCL_ARG(xoff), OCL_ARG(y),
+                                    OCL_ARG(yoff), OCL_ARG(ni), OCL_ARG(opi), OCL_ARG(a),
+                                    OCL_ARG(b));
+    if (st)
+        return st;
+    return ocl_launch1(e, OCL_K_unary, (n + (size_t)e->ctx->vw - 1) / (size_t)e->ctx->vw);
+}

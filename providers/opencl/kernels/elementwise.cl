@@ -1,0 +1,103 @@
+/* Unary and binary elementwise ops. Contiguous kernels take VW elements per
+ * work-item (vload/vstore need only element alignment, so any arena offset
+ * works); the tail of the last work-item goes element by element. */
+
+__kernel void unary(__global const float *x, int xoff, __global float *y, int yoff, int n,
+                    int op, float a, float b) {
+    int i = get_global_id(0) * VW;
+    if (i >= n)
+        return;
+    x += xoff;
+    y += yoff;
+    if (i + VW <= n) {
+        VSTORE(actv(VLOAD(0, x + i), op, a, b), 0, y + i);
+    } else {
+        for (; i < n; i++)
+            y[i] = act1(x[i], op, a, b);
+    }
+}
+
+#define BIN_ADD 0
+#define BIN_SUB 1
+#define BIN_MUL 2
+#define BIN_DIV 3
+#define BIN_POW 4
+#define BIN_MAX 5
+#define BIN_MIN 6
+#define BIN_PRELU 7
+
+#define BIN_BODY(T)                                                                        \
+    switch (op) {                                                                          \
+    case BIN_ADD: return a + b;                                                            \
+    case BIN_SUB: return a - b;                                                            \
+    case BIN_MUL: return a * b;                                                            \
+    case BIN_DIV: return a / b;                                                            \
+    case BIN_POW: return pow(a, b);                                                        \
+    case BIN_MAX: return fmax(a, b);                                                       \
+    case BIN_MIN: return fmin(a, b);                                                       \
+    case BIN_PRELU: return select(a * b, a, a >= (T)0.0f);                                 \
+    default: return a;                                                                     \
+    }
+
+inline float bin1(float a, float b, int op) { BIN_BODY(float) }
+inline VT binv(VT a, VT b, int op) { BIN_BODY(VT) }
+
+/* Same shapes, or b (scalar_b) / a (scalar_a) a single element. */
+__kernel void binary_flat(__global const float *a, int aoff, __global const float *b, int boff,
+                          __global float *y, int yoff, int n, int op, int scalar_a,
+                          int scalar_b) {
+    int i = get_global_id(0) * VW;
+    if (i >= n)
+        return;
+    a += aoff;
+    b += boff;
+    y += yoff;
+    if (i + VW <= n) {
+        VT va = scalar_a ? (VT)(a[0]) : VLOAD(0, a + i);
+        VT vb = scalar_b ? (VT)(b[0]) : VLOAD(0, b + i);
+        VSTORE(binv(va, vb, op), 0, y + i);
+    } else {
+        for (; i < n; i++)
+            y[i] = bin1(a[scalar_a ? 0 : i], b[scalar_b ? 0 : i], op);
+    }
+}
+
+/* Numpy broadcasting: s.d are the output dims, s.sa / s.sb the inputs'
+ * strides (0 on a broadcast dimension). Dimension 0 of the grid runs along
+ * the innermost output dimension, dimension 1 over the rest. */
+__kernel void binary_bcast(__global const float *a, int aoff, __global const float *b,
+                           int boff, __global float *y, int yoff, int op, shape8 s) {
+    int inner = s.d[s.rank - 1];
+    int j = get_global_id(0), r = get_global_id(1);
+    if (j >= inner)
+        return;
+    int ia = aoff, ib = boff, t = r;
+    for (int k = s.rank - 2; k >= 0; k--) {
+        int q = t % s.d[k];
+        t /= s.d[k];
+        ia += q * s.sa[k];
+        ib += q * s.sb[k];
+    }
+    y[yoff + r * inner + j] =
+        bin1(a[ia + j * s.sa[s.rank - 1]], b[ib + j * s.sb[s.rank - 1]], op);
+}
+
+/* y = x * scale[c] + shift[c] over planes of length plane (BatchNormalization
+ * folded at prepare). Grid: (chunks of a plane, n * C). */
+__kernel void channel_affine(__global const float *x, int xoff, __global const float *scale,
+                             __global const float *shift, __global float *y, int yoff, int C,
+                             int plane) {
+    int i = get_global_id(0) * VW, nc = get_global_id(1);
+    if (i >= plane)
+        return;
+    int c = nc % C;
+    float s = scale[c], t = shift[c];
+    x += xoff + nc * plane;
+    y += yoff + nc * plane;
+    if (i + VW <= plane) {
+        VSTORE(mad(VLOAD(0, x + i), (VT)s, (VT)t), 0, y + i);
+    } else {
+        for (; i < plane; i++)
+            y[i] = mad(x[i], s, t);
+    }
+}

@@ -1,0 +1,233 @@
+/*
+ * Private header of the OpenCL provider.
+ *
+ * One instance (ocl_ctx) per session: a device, a context, one in-order
+ * queue and one program holding every kernel (the kernels/ directory, embedded at
+ * build time), built at the first prepare_node and cached on disk
+ * (program.c). Tensors live in the session's device arena: a view's data
+ * is a cl_mem and its offset a byte offset, so every kernel takes
+ * (buffer, element offset) pairs.
+ *
+ * Kernel table (provider.c): {domain, op, since_version, prepare, execute}.
+ * prepare (ocl_prep) reads attributes and constants once; with p->prep ==
+ * NULL it only decides whether the node is supported (shapes may be -1 and
+ * no device memory is touched), otherwise it also uploads or packs the
+ * constant inputs. execute (ocl_exec) enqueues kernels and never waits.
+ */
+#ifndef MINFER_PROVIDER_OPENCL_H
+#define MINFER_PROVIDER_OPENCL_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "minfer/provider.h"
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+#define OCL_MAX_RANK MINFER_MAX_RANK
+#define OCL_MAX_IN 8
+
+/* Kernels of the program, created once after the build. */
+#define OCL_KERNELS(X)                                                                     \
+    X(unary) X(binary_flat) X(binary_bcast) X(channel_affine) X(gemm) X(conv_tile)          \
+    X(conv_direct) X(pool2d) X(global_pool) X(softmax) X(layernorm) X(strided_copy)          \
+    X(gather) X(reduce) X(concat_copy)
+
+enum {
+#define X(k) OCL_K_##k,
+    OCL_KERNELS(X)
+#undef X
+    OCL_K_COUNT
+};
+
+/* Activation codes, as in kernels/common.cl. */
+enum {
+    OCL_ACT_NONE = 0, OCL_ACT_RELU, OCL_ACT_CLIP, OCL_ACT_SIGMOID, OCL_ACT_HARDSIGMOID,
+    OCL_ACT_HARDSWISH, OCL_ACT_SILU, OCL_ACT_LEAKYRELU, OCL_ACT_TANH, OCL_ACT_EXP,
+    OCL_ACT_LOG, OCL_ACT_SQRT, OCL_ACT_ABS, OCL_ACT_NEG, OCL_ACT_RECIP, OCL_ACT_FLOOR,
+    OCL_ACT_CEIL, OCL_ACT_ERF, OCL_ACT_ELU, OCL_ACT_SELU, OCL_ACT_SOFTPLUS, OCL_ACT_SOFTSIGN,
+    OCL_ACT_SIN, OCL_ACT_COS, OCL_ACT_GELU, OCL_ACT_GELU_TANH, OCL_ACT_ROUND, OCL_ACT_SIGN,
+    OCL_ACT_THRESHOLDED, OCL_ACT_SCALE, OCL_ACT_TAN, OCL_ACT_ATAN
+};
+
+/* Binary op codes, as in kernels/elementwise.cl. */
+enum { OCL_BIN_ADD, OCL_BIN_SUB, OCL_BIN_MUL, OCL_BIN_DIV, OCL_BIN_POW, OCL_BIN_MAX,
+       OCL_BIN_MIN, OCL_BIN_PRELU };
+
+/* The shape8 struct of kernels/common.cl (passed by value). */
+typedef struct ocl_shape8 {
+    cl_int rank;
+    cl_int d[8];
+    cl_int sa[8];
+    cl_int sb[8];
+} ocl_shape8;
+
+/* One provider instance (one per session). */
+typedef struct ocl_ctx {
+    const minfer_host_api *api;
+    void *host;
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    cl_program program; /* NULL until the first prepare_node */
+    cl_kernel kernels[OCL_K_COUNT];
+    size_t kernel_wg[OCL_K_COUNT]; /* CL_KERNEL_WORK_GROUP_SIZE */
+    char device_name[256];
+    char driver_version[128];
+    char platform_name[256];
+    cl_device_type type;
+    int is_cpu;
+    int unified;          /* CL_DEVICE_HOST_UNIFIED_MEMORY: map instead of copy */
+    size_t align;         /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes */
+    size_t max_wg;        /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    uint64_t max_alloc;   /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+    uint64_t local_mem;   /* CL_DEVICE_LOCAL_MEM_SIZE */
+    int vw, mr;           /* register tile: vector width and rows (common.cl) */
+    int use_cache;        /* program binaries on disk (option cache=0 turns off) */
+    double build_ms;      /* how long the program took, for the log */
+    int from_cache;
+
+} ocl_ctx;
+
+/* What a kernel's prepare works on. */
+typedef struct ocl_prep {
+    ocl_ctx *ctx;
+    const minfer_node_desc *node;
+    minfer_node_prep *prep; /* NULL: support check only */
+    int64_t since;
+    char *err;
+    size_t err_size;
+    void *state; /* out: op state, released with ocl_state_free */
+} ocl_prep;
+
+/* What a kernel's execute works on. */
+typedef struct ocl_exec {
+    ocl_ctx *ctx;
+    void *state;
+    const minfer_exec_args *args;
+} ocl_exec;
+
+typedef minfer_status (*ocl_prepare_fn)(ocl_prep *p);
+typedef minfer_status (*ocl_execute_fn)(const ocl_exec *e);
+
+typedef struct ocl_kernel_entry {
+    const char *domain;
+    const char *op_type;
+    int64_t since_version;
+    ocl_prepare_fn prepare;
+    ocl_execute_fn execute;
+} ocl_kernel_entry;
+
+/* Every op state begins with this: device buffers the state owns (uploaded
+ * constants, packed weights), released with the state. */
+#define OCL_STATE_BUFS 6
+typedef struct ocl_state_head {
+    cl_mem bufs[OCL_STATE_BUFS];
+} ocl_state_head;
+
+/* ---- program.c ----------------------------------------------------------- */
+
+/* Builds (or loads from the disk cache) the program and creates the kernels. */
+minfer_status ocl_build_program(ocl_ctx *ctx);
+void ocl_release_program(ocl_ctx *ctx);
+
+/* ---- common.c ------------------------------------------------------------ */
+
+const char *ocl_err_str(cl_int err);
+minfer_status ocl_decline(ocl_prep *p, const char *fmt, ...);
+minfer_status ocl_prep_fail(ocl_prep *p, minfer_status st, const char *fmt, ...);
+minfer_status ocl_fail(const ocl_exec *e, minfer_status st, const char *fmt, ...);
+/* Zeroed op state (its head zeroed too) of size bytes in p->state. */
+void *ocl_state(ocl_prep *p, size_t size);
+void ocl_state_free(void *state);
+
+int64_t ocl_attr_int(const ocl_prep *p, const char *name, int64_t dflt);
+float ocl_attr_float(const ocl_prep *p, const char *name, float dflt);
+const char *ocl_attr_str(const ocl_prep *p, const char *name, const char *dflt);
+/* Copies an ints attribute: 1 found, 0 absent, -1 too long (declined). */
+int ocl_attr_ints(ocl_prep *p, const char *name, int64_t *out, size_t cap, size_t *count);
+const minfer_value_desc *ocl_in_desc(const minfer_node_desc *n, size_t i);
+/* Reads constant int input i: 1 ok, 0 not constant, -1 declined. */
+int ocl_const_ints(ocl_prep *p, size_t input, int64_t *out, size_t cap, size_t *count);
+/* Declines unless input i (when present) is float; what names it. */
+minfer_status ocl_need_float(ocl_prep *p, size_t i);
+int64_t ocl_numel(int32_t rank, const int64_t *dims);
+/* Declines a value larger than the device's largest allocation. */
+minfer_status ocl_check_size(ocl_prep *p, const minfer_value_desc *d);
+
+/* The activation of a fused op (attributes activation, activation_params). */
+minfer_status ocl_parse_activation(ocl_prep *p, int *act, float *a, float *b);
+
+/* Uploads host data into a new buffer owned by the state (slot in head). */
+minfer_status ocl_upload(ocl_prep *p, int slot, const void *data, size_t bytes);
+
+/* input i (NULL when omitted) */
+const minfer_tensor_view *ocl_input(const ocl_exec *e, size_t i);
+/* The cl_mem and element offset of input i: the state's uploaded constant
+ * in slot when it has one, else the view's buffer. */
+void ocl_in_buf(const ocl_exec *e, size_t i, int slot, cl_mem *buf, cl_int *off);
+/* Checks output i against the shape the kernel computes; buffer and element
+ * offset out. */
+minfer_status ocl_output(const ocl_exec *e, size_t i, int32_t rank, const int64_t *dims,
+                         cl_mem *buf, cl_int *off);
+
+/* Sets args from a list: each entry a (size, pointer) pair. */
+#define OCL_ARG(v) sizeof(v), (const void *)&(v)
+minfer_status ocl_set_args(const ocl_exec *e, int k, int n, ...);
+/* Enqueues kernel k over a dims-D grid of at least global[] items; the
+ * local size comes from local[] (0 entries: chosen here) and the global is
+ * rounded up to it. */
+minfer_status ocl_enqueue(const ocl_exec *e, int k, int dims, const size_t *global,
+                          const size_t *local);
+/* A 1-D launch of n items with the device's preferred local size. */
+minfer_status ocl_launch1(const ocl_exec *e, int k, size_t n);
+/* Copies bytes within the device (reshape family, Identity). */
+minfer_status ocl_copy(const ocl_exec *e, cl_mem src, size_t soff, cl_mem dst, size_t doff,
+                       size_t bytes);
+
+/* Unary activation over n floats. */
+minfer_status ocl_run_unary(const ocl_exec *e, cl_mem x, cl_int xoff, cl_mem y, cl_int yoff,
+                            size_t n, int op, float a, float b);
+
+/* ---- Kernels, by family ----------------------------------------------- */
+
+#define OCL_OP(name)                                                                       \
+    minfer_status ocl_prepare_##name(ocl_prep *p);                                         \
+    minfer_status ocl_execute_##name(const ocl_exec *e);
+
+/* elementwise.c */
+OCL_OP(unary)
+OCL_OP(clip)
+OCL_OP(binary)
+OCL_OP(variadic)
+OCL_OP(batchnorm)
+/* conv.c */
+OCL_OP(conv)
+OCL_OP(pool)
+OCL_OP(global_pool)
+/* gemm.c */
+OCL_OP(gemm)
+OCL_OP(matmul)
+/* norm.c */
+OCL_OP(softmax)
+OCL_OP(layernorm)
+/* shape_ops.c */
+OCL_OP(reshape)
+OCL_OP(transpose)
+OCL_OP(concat)
+OCL_OP(gather)
+OCL_OP(reduce)
+
+#undef OCL_OP
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#endif

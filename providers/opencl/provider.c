@@ -1,0 +1,577 @@
+/*
+ * The OpenCL provider: float32 kernels in device memory.
+ *
+ * 1. init chooses a device (option "device=", else MINFER_OPENCL_DEVICE,
+ *    else the first GPU, else the first device of any kind), logs which and
+ *    why, and makes a context and one in-order queue. No platform or no
+ *    device fails init with the reason, so the session goes on with the
+ *    next provider.
+ * 2. supports_operator looks the node up in the kernel table (highest
+ *    since_version <= opset) and runs the op's prepare in check-only mode:
+ *    types, attributes, and the device's allocation limit.
+ * 3. prepare_node builds the program on first use (program.c: once per
+ *    session, binaries cached on disk), then runs the op's prepare, which
+ *    uploads or packs constant inputs once.
+ * 4. execute_node enqueues kernels and returns; synchronize waits for them.
+ *    copy_to_host and copy_from_host are blocking; where the device shares
+ *    host memory they map the buffer instead of a read or write transfer.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ocl.h"
+
+#define K(dom, op, since, name) {dom, op, since, ocl_prepare_##name, ocl_execute_##name}
+
+static const ocl_kernel_entry kernels[] = {
+    /* elementwise.c */
+    K("", "Relu", 1, unary), K("", "Sigmoid", 1, unary), K("", "Tanh", 1, unary),
+    K("", "Exp", 1, unary), K("", "Log", 1, unary), K("", "Sqrt", 1, unary),
+    K("", "Abs", 1, unary), K("", "Neg", 1, unary), K("", "Reciprocal", 1, unary),
+    K("", "Floor", 1, unary), K("", "Ceil", 1, unary), K("", "Erf", 9, unary),
+    K("", "Softplus", 1, unary), K("", "Softsign", 1, unary), K("", "Sin", 7, unary),
+    K("", "Cos", 7, unary), K("", "Tan", 7, unary), K("", "Atan", 7, unary),
+    K("", "Round", 11, unary), K("", "Sign", 9, unary), K("", "HardSwish", 14, unary),
+    K("", "LeakyRelu", 6, unary), K("", "Elu", 6, unary), K("", "Selu", 6, unary),
+    K("", "HardSigmoid", 6, unary), K("", "ThresholdedRelu", 10, unary),
+    K("", "Gelu", 20, unary), K("minfer", "Gelu", 1, unary),
+    K("", "Clip", 6, clip), K("", "Clip", 11, clip),
+    K("", "Add", 7, binary), K("", "Sub", 7, binary), K("", "Mul", 7, binary),
+    K("", "Div", 7, binary), K("", "Pow", 7, binary), K("", "PRelu", 7, binary),
+    K("", "Max", 8, variadic), K("", "Min", 8, variadic), K("", "Sum", 8, variadic),
+    K("", "Mean", 8, variadic),
+    K("", "BatchNormalization", 7, batchnorm),
+    /* conv.c */
+    K("", "Conv", 1, conv), K("minfer", "FusedConv", 1, conv),
+    K("", "MaxPool", 1, pool), K("", "AveragePool", 1, pool),
+    K("", "GlobalAveragePool", 1, global_pool), K("", "GlobalMaxPool", 1, global_pool),
+    /* gemm.c */
+    K("", "Gemm", 7, gemm), K("minfer", "FusedGemm", 1, gemm),
+    K("", "MatMul", 1, matmul), K("minfer", "FusedMatMul", 1, matmul),
+    /* norm.c */
+    K("", "Softmax", 1, softmax), K("", "Softmax", 13, softmax),
+    K("", "LogSoftmax", 1, softmax), K("", "LogSoftmax", 13, softmax),
+    K("", "LayerNormalization", 17, layernorm), K("minfer", "LayerNormalization", 1, layernorm),
+    /* shape_ops.c */
+    K("", "Reshape", 5, reshape), K("", "Flatten", 1, reshape), K("", "Squeeze", 1, reshape), K("", "Squeeze", 13, reshape),
+    K("", "Unsqueeze", 1, reshape),
+    K("", "Unsqueeze", 13, reshape), K("", "Identity", 1, reshape), K("", "Dropout", 7, reshape),
+    K("", "Transpose", 1, transpose), K("", "Concat", 4, concat), K("", "Gather", 1, gather),
+    K("", "ReduceSum", 1, reduce), K("", "ReduceSum", 13, reduce),
+    K("", "ReduceMean", 1, reduce), K("", "ReduceMean", 18, reduce),
+    K("", "ReduceMax", 1, reduce), K("", "ReduceMax", 18, reduce),
+};
+
+#undef K
+
+#define N_KERNELS (sizeof kernels / sizeof kernels[0])
+
+/* Per-node state: the table entry and the op state its prepare made. */
+typedef struct ocl_node {
+    const ocl_kernel_entry *entry;
+    void *op_state;
+} ocl_node;
+
+static const ocl_kernel_entry *lookup(const char *domain, const char *op, int64_t opset,
+                                      int *any) {
+    const ocl_kernel_entry *best = NULL;
+    *any = 0;
+    for (size_t i = 0; i < N_KERNELS; i++) {
+        const ocl_kernel_entry *k = &kernels[i];
+        if (strcmp(k->op_type, op) != 0 || strcmp(k->domain, domain) != 0)
+            continue;
+        *any = 1;
+        if (k->since_version <= opset && (!best || k->since_version > best->since_version))
+            best = k;
+    }
+    return best;
+}
+
+/* ---- Device choice ----------------------------------------------------------- */
+
+typedef struct dev_entry {
+    cl_platform_id platform;
+    cl_device_id device;
+    unsigned pi, di;
+    cl_device_type type;
+    char name[256];
+} dev_entry;
+
+static int ci_contains(const char *hay, const char *needle) {
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] &&
+               tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n)
+            return 1;
+    }
+    return n == 0;
+}
+
+/* Parses "P:D" or "N" (index over all devices); 1 when spec is numeric. */
+static int parse_index(const char *spec, long *p, long *d) {
+    char *end;
+    long a = strtol(spec, &end, 10);
+    if (end == spec)
+        return 0;
+    if (*end == '\0') {
+        *p = -1;
+        *d = a;
+        return 1;
+    }
+    if (*end != ':')
+        return 0;
+    const char *s2 = end + 1;
+    long b = strtol(s2, &end, 10);
+    if (end == s2 || *end != '\0')
+        return 0;
+    *p = a;
+    *d = b;
+    return 1;
+}
+
+static minfer_status choose_device(ocl_ctx *ctx, const char *spec, const char *spec_from) {
+    cl_platform_id plats[16];
+    cl_uint np = 0;
+    cl_int err = clGetPlatformIDs(16, plats, &np);
+    if (err != CL_SUCCESS || np == 0) {
+        ctx->api->set_error(ctx->host, "opencl: no OpenCL platform found (clGetPlatformIDs: %s); "
+                            "no ICD is installed, or OCL_ICD_VENDORS / /etc/OpenCL/vendors "
+                            "lists none", err != CL_SUCCESS ? ocl_err_str(err) : "0 platforms");
+        return MINFER_ERR_PROVIDER;
+    }
+    dev_entry devs[64];
+    size_t nd = 0;
+    for (cl_uint p = 0; p < np && p < 16; p++) {
+        cl_device_id ids[16];
+        cl_uint n = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, ids, &n) != CL_SUCCESS)
+            continue;
+        for (cl_uint d = 0; d < n && d < 16 && nd < 64; d++) {
+            dev_entry *e = &devs[nd++];
+            e->platform = plats[p];
+            e->device = ids[d];
+            e->pi = p;
+            e->di = d;
+            e->type = 0;
+            e->name[0] = '\0';
+            clGetDeviceInfo(ids[d], CL_DEVICE_TYPE, sizeof e->type, &e->type, NULL);
+            clGetDeviceInfo(ids[d], CL_DEVICE_NAME, sizeof e->name, e->name, NULL);
+            e->name[sizeof e->name - 1] = '\0';
+        }
+    }
+    if (nd == 0) {
+        ctx->api->set_error(ctx->host, "opencl: %u platform(s) but no OpenCL device", np);
+        return MINFER_ERR_PROVIDER;
+    }
+    const dev_entry *pick = NULL;
+    char why[512];
+    if (spec && spec[0]) {
+        long pi, di;
+        if (parse_index(spec, &pi, &di)) {
+            for (size_t i = 0; i < nd && !pick; i++)
+                if (pi < 0 ? (long)i == di : (long)devs[i].pi == pi && (long)devs[i].di == di)
+                    pick = &devs[i];
+        } else {
+            for (size_t i = 0; i < nd && !pick; i++)
+                if (ci_contains(devs[i].name, spec))
+                    pick = &devs[i];
+        }
+        if (!pick) {
+            char list[1024] = "";
+            size_t len = 0;
+            for (size_t i = 0; i < nd && len < sizeof list; i++)
+                len += (size_t)snprintf(list + len, sizeof list - len, "%s%u:%u '%s'",
+                                        i ? ", " : "", devs[i].pi, devs[i].di, devs[i].name);
+            ctx->api->set_error(ctx->host, "opencl: no device matches %s '%s' (devices: %s)",
+                                spec_from, spec, list);
+            return MINFER_ERR_INVALID_ARG;
+        }
+        snprintf(why, sizeof why, "chosen by %s '%s'", spec_from, spec);
+    } else {
+        for (size_t i = 0; i < nd && !pick; i++)
+            if (devs[i].type & CL_DEVICE_TYPE_GPU)
+                pick = &devs[i];
+        if (pick) {
+            snprintf(why, sizeof why, "the first GPU");
+        } else {
+            pick = &devs[0];
+            snprintf(why, sizeof why, "no GPU found, the first device");
+        }
+    }
+    ctx->platform = pick->platform;
+    ctx->device = pick->device;
+    ctx->type = pick->type;
+    snprintf(ctx->device_name, sizeof ctx->device_name, "%s", pick->name);
+    clGetPlatformInfo(pick->platform, CL_PLATFORM_NAME, sizeof ctx->platform_name,
+                      ctx->platform_name, NULL);
+    ctx->platform_name[sizeof ctx->platform_name - 1] = '\0';
+    ctx->api->log(ctx->host, MINFER_LOG_INFO, "opencl: using device %u:%u '%s' (platform '%s'): %s",
+                  pick->pi, pick->di, pick->name, ctx->platform_name, why);
+    return MINFER_OK;
+}
+
+/* ---- Instance ------------------------------------------------------------------ */
+
+static void ocl_shutdown(void *vctx) {
+    ocl_ctx *ctx = vctx;
+    if (!ctx)
+        return;
+    if (ctx->queue)
+        clFinish(ctx->queue);
+    ocl_release_program(ctx);
+    if (ctx->queue)
+        clReleaseCommandQueue(ctx->queue);
+    if (ctx->context)
+        clReleaseContext(ctx->context);
+    free(ctx);
+}
+
+/* Options: comma-separated key=value; device=P:D|N|name, cache=0|1. */
+static minfer_status parse_options(ocl_ctx *ctx, const char *options, char *device,
+                                   size_t dsize) {
+    char buf[512];
+    device[0] = '\0';
+    if (!options || !options[0])
+        return MINFER_OK;
+    if (strlen(options) >= sizeof buf) {
+        ctx->api->set_error(ctx->host, "opencl: provider options too long");
+        return MINFER_ERR_INVALID_ARG;
+    }
+    strcpy(buf, options);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) {
+            ctx->api->set_error(ctx->host, "opencl: option '%s' is not key=value", tok);
+            return MINFER_ERR_INVALID_ARG;
+        }
+        *eq = '\0';
+        if (strcmp(tok, "device") == 0) {
+            snprintf(device, dsize, "%s", eq + 1);
+        } else if (strcmp(tok, "cache") == 0 && (!strcmp(eq + 1, "0") || !strcmp(eq + 1, "1"))) {
+            ctx->use_cache = eq[1] == '1';
+        } else {
+            ctx->api->set_error(ctx->host, "opencl: unknown option '%s=%s' (keys: device=P:D, "
+                                "device=N or device=NAME, cache=0|1)", tok, eq + 1);
+            return MINFER_ERR_INVALID_ARG;
+        }
+    }
+    return MINFER_OK;
+}
+
+static minfer_status ocl_init(const minfer_host_api *api, void *host, const char *options,
+                              void **out) {
+    *out = NULL;
+    if (!api || !api->set_error || !api->log)
+        return MINFER_ERR_INVALID_ARG;
+    for (size_t i = 0; i < N_KERNELS; i++)
+        for (size_t j = i + 1; j < N_KERNELS; j++)
+            if (kernels[i].since_version == kernels[j].since_version &&
+                strcmp(kernels[i].op_type, kernels[j].op_type) == 0 &&
+                strcmp(kernels[i].domain, kernels[j].domain) == 0) {
+                api->set_error(host, "opencl: kernel table lists %s version %lld twice",
+                               kernels[i].op_type, (long long)kernels[i].since_version);
+                return MINFER_ERR_PROVIDER;
+            }
+    ocl_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        api->set_error(host, "opencl: out of memory");
+        return MINFER_ERR_NOMEM;
+    }
+    ctx->api = api;
+    ctx->host = host;
+    ctx->use_cache = 1;
+    char device[256];
+    minfer_status st = parse_options(ctx, options, device, sizeof device);
+    const char *env = getenv("MINFER_OPENCL_DEVICE");
+    if (st == MINFER_OK)
+        st = device[0] ? choose_device(ctx, device, "option device=")
+                       : choose_device(ctx, env, "MINFER_OPENCL_DEVICE");
+    if (st != MINFER_OK)
+        goto fail;
+    cl_uint align_bits = 0, unified = 0;
+    cl_bool avail = CL_FALSE, compiler = CL_FALSE;
+    clGetDeviceInfo(ctx->device, CL_DEVICE_AVAILABLE, sizeof avail, &avail, NULL);
+    clGetDeviceInfo(ctx->device, CL_DEVICE_COMPILER_AVAILABLE, sizeof compiler, &compiler, NULL);
+    clGetDeviceInfo(ctx->device, CL_DRIVER_VERSION, sizeof ctx->driver_version,
+                    ctx->driver_version, NULL);
+    ctx->driver_version[sizeof ctx->driver_version - 1] = '\0';
+    clGetDeviceInfo(ctx->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits,
+                    NULL);
+    clGetDeviceInfo(ctx->device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+    clGetDeviceInfo(ctx->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof ctx->max_wg,
+                    &ctx->max_wg, NULL);
+    cl_ulong v = 0;
+    clGetDeviceInfo(ctx->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof v, &v, NULL);
+    ctx->max_alloc = v;
+    v = 0;
+    clGetDeviceInfo(ctx->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof v, &v, NULL);
+    ctx->local_mem = v;
+    if (!avail || !compiler) {
+        api->set_error(host, "opencl: device '%s' is %s", ctx->device_name,
+                       !avail ? "not available" : "without an OpenCL C compiler");
+        st = MINFER_ERR_PROVIDER;
+        goto fail;
+    }
+    ctx->align = align_bits / 8 ? align_bits / 8 : 4;
+    ctx->unified = unified != 0;
+    ctx->is_cpu = (ctx->type & CL_DEVICE_TYPE_CPU) != 0;
+    /* CPU devices (PoCL): a 6 x 32 tile in AVX-512 registers; GPUs: 4 x 8
+     * per work-item, leaving registers for many work-items. */
+    ctx->vw = ctx->is_cpu ? 16 : 4;
+    ctx->mr = ctx->is_cpu ? 6 : 4;
+    if (ctx->align > 256)
+        api->log(host, MINFER_LOG_INFO, "opencl: device base alignment %zu bytes is above the "
+                 "provider's 256; kernels take element offsets, so this only costs speed",
+                 ctx->align);
+    cl_int err;
+    ctx->context = clCreateContext(NULL, 1, &ctx->device, NULL, NULL, &err);
+    if (err != CL_SUCCESS) {
+        api->set_error(host, "opencl: clCreateContext on '%s': %s", ctx->device_name,
+                       ocl_err_str(err));
+        st = MINFER_ERR_PROVIDER;
+        goto fail;
+    }
+    ctx->queue = clCreateCommandQueue(ctx->context, ctx->device, 0, &err);
+    if (err != CL_SUCCESS) {
+        api->set_error(host, "opencl: clCreateCommandQueue on '%s': %s", ctx->device_name,
+                       ocl_err_str(err));
+        st = MINFER_ERR_PROVIDER;
+        goto fail;
+    }
+    *out = ctx;
+    return MINFER_OK;
+fail:
+    ocl_shutdown(ctx);
+    return st;
+}
+
+/* ---- Nodes ----------------------------------------------------------------------- */
+
+static const ocl_kernel_entry *find_kernel(const minfer_node_desc *node, char *why,
+                                           size_t why_size) {
+    int any;
+    const ocl_kernel_entry *k = lookup(node->domain, node->op_type, node->opset, &any);
+    if (!k) {
+        if (any)
+            snprintf(why, why_size, "%s: opset %lld is older than any OpenCL kernel for it",
+                     node->op_type, (long long)node->opset);
+        else
+            snprintf(why, why_size, "%s%s%s: no OpenCL kernel", node->domain,
+                     node->domain[0] ? "." : "", node->op_type);
+        return NULL;
+    }
+    for (size_t i = 0; i < node->n_inputs; i++)
+        if (node->inputs[i].present && node->inputs[i].kind != MINFER_VALUE_TENSOR) {
+            snprintf(why, why_size, "%s: input %zu is not a tensor", node->op_type, i);
+            return NULL;
+        }
+    for (size_t i = 0; i < node->n_outputs; i++)
+        if (node->outputs[i].kind != MINFER_VALUE_TENSOR) {
+            snprintf(why, why_size, "%s: output %zu is not a tensor", node->op_type, i);
+            return NULL;
+        }
+    return k;
+}
+
+static int ocl_supports(void *ctx, const minfer_node_desc *node, char *why, size_t why_size) {
+    char buf[256];
+    if (!why || why_size == 0) {
+        why = buf;
+        why_size = sizeof buf;
+    }
+    why[0] = '\0';
+    const ocl_kernel_entry *k = find_kernel(node, why, why_size);
+    if (!k)
+        return 0;
+    ocl_prep p = {ctx, node, NULL, k->since_version, why, why_size, NULL};
+    minfer_status st = k->prepare(&p);
+    ocl_state_free(p.state);
+    return st == MINFER_OK;
+}
+
+static minfer_status ocl_prepare_node(void *vctx, const minfer_node_desc *node,
+                                      minfer_node_prep *prep, void **node_state) {
+    ocl_ctx *ctx = vctx;
+    char why[512] = "";
+    *node_state = NULL;
+    const ocl_kernel_entry *k = find_kernel(node, why, sizeof why);
+    if (!k) {
+        ctx->api->set_error(ctx->host, "opencl: node '%s': %s", node->name, why);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    minfer_status st;
+    if (!ctx->program && (st = ocl_build_program(ctx)) != MINFER_OK)
+        return st;
+    ocl_node *n = calloc(1, sizeof *n);
+    if (!n) {
+        ctx->api->set_error(ctx->host, "opencl: out of memory");
+        return MINFER_ERR_NOMEM;
+    }
+    n->entry = k;
+    ocl_prep p = {ctx, node, prep, k->since_version, why, sizeof why, NULL};
+    if ((st = k->prepare(&p)) != MINFER_OK) {
+        ocl_state_free(p.state);
+        free(n);
+        ctx->api->set_error(ctx->host, "opencl: node '%s': %s", node->name, why);
+        return st;
+    }
+    n->op_state = p.state;
+    *node_state = n;
+    return MINFER_OK;
+}
+
+static void ocl_release_node(void *ctx, void *node_state) {
+    (void)ctx;
+    ocl_node *n = node_state;
+    if (!n)
+        return;
+    ocl_state_free(n->op_state);
+    free(n);
+}
+
+static minfer_status ocl_execute_node(void *vctx, void *node_state,
+                                      const minfer_exec_args *args) {
+    ocl_ctx *ctx = vctx;
+    ocl_node *n = node_state;
+    ocl_exec e = {ctx, n ? n->op_state : NULL, args};
+    if (!n)
+        return ocl_fail(&e, MINFER_ERR_RUNTIME, "node was not prepared");
+    for (size_t i = 0; i < args->n_inputs; i++) {
+        const minfer_tensor_view *v = &args->inputs[i];
+        if (v->rank < 0)
+            continue;
+        if (v->rank > OCL_MAX_RANK || v->kind != MINFER_VALUE_TENSOR || v->layout != 0)
+            return ocl_fail(&e, MINFER_ERR_UNSUPPORTED,
+                            "input %zu is not a plain tensor of rank <= %d", i, OCL_MAX_RANK);
+        const ocl_state_head *h = n->op_state;
+        int uploaded = h && i < OCL_STATE_BUFS && h->bufs[i] != NULL;
+        if (!v->data && !uploaded && ocl_numel(v->rank, v->dims) > 0)
+            return ocl_fail(&e, MINFER_ERR_RUNTIME, "input %zu has no device buffer", i);
+    }
+    return n->entry->execute(&e);
+}
+
+/* ---- Memory domain ------------------------------------------------------------------- */
+
+static minfer_status ocl_mem_alloc(void *vctx, size_t bytes, void **buffer) {
+    ocl_ctx *ctx = vctx;
+    *buffer = NULL;
+    if (bytes > ctx->max_alloc) {
+        ctx->api->set_error(ctx->host, "opencl: %zu bytes exceed the largest buffer of '%s' "
+                            "(%llu bytes)", bytes, ctx->device_name,
+                            (unsigned long long)ctx->max_alloc);
+        return MINFER_ERR_LIMIT;
+    }
+    cl_int err;
+    cl_mem_flags flags = CL_MEM_READ_WRITE | (ctx->unified ? CL_MEM_ALLOC_HOST_PTR : 0);
+    cl_mem m = clCreateBuffer(ctx->context, flags, bytes ? bytes : 4, NULL, &err);
+    if (err != CL_SUCCESS) {
+        ctx->api->set_error(ctx->host, "opencl: allocating %zu bytes on '%s': %s", bytes,
+                            ctx->device_name, ocl_err_str(err));
+        return MINFER_ERR_NOMEM;
+    }
+    *buffer = m;
+    return MINFER_OK;
+}
+
+static void ocl_mem_free(void *ctx, void *buffer) {
+    (void)ctx;
+    if (buffer)
+        clReleaseMemObject((cl_mem)buffer);
+}
+
+static minfer_status transfer(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t bytes,
+                              void *host, int to_host) {
+    if (bytes == 0)
+        return MINFER_OK;
+    cl_int err;
+    if (ctx->unified) {
+        void *p = clEnqueueMapBuffer(ctx->queue, buf, CL_TRUE,
+                                     to_host ? CL_MAP_READ : CL_MAP_WRITE_INVALIDATE_REGION,
+                                     offset, bytes, 0, NULL, NULL, &err);
+        if (err == CL_SUCCESS) {
+            if (to_host)
+                memcpy(host, p, bytes);
+            else
+                memcpy(p, host, bytes);
+            err = clEnqueueUnmapMemObject(ctx->queue, buf, p, 0, NULL, NULL);
+        }
+    } else if (to_host) {
+        err = clEnqueueReadBuffer(ctx->queue, buf, CL_TRUE, offset, bytes, host, 0, NULL, NULL);
+    } else {
+        err = clEnqueueWriteBuffer(ctx->queue, buf, CL_TRUE, offset, bytes, host, 0, NULL, NULL);
+    }
+    if (err != CL_SUCCESS) {
+        ctx->api->set_error(ctx->host, "opencl: copying %zu bytes %s the device: %s", bytes,
+                            to_host ? "from" : "to", ocl_err_str(err));
+        return MINFER_ERR_PROVIDER;
+    }
+    return MINFER_OK;
+}
+
+static minfer_status ocl_copy_to_host(void *vctx, const minfer_tensor_view *src, void *dst,
+                                      size_t dst_bytes) {
+    ocl_ctx *ctx = vctx;
+    if (src->layout != 0 || dst_bytes > src->nbytes) {
+        ctx->api->set_error(ctx->host, "opencl: copy_to_host of %zu bytes from a view of %zu "
+                            "(layout %llu)", dst_bytes, src->nbytes,
+                            (unsigned long long)src->layout);
+        return MINFER_ERR_INVALID_ARG;
+    }
+    return transfer(ctx, (cl_mem)src->data, src->offset, dst_bytes, dst, 1);
+}
+
+static minfer_status ocl_copy_from_host(void *vctx, const void *src, size_t src_bytes,
+                                        const minfer_tensor_view *dst) {
+    ocl_ctx *ctx = vctx;
+    if (dst->layout != 0 || src_bytes > dst->nbytes) {
+        ctx->api->set_error(ctx->host, "opencl: copy_from_host of %zu bytes into a view of %zu "
+                            "(layout %llu)", src_bytes, dst->nbytes,
+                            (unsigned long long)dst->layout);
+        return MINFER_ERR_INVALID_ARG;
+    }
+    return transfer(ctx, (cl_mem)dst->data, dst->offset, src_bytes, (void *)src, 0);
+}
+
+static minfer_status ocl_synchronize(void *vctx) {
+    ocl_ctx *ctx = vctx;
+    cl_int err = clFinish(ctx->queue);
+    if (err != CL_SUCCESS) {
+        ctx->api->set_error(ctx->host, "opencl: clFinish: %s", ocl_err_str(err));
+        return MINFER_ERR_PROVIDER;
+    }
+    return MINFER_OK;
+}
+
+/* memory_alignment is fixed in the (static) vtable while the device's
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN is only known at init: 256 bytes covers
+ * the devices in use (PoCL 128, most GPUs 128-256). The kernels take
+ * element offsets, never sub-buffers, so a device wanting more is still
+ * correct (init logs it). */
+static const minfer_provider ocl_provider = {
+    .abi_version = MINFER_PROVIDER_ABI_VERSION,
+    .struct_size = sizeof(minfer_provider),
+    .name = "opencl",
+    .version = "0.1.0",
+    .init = ocl_init,
+    .shutdown = ocl_shutdown,
+    .supports_operator = ocl_supports,
+    .prepare_node = ocl_prepare_node,
+    .release_node = ocl_release_node,
+    .execute_node = ocl_execute_node,
+    .memory_domain = "opencl",
+    .memory_alignment = 256,
+    .mem_alloc = ocl_mem_alloc,
+    .mem_free = ocl_mem_free,
+    .copy_to_host = ocl_copy_to_host,
+    .copy_from_host = ocl_copy_from_host,
+    .synchronize = ocl_synchronize,
+};
+
+MINFER_PROVIDER_DEFINE(ocl_provider)

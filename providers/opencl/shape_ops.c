@@ -1,0 +1,401 @@
+/*
+ * Data movement and reductions: the reshape family (Reshape, Flatten,
+ * Squeeze, Unsqueeze, Identity, Dropout at inference), Transpose, Concat,
+ * Gather, and ReduceSum / ReduceMean / ReduceMax.
+ *
+ * The reshape family moves no data: its output may take the input's buffer
+ * (output_inplace), and when the planner gives it a separate one the bytes
+ * are copied within the device. Concat runs one copy kernel per input
+ * (clEnqueueCopyBufferRect returned CL_INVALID_VALUE on PoCL 3.1 for
+ * squeezenet's Concats, and a kernel is as fast).
+ */
+#include <string.h>
+
+#include "ocl.h"
+
+static size_t dtype_size(int32_t dtype) {
+    switch (dtype) {
+    case MINFER_DTYPE_UINT8:
+    case MINFER_DTYPE_INT8:
+    case MINFER_DTYPE_BOOL:
+        return 1;
+    case MINFER_DTYPE_UINT16:
+    case MINFER_DTYPE_INT16:
+    case MINFER_DTYPE_FLOAT16:
+    case MINFER_DTYPE_BFLOAT16:
+        return 2;
+    case MINFER_DTYPE_FLOAT:
+    case MINFER_DTYPE_INT32:
+    case MINFER_DTYPE_UINT32:
+        return 4;
+    case MINFER_DTYPE_DOUBLE:
+    case MINFER_DTYPE_INT64:
+    case MINFER_DTYPE_UINT64:
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+/* ---- Reshape family -------------------------------------------------------- */
+
+minfer_status ocl_prepare_reshape(ocl_prep *p) {
+    const minfer_node_desc *n = p->node;
+    const minfer_value_desc *x = ocl_in_desc(n, 0);
+    if (!x)
+        return ocl_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
+    if (dtype_size(x->dtype) == 0)
+        return ocl_decline(p, "element type %d not supported", (int)x->dtype);
+    if (strcmp(n->op_type, "Dropout") == 0 && n->n_outputs > 1 && n->outputs[1].name &&
+        n->outputs[1].name[0])
+        return ocl_decline(p, "mask output not supported");
+    if (strcmp(n->op_type, "Dropout") == 0 && n->n_inputs > 2 && n->inputs[2].present &&
+        !n->inputs[2].const_data)
+        return ocl_decline(p, "training_mode must be constant");
+    if (n->n_inputs > 2 && strcmp(n->op_type, "Dropout") == 0 && n->inputs[2].const_data &&
+        *(const uint8_t *)n->inputs[2].const_data)
+        return ocl_decline(p, "training mode not supported");
+    /* The output shape must be known when the plan is made: a target shape
+     * or axes computed at run time would make this a dynamic node, which
+     * cannot produce into the device arena. */
+    int shape_input = strcmp(n->op_type, "Reshape") == 0 ||
+                      ((strcmp(n->op_type, "Squeeze") == 0 ||
+                        strcmp(n->op_type, "Unsqueeze") == 0) && p->since >= 13);
+    const minfer_value_desc *sd = ocl_in_desc(n, 1);
+    if (shape_input && sd && !sd->const_data)
+        return ocl_decline(p, "%s must be a constant", p->node->op_type[0] == 'R' ? "shape"
+                                                                                  : "axes");
+    minfer_status s = ocl_check_size(p, x);
+    if (s)
+        return s;
+    if (!ocl_state(p, sizeof(ocl_state_head)))
+        return MINFER_ERR_NOMEM;
+    if (p->prep)
+        p->prep->output_inplace[0] = 0;
+    return MINFER_OK;
+}
+
+minfer_status ocl_execute_reshape(const ocl_exec *e) {
+    const minfer_tensor_view *x = ocl_input(e, 0);
+    minfer_tensor_view *y = &e->args->outputs[0];
+    if (!x)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    if (y->rank < 0)
+        return ocl_fail(e, MINFER_ERR_UNSUPPORTED, "output shape unknown before the run");
+    size_t bytes = (size_t)ocl_numel(x->rank, x->dims) * dtype_size(x->dtype);
+    if ((size_t)ocl_numel(y->rank, y->dims) * dtype_size(x->dtype) != bytes)
+        return ocl_fail(e, MINFER_ERR_SHAPE, "output has another element count");
+    if (bytes > y->nbytes)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "output holds %zu bytes, %zu needed",
+                        y->nbytes, bytes);
+    return ocl_copy(e, (cl_mem)x->data, x->offset, (cl_mem)y->data, y->offset, bytes);
+}
+
+/* ---- Transpose ------------------------------------------------------------- */
+
+typedef struct transpose_state {
+    ocl_state_head head;
+    size_t n_perm;
+    int64_t perm[OCL_MAX_RANK];
+} transpose_state;
+
+minfer_status ocl_prepare_transpose(ocl_prep *p) {
+    const minfer_value_desc *x = ocl_in_desc(p->node, 0);
+    if (!x)
+        return ocl_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
+    minfer_status s;
+    if ((s = ocl_need_float(p, 0)) || (s = ocl_check_size(p, x)))
+        return s;
+    transpose_state *st = ocl_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    if (ocl_attr_ints(p, "perm", st->perm, OCL_MAX_RANK, &st->n_perm) < 0)
+        return MINFER_ERR_UNSUPPORTED;
+    return MINFER_OK;
+}
+
+minfer_status ocl_execute_transpose(const ocl_exec *e) {
+    const transpose_state *st = e->state;
+    const minfer_tensor_view *x = ocl_input(e, 0);
+    if (!x)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    int r = x->rank;
+    int64_t perm[OCL_MAX_RANK], od[OCL_MAX_RANK], stride[OCL_MAX_RANK];
+    if (st->n_perm && st->n_perm != (size_t)r)
+        return ocl_fail(e, MINFER_ERR_SHAPE, "perm has %zu entries for rank %d", st->n_perm, r);
+    int seen[OCL_MAX_RANK] = {0};
+    for (int i = 0; i < r; i++) {
+        perm[i] = st->n_perm ? st->perm[i] : r - 1 - i;
+        if (perm[i] < 0 || perm[i] >= r || seen[perm[i]]++)
+            return ocl_fail(e, MINFER_ERR_SHAPE, "perm is not a permutation");
+    }
+    int64_t acc = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        stride[i] = acc;
+        acc *= x->dims[i];
+    }
+    ocl_shape8 sh;
+    memset(&sh, 0, sizeof sh);
+    sh.rank = r ? r : 1;
+    sh.d[0] = 1;
+    for (int i = 0; i < r; i++) {
+        od[i] = x->dims[perm[i]];
+        sh.d[i] = (cl_int)od[i];
+        sh.sa[i] = (cl_int)stride[perm[i]];
+    }
+    cl_mem xb, yb;
+    cl_int xo, yo;
+    ocl_in_buf(e, 0, -1, &xb, &xo);
+    minfer_status s = ocl_output(e, 0, r, od, &yb, &yo);
+    if (s)
+        return s;
+    int64_t n = ocl_numel(r, od);
+    if (n == 0)
+        return MINFER_OK;
+    if ((s = ocl_set_args(e, OCL_K_strided_copy, 5, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb),
+                          OCL_ARG(yo), OCL_ARG(sh))))
+        return s;
+    size_t inner = (size_t)sh.d[sh.rank - 1];
+    size_t g[2] = {inner, (size_t)n / inner}, l[2] = {inner >= 8 ? 8 : 1, 1};
+    return ocl_enqueue(e, OCL_K_strided_copy, 2, g, l);
+}
+
+/* ---- Concat ------------------------------------------------------------------ */
+
+typedef struct concat_state {
+    ocl_state_head head;
+    int64_t axis;
+} concat_state;
+
+minfer_status ocl_prepare_concat(ocl_prep *p) {
+    const minfer_node_desc *n = p->node;
+    if (n->n_inputs < 1)
+        return ocl_prep_fail(p, MINFER_ERR_MODEL, "needs inputs");
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        const minfer_value_desc *d = ocl_in_desc(n, i);
+        if (!d)
+            return ocl_prep_fail(p, MINFER_ERR_MODEL, "input %zu missing", i);
+        if (dtype_size(d->dtype) != 4 || d->dtype != n->inputs[0].dtype)
+            return ocl_decline(p, "element types differ or are not 4 bytes wide");
+        minfer_status s = ocl_check_size(p, d);
+        if (s)
+            return s;
+        if (d->const_data)
+            return ocl_decline(p, "constant inputs are left to the host");
+    }
+    concat_state *st = ocl_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    if (!p->ctx->api->attr_int(p->node, "axis", &st->axis))
+        return ocl_prep_fail(p, MINFER_ERR_MODEL, "axis is required");
+    return MINFER_OK;
+}
+
+minfer_status ocl_execute_concat(const ocl_exec *e) {
+    const concat_state *st = e->state;
+    const minfer_tensor_view *x0 = ocl_input(e, 0);
+    if (!x0)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    int r = x0->rank;
+    int64_t axis = st->axis < 0 ? st->axis + r : st->axis;
+    if (axis < 0 || axis >= r)
+        return ocl_fail(e, MINFER_ERR_SHAPE, "axis out of range");
+    int64_t od[OCL_MAX_RANK];
+    memcpy(od, x0->dims, sizeof(int64_t) * (size_t)r);
+    od[axis] = 0;
+    for (size_t i = 0; i < e->args->n_inputs; i++) {
+        const minfer_tensor_view *x = ocl_input(e, i);
+        if (!x || x->rank != r)
+            return ocl_fail(e, MINFER_ERR_SHAPE, "input %zu has another rank", i);
+        for (int d = 0; d < r; d++)
+            if (d != axis && x->dims[d] != x0->dims[d])
+                return ocl_fail(e, MINFER_ERR_SHAPE, "input %zu differs off the axis", i);
+        od[axis] += x->dims[axis];
+    }
+    cl_mem yb;
+    cl_int yo;
+    minfer_status s = ocl_output(e, 0, r, od, &yb, &yo);
+    if (s)
+        return s;
+    size_t outer = (size_t)ocl_numel((int32_t)axis, od);
+    size_t inner = (size_t)ocl_numel(r - (int32_t)axis - 1, od + axis + 1);
+    cl_int row_out = (cl_int)((size_t)od[axis] * inner), pos = yo;
+    for (size_t i = 0; i < e->args->n_inputs; i++) {
+        const minfer_tensor_view *x = ocl_input(e, i);
+        cl_int row = (cl_int)((size_t)x->dims[axis] * inner), xo = (cl_int)(x->offset / 4);
+        cl_mem xb = (cl_mem)x->data;
+        if (row && outer) {
+            if ((s = ocl_set_args(e, OCL_K_concat_copy, 6, OCL_ARG(xb), OCL_ARG(xo),
+                                  OCL_ARG(yb), OCL_ARG(pos), OCL_ARG(row), OCL_ARG(row_out))))
+                return s;
+            size_t g[2] = {(size_t)row, outer}, l[2] = {row >= 8 ? 8 : 1, 1};
+            if ((s = ocl_enqueue(e, OCL_K_concat_copy, 2, g, l)))
+                return s;
+        }
+        pos += row;
+    }
+    return MINFER_OK;
+}
+
+/* ---- Gather -------------------------------------------------------------------- */
+
+typedef struct gather_state {
+    ocl_state_head head; /* bufs[0]: constant indices */
+    int64_t axis;
+} gather_state;
+
+minfer_status ocl_prepare_gather(ocl_prep *p) {
+    const minfer_node_desc *n = p->node;
+    const minfer_value_desc *x = ocl_in_desc(n, 0), *idx = ocl_in_desc(n, 1);
+    if (!x || !idx)
+        return ocl_prep_fail(p, MINFER_ERR_MODEL, "needs data and indices");
+    if (dtype_size(x->dtype) != 4)
+        return ocl_decline(p, "only 4-byte element types");
+    if (idx->dtype != MINFER_DTYPE_INT64 && idx->dtype != MINFER_DTYPE_INT32)
+        return ocl_decline(p, "indices must be int32 or int64");
+    minfer_status s;
+    if ((s = ocl_check_size(p, x)) || (s = ocl_check_size(p, &n->outputs[0])))
+        return s;
+    gather_state *st = ocl_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->axis = ocl_attr_int(p, "axis", 0);
+    if (p->prep && idx->const_data && (s = ocl_upload(p, 0, idx->const_data, idx->const_nbytes)))
+        return s;
+    return MINFER_OK;
+}
+
+minfer_status ocl_execute_gather(const ocl_exec *e) {
+    const gather_state *st = e->state;
+    const minfer_tensor_view *x = ocl_input(e, 0), *idx = ocl_input(e, 1);
+    if (!x || !idx)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    int64_t axis = st->axis < 0 ? st->axis + x->rank : st->axis;
+    if (axis < 0 || axis >= x->rank || x->rank + idx->rank - 1 > OCL_MAX_RANK)
+        return ocl_fail(e, MINFER_ERR_SHAPE, "axis out of range");
+    int64_t od[OCL_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < axis; i++)
+        od[r++] = x->dims[i];
+    for (int i = 0; i < idx->rank; i++)
+        od[r++] = idx->dims[i];
+    for (int i = (int)axis + 1; i < x->rank; i++)
+        od[r++] = x->dims[i];
+    cl_mem xb, ib, yb;
+    cl_int xo, io, yo, is64 = idx->dtype == MINFER_DTYPE_INT64;
+    ocl_in_buf(e, 0, -1, &xb, &xo);
+    ocl_in_buf(e, 1, 0, &ib, &io);
+    if (!st->head.bufs[0])
+        io = (cl_int)(idx->offset / (is64 ? 8 : 4)); /* the kernel indexes in elements */
+    minfer_status s = ocl_output(e, 0, r, od, &yb, &yo);
+    if (s)
+        return s;
+    cl_int nidx = (cl_int)ocl_numel(idx->rank, idx->dims), ad = (cl_int)x->dims[axis],
+           inner = (cl_int)ocl_numel(x->rank - (int32_t)axis - 1, x->dims + axis + 1);
+    size_t outer = (size_t)ocl_numel((int32_t)axis, x->dims);
+    if (!nidx || !inner || !outer)
+        return MINFER_OK;
+    if ((s = ocl_set_args(e, OCL_K_gather, 10, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(ib),
+                          OCL_ARG(io), OCL_ARG(is64), OCL_ARG(yb), OCL_ARG(yo), OCL_ARG(nidx),
+                          OCL_ARG(ad), OCL_ARG(inner))))
+        return s;
+    size_t g[3] = {(size_t)inner, (size_t)nidx, outer}, l[3] = {inner >= 8 ? 8 : 1, 1, 1};
+    return ocl_enqueue(e, OCL_K_gather, 3, g, l);
+}
+
+/* ---- ReduceSum / ReduceMean / ReduceMax ------------------------------------------- */
+
+typedef struct reduce_state {
+    ocl_state_head head;
+    int op; /* 0 sum, 1 mean, 2 max */
+    int keepdims, noop;
+    size_t n_axes;
+    int64_t axes[OCL_MAX_RANK];
+} reduce_state;
+
+minfer_status ocl_prepare_reduce(ocl_prep *p) {
+    const minfer_node_desc *n = p->node;
+    const minfer_value_desc *x = ocl_in_desc(n, 0);
+    if (!x)
+        return ocl_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
+    minfer_status s;
+    if ((s = ocl_need_float(p, 0)) || (s = ocl_check_size(p, x)))
+        return s;
+    reduce_state *st = ocl_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->op = strcmp(n->op_type, "ReduceSum") == 0 ? 0 : strcmp(n->op_type, "ReduceMean") == 0
+                                                            ? 1 : 2;
+    st->keepdims = ocl_attr_int(p, "keepdims", 1) != 0;
+    st->noop = ocl_attr_int(p, "noop_with_empty_axes", 0) != 0;
+    int axes_input = st->op == 0 ? p->since >= 13 : p->since >= 18;
+    int r;
+    if (axes_input) {
+        const minfer_value_desc *ad = ocl_in_desc(n, 1);
+        if (ad && !ad->const_data)
+            return ocl_decline(p, "axes must be a constant");
+        r = ocl_const_ints(p, 1, st->axes, OCL_MAX_RANK, &st->n_axes);
+    } else {
+        r = ocl_attr_ints(p, "axes", st->axes, OCL_MAX_RANK, &st->n_axes);
+    }
+    return r < 0 ? MINFER_ERR_UNSUPPORTED : MINFER_OK;
+}
+
+minfer_status ocl_execute_reduce(const ocl_exec *e) {
+    const reduce_state *st = e->state;
+    const minfer_tensor_view *x = ocl_input(e, 0);
+    if (!x)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    int r = x->rank, red[OCL_MAX_RANK] = {0};
+    cl_mem xb, yb;
+    cl_int xo, yo;
+    ocl_in_buf(e, 0, -1, &xb, &xo);
+    if (st->n_axes == 0 && st->noop) {
+        minfer_status s = ocl_output(e, 0, r, x->dims, &yb, &yo);
+        return s ? s : ocl_copy(e, xb, (size_t)xo * 4, yb, (size_t)yo * 4,
+                                (size_t)ocl_numel(r, x->dims) * 4);
+    }
+    for (size_t i = 0; i < st->n_axes; i++) {
+        int64_t a = st->axes[i] < 0 ? st->axes[i] + r : st->axes[i];
+        if (a < 0 || a >= r)
+            return ocl_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range",
+                            (long long)st->axes[i]);
+        red[a] = 1;
+    }
+    if (st->n_axes == 0)
+        for (int i = 0; i < r; i++)
+            red[i] = 1;
+    ocl_shape8 kept, rs;
+    memset(&kept, 0, sizeof kept);
+    memset(&rs, 0, sizeof rs);
+    int64_t od[OCL_MAX_RANK], stride = 1, strides[OCL_MAX_RANK], rcount = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        strides[i] = stride;
+        stride *= x->dims[i];
+    }
+    int orank = 0;
+    for (int i = 0; i < r; i++) {
+        if (red[i]) {
+            rs.d[rs.rank] = (cl_int)x->dims[i];
+            rs.sa[rs.rank++] = (cl_int)strides[i];
+            rcount *= x->dims[i];
+            if (st->keepdims)
+                od[orank++] = 1;
+        } else {
+            kept.d[kept.rank] = (cl_int)x->dims[i];
+            kept.sa[kept.rank++] = (cl_int)strides[i];
+            od[orank++] = x->dims[i];
+        }
+    }
+    minfer_status s = ocl_output(e, 0, orank, od, &yb, &yo);
+    if (s)
+        return s;
+    cl_int nout = (cl_int)ocl_numel(orank, od), op = st->op, rc = (cl_int)rcount;
+    if (nout == 0)
+        return MINFER_OK;
+    if ((s = ocl_set_args(e, OCL_K_reduce, 9, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb),
+                          OCL_ARG(yo), OCL_ARG(nout), OCL_ARG(op), OCL_ARG(kept), OCL_ARG(rs),
+                          OCL_ARG(rc))))
+        return s;
+    return ocl_launch1(e, OCL_K_reduce, (size_t)nout);
+}

@@ -1,0 +1,525 @@
+/*
+ * The OpenCL provider against the CPU provider (the oracle), on small graphs
+ * built with the builder API. Each graph runs once with providers {"opencl"}
+ * (every node must be placed there) and once with {"cpu"} on the same
+ * random inputs; outputs must agree within |a - b| <= 1e-4 + 1e-3 |b|.
+ * Shapes are chosen to hit the kernels' edges: partial register tiles,
+ * padding, strides, dilations, groups, broadcasting, batched MatMul.
+ * Also: device selection through the provider option, and a graph split
+ * between opencl and cpu (boundary copies both ways).
+ *
+ * Runs on PoCL in CI. With no OpenCL device at all the program exits with
+ * 77, which ctest reports as skipped.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "minfer/builder.h"
+#include "minfer/minfer.h"
+
+#define MAX_IN 8
+
+typedef struct tcase {
+    minfer_graph_builder *b;
+    size_t n_in;
+    char names[MAX_IN][16];
+    minfer_tensor *inputs[MAX_IN];
+    uint32_t seed;
+    int n_nodes;
+} tcase;
+
+static float rnd(tcase *t) {
+    t->seed = t->seed * 1664525u + 1013904223u;
+    return (float)((t->seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static minfer_tensor *random_tensor(tcase *t, const int64_t *dims, size_t rank) {
+    minfer_tensor *x = NULL;
+    assert_int_equal(minfer_tensor_create(MINFER_DTYPE_FLOAT, dims, rank, &x), MINFER_OK);
+    float *d = minfer_tensor_data(x);
+    for (int64_t i = 0; i < minfer_tensor_numel(x); i++)
+        d[i] = rnd(t);
+    return x;
+}
+
+static void tc_init(tcase *t, int64_t opset) {
+    memset(t, 0, sizeof *t);
+    t->seed = 777u;
+    assert_int_equal(minfer_builder_create(opset, &t->b), MINFER_OK);
+    assert_int_equal(minfer_builder_add_opset(t->b, "minfer", 1), MINFER_OK);
+}
+
+static void tc_input(tcase *t, const char *name, const int64_t *dims, size_t rank) {
+    assert_true(t->n_in < MAX_IN);
+    assert_int_equal(minfer_builder_add_input(t->b, name, MINFER_DTYPE_FLOAT, dims, rank, NULL),
+                     MINFER_OK);
+    snprintf(t->names[t->n_in], sizeof t->names[0], "%s", name);
+    t->inputs[t->n_in++] = random_tensor(t, dims, rank);
+}
+
+static void tc_const(tcase *t, const char *name, const int64_t *dims, size_t rank,
+                     const float *values) {
+    minfer_tensor *x = random_tensor(t, dims, rank);
+    if (values)
+        memcpy(minfer_tensor_data(x), values, minfer_tensor_nbytes(x));
+    assert_int_equal(minfer_builder_add_initializer(t->b, name, x), MINFER_OK);
+    minfer_tensor_free(x);
+}
+
+static void tc_const_i64(tcase *t, const char *name, const int64_t *dims, size_t rank,
+                         const int64_t *values) {
+    minfer_tensor *x = NULL;
+    assert_int_equal(minfer_tensor_create(MINFER_DTYPE_INT64, dims, rank, &x), MINFER_OK);
+    memcpy(minfer_tensor_data(x), values, minfer_tensor_nbytes(x));
+    assert_int_equal(minfer_builder_add_initializer(t->b, name, x), MINFER_OK);
+    minfer_tensor_free(x);
+}
+
+static size_t tc_node(tcase *t, const char *op, const char *domain, const char *const *in,
+                      size_t n_in, const char *out) {
+    size_t idx;
+    char name[32];
+    snprintf(name, sizeof name, "n%d", t->n_nodes++);
+    assert_int_equal(minfer_builder_add_node(t->b, op, domain, name, in, n_in, &out, 1, &idx),
+                     MINFER_OK);
+    return idx;
+}
+
+#define IN(...) (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *)
+#define I64(...) (const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)
+
+/* Runs on the providers list; checks that every node went to want_all
+ * (NULL: no check). NULL when the session cannot be created. */
+static minfer_tensor *run_on(tcase *t, const char *providers, const char *want_all,
+                             const char *options) {
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    minfer_tensor *out = NULL;
+    const char *names[MAX_IN];
+    const minfer_tensor *ins[MAX_IN];
+    assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+    assert_int_equal(minfer_options_set_providers_str(opt, providers), MINFER_OK);
+    assert_int_equal(minfer_options_set_threads(opt, 2), MINFER_OK);
+    if (options)
+        assert_int_equal(minfer_options_set_provider_options(opt, "opencl", options), MINFER_OK);
+    minfer_status st = minfer_session_create_from_builder(t->b, opt, &s);
+    minfer_options_free(opt);
+    if (st != MINFER_OK)
+        return NULL;
+    if (want_all)
+        for (size_t i = 0; i < minfer_session_node_count(s); i++) {
+            minfer_node_placement p;
+            assert_int_equal(minfer_session_node_placement(s, i, &p), MINFER_OK);
+            if (strcmp(p.provider, want_all) != 0)
+                fail_msg("node %s (%s) placed on %s, not %s", p.node_name, p.op_type, p.provider,
+                         want_all);
+        }
+    for (size_t i = 0; i < t->n_in; i++) {
+        names[i] = t->names[i];
+        ins[i] = t->inputs[i];
+    }
+    st = minfer_session_run(s, names, ins, t->n_in, NULL, &out, 1);
+    if (st != MINFER_OK)
+        fail_msg("%s: run failed: %s", providers, minfer_last_error());
+    minfer_session_free(s);
+    return out;
+}
+
+static void compare(const minfer_tensor *got, const minfer_tensor *want) {
+    assert_int_equal(minfer_tensor_rank(got), minfer_tensor_rank(want));
+    for (size_t d = 0; d < minfer_tensor_rank(got); d++)
+        assert_int_equal(minfer_tensor_dims(got)[d], minfer_tensor_dims(want)[d]);
+    const float *g = minfer_tensor_data(got), *w = minfer_tensor_data(want);
+    for (int64_t i = 0; i < minfer_tensor_numel(want); i++)
+        if (!(fabsf(g[i] - w[i]) <= 1e-4f + 1e-3f * fabsf(w[i]) || (isnan(g[i]) && isnan(w[i]))))
+            fail_msg("element %lld: opencl %g, cpu %g", (long long)i, (double)g[i],
+                     (double)w[i]);
+}
+
+static void tc_free(tcase *t) {
+    for (size_t i = 0; i < t->n_in; i++)
+        minfer_tensor_free(t->inputs[i]);
+    minfer_builder_free(t->b);
+}
+
+/* Output "y" on opencl alone (all nodes placed there) against cpu. */
+static void tc_check(tcase *t) {
+    assert_int_equal(minfer_builder_add_output(t->b, "y"), MINFER_OK);
+    minfer_tensor *got = run_on(t, "opencl", "opencl", NULL);
+    if (!got)
+        fail_msg("opencl refused the graph: %s", minfer_last_error());
+    minfer_tensor *want = run_on(t, "cpu", NULL, NULL);
+    if (!want)
+        fail_msg("cpu refused the graph: %s", minfer_last_error());
+    compare(got, want);
+    minfer_tensor_free(got);
+    minfer_tensor_free(want);
+    tc_free(t);
+}
+
+/* ---- Conv ---------------------------------------------------------------- */
+
+typedef struct conv_spec {
+    int64_t x[4], w[4];
+    size_t rank;
+    int64_t group;
+    const int64_t *strides, *dilations, *pads;
+    const char *auto_pad;
+    int bias, w_input;
+} conv_spec;
+
+static void conv_case(const conv_spec *c) {
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", c->x, c->rank);
+    if (c->w_input)
+        tc_input(&t, "w", c->w, c->rank);
+    else
+        tc_const(&t, "w", c->w, c->rank, NULL);
+    if (c->bias)
+        tc_const(&t, "b", c->w, 1, NULL);
+    size_t nsp = c->rank - 2;
+    size_t n = tc_node(&t, "Conv", NULL, (const char *const[]){"x", "w", "b"}, c->bias ? 3 : 2,
+                       "y");
+    if (c->group > 1)
+        minfer_builder_set_attr_int(t.b, n, "group", c->group);
+    if (c->strides)
+        minfer_builder_set_attr_ints(t.b, n, "strides", c->strides, nsp);
+    if (c->dilations)
+        minfer_builder_set_attr_ints(t.b, n, "dilations", c->dilations, nsp);
+    if (c->pads)
+        minfer_builder_set_attr_ints(t.b, n, "pads", c->pads, 2 * nsp);
+    if (c->auto_pad)
+        minfer_builder_set_attr_string(t.b, n, "auto_pad", c->auto_pad);
+    tc_check(&t);
+}
+
+static void test_conv_tile_partial(void **state) {
+    (void)state; /* 40 output channels: one full and one partial tile; 99 positions */
+    conv_case(&(conv_spec){{2, 5, 9, 11}, {40, 5, 3, 3}, 4, 1, NULL, NULL,
+                           (int64_t[]){1, 1, 1, 1}, NULL, 1, 0});
+}
+
+static void test_conv_strides_dilations_pads(void **state) {
+    (void)state;
+    conv_case(&(conv_spec){{1, 6, 13, 12}, {16, 6, 3, 2}, 4, 1, (int64_t[]){2, 1},
+                           (int64_t[]){2, 2}, (int64_t[]){0, 1, 2, 1}, NULL, 0, 0});
+}
+
+static void test_conv_groups_1d_same(void **state) {
+    (void)state; /* 1-D, 2 groups of 8 output channels, SAME_UPPER */
+    conv_case(&(conv_spec){{2, 6, 17}, {16, 3, 4}, 3, 2, (int64_t[]){2}, NULL, NULL,
+                           "SAME_UPPER", 1, 0});
+}
+
+static void test_conv_depthwise(void **state) {
+    (void)state;
+    conv_case(&(conv_spec){{1, 8, 10, 9}, {8, 1, 3, 3}, 4, 8, (int64_t[]){2, 2}, NULL,
+                           (int64_t[]){1, 1, 1, 1}, NULL, 1, 0});
+}
+
+static void test_conv_runtime_weights(void **state) {
+    (void)state;
+    conv_case(&(conv_spec){{1, 4, 7, 7}, {12, 4, 3, 3}, 4, 1, NULL, NULL,
+                           (int64_t[]){1, 1, 1, 1}, NULL, 0, 1});
+}
+
+static void test_fused_conv(void **state) {
+    (void)state; /* FusedConv with bias, residual Z and a Clip activation */
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(1, 8, 6, 6));
+    tc_input(&t, "z", I64(1, 24, 6, 6));
+    tc_const(&t, "w", I64(24, 8, 3, 3), NULL);
+    tc_const(&t, "b", I64(24), NULL);
+    size_t n = tc_node(&t, "FusedConv", "minfer", IN("x", "w", "b", "z"), "y");
+    minfer_builder_set_attr_ints(t.b, n, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+    minfer_builder_set_attr_string(t.b, n, "activation", "Clip");
+    minfer_builder_set_attr_floats(t.b, n, "activation_params", (const float[]){-0.5f, 0.7f},
+                                   2);
+    tc_check(&t);
+}
+
+/* ---- Gemm, MatMul ------------------------------------------------------------ */
+
+static void test_gemm_transb_bias(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", I64(7, 50));
+    tc_const(&t, "b", I64(45, 50), NULL);
+    tc_const(&t, "c", I64(45), NULL);
+    size_t n = tc_node(&t, "Gemm", NULL, IN("a", "b", "c"), "y");
+    minfer_builder_set_attr_int(t.b, n, "transB", 1);
+    minfer_builder_set_attr_float(t.b, n, "alpha", 0.5f);
+    minfer_builder_set_attr_float(t.b, n, "beta", 2.0f);
+    tc_check(&t);
+}
+
+static void test_gemm_transa_runtime_b(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", I64(20, 9));
+    tc_input(&t, "b", I64(20, 37));
+    tc_const(&t, "c", I64(9, 1), NULL);
+    size_t n = tc_node(&t, "Gemm", NULL, IN("a", "b", "c"), "y");
+    minfer_builder_set_attr_int(t.b, n, "transA", 1);
+    tc_check(&t);
+}
+
+static void matmul_case(const int64_t *a, size_t ra, const int64_t *b, size_t rb, int b_const) {
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", a, ra);
+    if (b_const)
+        tc_const(&t, "b", b, rb, NULL);
+    else
+        tc_input(&t, "b", b, rb);
+    tc_node(&t, "MatMul", NULL, IN("a", "b"), "y");
+    tc_check(&t);
+}
+
+static void test_matmul_batched(void **state) {
+    (void)state;
+    matmul_case(I64(2, 3, 5, 7), I64(2, 3, 7, 33), 0);
+}
+
+static void test_matmul_broadcasts(void **state) {
+    (void)state;
+    matmul_case(I64(3, 5, 7), I64(7, 40), 1);          /* folded into one tall GEMM */
+    matmul_case(I64(5, 7), I64(3, 7, 9), 0);           /* A without a batch */
+    matmul_case(I64(2, 1, 4, 6), I64(1, 3, 6, 5), 0);  /* broadcast both ways */
+    matmul_case(I64(6), I64(2, 6, 3), 0);              /* 1-D A */
+}
+
+static void test_fused_matmul_gelu(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", I64(2, 5, 16));
+    tc_const(&t, "b", I64(16, 24), NULL);
+    tc_const(&t, "bias", I64(24), NULL);
+    tc_node(&t, "FusedMatMul", "minfer", IN("a", "b", "bias"), "h");
+    tc_node(&t, "Gelu", "minfer", IN("h"), "y");
+    tc_check(&t);
+}
+
+/* ---- Pools ---------------------------------------------------------------------- */
+
+static void test_pools(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(2, 3, 11, 10));
+    size_t n = tc_node(&t, "MaxPool", NULL, IN("x"), "m");
+    minfer_builder_set_attr_ints(t.b, n, "kernel_shape", (const int64_t[]){3, 3}, 2);
+    minfer_builder_set_attr_ints(t.b, n, "strides", (const int64_t[]){2, 2}, 2);
+    minfer_builder_set_attr_ints(t.b, n, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+    minfer_builder_set_attr_int(t.b, n, "ceil_mode", 1);
+    n = tc_node(&t, "AveragePool", NULL, IN("m"), "a");
+    minfer_builder_set_attr_ints(t.b, n, "kernel_shape", (const int64_t[]){2, 3}, 2);
+    minfer_builder_set_attr_ints(t.b, n, "pads", (const int64_t[]){1, 0, 0, 2}, 4);
+    minfer_builder_set_attr_int(t.b, n, "count_include_pad", 1);
+    tc_node(&t, "GlobalAveragePool", NULL, IN("a"), "g");
+    tc_node(&t, "GlobalMaxPool", NULL, IN("a"), "h");
+    tc_node(&t, "Sub", NULL, IN("g", "h"), "y");
+    tc_check(&t);
+}
+
+/* ---- Elementwise ------------------------------------------------------------------- */
+
+static void test_binary_broadcasting(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", I64(2, 3, 4, 5));
+    tc_input(&t, "b", I64(3, 1, 5));
+    tc_const(&t, "c", I64(1), (const float[]){1.5f});
+    tc_const(&t, "d", I64(4, 1), NULL);
+    tc_node(&t, "Add", NULL, IN("a", "b"), "s");
+    tc_node(&t, "Mul", NULL, IN("s", "c"), "m");
+    tc_node(&t, "Div", NULL, IN("d", "m"), "q");
+    tc_node(&t, "Sum", NULL, IN("q", "b", "d"), "u");
+    tc_node(&t, "Max", NULL, IN("u", "a"), "v");
+    tc_node(&t, "Mean", NULL, IN("v", "s"), "y");
+    tc_check(&t);
+}
+
+static void test_unary_activations(void **state) {
+    (void)state;
+    static const char *const ops[] = {"Sigmoid", "Tanh", "Erf", "LeakyRelu", "HardSwish",
+                                      "Softplus", "Abs", "Elu", "HardSigmoid", "Neg"};
+    tcase t;
+    tc_init(&t, 14);
+    tc_input(&t, "x", I64(3, 37));
+    const char *prev = "x";
+    char names[10][8];
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        snprintf(names[i], sizeof names[i], "u%zu", i);
+        tc_node(&t, ops[i], NULL, (const char *const[]){prev}, 1, names[i]);
+        prev = names[i];
+    }
+    tc_const(&t, "lo", NULL, 0, (const float[]){-0.3f});
+    tc_const(&t, "hi", NULL, 0, (const float[]){0.4f});
+    tc_node(&t, "Clip", NULL, IN(prev, "lo", "hi"), "y");
+    tc_check(&t);
+}
+
+/* ---- Normalizations ------------------------------------------------------------------ */
+
+static void test_softmax_layernorm_batchnorm(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 17);
+    tc_input(&t, "x", I64(2, 5, 3, 7));
+    tc_const(&t, "s", I64(5), NULL);
+    tc_const(&t, "bb", I64(5), NULL);
+    tc_const(&t, "mu", I64(5), NULL);
+    tc_const(&t, "var", I64(5), (const float[]){0.5f, 1.0f, 2.0f, 0.1f, 0.9f});
+    tc_node(&t, "BatchNormalization", NULL, IN("x", "s", "bb", "mu", "var"), "n");
+    size_t k = tc_node(&t, "Softmax", NULL, IN("n"), "p");
+    minfer_builder_set_attr_int(t.b, k, "axis", 1);
+    k = tc_node(&t, "LogSoftmax", NULL, IN("p"), "l");
+    tc_const(&t, "g", I64(3, 7), NULL);
+    tc_const(&t, "beta", I64(3, 7), NULL);
+    k = tc_node(&t, "LayerNormalization", NULL, IN("l", "g", "beta"), "y");
+    minfer_builder_set_attr_int(t.b, k, "axis", -2);
+    tc_check(&t);
+}
+
+/* ---- Data movement and reductions -------------------------------------------------------- */
+
+static void test_concat_transpose_gather(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", I64(2, 3, 4, 5));
+    tc_input(&t, "b", I64(2, 1, 4, 5));
+    tc_node(&t, "Relu", NULL, IN("a"), "r");
+    size_t n = tc_node(&t, "Concat", NULL, IN("r", "b", "a"), "c");
+    minfer_builder_set_attr_int(t.b, n, "axis", 1);
+    n = tc_node(&t, "Transpose", NULL, IN("c"), "tr");
+    minfer_builder_set_attr_ints(t.b, n, "perm", (const int64_t[]){0, 2, 3, 1}, 4);
+    tc_const_i64(&t, "idx", I64(2, 2), (const int64_t[]){4, -1, 0, 2});
+    n = tc_node(&t, "Gather", NULL, IN("tr", "idx"), "y");
+    minfer_builder_set_attr_int(t.b, n, "axis", 2);
+    tc_check(&t);
+}
+
+static void test_reduce_reshape(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(2, 3, 4, 5));
+    size_t n = tc_node(&t, "ReduceMean", NULL, IN("x"), "m");
+    minfer_builder_set_attr_ints(t.b, n, "axes", (const int64_t[]){1, 3}, 2);
+    tc_const_i64(&t, "ax", I64(1), (const int64_t[]){-1});
+    n = tc_node(&t, "ReduceSum", NULL, IN("x", "ax"), "s");
+    minfer_builder_set_attr_int(t.b, n, "keepdims", 0);
+    tc_const_i64(&t, "shape", I64(2), (const int64_t[]){2, 12});
+    tc_node(&t, "Reshape", NULL, IN("s", "shape"), "r");
+    tc_node(&t, "ReduceMax", NULL, IN("r"), "mx");
+    tc_node(&t, "Flatten", NULL, IN("m"), "f");
+    tc_node(&t, "Add", NULL, IN("f", "mx"), "y");
+    tc_check(&t);
+}
+
+/* ---- Device choice, fallback, mixed placement --------------------------------------------- */
+
+static void simple_graph(tcase *t) {
+    tc_init(t, 13);
+    tc_input(t, "x", I64(4, 6));
+    tc_node(t, "Relu", NULL, IN("x"), "r");
+    tc_node(t, "ArgMax", NULL, IN("r"), "am"); /* not an OpenCL op: runs on cpu */
+    size_t n = tc_node(t, "Cast", NULL, IN("am"), "c");
+    minfer_builder_set_attr_int(t->b, n, "to", MINFER_DTYPE_FLOAT);
+    tc_node(t, "Mul", NULL, IN("r", "c"), "y"); /* back on opencl */
+    assert_int_equal(minfer_builder_add_output(t->b, "y"), MINFER_OK);
+}
+
+static void test_mixed_placement(void **state) {
+    (void)state;
+    tcase t;
+    simple_graph(&t);
+    minfer_tensor *got = run_on(&t, "opencl,cpu", NULL, NULL);
+    assert_non_null(got);
+    minfer_tensor *want = run_on(&t, "cpu", NULL, NULL);
+    assert_non_null(want);
+    compare(got, want);
+    minfer_tensor_free(got);
+    minfer_tensor_free(want);
+    tc_free(&t);
+}
+
+static void test_device_option(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(3));
+    tc_node(&t, "Relu", NULL, IN("x"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_tensor *y = run_on(&t, "opencl", "opencl", "device=0:0");
+    assert_non_null(y);
+    minfer_tensor_free(y);
+    /* No such device: opencl alone cannot be used, and says why. */
+    assert_null(run_on(&t, "opencl", NULL, "device=no-such-device-xyz"));
+    assert_non_null(strstr(minfer_last_error(), "no device matches"));
+    /* With cpu after it, the session goes on on cpu. */
+    y = run_on(&t, "opencl,cpu", "cpu", "device=no-such-device-xyz");
+    assert_non_null(y);
+    minfer_tensor_free(y);
+    tc_free(&t);
+}
+
+/* Whether the opencl provider loads and runs here. */
+static int have_device(void) {
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(2));
+    tc_node(&t, "Relu", NULL, IN("x"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_tensor *y = run_on(&t, "opencl", NULL, NULL);
+    tc_free(&t);
+    if (!y) {
+        print_message("no usable OpenCL device (%s): skipping\n", minfer_last_error());
+        return 0;
+    }
+    minfer_tensor_free(y);
+    return 1;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv_tile_partial),
+        cmocka_unit_test(test_conv_strides_dilations_pads),
+        cmocka_unit_test(test_conv_groups_1d_same),
+        cmocka_unit_test(test_conv_depthwise),
+        cmocka_unit_test(test_conv_runtime_weights),
+        cmocka_unit_test(test_fused_conv),
+        cmocka_unit_test(test_gemm_transb_bias),
+        cmocka_unit_test(test_gemm_transa_runtime_b),
+        cmocka_unit_test(test_matmul_batched),
+        cmocka_unit_test(test_matmul_broadcasts),
+        cmocka_unit_test(test_fused_matmul_gelu),
+        cmocka_unit_test(test_pools),
+        cmocka_unit_test(test_binary_broadcasting),
+        cmocka_unit_test(test_unary_activations),
+        cmocka_unit_test(test_softmax_layernorm_batchnorm),
+        cmocka_unit_test(test_concat_transpose_gather),
+        cmocka_unit_test(test_reduce_reshape),
+        cmocka_unit_test(test_mixed_placement),
+        cmocka_unit_test(test_device_option),
+    };
+    if (!have_device())
+        return 77; /* ctest SKIP_RETURN_CODE */
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The ONNX backend node cases of CASES through `minfer test --providers
+# opencl,cpu`: every case the CPU provider passes must pass with the OpenCL
+# provider first in the list (nodes it declines run on cpu).
+#
+# usage: test_opencl_nodes.sh MINFER_CLI NODE_DATA_DIR CASES
+set -euo pipefail
+
+minfer=$1
+node_dir=$2
+cases=$3
+[[ -d $node_dir ]] || { echo "test_opencl_nodes: $node_dir not found (install libonnx-testdata)" >&2; exit 1; }
+
+dirs=()
+while read -r name; do
+    [[ -z $name || $name == \#* ]] && continue
+    [[ -d $node_dir/$name ]] || { echo "test_opencl_nodes: no case $name in $node_dir" >&2; exit 1; }
+    dirs+=("$node_dir/$name")
+done <"$cases"
+
+sets=0
+for d in "${dirs[@]}"; do
+    sets=$((sets + $(find "$d" -maxdepth 1 -type d -name 'test_data_set_*' | wc -l)))
+done
+
+out=$(mktemp "${TMPDIR:-/tmp}/minfer-ocl-nodes.XXXXXX")
+trap 'rm -f "$out"' EXIT
+rc=0
+"$minfer" test --providers opencl,cpu "${dirs[@]}" | tee "$out" || rc=$?
+summary=$(tail -n 1 "$out")
+if ((rc != 0)) || [[ "$summary" != "$sets passed, 0 failed, 0 skipped" ]]; then
+    echo "test_opencl_nodes: exit $rc, summary '$summary', want '$sets passed, 0 failed, 0 skipped'" >&2
+    exit 1
+fi
