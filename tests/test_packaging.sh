@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# Packaging end to end: builds the Debian packages with cpack, installs them
+# into a fresh root as a user would, and uses that install only.
+#
+#   test_packaging.sh BUILD_DIR SOURCE_DIR MODELS_DIR PROVIDERS CPACK CMAKE
+#
+# PROVIDERS: the providers this build made, comma-separated ("cpu,onednn").
+#
+# "Install" is dpkg-deb -x of every package into a temporary root: it needs
+# no privileges and no dpkg database, so it runs the same as a user and as
+# root in CI. Such a root is a staged and relocated install at once (prefix
+# /usr, files under $root/usr), which is what provider discovery, the CLI's
+# RPATH, minfer.pc and the CMake package must cope with. Removing a package
+# is removing the files `dpkg-deb -c` lists for it. Dependencies are checked
+# from the packages' control fields, and with `apt-get -s` where apt exists.
+#
+# First, from the build tree, `minfer providers` gives the reason for each of
+# the fake providers that fail to load. Then, from the unpacked root:
+#  1. one package per component, provider packages holding only their
+#     provider, Depends computed from the binaries;
+#  2. `minfer providers` finds cpu (and every other built provider) in the
+#     root's <libdir>/minfer/providers and loads it; a model runs and matches
+#     its reference with each provider list "P,cpu";
+#  3. the provider template builds out of tree against the installed dev
+#     files and is loaded through MINFER_PROVIDER_PATH (and only then);
+#  4. `pkg-config --cflags --libs minfer` and find_package(minfer) both build
+#     the README's C example, which then runs;
+#  5. the whole root still works after being moved;
+#  6. after the opencl package (or, if no opencl was built, another provider
+#     package) is removed, `minfer providers` no longer lists it and
+#     MINFER_PROVIDERS=opencl,cpu still runs the model on cpu with a warning.
+set -euo pipefail
+
+if [[ $# -ne 6 ]]; then
+    echo "usage: $0 BUILD_DIR SOURCE_DIR MODELS_DIR PROVIDERS CPACK CMAKE" >&2
+    exit 2
+fi
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+models=$3
+IFS=, read -r -a built_providers <<<"$4"
+cpack=$5
+cmake=$6
+
+model=$models/resnet18
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/minfer-packaging.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+root=$tmp/root
+# The installed tree must not lean on the user's settings or the build tree.
+unset MINFER_PROVIDERS MINFER_PROVIDER_PATH MINFER_LOG LD_LIBRARY_PATH PKG_CONFIG_PATH
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+step() { echo "--- [${SECONDS}s] $*"; }
+
+[[ -f $model/model.onnx ]] || fail "no model at $model (set MINFER_MODELS_DIR)"
+for tool in dpkg-deb dpkg-shlibdeps pkg-config cc; do
+    command -v "$tool" >/dev/null || fail "$tool not found (tools/install-deps.sh installs it)"
+done
+
+# ---- 0. `minfer providers` reasons, from the build tree ---------------------------
+# The fake providers of tests/fake_providers fail in known ways.
+step "minfer providers on the fake providers"
+fakes=$build/tests/fakeproviders
+out=$(MINFER_PROVIDER_PATH=$fakes "$build/tools/minfer" providers) || fail "'minfer providers' failed"
+expect_row() { # NAME LOADS REASON-PATTERN
+    awk -v n="$1" -v l="$2" '$1 == n && $4 == l {f = 1} END {exit !f}' <<<"$out" &&
+        { [[ -z $3 ]] || grep -A1 "^  $1 " <<<"$out" | grep -q "why: .*$3"; } ||
+        { echo "$out" >&2; fail "'minfer providers' row for $1: want loads=$2 and a reason matching '$3'"; }
+}
+expect_row fakegood yes ""
+expect_row fakeabi no "ABI version 999"
+expect_row fakenosym no "does not export minfer_provider_entry"
+expect_row fakeinitfail no "failed to initialise: .*no fake device"
+grep -q '^  fakeabi  *? *999 ' <<<"$out" || { echo "$out" >&2; fail "fakeabi's ABI version not shown"; }
+
+# ---- 1. packages ----------------------------------------------------------------
+step "cpack"
+(cd "$build" && "$cpack" -G DEB -B "$tmp/pkgs" >"$tmp/cpack.log" 2>&1) ||
+    { cat "$tmp/cpack.log" >&2; fail "cpack failed"; }
+
+deb_of() { # package name -> its .deb
+    local f
+    for f in "$tmp"/pkgs/*.deb; do
+        [[ $(dpkg-deb -f "$f" Package) == "$1" ]] && { echo "$f"; return 0; }
+    done
+    return 1
+}
+# Regular files and links of a package, without the leading "./".
+files_of() { dpkg-deb -c "$1" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./||'; }
+
+version=$(dpkg-deb -f "$(deb_of minfer)" Version) || fail "no package 'minfer'"
+others=()
+for p in "${built_providers[@]}"; do
+    [[ $p == cpu ]] || others+=("$p")
+done
+expected=(minfer minfer-dev minfer-tools)
+for p in "${others[@]}"; do
+    expected+=("minfer-provider-${p//_/-}")
+done
+for pkg in "${expected[@]}"; do
+    deb=$(deb_of "$pkg") || fail "cpack made no package '$pkg'"
+    deps=$(dpkg-deb -f "$deb" Depends)
+    echo "$pkg: Depends: $deps"
+    if [[ $pkg != minfer ]]; then
+        [[ $deps == *"minfer (= $version)"* ]] || fail "$pkg does not depend on minfer (= $version)"
+    fi
+done
+n_debs=$(ls "$tmp"/pkgs/*.deb | wc -l)
+[[ $n_debs -eq ${#expected[@]} ]] || fail "expected ${#expected[@]} packages, cpack made $n_debs"
+
+runtime_files=$(files_of "$(deb_of minfer)")
+grep -q '/libminfer\.so\.0$' <<<"$runtime_files" || fail "minfer lacks libminfer.so.0"
+grep -q '/minfer/providers/libminfer_provider_cpu\.so$' <<<"$runtime_files" ||
+    fail "minfer lacks the cpu provider"
+[[ $(grep -c 'libminfer_provider_' <<<"$runtime_files") -eq 1 ]] ||
+    fail "minfer holds providers other than cpu: $runtime_files"
+[[ $(dpkg-deb -f "$(deb_of minfer)" Depends) == *libprotobuf-c* ]] ||
+    fail "minfer's Depends lacks libprotobuf-c (dpkg-shlibdeps not run?)"
+[[ $(dpkg-deb -f "$(deb_of minfer-tools)" Depends) == *libc6* ]] ||
+    fail "minfer-tools' Depends lacks libc6 (dpkg-shlibdeps not run?)"
+for p in "${others[@]}"; do
+    deb=$(deb_of "minfer-provider-${p//_/-}")
+    f=$(files_of "$deb")
+    # Its provider, plus private libraries of that provider only
+    # (libminfer_NAME_*.so, e.g. oneDNN's implementation behind its shim).
+    grep -qE "^usr/[^[:space:]]*/minfer/providers/libminfer_provider_${p}\.so$" <<<"$f" ||
+        fail "minfer-provider-$p lacks its provider: $f"
+    while read -r file; do
+        [[ $file =~ ^usr/[^[:space:]]*/minfer/providers/libminfer_(provider_${p}|${p}_[a-z0-9_]+)\.so$ ]] ||
+            fail "minfer-provider-$p holds more or other than its provider: $file"
+    done <<<"$f"
+    deps=$(dpkg-deb -f "$deb" Depends)
+    case $p in
+    onednn) [[ $deps == *libdnnl* ]] || fail "minfer-provider-onednn does not depend on oneDNN: $deps" ;;
+    opencl) [[ $deps == *libopencl* || $deps == *ocl-icd* ]] ||
+        fail "minfer-provider-opencl does not depend on an OpenCL ICD loader: $deps" ;;
+    esac
+done
+# With apt, ask whether this system could install all of them (simulation only).
+if command -v apt-get >/dev/null; then
+    apt-get -s -q -o Debug::NoLocking=1 install "$tmp"/pkgs/*.deb >"$tmp/apt.log" 2>&1 ||
+        { cat "$tmp/apt.log" >&2; fail "apt-get -s cannot satisfy the packages' dependencies"; }
+fi
+
+# ---- 2. install into a fresh root and use it --------------------------------------
+step "install into $root"
+mkdir -p "$root"
+for deb in "$tmp"/pkgs/*.deb; do
+    dpkg-deb -x "$deb" "$root"
+done
+minfer=$root/usr/bin/minfer
+[[ -x $minfer ]] || fail "no usr/bin/minfer in the installed tree"
+provdir=$(dirname "$(find "$root/usr" -name libminfer_provider_cpu.so)")
+libdir=$(dirname "$provdir")
+libdir=$(dirname "$libdir") # <libdir>/minfer/providers -> <libdir>
+
+# providers_ok MINFER NAME: NAME is listed, from the given tree, and loads.
+providers_ok() {
+    local out
+    out=$("$1" providers) || fail "'minfer providers' failed"
+    awk -v n="$2" -v d="$3" '$1 == n && $4 == "yes" && index($5, d) == 1 {f = 1} END {exit !f}' \
+        <<<"$out" || { echo "$out" >&2; fail "'minfer providers' does not show $2 loading from $3"; }
+}
+
+step "minfer providers"
+out=$("$minfer" providers) || fail "'minfer providers' failed"
+echo "$out"
+first_dir=$(sed -n '2s/^ *//p' <<<"$out")
+[[ $(realpath "$first_dir") == $(realpath "$provdir") ]] ||
+    fail "search path starts at $first_dir, not the installed $provdir"
+grep -qF "$build/providers" <<<"$out" && fail "the installed CLI searches the build tree"
+for p in "${built_providers[@]}"; do
+    if [[ $p == cpu ]]; then
+        providers_ok "$minfer" cpu "$(realpath "$provdir")"
+    else
+        awk -v n="$p" '$1 == n {f = 1} END {exit !f}' <<<"$out" ||
+            fail "'minfer providers' does not list $p"
+    fi
+done
+
+step "models"
+"$minfer" test --rtol 1e-3 --atol 1e-4 --providers cpu "$model" >"$tmp/t.log" 2>&1 ||
+    { cat "$tmp/t.log" >&2; fail "resnet18 on cpu from the installed tree"; }
+for p in "${others[@]}"; do
+    # A provider that cannot initialise here (no device) is skipped with a
+    # warning and the model still runs on cpu; one that loads must be used.
+    "$minfer" test --rtol 1e-3 --atol 1e-4 --providers "$p,cpu" "$model" >"$tmp/t.log" 2>&1 ||
+        { cat "$tmp/t.log" >&2; fail "resnet18 with --providers $p,cpu"; }
+    info=$("$minfer" info --providers "$p,cpu" "$model/model.onnx" 2>&1) ||
+        { echo "$info" >&2; fail "minfer info with --providers $p,cpu"; }
+    if awk -v n="$p" '$1 == n && $4 == "yes" {f = 1} END {exit !f}' <<<"$out"; then
+        grep -q "^providers loaded.*$p" <<<"$info" || { echo "$info" >&2; fail "$p did not load"; }
+        echo "$p,cpu: $(grep '^providers loaded' <<<"$info"); resnet18 matches its reference"
+    else
+        echo "$p,cpu: $p does not initialise here; resnet18 ran on cpu"
+    fi
+done
+
+# ---- 3. the provider template ----------------------------------------------------
+step "provider template against the installed dev files"
+tpl=$root/usr/share/minfer/provider-template
+for f in CMakeLists.txt example.c; do
+    cmp -s "$src/providers/template/$f" "$tpl/$f" || fail "installed template's $f differs from providers/template"
+done
+"$cmake" -S "$tpl" -B "$tmp/tpl" -DCMAKE_PREFIX_PATH="$root/usr" -DCMAKE_BUILD_TYPE=Release \
+    >"$tmp/tpl.log" 2>&1 && "$cmake" --build "$tmp/tpl" >>"$tmp/tpl.log" 2>&1 ||
+    { cat "$tmp/tpl.log" >&2; fail "the template does not build against the installed files"; }
+[[ -f $tmp/tpl/libminfer_provider_example.so ]] || fail "template built no libminfer_provider_example.so"
+"$minfer" providers | grep -q '^  example ' && fail "example listed without MINFER_PROVIDER_PATH"
+MINFER_PROVIDER_PATH=$tmp/tpl providers_ok "$minfer" example "$tmp/tpl"
+
+# ---- 4. pkg-config and find_package build the README example ---------------------
+step "README example via pkg-config and find_package"
+awk '/^## Using the library/ {u = 1} u && /^```c$/ {c = 1; next} c && /^```$/ {exit} c' \
+    "$src/README.md" >"$tmp/example.c"
+grep -q 'minfer_session_create' "$tmp/example.c" || fail "no C example found in README.md"
+mkdir -p "$tmp/run"
+ln -s "$model/model.onnx" "$tmp/run/model.onnx" # the example opens "model.onnx"
+
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+flags=$(pkg-config --cflags --libs minfer) || fail "pkg-config does not find minfer.pc"
+echo "pkg-config: $flags"
+pc_libdir=$(pkg-config --variable=libdir minfer)
+[[ $(realpath "$pc_libdir") == $(realpath "$libdir") ]] || fail "minfer.pc's libdir $pc_libdir is not $libdir"
+# shellcheck disable=SC2086
+cc -std=c11 -Wall -o "$tmp/example_pc" "$tmp/example.c" $flags || fail "the README example does not build with pkg-config"
+(cd "$tmp/run" && LD_LIBRARY_PATH=$pc_libdir "$tmp/example_pc" >"$tmp/ex.log" 2>&1) ||
+    { cat "$tmp/ex.log" >&2; fail "the pkg-config build of the README example fails to run"; }
+grep -q '^first score' "$tmp/ex.log" || fail "the README example printed no score"
+
+"$cmake" -S "$src/tests/packaging" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$root/usr" \
+    -DREADME_EXAMPLE="$tmp/example.c" >"$tmp/fp.log" 2>&1 &&
+    "$cmake" --build "$tmp/consumer" >>"$tmp/fp.log" 2>&1 ||
+    { cat "$tmp/fp.log" >&2; fail "find_package(minfer) does not build the README example"; }
+(cd "$tmp/run" && "$tmp/consumer/readme_example" >"$tmp/ex.log" 2>&1) ||
+    { cat "$tmp/ex.log" >&2; fail "the find_package build of the README example fails to run"; }
+grep -q '^first score' "$tmp/ex.log" || fail "the README example printed no score"
+# The template provider, loaded by the installed library into a program built
+# with find_package, runs the Relu and gets it right.
+MINFER_PROVIDER_PATH=$tmp/tpl "$tmp/consumer/relu_check" example,cpu example ||
+    fail "the installed runtime did not run Relu on the template provider"
+unset PKG_CONFIG_PATH
+
+# ---- 5. move the whole install -----------------------------------------------------
+step "moved install"
+mv "$root" "$tmp/moved"
+root=$tmp/moved
+minfer=$root/usr/bin/minfer
+provdir=${provdir/$tmp\/root/$root}
+providers_ok "$minfer" cpu "$(realpath "$provdir")"
+"$minfer" run "$model/model.onnx" --providers cpu --inputs "$model/test_data_set_0" >/dev/null ||
+    fail "the moved install does not run the model"
+PKG_CONFIG_PATH=${libdir/$tmp\/root/$root}/pkgconfig pkg-config --cflags minfer | grep -qF "$root" ||
+    fail "minfer.pc does not follow the moved install"
+
+# ---- 6. remove a provider package ----------------------------------------------------
+step "remove a provider package"
+gone=
+for p in opencl "${others[@]}"; do
+    deb=$(deb_of "minfer-provider-${p//_/-}") || continue
+    gone=$p
+    while read -r f; do rm -f "$root/$f"; done < <(files_of "$deb")
+    break
+done
+out=$("$minfer" providers)
+if [[ -n $gone ]]; then
+    awk -v n="$gone" '$1 == n {f = 1} END {exit !f}' <<<"$out" &&
+        { echo "$out" >&2; fail "'minfer providers' still lists $gone after its package was removed"; }
+    echo "removed minfer-provider-$gone; no longer listed"
+else
+    echo "no provider package besides cpu was built; checking opencl,cpu without one"
+fi
+awk '$1 == "opencl" {f = 1} END {exit !f}' <<<"$out" && fail "opencl listed with no opencl package installed"
+MINFER_PROVIDERS=opencl,cpu "$minfer" run "$model/model.onnx" --inputs "$model/test_data_set_0" \
+    --outputs "$tmp/o" >"$tmp/run.log" 2>&1 ||
+    { cat "$tmp/run.log" >&2; fail "MINFER_PROVIDERS=opencl,cpu does not run without the opencl package"; }
+grep -q "warn.*opencl" "$tmp/run.log" || { cat "$tmp/run.log" >&2; fail "no warning about opencl"; }
+echo "MINFER_PROVIDERS=opencl,cpu: $(grep -m1 'warn.*opencl' "$tmp/run.log")"
+[[ -f $tmp/o/output_0.pb ]] || fail "the run wrote no output"
+
+echo "packaging: all checks passed"
