@@ -1,0 +1,340 @@
+/*
+ * minfer bench MODEL: session creation time, per-run latency (min, median,
+ * p90, mean over --runs after --warmup), the session's own run statistics
+ * (minfer_session_stats, reset after the warm-up), the memory plan's figures
+ * and the process's peak resident memory; with --profile also a table of
+ * time and GFLOPS per op type. --json prints one JSON object instead.
+ *
+ * Figures are for comparing in one run on one machine (alternating with the
+ * thing compared); a single absolute time on a shared machine means little.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "cli.h"
+
+static const char *CMD = "bench";
+
+static void print_help(void) {
+    printf("usage: minfer bench MODEL [options]\n"
+           "\n"
+           "Creates a session, runs it --warmup times, then --runs times, and prints\n"
+           "the session creation time, run latency (min, median, p90, mean), the memory\n"
+           "plan (arena, all intermediates, lower bound) and the peak resident memory.\n"
+           "\n"
+           "options:\n"
+           "  --providers LIST  provider preference, e.g. 'onednn,cpu'\n"
+           "  --threads N       threads of the session's pool (0: one per CPU)\n"
+           "  --runs N          timed runs (default 20)\n"
+           "  --warmup N        untimed runs first (default 3)\n"
+           "  --inputs DIR      inputs from DIR/input_K.pb (default: random, symbolic dims 1)\n"
+           "  --json            print one JSON object\n"
+           "  --profile FILE    write a Chrome trace-event JSON profile to FILE (open it in\n"
+           "                    Perfetto or chrome://tracing) and print time per op type\n"
+           "  --check-nan       fail naming the first node whose float output has a NaN/Inf\n"
+           "  -h, --help        show this help\n");
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static double percentile(const double *v, size_t n, double q) {
+    size_t k = (size_t)(q * (double)n + 0.999999);
+    if (k < 1)
+        k = 1;
+    if (k > n)
+        k = n;
+    return v[k - 1];
+}
+
+static long peak_rss_kib(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
+}
+
+/* One op type's share of the profile. */
+typedef struct op_row {
+    char op[160];
+    size_t count;         /* nodes */
+    double total_ms;      /* over every profiled run, warm-up included */
+    double ms_per_run;    /* the nodes' mean times added up */
+    double flops_x_runs;  /* estimated FLOPs times the runs they were timed over */
+} op_row;
+
+static int cmp_row(const void *a, const void *b) {
+    double x = ((const op_row *)a)->total_ms, y = ((const op_row *)b)->total_ms;
+    return x > y ? -1 : x < y;
+}
+
+/* Groups the node profiles by op type ("domain:op" outside the default
+ * domain), sorted by time. Nodes folded into constants never run and are
+ * left out. *n_rows is 0 when profiling is off. */
+static op_row *op_profile(const minfer_session *s, size_t *n_rows, double *total_ms) {
+    size_t nn = minfer_session_node_count(s), n = 0;
+    op_row *rows = calloc(nn + 1, sizeof *rows);
+    *n_rows = 0;
+    *total_ms = 0;
+    if (!rows)
+        return NULL;
+    for (size_t i = 0; i < nn; i++) {
+        minfer_node_placement p;
+        double ms = 0, flops = 0;
+        uint64_t runs = 0;
+        char key[160];
+        if (minfer_session_node_placement(s, i, &p) != MINFER_OK ||
+            minfer_session_node_profile(s, i, &ms, &runs, &flops) != MINFER_OK || runs == 0)
+            continue;
+        snprintf(key, sizeof key, "%s%s%s", p.domain && p.domain[0] ? p.domain : "",
+                 p.domain && p.domain[0] ? ":" : "", p.op_type);
+        size_t r = 0;
+        while (r < n && strcmp(rows[r].op, key) != 0)
+            r++;
+        if (r == n)
+            snprintf(rows[n++].op, sizeof rows[r].op, "%s", key);
+        rows[r].count++;
+        rows[r].total_ms += ms;
+        rows[r].ms_per_run += ms / (double)runs;
+        rows[r].flops_x_runs += flops * (double)runs;
+        *total_ms += ms;
+    }
+    qsort(rows, n, sizeof *rows, cmp_row);
+    *n_rows = n;
+    return rows;
+}
+
+static double gflops(const op_row *r) {
+    return r->total_ms > 0 ? r->flops_x_runs / (r->total_ms * 1e6) : 0;
+}
+
+static void json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            printf("\\u%04x", (unsigned char)*s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+int cmd_bench(int argc, char **argv) {
+    const char *providers = NULL, *threads_s = NULL, *runs_s = NULL, *warm_s = NULL,
+               *in_dir = NULL, *profile = NULL;
+    int json = 0, help = 0, threads = -1, runs = 20, warmup = 3, check_nan = 0, rc;
+    const cli_opt opts[] = {
+        {"providers", 0, &providers, NULL}, {"threads", 0, &threads_s, NULL},
+        {"runs", 0, &runs_s, NULL},         {"warmup", 0, &warm_s, NULL},
+        {"inputs", 0, &in_dir, NULL},       {"json", 0, NULL, &json},
+        {"profile", 0, &profile, NULL},     {"check-nan", 0, NULL, &check_nan},
+    };
+    char **pos = calloc((size_t)argc + 1, sizeof *pos);
+    size_t n_pos = 0, n_in = 0, n_out = 0;
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    minfer_tensor **ins = NULL, **outs = NULL;
+    const char **names = NULL;
+    double *lat = NULL;
+    op_row *rows = NULL;
+    size_t n_rows = 0;
+    minfer_status st;
+
+    if (!pos) {
+        fprintf(stderr, "minfer bench: out of memory\n");
+        return CLI_FAIL;
+    }
+    rc = cli_parse(CMD, argc, argv, opts, sizeof opts / sizeof opts[0], pos, &n_pos, &help);
+    if (rc)
+        goto done;
+    if (help) {
+        print_help();
+        goto done;
+    }
+    if (n_pos != 1) {
+        fprintf(stderr, "minfer bench: expected one MODEL argument, got %zu (see 'minfer bench "
+                        "--help')\n",
+                n_pos);
+        rc = CLI_USAGE;
+        goto done;
+    }
+    if ((threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &threads))) ||
+        (runs_s && (rc = cli_parse_int(CMD, "--runs", runs_s, 1, 1000000, &runs))) ||
+        (warm_s && (rc = cli_parse_int(CMD, "--warmup", warm_s, 0, 1000000, &warmup))))
+        goto done;
+    rc = CLI_FAIL;
+    if ((st = cli_make_options(providers, threads, &opt)) != MINFER_OK) {
+        fprintf(stderr, "minfer bench: %s\n", cli_error(st));
+        goto done;
+    }
+    if (cli_set_diagnostics(CMD, opt, profile, check_nan, 0) != 0)
+        goto done;
+    double t0 = now_ms();
+    if ((st = minfer_session_create(pos[0], opt, &s)) != MINFER_OK) {
+        fprintf(stderr, "minfer bench: %s\n", cli_error(st));
+        goto done;
+    }
+    double create_ms = now_ms() - t0;
+
+    n_in = minfer_session_input_count(s);
+    n_out = minfer_session_output_count(s);
+    ins = calloc(n_in + 1, sizeof *ins);
+    outs = calloc(n_out + 1, sizeof *outs);
+    names = calloc(n_in + 1, sizeof *names);
+    lat = calloc((size_t)runs, sizeof *lat);
+    if (!ins || !outs || !names || !lat) {
+        fprintf(stderr, "minfer bench: out of memory\n");
+        goto done;
+    }
+    uint64_t seed = 0x6d696e666572ull;
+    for (size_t k = 0; k < n_in; k++) {
+        minfer_value_info info;
+        if ((st = minfer_session_input_info(s, k, &info)) != MINFER_OK)
+            goto fail;
+        names[k] = info.name;
+        if (in_dir) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/input_%zu.pb", in_dir, k);
+            st = minfer_tensor_load_pb(path, &ins[k], NULL);
+        } else
+            st = cli_random_input(CMD, &info, &seed, &ins[k]);
+        if (st != MINFER_OK)
+            goto fail;
+    }
+    /* The first run allocates the outputs; later runs write into them, so
+     * the timed loop measures the runtime, not the allocator. */
+    for (int i = 0; i < warmup + runs; i++) {
+        if (i == warmup && (st = minfer_session_reset_stats(s)) != MINFER_OK)
+            goto fail;
+        double a = now_ms();
+        st = minfer_session_run(s, names, (const minfer_tensor *const *)ins, n_in, NULL, outs,
+                                n_out);
+        double b = now_ms();
+        if (st != MINFER_OK)
+            goto fail;
+        if (i >= warmup)
+            lat[i - warmup] = b - a;
+    }
+    double sum = 0;
+    for (int i = 0; i < runs; i++)
+        sum += lat[i];
+    qsort(lat, (size_t)runs, sizeof *lat, cmp_double);
+    minfer_memory_info mem;
+    minfer_session_memory_info(s, &mem);
+    long rss = peak_rss_kib();
+    minfer_run_stats rs;
+    if ((st = minfer_session_stats(s, &rs)) != MINFER_OK)
+        goto fail;
+    double prof_ms = 0;
+    if (profile && !(rows = op_profile(s, &n_rows, &prof_ms))) {
+        fprintf(stderr, "minfer bench: out of memory\n");
+        goto done;
+    }
+    if (json) {
+        printf("{\"model\": ");
+        json_str(pos[0]);
+        printf(", \"providers\": [");
+        for (size_t i = 0; i < minfer_session_provider_count(s); i++) {
+            printf("%s", i ? ", " : "");
+            json_str(minfer_session_provider_name(s, i));
+        }
+        printf("], \"create_ms\": %.3f, \"runs\": %d, \"warmup\": %d, \"min_ms\": %.3f, "
+               "\"median_ms\": %.3f, \"p90_ms\": %.3f, \"mean_ms\": %.3f, \"arena_bytes\": %llu, "
+               "\"device_arena_bytes\": %llu, \"intermediate_bytes\": %llu, "
+               "\"lower_bound_bytes\": %llu, \"peak_rss_bytes\": %lld",
+               create_ms, runs, warmup, lat[0], percentile(lat, (size_t)runs, 0.5),
+               percentile(lat, (size_t)runs, 0.9), sum / runs,
+               (unsigned long long)mem.arena_bytes, (unsigned long long)mem.device_arena_bytes,
+               (unsigned long long)mem.intermediate_bytes,
+               (unsigned long long)mem.lower_bound_bytes, (long long)rss * 1024);
+        printf(", \"stats\": {\"runs\": %llu, \"mean_ms\": %.3f, \"min_ms\": %.3f, "
+               "\"max_ms\": %.3f, \"p50_ms\": %.3f, \"p90_ms\": %.3f, "
+               "\"throughput_per_s\": %.3f}",
+               (unsigned long long)rs.runs, rs.mean_ms, rs.min_ms, rs.max_ms, rs.p50_ms,
+               rs.p90_ms, rs.throughput);
+        if (profile) {
+            printf(", \"profile\": ");
+            json_str(profile);
+            printf(", \"op_types\": [");
+            for (size_t i = 0; i < n_rows; i++) {
+                printf("%s{\"op\": ", i ? ", " : "");
+                json_str(rows[i].op);
+                printf(", \"count\": %zu, \"total_ms\": %.3f, \"ms_per_run\": %.4f, "
+                       "\"share\": %.4f, \"gflops\": %.3f}",
+                       rows[i].count, rows[i].total_ms, rows[i].ms_per_run,
+                       prof_ms > 0 ? rows[i].total_ms / prof_ms : 0, gflops(&rows[i]));
+            }
+            printf("]");
+        }
+        printf("}\n");
+    } else {
+        printf("model:           %s\n", pos[0]);
+        printf("providers:      ");
+        for (size_t i = 0; i < minfer_session_provider_count(s); i++)
+            printf(" %s", minfer_session_provider_name(s, i));
+        printf("\nsession create:  %.2f ms\n", create_ms);
+        printf("runs:            %d (after %d warm-up)\n", runs, warmup);
+        printf("latency:         min %.3f ms, median %.3f ms, p90 %.3f ms, mean %.3f ms\n",
+               lat[0], percentile(lat, (size_t)runs, 0.5), percentile(lat, (size_t)runs, 0.9),
+               sum / runs);
+        printf("arena:           %.2f MiB host", (double)mem.arena_bytes / 1048576.0);
+        if (mem.device_arena_bytes)
+            printf(", %.2f MiB device", (double)mem.device_arena_bytes / 1048576.0);
+        printf(" (all intermediates %.2f MiB, lower bound %.2f MiB)\n",
+               (double)mem.intermediate_bytes / 1048576.0,
+               (double)mem.lower_bound_bytes / 1048576.0);
+        printf("peak RSS:        %.1f MiB\n", (double)rss / 1024.0);
+        printf("session stats:   %llu runs: mean %.3f ms, min %.3f ms, max %.3f ms, p50 %.3f ms, "
+               "p90 %.3f ms; %.2f runs/s\n",
+               (unsigned long long)rs.runs, rs.mean_ms, rs.min_ms, rs.max_ms, rs.p50_ms,
+               rs.p90_ms, rs.throughput);
+        if (profile) {
+            /* Node times cover every profiled run, the warm-up included;
+             * ms/run is each node's mean, so the two agree per run. */
+            double per_run = 0;
+            for (size_t i = 0; i < n_rows; i++)
+                per_run += rows[i].ms_per_run;
+            printf("profile:         %s (written when the session is freed)\n", profile);
+            printf("time per op type (%d profiled runs, warm-up included; the nodes add up to "
+                   "%.3f ms a run):\n",
+                   warmup + runs, per_run);
+            printf("  %-28s %6s %12s %10s %7s %9s\n", "op", "nodes", "total ms", "ms/run",
+                   "share", "GFLOPS");
+            for (size_t i = 0; i < n_rows; i++)
+                printf("  %-28s %6zu %12.3f %10.4f %6.1f%% %9.2f\n", rows[i].op, rows[i].count,
+                       rows[i].total_ms, rows[i].ms_per_run,
+                       prof_ms > 0 ? 100.0 * rows[i].total_ms / prof_ms : 0.0,
+                       gflops(&rows[i]));
+        }
+    }
+    rc = CLI_OK;
+    goto done;
+fail:
+    fprintf(stderr, "minfer bench: %s\n", cli_error(st));
+done:
+    for (size_t k = 0; ins && k < n_in; k++)
+        minfer_tensor_free(ins[k]);
+    for (size_t k = 0; outs && k < n_out; k++)
+        minfer_tensor_free(outs[k]);
+    free(ins);
+    free(outs);
+    free(names);
+    free(lat);
+    free(rows);
+    minfer_session_free(s); /* writes the profile */
+    minfer_options_free(opt);
+    free(pos);
+    return rc;
+}
