@@ -51,11 +51,32 @@ size_t cli_scalar_count(const minfer_tensor *t);
 float cli_half_to_float(uint16_t h);
 uint16_t cli_float_to_half(float f);
 
+/* A tensor of the input's declared type with symbolic dims set to 1 and
+ * random contents from a fixed-seed generator (floats in [-1, 1], integers
+ * in [0, 10)); notes on stderr what it had to assume. */
+minfer_status cli_random_input(const char *cmd, const minfer_value_info *info, uint64_t *seed,
+                               minfer_tensor **out);
+
 /* Creates a directory and its parents; 0 on success. */
 int cli_mkdirs(const char *path);
 
 int cmd_run(int argc, char **argv);
 int cmd_test(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_providers(int argc, char **argv);
+int cmd_optimize(int argc, char **argv);
+
+/* --opt-level N, taken by main() from any command's arguments: the graph
+ * optimization level cli_make_options sets (-1: not given). */
+extern int cli_opt_level;
+
+/* Sets the diagnostics flags run, bench, test and info share: --profile
+ * FILE (NULL: not given; the file is created now, so a bad path fails before
+ * any work), --check-nan and --strict (0: not given, so that MINFER_PROFILE
+ * and MINFER_CHECK_NAN still apply). Returns 0, or CLI_FAIL after printing
+ * one line. */
+int cli_set_diagnostics(const char *cmd, minfer_options *opt, const char *profile, int check_nan,
+                        int strict);
 
 #endif

@@ -96,6 +96,8 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double *ou
     return 0;
 }
 
+int cli_opt_level = -1;
+
 minfer_status cli_make_options(const char *providers, int threads, minfer_options **out) {
     minfer_options *opt = NULL;
     minfer_status st = minfer_options_create(&opt);
@@ -103,6 +105,8 @@ minfer_status cli_make_options(const char *providers, int threads, minfer_option
         st = minfer_options_set_providers_str(opt, providers);
     if (st == MINFER_OK && threads >= 0)
         st = minfer_options_set_threads(opt, threads);
+    if (st == MINFER_OK && cli_opt_level >= 0)
+        st = minfer_options_set_optimization_level(opt, cli_opt_level);
     if (st != MINFER_OK) {
         minfer_options_free(opt);
         opt = NULL;
@@ -257,4 +261,109 @@ int cli_mkdirs(const char *path) {
     if (mkdir(buf, 0777) != 0 && errno != EEXIST)
         return -1;
     return stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : -1;
+}
+
+/* splitmix64: a small, fixed-seed generator so runs are repeatable. */
+static uint64_t next_rand(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double rand_unit(uint64_t *s) { /* [-1, 1] */
+    return (double)(next_rand(s) >> 11) / (double)(1ull << 53) * 2.0 - 1.0;
+}
+
+/* A tensor of the input's declared type, symbolic dims set to 1, random. */
+minfer_status cli_random_input(const char *cmd, const minfer_value_info *info, uint64_t *seed,
+                               minfer_tensor **out) {
+    int64_t dims[MINFER_MAX_RANK];
+    int rank = info->rank;
+    *out = NULL;
+    if (rank < 0) {
+        fprintf(stderr, "minfer %s: note: input '%s' declares no shape; using a scalar\n", cmd,
+                info->name);
+        rank = 0;
+    }
+    for (int d = 0; d < rank; d++)
+        dims[d] = info->dims[d] < 0 ? 1 : info->dims[d];
+    minfer_status st = minfer_tensor_create(info->dtype, dims, (size_t)rank, out);
+    if (st != MINFER_OK)
+        return st;
+    void *p = minfer_tensor_data(*out);
+    size_t n = cli_scalar_count(*out);
+    int noted = 0;
+    for (size_t i = 0; i < n; i++) {
+        double u = rand_unit(seed);
+        int64_t k = (int64_t)(next_rand(seed) % 10);
+        switch (info->dtype) {
+        case MINFER_DTYPE_FLOAT:
+        case MINFER_DTYPE_COMPLEX64: ((float *)p)[i] = (float)u; break;
+        case MINFER_DTYPE_DOUBLE:
+        case MINFER_DTYPE_COMPLEX128: ((double *)p)[i] = u; break;
+        case MINFER_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cli_float_to_half((float)u); break;
+        case MINFER_DTYPE_BFLOAT16: {
+            float f = (float)u;
+            uint32_t bits;
+            memcpy(&bits, &f, sizeof bits);
+            ((uint16_t *)p)[i] = (uint16_t)(bits >> 16);
+            break;
+        }
+        case MINFER_DTYPE_BOOL: ((uint8_t *)p)[i] = (uint8_t)(k & 1); break;
+        case MINFER_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)k; break;
+        case MINFER_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)k; break;
+        case MINFER_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)k; break;
+        case MINFER_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)k; break;
+        case MINFER_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)k; break;
+        case MINFER_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)k; break;
+        case MINFER_DTYPE_INT64: ((int64_t *)p)[i] = k; break;
+        case MINFER_DTYPE_UINT64: ((uint64_t *)p)[i] = (uint64_t)k; break;
+        case MINFER_DTYPE_STRING: {
+            /* Elements of an owning string tensor are freed with it. */
+            char *s = malloc(2);
+            if (!s)
+                return MINFER_ERR_NOMEM;
+            s[0] = (char)('a' + k);
+            s[1] = '\0';
+            ((char **)p)[i] = s;
+            break;
+        }
+        default: break;
+        }
+        if (!noted && (info->dtype == MINFER_DTYPE_INT64 || info->dtype == MINFER_DTYPE_INT32)) {
+            fprintf(stderr,
+                    "minfer %s: note: %s input '%s' gets random integers in [0, 10); use "
+                    "--inputs for meaningful values\n",
+                    cmd, minfer_dtype_name(info->dtype), info->name);
+            noted = 1;
+        }
+    }
+    return MINFER_OK;
+}
+
+int cli_set_diagnostics(const char *cmd, minfer_options *opt, const char *profile, int check_nan,
+                        int strict) {
+    minfer_status st = MINFER_OK;
+    if (profile) {
+        /* The session writes the trace only when it is freed, where a bad
+         * path could merely be logged: find out now. */
+        FILE *f = fopen(profile, "w");
+        if (!f) {
+            fprintf(stderr, "minfer %s: cannot write the profile to '%s': %s\n", cmd, profile,
+                    strerror(errno));
+            return CLI_FAIL;
+        }
+        fclose(f);
+        st = minfer_options_set_profiling(opt, profile);
+    }
+    if (st == MINFER_OK && check_nan)
+        st = minfer_options_set_check_nan(opt, 1);
+    if (st == MINFER_OK && strict)
+        st = minfer_options_set_strict_placement(opt, 1);
+    if (st != MINFER_OK) {
+        fprintf(stderr, "minfer %s: %s\n", cmd, cli_error(st));
+        return CLI_FAIL;
+    }
+    return 0;
 }

@@ -27,6 +27,10 @@ static void print_help(void) {
            "  --inputs DIR      read inputs from DIR/input_K.pb, K in session input order\n"
            "  --outputs DIR     write DIR/output_K.pb (created if missing) instead of a summary\n"
            "  --threads N       threads for the session's pool (0: one per CPU)\n"
+           "  --profile FILE    write a Chrome trace-event JSON profile (build phases and\n"
+           "                    every node) to FILE; open it in Perfetto or chrome://tracing\n"
+           "  --check-nan       fail naming the first node whose float output has a NaN/Inf\n"
+           "  --strict          fail if any node falls back past the first provider\n"
            "  -h, --help        show this help\n");
 }
 
@@ -40,85 +44,6 @@ static int fail(const char *fmt, ...) {
     fputc('\n', stderr);
     va_end(ap);
     return CLI_FAIL;
-}
-
-/* splitmix64: a small, fixed-seed generator so runs are repeatable. */
-static uint64_t next_rand(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double rand_unit(uint64_t *s) { /* [-1, 1] */
-    return (double)(next_rand(s) >> 11) / (double)(1ull << 53) * 2.0 - 1.0;
-}
-
-/* A tensor of the input's declared type, symbolic dims set to 1, random. */
-static minfer_status random_input(const minfer_value_info *info, uint64_t *seed,
-                                  minfer_tensor **out) {
-    int64_t dims[MINFER_MAX_RANK];
-    int rank = info->rank;
-    *out = NULL;
-    if (rank < 0) {
-        fprintf(stderr, "minfer run: note: input '%s' declares no shape; using a scalar\n",
-                info->name);
-        rank = 0;
-    }
-    for (int d = 0; d < rank; d++)
-        dims[d] = info->dims[d] < 0 ? 1 : info->dims[d];
-    minfer_status st = minfer_tensor_create(info->dtype, dims, (size_t)rank, out);
-    if (st != MINFER_OK)
-        return st;
-    void *p = minfer_tensor_data(*out);
-    size_t n = cli_scalar_count(*out);
-    int noted = 0;
-    for (size_t i = 0; i < n; i++) {
-        double u = rand_unit(seed);
-        int64_t k = (int64_t)(next_rand(seed) % 10);
-        switch (info->dtype) {
-        case MINFER_DTYPE_FLOAT:
-        case MINFER_DTYPE_COMPLEX64: ((float *)p)[i] = (float)u; break;
-        case MINFER_DTYPE_DOUBLE:
-        case MINFER_DTYPE_COMPLEX128: ((double *)p)[i] = u; break;
-        case MINFER_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cli_float_to_half((float)u); break;
-        case MINFER_DTYPE_BFLOAT16: {
-            float f = (float)u;
-            uint32_t bits;
-            memcpy(&bits, &f, sizeof bits);
-            ((uint16_t *)p)[i] = (uint16_t)(bits >> 16);
-            break;
-        }
-        case MINFER_DTYPE_BOOL: ((uint8_t *)p)[i] = (uint8_t)(k & 1); break;
-        case MINFER_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)k; break;
-        case MINFER_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)k; break;
-        case MINFER_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)k; break;
-        case MINFER_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)k; break;
-        case MINFER_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)k; break;
-        case MINFER_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)k; break;
-        case MINFER_DTYPE_INT64: ((int64_t *)p)[i] = k; break;
-        case MINFER_DTYPE_UINT64: ((uint64_t *)p)[i] = (uint64_t)k; break;
-        case MINFER_DTYPE_STRING: {
-            /* Elements of an owning string tensor are freed with it. */
-            char *s = malloc(2);
-            if (!s)
-                return MINFER_ERR_NOMEM;
-            s[0] = (char)('a' + k);
-            s[1] = '\0';
-            ((char **)p)[i] = s;
-            break;
-        }
-        default: break;
-        }
-        if (!noted && (info->dtype == MINFER_DTYPE_INT64 || info->dtype == MINFER_DTYPE_INT32)) {
-            fprintf(stderr,
-                    "minfer run: note: %s input '%s' gets random integers in [0, 10); use "
-                    "--inputs for meaningful values\n",
-                    minfer_dtype_name(info->dtype), info->name);
-            noted = 1;
-        }
-    }
-    return MINFER_OK;
 }
 
 /* One output's name, type, shape, first values and, for floats, statistics. */
@@ -169,12 +94,17 @@ static void summarize(size_t k, const char *name, const minfer_tensor *t) {
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *providers = NULL, *in_dir = NULL, *out_dir = NULL, *threads_s = NULL;
+    const char *providers = NULL, *in_dir = NULL, *out_dir = NULL, *threads_s = NULL,
+               *profile = NULL;
+    int check_nan = 0, strict = 0;
     const cli_opt opts[] = {
         {"providers", 0, &providers, NULL},
         {"inputs", 0, &in_dir, NULL},
         {"outputs", 0, &out_dir, NULL},
         {"threads", 0, &threads_s, NULL},
+        {"profile", 0, &profile, NULL},
+        {"check-nan", 0, NULL, &check_nan},
+        {"strict", 0, NULL, &strict},
     };
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0;
@@ -211,6 +141,8 @@ int cmd_run(int argc, char **argv) {
         fail("%s", cli_error(st));
         goto done;
     }
+    if (cli_set_diagnostics(CMD, opt, profile, check_nan, strict) != 0)
+        goto done;
     if ((st = minfer_session_create(pos[0], opt, &s)) != MINFER_OK) {
         fail("%s", cli_error(st));
         goto done;
@@ -241,7 +173,7 @@ int cmd_run(int argc, char **argv) {
                 fail("input %zu '%s': %s", k, info.name, cli_error(st));
                 goto done;
             }
-        } else if ((st = random_input(&info, &seed, &ins[k])) != MINFER_OK) {
+        } else if ((st = cli_random_input("run", &info, &seed, &ins[k])) != MINFER_OK) {
             fail("input '%s': cannot make random data: %s", info.name, cli_error(st));
             goto done;
         }
@@ -290,7 +222,9 @@ done:
     free(ins);
     free(outs);
     free(in_names);
-    minfer_session_free(s);
+    minfer_session_free(s); /* writes the profile */
+    if (profile && rc == CLI_OK)
+        fprintf(stderr, "minfer run: profile written to %s\n", profile);
     minfer_options_free(opt);
     free(pos);
     return rc;

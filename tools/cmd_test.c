@@ -467,16 +467,20 @@ static void print_help(void) {
            "  --atol A          absolute tolerance for floats (default 1e-7)\n"
            "  --threads N       threads for each session's pool (0: one per CPU)\n"
            "  -v, --verbose     also print 'ok CASE/DATASET' for passing data sets\n"
+           "  --check-nan       fail a data set whose run makes a NaN/Inf, naming the node\n"
+           "  --strict          do not run a case in which a node falls back past the first\n"
+           "                    provider; it is reported (as SKIP) naming those nodes\n"
            "  -h, --help        show this help\n");
 }
 
 int cmd_test(int argc, char **argv) {
     const char *providers = NULL, *rtol_s = NULL, *atol_s = NULL, *threads_s = NULL;
-    int verbose = 0, help = 0, threads = -1, rc;
+    int verbose = 0, help = 0, threads = -1, check_nan = 0, strict = 0, rc;
     const cli_opt opts[] = {
         {"providers", 0, &providers, NULL}, {"rtol", 0, &rtol_s, NULL},
         {"atol", 0, &atol_s, NULL},         {"threads", 0, &threads_s, NULL},
-        {"verbose", 'v', NULL, &verbose},
+        {"verbose", 'v', NULL, &verbose},   {"check-nan", 0, NULL, &check_nan},
+        {"strict", 0, NULL, &strict},
     };
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0;
@@ -513,6 +517,8 @@ int cmd_test(int argc, char **argv) {
         rc = CLI_FAIL;
         goto done;
     }
+    if ((rc = cli_set_diagnostics(CMD, opt, NULL, check_nan, strict)) != 0)
+        goto done;
     cfg.opt = opt;
     for (size_t i = 0; i < n_pos; i++) {
         struct stat sb;

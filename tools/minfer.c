@@ -1,4 +1,4 @@
-/* The `minfer` command: dispatches to run, test and info. */
+/* The `minfer` command: dispatches to run, test, info and providers. */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,14 +11,43 @@ static void usage(FILE *f) {
             "commands:\n"
             "  run MODEL    run a model on given or random inputs\n"
             "  test PATH... run ONNX test cases (model.onnx + test_data_set_N/)\n"
-            "  info MODEL   show inputs, outputs, ops and provider placement\n"
+            "  info MODEL   show inputs, outputs, ops, provider placement and memory plan\n"
+            "  bench MODEL  time session creation and runs; memory figures\n"
+            "  providers    list the providers found and whether each one loads here\n"
+            "  optimize MODEL -o OUT.onnx  write the optimized graph as an ONNX file\n"
             "\n"
             "options:\n"
             "  -h, --help   show this help (minfer <command> --help for a command)\n"
-            "  --version    print the library version\n");
+            "  --version    print the library version\n"
+            "  --opt-level N  graph optimization level 0..3 for any command (default:\n"
+            "               MINFER_OPT_LEVEL, else 3)\n");
 }
 
 int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "minfer: no command given (try 'minfer --help')\n");
+        return CLI_USAGE;
+    }
+    /* --opt-level N (or =N) applies to every command: take it out here. */
+    int w = 1;
+    for (int r = 1; r < argc; r++) {
+        const char *a = argv[r], *val = NULL;
+        if (strcmp(a, "--opt-level") == 0) {
+            if (r + 1 >= argc) {
+                fprintf(stderr, "minfer: --opt-level needs a value (0 to 3)\n");
+                return CLI_USAGE;
+            }
+            val = argv[++r];
+        } else if (strncmp(a, "--opt-level=", 12) == 0) {
+            val = a + 12;
+        } else {
+            argv[w++] = argv[r];
+            continue;
+        }
+        if (cli_parse_int("minfer", "--opt-level", val, 0, 3, &cli_opt_level) != 0)
+            return CLI_USAGE;
+    }
+    argc = w;
     if (argc < 2) {
         fprintf(stderr, "minfer: no command given (try 'minfer --help')\n");
         return CLI_USAGE;
@@ -38,6 +67,12 @@ int main(int argc, char **argv) {
         return cmd_test(argc - 2, argv + 2);
     if (strcmp(cmd, "info") == 0)
         return cmd_info(argc - 2, argv + 2);
+    if (strcmp(cmd, "bench") == 0)
+        return cmd_bench(argc - 2, argv + 2);
+    if (strcmp(cmd, "providers") == 0)
+        return cmd_providers(argc - 2, argv + 2);
+    if (strcmp(cmd, "optimize") == 0)
+        return cmd_optimize(argc - 2, argv + 2);
     if (cmd[0] == '-')
         fprintf(stderr, "minfer: unknown option '%s' (try 'minfer --help')\n", cmd);
     else
