@@ -277,6 +277,18 @@ done:
     return st;
 }
 
+/* Ops whose outputs differ from run to run are never folded. */
+static int deterministic(const mf_node *n) {
+    static const char *const random_ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                             "RandomUniformLike", "Multinomial", "Bernoulli"};
+    if (n->domain[0])
+        return 1;
+    for (size_t k = 0; k < sizeof random_ops / sizeof random_ops[0]; k++)
+        if (strcmp(n->op_type, random_ops[k]) == 0)
+            return 0;
+    return 1;
+}
+
 /* Shape and Size are known from a static input shape alone. */
 static minfer_status fold_shape_op(minfer_session *s, mf_plan *p, int i, int *done) {
     const mf_node *n = &s->g->nodes[i];
@@ -423,7 +435,7 @@ minfer_status mf_plan_infer(minfer_session *s, mf_plan *p) {
                          &ne) == MINFER_OK)
                 total += ne;
         }
-        if (total > FOLD_MAX_ELEMS)
+        if (total > FOLD_MAX_ELEMS || !deterministic(n))
             continue;
         if ((st = fold_node(s, p, i, &done)) != MINFER_OK)
             return st;

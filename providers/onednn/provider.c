@@ -34,10 +34,10 @@
  * value when preparing its producer (nodes are prepared in topological
  * order); a value it never produced arrives plain (from the host, through
  * copy_from_host). copy_to_host and copy_from_host reorder between a
- * registered layout and plain with reorders made at registration. Without
- * the memory domain (ONEDNN_OWN_DOMAIN undefined: the core does not keep
- * provider outputs in a device domain yet) every output is plain, and a
- * primitive that prefers another layout gets reorders into its workspace.
+ * registered layout and plain with reorders made at registration. Built
+ * without the memory domain (-DMINFER_ONEDNN_OWN_DOMAIN=OFF, a debugging
+ * aid) every output is plain, and a primitive that prefers another layout
+ * gets reorders into its workspace.
  */
 #include <math.h>
 #include <omp.h>
