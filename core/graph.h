@@ -115,8 +115,13 @@ void mf_attr_clear(mf_attr *a);
 
 /* Loading (onnx_load.c): parses a serialized ModelProto. model_dir is where
  * external data files are looked up (may be NULL: current directory);
- * errctx names the model in messages. */
+ * errctx names the model in messages; limits (NULL: the defaults) cap the
+ * model size, node count and each declared or constant tensor's bytes. */
 minfer_status mf_load_onnx(const void *data, size_t size, const char *model_dir,
-                           const char *errctx, mf_graph **out);
+                           const char *errctx, const minfer_limits *limits, mf_graph **out);
+/* The same; mapped says data is a private read-only mapping of the model
+ * file, whose pages the loader may give back once it has copied them. */
+minfer_status mf_load_onnx_ex(const void *data, size_t size, int mapped, const char *model_dir,
+                              const char *errctx, const minfer_limits *limits, mf_graph **out);
 
 #endif

@@ -57,4 +57,23 @@ void *mf_calloc(size_t n, size_t size);
 void *mf_realloc(void *p, size_t n);
 char *mf_strdup(const char *s);
 
+/* Fills a ProtobufCAllocator (opaque here) that allocates through mf_malloc,
+ * so failure injection reaches the parser; *nomem becomes 1 when one of its
+ * allocations fails (to tell out-of-memory from a malformed message). */
+void mf_pb_allocator_init(void *allocator, int *nomem);
+
+/* Test-only allocation-failure injection (tests/test_alloc_fail.c), inert
+ * unless armed. mf_test_fail_after(n, sticky): the next n allocations
+ * succeed and the one after fails (and, if sticky, every later one too);
+ * n < 0 disarms. mf_test_alloc_stats returns the allocations counted since
+ * arming and sets *failures to how many were made to fail. Allocators
+ * outside the mf_ wrappers call mf_test_alloc_fails() first: 1 means fail. */
+void mf_test_fail_after(long n, int sticky);
+long mf_test_alloc_stats(long *failures);
+int mf_test_alloc_fails(void);
+/* Instead of the countdown, asks hook(arg) at every allocation (non-zero:
+ * fail it); NULL removes the hook. The hook must not allocate through the
+ * core. */
+void mf_test_set_alloc_hook(int (*hook)(void *arg), void *arg);
+
 #endif

@@ -6,18 +6,30 @@
  * field is checked here before it reaches the IR: element types, dims,
  * attribute types, names. Errors name the model and the item.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "graph.h"
 #include "internal.h"
 #include "onnx.proto3.pb-c.h"
+#include "pb_strip.h"
+#include "session.h"
 
 typedef struct load_ctx {
     const char *errctx;
     const char *model_dir;
     int depth; /* subgraph nesting, bounded */
+    minfer_limits limits;
+    uint64_t nodes; /* nodes so far, subgraphs included */
+    /* Initializer payloads left in the original bytes (pb_strip.c): */
+    const uint8_t *raw_base;
+    const mf_raw_ref *refs; /* per main-graph initializer, or NULL */
+    size_t n_refs;
+    int drop_pages; /* raw_base is a private file mapping: drop what was read */
 } load_ctx;
 
 #define MAX_SUBGRAPH_DEPTH 32
@@ -26,6 +38,66 @@ static minfer_status load_graph(load_ctx *lc, const Onnx__GraphProto *gp, const 
                                 mf_graph **out);
 
 static int valid_dtype(int32_t t) { return t >= 1 && t <= 16; }
+
+/* Gives back the whole pages of [p, p + len) of a private read-only file
+ * mapping: they were copied into a tensor, and the file still holds them. */
+static void drop_pages(const uint8_t *p, size_t len) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return;
+    uintptr_t a = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t b = ((uintptr_t)p + len) & ~((uintptr_t)page - 1);
+    if (b > a)
+        madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+/* Refuses a tensor proto larger than max_tensor_bytes before anything is
+ * allocated for it. Shapes the size check cannot read (bad rank, negative
+ * dims, unknown types) are left to mf_tensor_from_proto's messages. */
+static minfer_status check_proto_bytes(const load_ctx *lc, const Onnx__TensorProto *tp,
+                                       const char *where) {
+    int64_t numel;
+    size_t nbytes;
+    if (tp->n_dims > MINFER_MAX_RANK || !valid_dtype(tp->data_type))
+        return MINFER_OK;
+    for (size_t i = 0; i < tp->n_dims; i++)
+        if (tp->dims[i] < 0)
+            return MINFER_OK;
+    minfer_status st = mf_numel(tp->dims, (int32_t)tp->n_dims, &numel);
+    if (st == MINFER_OK)
+        st = mf_nbytes(tp->data_type, numel, &nbytes);
+    if (st != MINFER_OK)
+        return mf_error_prefix(st, "%s: %s", lc->errctx, where);
+    if ((uint64_t)nbytes > lc->limits.max_tensor_bytes)
+        return mf_error(MINFER_ERR_LIMIT,
+                        "%s: %s holds %zu bytes, above the tensor limit of %llu bytes",
+                        lc->errctx, where, nbytes,
+                        (unsigned long long)lc->limits.max_tensor_bytes);
+    return MINFER_OK;
+}
+
+/* Refuses a declared shape whose fixed dimensions alone overflow or exceed
+ * max_tensor_bytes (symbolic dimensions count as 1). */
+static minfer_status check_declared_bytes(const load_ctx *lc, const mf_value *v, const char *what,
+                                          const char *name) {
+    uint64_t bytes = minfer_dtype_size((minfer_dtype)v->dtype);
+    if (!bytes)
+        bytes = 1;
+    for (int32_t d = 0; d < v->rank; d++) {
+        if (v->dims[d] < 0)
+            continue;
+        if (v->dims[d] == 0)
+            return MINFER_OK;
+        if (bytes > lc->limits.max_tensor_bytes / (uint64_t)v->dims[d])
+            return mf_error(MINFER_ERR_LIMIT,
+                            "%s: graph %s '%s' declares a shape of more than %llu bytes (the "
+                            "tensor limit)",
+                            lc->errctx, what, name,
+                            (unsigned long long)lc->limits.max_tensor_bytes);
+        bytes *= (uint64_t)v->dims[d];
+    }
+    return MINFER_OK;
+}
 
 /* Declared type and shape of a graph input or output. */
 static minfer_status load_value_info(load_ctx *lc, const Onnx__ValueInfoProto *vi, mf_value *v,
@@ -66,7 +138,7 @@ static minfer_status load_value_info(load_ctx *lc, const Onnx__ValueInfoProto *v
                 return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", lc->errctx);
         }
     }
-    return MINFER_OK;
+    return check_declared_bytes(lc, v, what, vi->name);
 }
 
 static minfer_status copy_attr(load_ctx *lc, const mf_graph *g, const Onnx__AttributeProto *ap,
@@ -132,7 +204,10 @@ static minfer_status copy_attr(load_ctx *lc, const mf_graph *g, const Onnx__Attr
                             where, ap->name);
         char w[512];
         snprintf(w, sizeof w, "%s attribute '%s'", where, ap->name);
-        minfer_status st = mf_tensor_from_proto(ap->t, lc->model_dir, w, &a->t);
+        minfer_status st = check_proto_bytes(lc, ap->t, w);
+        if (st != MINFER_OK)
+            return st;
+        st = mf_tensor_from_proto(ap->t, lc->model_dir, w, &a->t);
         if (st != MINFER_OK)
             return mf_error_prefix(st, "%s", lc->errctx);
         break;
@@ -144,7 +219,10 @@ static minfer_status copy_attr(load_ctx *lc, const mf_graph *g, const Onnx__Attr
         for (size_t i = 0; i < ap->n_tensors; i++) {
             char w[512];
             snprintf(w, sizeof w, "%s attribute '%s'[%zu]", where, ap->name, i);
-            minfer_status st = mf_tensor_from_proto(ap->tensors[i], lc->model_dir, w, &a->tensors[i]);
+            minfer_status st = check_proto_bytes(lc, ap->tensors[i], w);
+            if (st != MINFER_OK)
+                return st;
+            st = mf_tensor_from_proto(ap->tensors[i], lc->model_dir, w, &a->tensors[i]);
             a->count = i + 1;
             if (st != MINFER_OK)
                 return mf_error_prefix(st, "%s", lc->errctx);
@@ -285,7 +363,26 @@ static minfer_status load_graph(load_ctx *lc, const Onnx__GraphProto *gp, const 
         }
         char w[512];
         snprintf(w, sizeof w, "initializer '%s'", tp->name);
-        st = mf_tensor_from_proto(tp, lc->model_dir, w, &v->initializer);
+        if ((st = check_proto_bytes(lc, tp, w)) != MINFER_OK)
+            goto fail;
+        const mf_raw_ref *ref = !parent && lc->refs && i < lc->n_refs &&
+                                        lc->refs[i].length != SIZE_MAX
+                                    ? &lc->refs[i]
+                                    : NULL;
+        if (ref) {
+            /* The payload stayed in the original bytes: point the proto at
+             * it for the conversion (which checks and copies it), then give
+             * the pages back. The proto never owns it. */
+            Onnx__TensorProto *mtp = (Onnx__TensorProto *)tp;
+            mtp->raw_data.data = (uint8_t *)(uintptr_t)(lc->raw_base + ref->offset);
+            mtp->raw_data.len = ref->length;
+            st = mf_tensor_from_proto(tp, lc->model_dir, w, &v->initializer);
+            mtp->raw_data.data = NULL;
+            mtp->raw_data.len = 0;
+            if (lc->drop_pages)
+                drop_pages(lc->raw_base + ref->offset, ref->length);
+        } else
+            st = mf_tensor_from_proto(tp, lc->model_dir, w, &v->initializer);
         if (st != MINFER_OK) {
             mf_error_prefix(st, "%s", lc->errctx);
             goto fail;
@@ -339,6 +436,12 @@ static minfer_status load_graph(load_ctx *lc, const Onnx__GraphProto *gp, const 
         g->inputs[g->n_inputs++] = vi;
     }
 
+    lc->nodes += gp->n_node;
+    if (lc->nodes > lc->limits.max_nodes) {
+        st = mf_error(MINFER_ERR_LIMIT, "%s: the model has more than %llu nodes (the node limit)",
+                      lc->errctx, (unsigned long long)lc->limits.max_nodes);
+        goto fail;
+    }
     for (size_t i = 0; i < gp->n_node; i++) {
         st = load_node(lc, g, gp->node[i], i);
         if (st != MINFER_OK)
@@ -397,15 +500,48 @@ static minfer_status finalize_all(mf_graph *g, const char *errctx) {
 }
 
 minfer_status mf_load_onnx(const void *data, size_t size, const char *model_dir,
-                           const char *errctx, mf_graph **out) {
+                           const char *errctx, const minfer_limits *limits, mf_graph **out) {
+    return mf_load_onnx_ex(data, size, 0, model_dir, errctx, limits, out);
+}
+
+minfer_status mf_load_onnx_ex(const void *data, size_t size, int mapped, const char *model_dir,
+                              const char *errctx, const minfer_limits *limits, mf_graph **out) {
     minfer_status st = MINFER_OK;
     Onnx__ModelProto *mp = NULL;
     mf_graph *g = NULL;
-    load_ctx lc = {errctx, model_dir, 0};
+    load_ctx lc = {errctx, model_dir, 0, mf_options_limits(NULL), 0, NULL, NULL, 0, 0};
+    ProtobufCAllocator pba;
+    int nomem;
+    uint8_t *stripped = NULL;
+    size_t stripped_size = 0;
+    mf_raw_ref *refs = NULL;
+    size_t n_refs = 0;
     *out = NULL;
+    if (limits)
+        lc.limits = *limits;
     if (size == 0)
         return mf_error(MINFER_ERR_MODEL, "%s: the model is empty (0 bytes)", errctx);
-    mp = onnx__model_proto__unpack(NULL, size, data);
+    if ((uint64_t)size > lc.limits.max_model_bytes)
+        return mf_error(MINFER_ERR_LIMIT, "%s: the model is %zu bytes, above the limit of %llu",
+                        errctx, size, (unsigned long long)lc.limits.max_model_bytes);
+    mf_pb_allocator_init(&pba, &nomem);
+    /* Unpack a copy without the weights' payloads (pb_strip.c), which are
+     * then read in place; if the walk fails, protobuf-c gets the original
+     * bytes and reports what is wrong with them. */
+    if (mf_pb_strip_initializers(data, size, &stripped, &stripped_size, &refs, &n_refs) ==
+        MINFER_OK) {
+        lc.raw_base = data;
+        lc.refs = refs;
+        lc.n_refs = n_refs;
+        lc.drop_pages = mapped;
+        mp = onnx__model_proto__unpack(&pba, stripped_size, stripped);
+        free(stripped);
+    } else {
+        mf_error_clear();
+        mp = onnx__model_proto__unpack(&pba, size, data);
+    }
+    if (!mp && nomem)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory parsing the model", errctx);
     if (!mp)
         return mf_error(MINFER_ERR_MODEL,
                         "%s: not a valid ONNX model (the protobuf data is malformed or "
@@ -460,7 +596,8 @@ minfer_status mf_load_onnx(const void *data, size_t size, const char *model_dir,
     st = finalize_all(g, errctx);
 done:
     if (mp)
-        onnx__model_proto__free_unpacked(mp, NULL);
+        onnx__model_proto__free_unpacked(mp, &pba);
+    free(refs);
     if (st == MINFER_OK)
         *out = g;
     else

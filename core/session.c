@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -181,7 +182,7 @@ void *mf_alloc_host(size_t bytes) {
     size_t rounded = (bytes + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
     if (rounded == 0)
         rounded = HOST_ALIGN;
-    if (posix_memalign(&p, HOST_ALIGN, rounded) != 0)
+    if (mf_test_alloc_fails() || posix_memalign(&p, HOST_ALIGN, rounded) != 0)
         return NULL;
     memset(p, 0, rounded);
     return p;
@@ -762,10 +763,14 @@ fail:
     return st;
 }
 
-static minfer_status read_file(const char *path, void **data, size_t *size) {
+/* Maps the model file read-only (*mapped = 1), or reads it into memory
+ * when mapping fails. The loader reads weights in place from a mapping and
+ * gives the pages back as it goes, so the weights are not held twice. */
+static minfer_status read_file(const char *path, void **data, size_t *size, int *mapped) {
     struct stat sb;
     *data = NULL;
     *size = 0;
+    *mapped = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return mf_error(MINFER_ERR_IO, "%s: cannot open the model file: %s", path,
@@ -780,6 +785,16 @@ static minfer_status read_file(const char *path, void **data, size_t *size) {
                         path, (long long)sb.st_size, (long long)MAX_MODEL_BYTES);
     }
     long len = (long)sb.st_size;
+    if (len > 0) {
+        void *m = mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+        if (m != MAP_FAILED) {
+            fclose(f);
+            *data = m;
+            *size = (size_t)len;
+            *mapped = 1;
+            return MINFER_OK;
+        }
+    }
     void *buf = mf_malloc((size_t)len + 1);
     if (!buf) {
         fclose(f);
@@ -800,6 +815,7 @@ minfer_status minfer_session_create(const char *model_path, const minfer_options
                                     minfer_session **out) {
     void *data = NULL;
     size_t size = 0;
+    int mapped = 0;
     mf_graph *g = NULL;
     minfer_status st;
     if (out)
@@ -807,7 +823,7 @@ minfer_status minfer_session_create(const char *model_path, const minfer_options
     if (!model_path || !out)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_create: NULL argument");
     double t0 = now_ms();
-    if ((st = read_file(model_path, &data, &size)) != MINFER_OK)
+    if ((st = read_file(model_path, &data, &size, &mapped)) != MINFER_OK)
         return st;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", model_path);
@@ -817,8 +833,11 @@ minfer_status minfer_session_create(const char *model_path, const minfer_options
     else
         snprintf(dir, sizeof dir, ".");
     minfer_limits lim = mf_options_limits(opt);
-    st = mf_load_onnx(data, size, dir, model_path, &lim, &g);
-    free(data);
+    st = mf_load_onnx_ex(data, size, mapped, dir, model_path, &lim, &g);
+    if (mapped)
+        munmap(data, size);
+    else
+        free(data);
     if (st != MINFER_OK)
         return st;
     return mf_session_create_graph_timed(g, opt, model_path, now_ms() - t0, out);

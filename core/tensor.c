@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,26 +22,106 @@
 
 /* ---- Allocation --------------------------------------------------------- */
 
+/* Failure injection for the out-of-memory tests (tests/test_alloc_fail.c).
+ * Always compiled, inert until mf_test_fail_after() arms it: then every
+ * allocation through these wrappers (and the protobuf-c allocator and the
+ * session's aligned buffers, which call mf_test_alloc_fails) counts down,
+ * and the one that reaches zero fails. Atomic, since pool threads may
+ * allocate; when disarmed the cost is one relaxed load. */
+static _Atomic int inject_on;
+static _Atomic long fail_countdown = -1; /* allocations left before the failure; -1 off */
+static _Atomic long fail_calls, fail_hits;
+static _Atomic int fail_sticky;
+static int (*inject_hook)(void *);
+static void *inject_arg;
+
+void mf_test_fail_after(long n, int sticky) {
+    atomic_store(&inject_on, 0);
+    atomic_store(&fail_countdown, -1);
+    atomic_store(&fail_calls, 0);
+    atomic_store(&fail_hits, 0);
+    atomic_store(&fail_sticky, sticky);
+    inject_hook = NULL;
+    if (n >= 0) {
+        atomic_store(&fail_countdown, n);
+        atomic_store(&inject_on, 1);
+    }
+}
+
+void mf_test_set_alloc_hook(int (*hook)(void *arg), void *arg) {
+    atomic_store(&inject_on, 0);
+    inject_hook = hook;
+    inject_arg = arg;
+    if (hook)
+        atomic_store(&inject_on, 1);
+}
+
+long mf_test_alloc_stats(long *failures) {
+    if (failures)
+        *failures = atomic_load(&fail_hits);
+    return atomic_load(&fail_calls);
+}
+
+int mf_test_alloc_fails(void) {
+    if (!atomic_load_explicit(&inject_on, memory_order_relaxed))
+        return 0;
+    if (inject_hook)
+        return inject_hook(inject_arg);
+    atomic_fetch_add(&fail_calls, 1);
+    long left = atomic_fetch_sub(&fail_countdown, 1);
+    if (left > 0)
+        return 0;
+    if (left < 0) { /* disarmed meanwhile */
+        atomic_store(&fail_countdown, -1);
+        return 0;
+    }
+    atomic_fetch_add(&fail_hits, 1);
+    atomic_store(&fail_countdown, atomic_load(&fail_sticky) ? 0 : -1);
+    return 1;
+}
+
 /* A zero-byte request still returns a unique pointer, so NULL always means
  * out of memory. */
-void *mf_malloc(size_t n) { return malloc(n ? n : 1); }
+void *mf_malloc(size_t n) { return mf_test_alloc_fails() ? NULL : malloc(n ? n : 1); }
 
 void *mf_calloc(size_t n, size_t size) {
+    if (mf_test_alloc_fails())
+        return NULL;
     if (n == 0 || size == 0)
         return calloc(1, 1);
     return calloc(n, size);
 }
 
-void *mf_realloc(void *p, size_t n) { return realloc(p, n ? n : 1); }
+void *mf_realloc(void *p, size_t n) { return mf_test_alloc_fails() ? NULL : realloc(p, n ? n : 1); }
 
 char *mf_strdup(const char *s) {
     if (!s)
         return NULL;
     size_t n = strlen(s) + 1;
-    char *d = malloc(n);
+    char *d = mf_malloc(n);
     if (d)
         memcpy(d, s, n);
     return d;
+}
+
+static void *pb_alloc(void *data, size_t n) {
+    void *p = mf_malloc(n);
+    if (!p)
+        *(int *)data = 1;
+    return p;
+}
+
+static void pb_free(void *data, void *p) {
+    (void)data;
+    free(p);
+}
+
+void mf_pb_allocator_init(void *allocator, int *nomem) {
+    ProtobufCAllocator *a = allocator;
+    *nomem = 0;
+    a->alloc = pb_alloc;
+    a->free = pb_free;
+    a->allocator_data = nomem;
 }
 
 /* ---- Element types ------------------------------------------------------ */
@@ -732,7 +813,12 @@ minfer_status mf_tensor_from_proto(const void *proto, const char *base_dir, cons
 static minfer_status load_pb(const void *data, size_t size, const char *base_dir,
                              const char *where, minfer_tensor **out, char **name_out) {
     minfer_tensor *t = NULL;
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, data);
+    ProtobufCAllocator pba;
+    int nomem;
+    mf_pb_allocator_init(&pba, &nomem);
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&pba, size, data);
+    if (!tp && nomem)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory parsing the TensorProto", where);
     if (!tp)
         return mf_error(MINFER_ERR_MODEL, "%s is not a valid TensorProto", where);
     minfer_status st = mf_tensor_from_proto(tp, base_dir, where, &t);
@@ -744,7 +830,7 @@ static minfer_status load_pb(const void *data, size_t size, const char *base_dir
             st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", where);
         }
     }
-    onnx__tensor_proto__free_unpacked(tp, NULL);
+    onnx__tensor_proto__free_unpacked(tp, &pba);
     *out = t;
     return st;
 }
