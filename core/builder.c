@@ -415,6 +415,36 @@ minfer_status minfer_builder_set_attr_floats(minfer_graph_builder *b, size_t nod
     return MINFER_OK;
 }
 
+minfer_status minfer_builder_set_attr_strings(minfer_graph_builder *b, size_t node,
+                                              const char *name, const char *const *values,
+                                              size_t count) {
+    mf_attr *a;
+    if (count && !values)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_builder_set_attr_strings: values is NULL");
+    for (size_t k = 0; k < count; k++)
+        if (!values[k])
+            return mf_error(MINFER_ERR_INVALID_ARG,
+                            "minfer_builder_set_attr_strings: string %zu is NULL", k);
+    minfer_status st = new_attr(b, node, name, "minfer_builder_set_attr_strings", &a);
+    if (st != MINFER_OK)
+        return st;
+    a->type = MINFER_ATTR_STRINGS;
+    a->strings = mf_calloc(count + 1, sizeof *a->strings);
+    if (!a->strings)
+        return drop_attr(
+            b, node, mf_error(MINFER_ERR_NOMEM, "minfer_builder_set_attr_strings: out of memory"));
+    for (size_t k = 0; k < count; k++) {
+        a->strings[k] = mf_strdup(values[k]);
+        a->count = k + 1; /* so a failure frees what was copied */
+        if (!a->strings[k])
+            return drop_attr(b, node,
+                             mf_error(MINFER_ERR_NOMEM,
+                                      "minfer_builder_set_attr_strings: out of memory"));
+    }
+    a->count = count;
+    return MINFER_OK;
+}
+
 minfer_status minfer_builder_set_attr_tensor(minfer_graph_builder *b, size_t node,
                                              const char *name, const minfer_tensor *value) {
     mf_attr *a;
@@ -456,6 +486,13 @@ static minfer_status copy_attr(const mf_attr *src, mf_attr *dst) {
         if (!(dst->floats = mf_malloc(src->count * sizeof *dst->floats)))
             goto oom;
         memcpy(dst->floats, src->floats, src->count * sizeof *dst->floats);
+    }
+    if (src->strings) {
+        if (!(dst->strings = mf_calloc(src->count + 1, sizeof *dst->strings)))
+            goto oom;
+        for (size_t k = 0; k < src->count; k++)
+            if (!(dst->strings[k] = mf_strdup(src->strings[k])))
+                goto oom;
     }
     if (src->t) {
         minfer_status st = mf_tensor_clone(src->t, &dst->t);

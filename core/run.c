@@ -214,6 +214,8 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
         out[o].nbytes = 0;
         out[o].layout = 0;
         if (vi < 0 || !mf_view_static(&out[o])) {
+            /* The ABI's word for "allocate it yourself" is rank -1. */
+            out[o].rank = -1;
             if (vi >= 0)
                 c->views[vi] = out[o];
             continue;

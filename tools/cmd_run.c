@@ -173,6 +173,21 @@ int cmd_run(int argc, char **argv) {
                 fail("input %zu '%s': %s", k, info.name, cli_error(st));
                 goto done;
             }
+            /* ONNX's older test data stores bfloat16 as uint16 bits, as
+             * minfer test also accepts. */
+            if (info.dtype == MINFER_DTYPE_BFLOAT16 &&
+                minfer_tensor_dtype(ins[k]) == MINFER_DTYPE_UINT16) {
+                minfer_tensor *t = NULL;
+                if ((st = minfer_tensor_create(MINFER_DTYPE_BFLOAT16, minfer_tensor_dims(ins[k]),
+                                               minfer_tensor_rank(ins[k]), &t)) != MINFER_OK) {
+                    fail("input %zu '%s': %s", k, info.name, cli_error(st));
+                    goto done;
+                }
+                memcpy(minfer_tensor_data(t), minfer_tensor_data(ins[k]),
+                       minfer_tensor_nbytes(t));
+                minfer_tensor_free(ins[k]);
+                ins[k] = t;
+            }
         } else if ((st = cli_random_input("run", &info, &seed, &ins[k])) != MINFER_OK) {
             fail("input '%s': cannot make random data: %s", info.name, cli_error(st));
             goto done;

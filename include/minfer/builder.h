@@ -66,6 +66,9 @@ MINFER_API minfer_status minfer_builder_set_attr_ints(minfer_graph_builder *b, s
 MINFER_API minfer_status minfer_builder_set_attr_floats(minfer_graph_builder *b, size_t node,
                                                         const char *name, const float *values,
                                                         size_t count);
+MINFER_API minfer_status minfer_builder_set_attr_strings(minfer_graph_builder *b, size_t node,
+                                                         const char *name,
+                                                         const char *const *values, size_t count);
 MINFER_API minfer_status minfer_builder_set_attr_tensor(minfer_graph_builder *b, size_t node,
                                                         const char *name,
                                                         const minfer_tensor *value);
