@@ -27,9 +27,7 @@ fi
 
 # Cases whose `minfer run` is known not to match, each with its reason; one
 # that matches again is reported so that it can leave the list.
-declare -A known=(
-    [node/test_cast_BFLOAT16_to_FLOAT]="input_0.pb stores bfloat16 as uint16 (old ONNX data); minfer test feeds it as bfloat16, minfer run rejects it (tools/cmd_run.c)"
-)
+declare -A known=()
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/minfer-verify.XXXXXX")
 trap 'rm -rf "$work"' EXIT
