@@ -222,8 +222,11 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
         }
         size_t bytes = mf_view_bytes(&out[o]);
         if (bytes > s->limits.max_tensor_bytes)
-            return mf_error(MINFER_ERR_LIMIT, "%s: %s output %zu would take %zu bytes", s->errctx,
-                            mf_node_label(n, i, lbl, sizeof lbl), o, bytes);
+            return mf_error(MINFER_ERR_LIMIT,
+                            "%s: %s output %zu would take %zu bytes, above the tensor limit of "
+                            "%llu bytes",
+                            s->errctx, mf_node_label(n, i, lbl, sizeof lbl), o, bytes,
+                            (unsigned long long)s->limits.max_tensor_bytes);
         void *mem = mf_alloc_host(bytes);
         if (!mem)
             return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
