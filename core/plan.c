@@ -505,8 +505,13 @@ static minfer_status plan_memory(minfer_session *s, mf_plan *p) {
             vs->where = MF_W_INPUT;
         else if (vs->known)
             vs->where = MF_W_CONST;
-        else if (vs->dynamic)
+        else if (vs->dynamic) {
             vs->where = MF_W_DYNAMIC;
+            if (val->producer >= 0) {
+                vs->first = step_of[val->producer];
+                vs->last = val->is_output ? n_steps : vs->first;
+            }
+        }
         else if (val->producer >= 0 && vs->view.dtype == MINFER_DTYPE_STRING) {
             vs->where = MF_W_HEAP;
             vs->first = step_of[val->producer];
@@ -589,7 +594,7 @@ static minfer_status plan_memory(minfer_session *s, mf_plan *p) {
             if (u < 0)
                 continue;
             mf_vplan *vs = &p->vals[u];
-            if (vs->where == MF_W_ARENA && vs->last < k)
+            if ((vs->where == MF_W_ARENA || vs->where == MF_W_DYNAMIC) && vs->last < k)
                 vs->last = k;
             int home = vs->where == MF_W_ARENA ? vs->dom : 0;
             if (home == cdom)

@@ -506,6 +506,12 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
         }
         if (s->check_nan && (st = check_nan(s, i, out, n->n_outputs, r)) != MINFER_OK)
             return st;
+        /* Run-time storage of values with run-time shapes, dead now. */
+        for (size_t j = 0; j < n->n_inputs; j++) {
+            int u = n->inputs[j];
+            if (u >= 0 && p->vals[u].where == MF_W_DYNAMIC && p->vals[u].last == (int)k)
+                free_dyn(c, (size_t)u);
+        }
     }
     for (size_t d = 1; d < s->n_domains; d++) {
         mf_provider_inst *pi = &s->provs[d - 1];
