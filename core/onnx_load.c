@@ -540,6 +540,8 @@ minfer_status mf_load_onnx_ex(const void *data, size_t size, int mapped, const c
         mf_error_clear();
         mp = onnx__model_proto__unpack(&pba, size, data);
     }
+    if (!mp)
+        free(refs);
     if (!mp && nomem)
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory parsing the model", errctx);
     if (!mp)

@@ -17,6 +17,12 @@ packages=(
     opencl-c-headers
     pocl-opencl-icd
     libonnx-testdata
+    dpkg-dev  # dpkg-shlibdeps and file: Depends of the cpack Debian packages
+    file
+    graphviz  # dot: renders `minfer info --svg` and the tests' DOT output
+    python3   # tests/check_trace.py validates profiling traces
+    python3-onnx   # tests/verify_with_onnx.py reads the test suite's .pb files
+    python3-numpy  # ... and compares minfer run's outputs with them
 )
 
 as_root=()
