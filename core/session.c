@@ -37,8 +37,6 @@
 #define FOLD_MAX_ELEMS 65536 /* largest constant the folder materialises per output */
 #define HOST_ALIGN 64
 #define EVAL_PROVIDER "cpu"
-/* protobuf messages are limited to 2 GiB; larger models use external data. */
-#define MAX_MODEL_BYTES ((int64_t)2 << 30)
 
 /* ---- logging and host API ---------------------------------------------- */
 
@@ -766,7 +764,8 @@ fail:
 /* Maps the model file read-only (*mapped = 1), or reads it into memory
  * when mapping fails. The loader reads weights in place from a mapping and
  * gives the pages back as it goes, so the weights are not held twice. */
-static minfer_status read_file(const char *path, void **data, size_t *size, int *mapped) {
+static minfer_status read_file(const char *path, uint64_t max_bytes, void **data, size_t *size,
+                               int *mapped) {
     struct stat sb;
     *data = NULL;
     *size = 0;
@@ -779,10 +778,10 @@ static minfer_status read_file(const char *path, void **data, size_t *size, int 
         fclose(f);
         return mf_error(MINFER_ERR_IO, "%s: not a regular file", path);
     }
-    if ((uint64_t)sb.st_size > (uint64_t)MAX_MODEL_BYTES) {
+    if ((uint64_t)sb.st_size > max_bytes) {
         fclose(f);
-        return mf_error(MINFER_ERR_LIMIT, "%s: the model file is %lld bytes, above the limit of %lld",
-                        path, (long long)sb.st_size, (long long)MAX_MODEL_BYTES);
+        return mf_error(MINFER_ERR_LIMIT, "%s: the model file is %lld bytes, above the limit of %llu",
+                        path, (long long)sb.st_size, (unsigned long long)max_bytes);
     }
     long len = (long)sb.st_size;
     if (len > 0) {
@@ -823,7 +822,7 @@ minfer_status minfer_session_create(const char *model_path, const minfer_options
     if (!model_path || !out)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_create: NULL argument");
     double t0 = now_ms();
-    if ((st = read_file(model_path, &data, &size, &mapped)) != MINFER_OK)
+    if ((st = read_file(model_path, mf_options_limits(opt).max_model_bytes, &data, &size, &mapped)) != MINFER_OK)
         return st;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", model_path);

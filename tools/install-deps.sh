@@ -9,6 +9,7 @@ packages=(
     cmake
     pkg-config
     clang
+    libclang-rt-14-dev  # libFuzzer and the sanitizer runtimes for clang (CI's fuzz run)
     libprotobuf-c-dev
     protobuf-c-compiler
     libcmocka-dev
