@@ -48,69 +48,6 @@ static void ev_set_error(void *host, const char *fmt, ...) {
     mf_error(MINFER_ERR_RUNTIME, "%s", buf);
 }
 
-static const mf_attr *ev_attr(const minfer_node_desc *n, const char *name, int type) {
-    if (!n || !n->host_node || !name)
-        return NULL;
-    const mf_attr *a = mf_node_attr(n->host_node, name);
-    return a && (type == 0 || a->type == type) ? a : NULL;
-}
-
-static int ev_attr_type(const minfer_node_desc *n, const char *name) {
-    const mf_attr *a = ev_attr(n, name, 0);
-    return a ? a->type : MINFER_ATTR_UNDEFINED;
-}
-
-static int ev_attr_int(const minfer_node_desc *n, const char *name, int64_t *out) {
-    const mf_attr *a = ev_attr(n, name, MINFER_ATTR_INT);
-    if (a && out)
-        *out = a->i;
-    return a != NULL;
-}
-
-static int ev_attr_float(const minfer_node_desc *n, const char *name, float *out) {
-    const mf_attr *a = ev_attr(n, name, MINFER_ATTR_FLOAT);
-    if (a && out)
-        *out = a->f;
-    return a != NULL;
-}
-
-static int ev_attr_string(const minfer_node_desc *n, const char *name, const char **out,
-                          size_t *len) {
-    const mf_attr *a = ev_attr(n, name, MINFER_ATTR_STRING);
-    if (a && out)
-        *out = a->s;
-    if (a && len)
-        *len = a->s_len;
-    return a != NULL;
-}
-
-static int ev_attr_ints(const minfer_node_desc *n, const char *name, const int64_t **out,
-                        size_t *count) {
-    const mf_attr *a = ev_attr(n, name, MINFER_ATTR_INTS);
-    if (a && out)
-        *out = a->ints;
-    if (a && count)
-        *count = a->count;
-    return a != NULL;
-}
-
-static int ev_attr_floats(const minfer_node_desc *n, const char *name, const float **out,
-                          size_t *count) {
-    const mf_attr *a = ev_attr(n, name, MINFER_ATTR_FLOATS);
-    if (a && out)
-        *out = a->floats;
-    if (a && count)
-        *count = a->count;
-    return a != NULL;
-}
-
-static int ev_attr_tensor(const minfer_node_desc *n, const char *name, minfer_tensor_view *out) {
-    const mf_attr *a = ev_attr(n, name, MINFER_ATTR_TENSOR);
-    if (a && out)
-        *out = a->t->view;
-    return a != NULL;
-}
-
 static int ev_threads(void *host) {
     (void)host;
     return 1;
@@ -146,13 +83,7 @@ minfer_status mf_evaluator_open(mf_evaluator **out) {
     ev->api.struct_size = sizeof ev->api;
     ev->api.log = ev_log;
     ev->api.set_error = ev_set_error;
-    ev->api.attr_type = ev_attr_type;
-    ev->api.attr_int = ev_attr_int;
-    ev->api.attr_float = ev_attr_float;
-    ev->api.attr_string = ev_attr_string;
-    ev->api.attr_ints = ev_attr_ints;
-    ev->api.attr_floats = ev_attr_floats;
-    ev->api.attr_tensor = ev_attr_tensor;
+    mf_host_api_attrs(&ev->api);
     ev->api.num_threads = ev_threads;
     ev->api.parallel_for = ev_parallel_for;
     ev->api.alloc_output = ev_alloc_output;

@@ -84,87 +84,6 @@ static void host_set_error(void *host, const char *fmt, ...) {
     mf_error(MINFER_ERR_RUNTIME, "%s", buf);
 }
 
-static const mf_attr *host_attr(const minfer_node_desc *n, const char *name, int type) {
-    if (!n || !n->host_node || !name)
-        return NULL;
-    const mf_attr *a = mf_node_attr(n->host_node, name);
-    return a && (type == 0 || a->type == type) ? a : NULL;
-}
-
-static int host_attr_type(const minfer_node_desc *n, const char *name) {
-    const mf_attr *a = host_attr(n, name, 0);
-    return a ? a->type : MINFER_ATTR_UNDEFINED;
-}
-
-static int host_attr_int(const minfer_node_desc *n, const char *name, int64_t *out) {
-    const mf_attr *a = host_attr(n, name, MINFER_ATTR_INT);
-    if (a && out)
-        *out = a->i;
-    return a != NULL;
-}
-
-static int host_attr_float(const minfer_node_desc *n, const char *name, float *out) {
-    const mf_attr *a = host_attr(n, name, MINFER_ATTR_FLOAT);
-    if (a && out)
-        *out = a->f;
-    return a != NULL;
-}
-
-static int host_attr_string(const minfer_node_desc *n, const char *name, const char **out,
-                            size_t *len) {
-    const mf_attr *a = host_attr(n, name, MINFER_ATTR_STRING);
-    if (a) {
-        if (out)
-            *out = a->s;
-        if (len)
-            *len = a->s_len;
-    }
-    return a != NULL;
-}
-
-static int host_attr_ints(const minfer_node_desc *n, const char *name, const int64_t **out,
-                          size_t *count) {
-    const mf_attr *a = host_attr(n, name, MINFER_ATTR_INTS);
-    if (a) {
-        if (out)
-            *out = a->ints;
-        if (count)
-            *count = a->count;
-    }
-    return a != NULL;
-}
-
-static int host_attr_floats(const minfer_node_desc *n, const char *name, const float **out,
-                            size_t *count) {
-    const mf_attr *a = host_attr(n, name, MINFER_ATTR_FLOATS);
-    if (a) {
-        if (out)
-            *out = a->floats;
-        if (count)
-            *count = a->count;
-    }
-    return a != NULL;
-}
-
-static int host_attr_strings(const minfer_node_desc *n, const char *name, const char *const **out,
-                             size_t *count) {
-    const mf_attr *a = host_attr(n, name, MINFER_ATTR_STRINGS);
-    if (a) {
-        if (out)
-            *out = (const char *const *)a->strings;
-        if (count)
-            *count = a->count;
-    }
-    return a != NULL;
-}
-
-static int host_attr_tensor(const minfer_node_desc *n, const char *name, minfer_tensor_view *out) {
-    const mf_attr *a = host_attr(n, name, MINFER_ATTR_TENSOR);
-    if (a && out)
-        *out = a->t->view;
-    return a != NULL;
-}
-
 static int host_num_threads(void *host) {
     const minfer_session *s = host;
     return s ? mf_pool_threads(s->pool) : 1;
@@ -666,17 +585,10 @@ minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *o
     s->api.struct_size = sizeof s->api;
     s->api.log = host_log;
     s->api.set_error = host_set_error;
-    s->api.attr_type = host_attr_type;
-    s->api.attr_int = host_attr_int;
-    s->api.attr_float = host_attr_float;
-    s->api.attr_string = host_attr_string;
-    s->api.attr_ints = host_attr_ints;
-    s->api.attr_floats = host_attr_floats;
-    s->api.attr_tensor = host_attr_tensor;
+    mf_host_api_attrs(&s->api);
     s->api.num_threads = host_num_threads;
     s->api.parallel_for = host_parallel_for;
     s->api.alloc_output = host_alloc_output;
-    s->api.attr_strings = host_attr_strings;
 
     t = now_ms();
     if ((st = open_providers(s, opt)) != MINFER_OK)
