@@ -238,10 +238,12 @@ const minfer_tensor *mf_opt_const(const mf_opt *o, int v) {
     return o->g->values[v].initializer;
 }
 
+/* Element count, or INT64_MAX when the shape is unknown or the product
+ * overflows (a hostile model's dims): callers compare it with small caps. */
 static int64_t numel_of(const minfer_tensor_view *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->rank; d++)
-        n *= t->dims[d];
+    int64_t n;
+    if (t->rank < 0 || mf_numel(t->dims, t->rank, &n) != MINFER_OK)
+        return INT64_MAX;
     return n;
 }
 

@@ -861,10 +861,11 @@ minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_le
     for (size_t v = 0; v < g->n_values; v++) {
         const mf_vplan *vs = &p->vals[v];
         if (vs->where == MF_W_ARENA && vs->bytes > s->limits.max_tensor_bytes) {
+            unsigned long long bytes = (unsigned long long)vs->bytes;
             mf_plan_free(s, p);
             return mf_error(MINFER_ERR_LIMIT,
                             "%s: '%s' would take %llu bytes, above the limit of %llu", s->errctx,
-                            g->values[v].name, (unsigned long long)vs->bytes,
+                            g->values[v].name, bytes,
                             (unsigned long long)s->limits.max_tensor_bytes);
         }
     }
