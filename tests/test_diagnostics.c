@@ -155,6 +155,51 @@ static void test_nan_check_names_first_node(void **state) {
     minfer_options_free(opt);
 }
 
+/* The issue's case: y = x + Log(c) with c a negative constant. Log is
+ * folded while the session is built, so the check names it then, at every
+ * optimization level (the optimizer folds at 1-3, the plan at 0). */
+static void test_nan_check_names_folded_constant(void **state) {
+    (void)state;
+    for (int level = 0; level <= 3; level++) {
+        minfer_graph_builder *b = NULL;
+        const int64_t dims[] = {2};
+        const float c[] = {-1.0f, 2.0f};
+        minfer_tensor *t = NULL;
+        assert_ok(minfer_builder_create(13, &b));
+        assert_ok(minfer_tensor_create(MINFER_DTYPE_FLOAT, dims, 1, &t));
+        memcpy(minfer_tensor_data(t), c, sizeof c);
+        assert_ok(minfer_builder_add_initializer(b, "c", t));
+        minfer_tensor_free(t);
+        assert_ok(minfer_builder_add_input(b, "x", MINFER_DTYPE_FLOAT, dims, 1, NULL));
+        const char *in1[] = {"c"}, *out1[] = {"l"};
+        const char *in2[] = {"x", "l"}, *out2[] = {"y"};
+        assert_ok(minfer_builder_add_node(b, "Log", NULL, "log_of_constant", in1, 1, out1, 1,
+                                          NULL));
+        assert_ok(minfer_builder_add_node(b, "Add", NULL, "add_node", in2, 2, out2, 1, NULL));
+        assert_ok(minfer_builder_add_output(b, "y"));
+        minfer_options *opt = options("cpu");
+        minfer_session *s = NULL;
+        assert_ok(minfer_options_set_check_nan(opt, 1));
+        assert_ok(minfer_options_set_optimization_level(opt, level));
+        minfer_status st = minfer_session_create_from_builder(b, opt, &s);
+        if (st == MINFER_OK) {
+            /* Not folded at build: then the run must name it. */
+            minfer_tensor *y = NULL;
+            const float x[] = {1, 2};
+            st = run1(s, x, dims, 1, &y);
+            minfer_tensor_free(y);
+        }
+        if (st != MINFER_ERR_RUNTIME)
+            fail_msg("level %d: status %s (%s)", level, minfer_status_str(st),
+                     minfer_last_error());
+        assert_error_mentions("log_of_constant");
+        assert_error_mentions("NaN");
+        minfer_session_free(s);
+        minfer_options_free(opt);
+        minfer_builder_free(b);
+    }
+}
+
 static void test_nan_check_reports_inf(void **state) {
     (void)state;
     minfer_options *opt = options("cpu");
@@ -494,6 +539,7 @@ static void test_dot_colours_by_provider(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nan_check_names_first_node),
+        cmocka_unit_test(test_nan_check_names_folded_constant),
         cmocka_unit_test(test_nan_check_reports_inf),
         cmocka_unit_test(test_nan_check_off_lets_nan_through),
         cmocka_unit_test(test_nan_check_from_environment),
