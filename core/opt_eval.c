@@ -139,7 +139,8 @@ minfer_status mf_evaluator_eval_node(void *user, const mf_graph *g, int node,
         in_desc[k].dtype = t->view.dtype;
         in_desc[k].rank = t->view.rank;
         memcpy(in_desc[k].dims, t->view.dims, sizeof in_desc[k].dims);
-        in_desc[k].const_data = (const char *)t->view.data + t->view.offset;
+        in_desc[k].const_data =
+            t->view.data ? (const char *)t->view.data + t->view.offset : NULL;
         in_desc[k].const_nbytes = t->view.nbytes;
         in_desc[k].present = 1;
     }

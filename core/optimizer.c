@@ -483,9 +483,11 @@ static minfer_status eval_scratch(mf_opt *o, const mf_node *n, const minfer_tens
             continue;
         snprintf(name, sizeof name, "i%zu", k);
         int vi = mf_graph_intern(s, name);
+        /* A zero-element input may have no storage at all. */
+        void *data = in[k].data ? (char *)in[k].data + in[k].offset : NULL;
         if (vi < 0 || minfer_tensor_wrap((minfer_dtype)in[k].dtype, in[k].dims,
-                                         (size_t)in[k].rank, (char *)in[k].data + in[k].offset,
-                                         in[k].nbytes, &s->values[vi].initializer) != MINFER_OK)
+                                         (size_t)in[k].rank, data, in[k].nbytes,
+                                         &s->values[vi].initializer) != MINFER_OK)
             goto done;
         s->values[vi].dtype = in[k].dtype;
         sn->inputs[k] = vi;
