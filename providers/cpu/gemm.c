@@ -110,6 +110,14 @@ void cpu_gemm(const cpu_ctx *ctx, int32_t dtype, int parallel, size_t M, size_t 
               size_t ldc, int accumulate) {
     if (M == 0 || N == 0)
         return;
+    if (K == 0) {
+        /* An empty sum: C = 0 (or unchanged when accumulating). A and B may
+         * have no storage at all, so they are not touched. */
+        size_t es = cpu_dtype_size(dtype);
+        for (size_t i = 0; !accumulate && i < M; i++)
+            memset((char *)C + i * ldc * es, 0, N * es);
+        return;
+    }
     gemm_job j = {{M, N, K, rsa, csa, ldb, ldc, A, B, C, accumulate, (M + MB - 1) / MB},
                   dtype};
     size_t items = j.g.mblocks * ((N + NR - 1) / NR);

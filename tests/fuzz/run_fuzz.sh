@@ -49,8 +49,17 @@ for t in model tensor builder; do
     echo "fuzz_$t: replaying $(ls "$reg" | wc -l) regression inputs"
     "$bin" -runs=0 "$reg"/* > "$work/$t/regressions.log" 2>&1 || { echo "fuzz_$t: a regression input fails"; tail -40 "$work/$t/regressions.log"; status=1; }
   fi
-  echo "fuzz_$t: seeds $(ls "$work/$t/corpus" | wc -l), ${secs}s"
-  if ! "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 -max_len=1048576 \
+  # FUZZ_DETERMINISTIC=1 (CI): a fixed seed and a fixed number of runs per
+  # target instead of a time limit, so a CI run explores exactly what a run
+  # here explored and cannot fail on a machine's speed or luck.
+  if [ "${FUZZ_DETERMINISTIC:-0}" = 1 ]; then
+    case $t in model) n=60000 ;; tensor) n=3000000 ;; *) n=150000 ;; esac
+    limit="-seed=1 -runs=$n"
+  else
+    limit="-max_total_time=$secs"
+  fi
+  echo "fuzz_$t: seeds $(ls "$work/$t/corpus" | wc -l), $limit"
+  if ! "$bin" $limit -timeout=20 -rss_limit_mb=4096 -max_len=1048576 \
         -print_final_stats=1 -artifact_prefix="$work/$t/crashes/" \
         "$work/$t/corpus" > "$work/$t/fuzz.log" 2>&1; then
     echo "fuzz_$t: FAILED"; grep -E "ERROR|SUMMARY|Test unit written|#0 |#1 |#2 |#3 " "$work/$t/fuzz.log" | head -30
