@@ -358,7 +358,9 @@ minfer_status mf_write_dot(minfer_session *s, FILE *f) {
         int i = g->order[k];
         const mf_node *n = &g->nodes[i];
         int prov = s->assign[i];
-        const char *pname = prov >= 0 ? s->provs[prov].name : "constant";
+        const char *pname = prov >= 0                ? s->provs[prov].name
+                            : prov == MF_ASSIGN_CORE ? "core"
+                                                     : "constant";
         snprintf(b, sizeof b, "n%d", i);
         dot_id(a, sizeof a, n->name[0] ? n->name : b);
         const minfer_tensor_view *ov =

@@ -81,6 +81,8 @@ void mf_graph_free(mf_graph *g) {
     free(g->order);
     free(g->hash);
     free(g->name);
+    free(g->captures);
+    free(g->capture_slot);
     free(g);
 }
 
@@ -198,6 +200,45 @@ static const char *node_label(const mf_node *n, size_t idx, char *buf, size_t si
     return buf;
 }
 
+/* Records which values subgraph sg of node nd reads from outer scopes and
+ * makes each an implicit input of nd (once per subgraph). */
+static minfer_status add_captures(mf_graph *g, mf_node *nd, mf_graph *sg, const char *errctx) {
+    if (sg->captures_done)
+        return MINFER_OK;
+    size_t n = 0;
+    for (size_t v = 0; v < sg->n_values; v++) {
+        const mf_value *val = &sg->values[v];
+        n += val->producer < 0 && !val->is_input && !val->initializer;
+    }
+    sg->captures = mf_malloc((n + 1) * sizeof *sg->captures);
+    sg->capture_slot = mf_malloc((n + 1) * sizeof *sg->capture_slot);
+    if (!sg->captures || !sg->capture_slot)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+    for (size_t v = 0; v < sg->n_values; v++) {
+        const mf_value *val = &sg->values[v];
+        if (val->producer >= 0 || val->is_input || val->initializer)
+            continue;
+        int pv = mf_graph_intern(g, val->name);
+        if (pv < 0)
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+        size_t slot = nd->n_inputs - nd->n_implicit;
+        while (slot < nd->n_inputs && nd->inputs[slot] != pv)
+            slot++;
+        if (slot == nd->n_inputs) {
+            int *in = mf_realloc(nd->inputs, (nd->n_inputs + 1) * sizeof *in);
+            if (!in)
+                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+            nd->inputs = in;
+            nd->inputs[nd->n_inputs++] = pv;
+            nd->n_implicit++;
+        }
+        sg->captures[sg->n_captures] = (int)v;
+        sg->capture_slot[sg->n_captures++] = (int)slot;
+    }
+    sg->captures_done = 1;
+    return MINFER_OK;
+}
+
 minfer_status mf_graph_finalize(mf_graph *g, const char *errctx) {
     char lbl[256];
     size_t n = g->n_nodes;
@@ -219,6 +260,20 @@ minfer_status mf_graph_finalize(mf_graph *g, const char *errctx) {
                             "%s: node %s (%s) uses domain '%s', which the model does not import",
                             errctx, node_label(nd, i, lbl, sizeof lbl), nd->op_type,
                             nd->domain ? nd->domain : "");
+    }
+
+    /* Pass 1b: outer-scope values read by subgraphs (finalized first). */
+    for (size_t i = 0; i < n; i++) {
+        mf_node *nd = &g->nodes[i];
+        for (size_t a = 0; a < nd->n_attrs; a++) {
+            mf_attr *at = &nd->attrs[a];
+            if (at->type == MINFER_ATTR_GRAPH && at->g &&
+                (st = add_captures(g, nd, at->g, errctx)) != MINFER_OK)
+                return st;
+            for (size_t k = 0; at->type == MINFER_ATTR_GRAPHS && at->graphs && k < at->count; k++)
+                if (at->graphs[k] && (st = add_captures(g, nd, at->graphs[k], errctx)) != MINFER_OK)
+                    return st;
+        }
     }
 
     /* Pass 2: producers. */

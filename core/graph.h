@@ -18,6 +18,10 @@
 
 typedef struct mf_graph mf_graph;
 
+/* An attribute holding a TypeProto (ONNX type 13): i = element type |
+ * value kind << 8. Not part of the provider ABI's attribute types. */
+#define MF_ATTR_TYPE_PROTO 13
+
 typedef struct mf_attr {
     char *name;
     int type; /* MINFER_ATTR_* */
@@ -37,7 +41,9 @@ typedef struct mf_attr {
 
 typedef struct mf_value {
     char *name;
-    int32_t dtype; /* minfer_dtype; 0 when not declared */
+    int32_t kind;      /* minfer_value_kind (0: tensor) */
+    int32_t contained; /* for an optional: the kind it holds */
+    int32_t dtype; /* minfer_dtype (of the elements, for a container); 0 when not declared */
     int32_t rank;  /* -1 when not declared */
     int64_t dims[MINFER_MAX_RANK]; /* -1: symbolic or unknown */
     char *dim_params[MINFER_MAX_RANK]; /* symbolic names, or NULL */
@@ -58,6 +64,9 @@ typedef struct mf_node {
     size_t n_outputs;
     mf_attr *attrs;
     size_t n_attrs;
+    /* The last n_implicit inputs are outer-scope values its subgraphs read
+     * (If/Loop/Scan bodies), so ordering and liveness see them. */
+    size_t n_implicit;
 } mf_node;
 
 typedef struct mf_opset {
@@ -82,6 +91,12 @@ struct mf_graph {
     int *hash;
     size_t hash_cap;
     const mf_graph *parent; /* for subgraphs, the enclosing graph */
+    /* For a subgraph: its values that come from outer scopes, and for each
+     * the index of the owning node's input that carries it. */
+    int *captures;
+    int *capture_slot;
+    size_t n_captures;
+    int captures_done;
 };
 
 /* Construction. All return MINFER_OK or set the last error. */
@@ -100,6 +115,11 @@ int64_t mf_graph_opset(const mf_graph *g, const char *domain);
  * no value has two producers; no cycles; every output is produced. errctx
  * names the model in messages. */
 minfer_status mf_graph_finalize(mf_graph *g, const char *errctx);
+
+/* 1 when g has control flow, sequence or optional nodes, or a graph input
+ * or output that is not a tensor: the optimizer leaves such a graph as it
+ * is (control.c). *why (may be NULL) names the node or value. */
+int mf_graph_has_control(const mf_graph *g, const char **why);
 
 /* Attribute lookup on the IR node; NULL if absent. */
 const mf_attr *mf_node_attr(const mf_node *n, const char *name);

@@ -24,11 +24,34 @@ minfer_status mf_error(minfer_status st, const char *fmt, ...) MF_PRINTF(2, 3);
 minfer_status mf_error_prefix(minfer_status st, const char *fmt, ...) MF_PRINTF(2, 3);
 void mf_error_clear(void);
 
-/* The public tensor. view.data points at the first element (host memory). */
+/* The public tensor. view.data points at the first element (host memory).
+ * The same handle holds sequences and optionals (view.kind; view.dtype is
+ * the element type, view.data NULL): items are the sequence's tensors, or
+ * the optional's value (count 0 or 1); contained is an optional's kind. */
 struct minfer_tensor {
     minfer_tensor_view view;
     int owns_data;
+    int32_t contained;
+    minfer_tensor **items;
+    size_t count, cap;
 };
+
+/* Sequences and optionals (values.c). */
+minfer_status mf_sequence_new(int32_t elem, minfer_tensor **out);
+/* Appends item (owned by seq on success). */
+minfer_status mf_sequence_push(minfer_tensor *seq, minfer_tensor *item);
+/* An optional holding value (owned), or an empty one when value is NULL. */
+minfer_status mf_optional_new(minfer_tensor *value, int32_t contained, int32_t elem,
+                              minfer_tensor **out);
+/* Parses a serialized SequenceProto or OptionalProto (kind). */
+minfer_status mf_value_from_pb(const void *data, size_t size, int kind, const char *base_dir,
+                               const char *where, minfer_tensor **out, char **name_out);
+/* Writes a sequence or optional as its proto (minfer_tensor_save_pb). */
+minfer_status mf_value_save_pb(const minfer_tensor *t, const char *name, const char *path);
+/* Packs a tensor into a TensorProto (opaque: Onnx__TensorProto *), with
+ * storage the caller frees with mf_tensor_proto_clear. */
+minfer_status mf_tensor_to_proto(const minfer_tensor *t, const char *name, void *proto);
+void mf_tensor_proto_clear(void *proto);
 
 /* Element count of dims[0..rank) into *out; MINFER_ERR_LIMIT on overflow or
  * a negative dimension. */

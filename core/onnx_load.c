@@ -105,11 +105,27 @@ static minfer_status load_value_info(load_ctx *lc, const Onnx__ValueInfoProto *v
     const Onnx__TypeProto *tp = vi->type;
     if (!tp)
         return MINFER_OK; /* untyped: inference decides */
+    /* optional(sequence(tensor)) at most: peel the containers */
+    if (tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) {
+        v->kind = MINFER_VALUE_OPTIONAL;
+        v->contained = MINFER_VALUE_TENSOR;
+        tp = tp->optional_type ? tp->optional_type->elem_type : NULL;
+        if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
+            v->contained = MINFER_VALUE_SEQUENCE;
+    }
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+        if (v->kind != MINFER_VALUE_OPTIONAL)
+            v->kind = MINFER_VALUE_SEQUENCE;
+        tp = tp->sequence_type ? tp->sequence_type->elem_type : NULL;
+    }
+    if (!tp || (v->kind != MINFER_VALUE_TENSOR && tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET))
+        return MINFER_OK;
     if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
         return mf_error(MINFER_ERR_UNSUPPORTED,
-                        "%s: graph %s '%s' is not a tensor (sequence, map, optional and sparse "
-                        "values are not supported yet)",
-                        lc->errctx, what, vi->name);
+                        "%s: graph %s '%s' is %s (maps, sparse tensors and nested sequences are "
+                        "not supported)",
+                        lc->errctx, what, vi->name,
+                        v->kind == MINFER_VALUE_TENSOR ? "not a tensor" : "a container of non-tensors");
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     if (!tt)
         return MINFER_OK;
@@ -117,8 +133,8 @@ static minfer_status load_value_info(load_ctx *lc, const Onnx__ValueInfoProto *v
         return mf_error(MINFER_ERR_MODEL, "%s: graph %s '%s' has unknown element type %d",
                         lc->errctx, what, vi->name, (int)tt->elem_type);
     v->dtype = tt->elem_type;
-    if (!tt->shape)
-        return MINFER_OK; /* rank unknown */
+    if (!tt->shape || v->kind != MINFER_VALUE_TENSOR)
+        return MINFER_OK; /* rank unknown, or a container's elements: shapes vary */
     if (tt->shape->n_dim > MINFER_MAX_RANK)
         return mf_error(MINFER_ERR_LIMIT, "%s: graph %s '%s' has rank %zu, above the limit of %d",
                         lc->errctx, what, vi->name, tt->shape->n_dim, MINFER_MAX_RANK);
@@ -248,6 +264,24 @@ static minfer_status copy_attr(load_ctx *lc, const mf_graph *g, const Onnx__Attr
                 return st;
         }
         break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO: {
+        /* Optional's 'type': kept as i = element type | kind << 8
+         * (MF_ATTR_TYPE_PROTO, graph.h) */
+        const Onnx__TypeProto *tp = ap->tp;
+        int64_t kind = MINFER_VALUE_TENSOR;
+        if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+            kind = MINFER_VALUE_SEQUENCE;
+            tp = tp->sequence_type ? tp->sequence_type->elem_type : NULL;
+        }
+        if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+            !valid_dtype(tp->tensor_type->elem_type))
+            return mf_error(MINFER_ERR_UNSUPPORTED,
+                            "%s: %s attribute '%s' is a type other than a tensor or a sequence of "
+                            "tensors",
+                            lc->errctx, where, ap->name);
+        a->i = tp->tensor_type->elem_type | (kind << 8);
+        break;
+    }
     default:
         return mf_error(MINFER_ERR_UNSUPPORTED,
                         "%s: %s attribute '%s' has type %d, which minfer does not support",
@@ -482,11 +516,10 @@ fail:
     return st;
 }
 
-/* Finalizes a graph and, depth first, every subgraph it holds. */
+/* Finalizes, depth first, every subgraph a graph holds and then the graph:
+ * a node's outer-scope captures are known once its subgraphs are. */
 static minfer_status finalize_all(mf_graph *g, const char *errctx) {
-    minfer_status st = mf_graph_finalize(g, errctx);
-    if (st != MINFER_OK)
-        return st;
+    minfer_status st;
     for (size_t i = 0; i < g->n_nodes; i++)
         for (size_t a = 0; a < g->nodes[i].n_attrs; a++) {
             mf_attr *at = &g->nodes[i].attrs[a];
@@ -496,7 +529,7 @@ static minfer_status finalize_all(mf_graph *g, const char *errctx) {
                 if ((st = finalize_all(at->graphs[k], errctx)) != MINFER_OK)
                     return st;
         }
-    return MINFER_OK;
+    return mf_graph_finalize(g, errctx);
 }
 
 minfer_status mf_load_onnx(const void *data, size_t size, const char *model_dir,

@@ -126,6 +126,36 @@ static Onnx__ValueInfoProto *value_info(pool *p, const mf_value *v) {
     tp->tensor_type = tt;
     tt->elem_type = v->dtype;
     vi->type = tp;
+    if (v->kind != MINFER_VALUE_TENSOR) {
+        /* optional(sequence(tensor)) at most: wrap the element type */
+        int seq = v->kind == MINFER_VALUE_SEQUENCE || v->contained == MINFER_VALUE_SEQUENCE;
+        if (seq) {
+            Onnx__TypeProto *outer = palloc(p, sizeof *outer);
+            Onnx__TypeProto__Sequence *sq = palloc(p, sizeof *sq);
+            if (!outer || !sq)
+                return NULL;
+            onnx__type_proto__init(outer);
+            onnx__type_proto__sequence__init(sq);
+            sq->elem_type = tp;
+            outer->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+            outer->sequence_type = sq;
+            tp = outer;
+        }
+        if (v->kind == MINFER_VALUE_OPTIONAL) {
+            Onnx__TypeProto *outer = palloc(p, sizeof *outer);
+            Onnx__TypeProto__Optional *op = palloc(p, sizeof *op);
+            if (!outer || !op)
+                return NULL;
+            onnx__type_proto__init(outer);
+            onnx__type_proto__optional__init(op);
+            op->elem_type = tp;
+            outer->value_case = ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+            outer->optional_type = op;
+            tp = outer;
+        }
+        vi->type = tp;
+        return vi;
+    }
     if (v->rank < 0)
         return vi;
     Onnx__TensorShapeProto *sh = palloc(p, sizeof *sh);
@@ -253,8 +283,8 @@ static Onnx__GraphProto *graph_proto(pool *p, const mf_graph *g) {
         np->attribute = palloc(p, n->n_attrs * sizeof *np->attribute);
         if (!np->input || !np->output || !np->attribute)
             return NULL;
-        np->n_input = n->n_inputs;
-        for (size_t i = 0; i < n->n_inputs; i++)
+        np->n_input = n->n_inputs - n->n_implicit; /* captures are not node inputs in ONNX */
+        for (size_t i = 0; i < np->n_input; i++)
             np->input[i] = value_name(g, n->inputs[i]);
         np->n_output = n->n_outputs;
         for (size_t i = 0; i < n->n_outputs; i++)

@@ -109,7 +109,8 @@ mf_plan *mf_plan_new(minfer_session *s) {
         const mf_value *val = &s->g->values[v];
         mf_vplan *vs = &p->vals[v];
         vs->buffer = -1;
-        vs->view.kind = MINFER_VALUE_TENSOR;
+        vs->view.kind = val->kind;
+        vs->view.layout = val->kind == MINFER_VALUE_OPTIONAL ? (uint64_t)val->contained : 0;
         vs->view.dtype = val->dtype;
         vs->view.rank = val->rank;
         memcpy(vs->view.dims, val->dims, sizeof vs->view.dims);
@@ -134,7 +135,7 @@ minfer_status mf_fill_desc(minfer_session *s, mf_plan *p, int i, const minfer_te
             continue;
         const minfer_tensor_view *v = views ? &views[vi] : &p->vals[vi].view;
         vd->name = s->g->values[vi].name;
-        vd->kind = MINFER_VALUE_TENSOR;
+        vd->kind = v->kind;
         vd->dtype = v->dtype;
         vd->rank = v->rank;
         memcpy(vd->dims, v->dims, sizeof vd->dims);
@@ -393,6 +394,32 @@ minfer_status mf_plan_infer(minfer_session *s, mf_plan *p) {
             out[o].rank = -1;
         }
         err[0] = '\0';
+        ns->core = mf_core_op(n);
+        for (size_t j = 0; j < n->n_inputs; j++)
+            ns->core |= n->inputs[j] >= 0 && in[j].kind != MINFER_VALUE_TENSOR;
+        if (ns->core) {
+            /* Run by the core: outputs are made when it runs. */
+            st = mf_core_infer(s, i, in, out, err, sizeof err);
+            if (st != MINFER_OK)
+                return mf_error(st, "%s: %s: %s", s->errctx, mf_node_label(n, i, lbl, sizeof lbl),
+                                err[0] ? err : minfer_status_str(st));
+            ns->folded = 0;
+            ns->dynamic = 1;
+            for (size_t o = 0; o < n->n_outputs; o++) {
+                int vi = n->outputs[o];
+                if (vi < 0)
+                    continue;
+                if (out[o].kind == MINFER_VALUE_TENSOR &&
+                    (st = check_declared(s, i, o, &g->values[vi], &out[o])) != MINFER_OK)
+                    return st;
+                if (!out[o].dtype)
+                    out[o].dtype = g->values[vi].dtype;
+                p->vals[vi].view = out[o];
+                p->vals[vi].known = 0;
+                p->vals[vi].dynamic = 1;
+            }
+            continue;
+        }
         st = mf_infer_node(n, in, n->n_inputs, out, n->n_outputs, err, sizeof err);
         if (st != MINFER_OK)
             return mf_error(st, "%s: %s: %s", s->errctx, mf_node_label(n, i, lbl, sizeof lbl),
@@ -809,6 +836,10 @@ minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_le
     size_t pos = 0;
     for (size_t k = 0; k < g->n_inputs; k++) {
         mf_vplan *vs = &p->vals[g->inputs[k]];
+        /* kind << 8 | element type, then rank and dims (rank -1 for a
+         * sequence or optional) */
+        vs->view.kind = (int32_t)(sig[pos] >> 8);
+        vs->view.dtype = (int32_t)(sig[pos++] & 0xff);
         vs->view.rank = (int32_t)sig[pos++];
         for (int d = 0; d < vs->view.rank; d++)
             vs->view.dims[d] = sig[pos++];

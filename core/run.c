@@ -183,6 +183,11 @@ static minfer_status copy_value(minfer_session *s, int from_dom, const minfer_te
 static void free_dyn(mf_exec_ctx *c, size_t v) {
     if (!c->dyn[v])
         return;
+    if (c->views[v].kind != MINFER_VALUE_TENSOR) {
+        minfer_tensor_free(c->dyn[v]); /* a sequence or optional */
+        c->dyn[v] = NULL;
+        return;
+    }
     if (c->views[v].dtype == MINFER_DTYPE_STRING)
         mf_free_strings(c->dyn[v], (int64_t)(mf_view_bytes(&c->views[v]) / sizeof(char *)));
     free(c->dyn[v]);
@@ -299,6 +304,41 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
     return st;
 }
 
+/* Runs node i in the core (control flow, sequences, optionals) and keeps
+ * its outputs as the run's storage of those values. */
+static minfer_status run_core_node(minfer_session *s, mf_exec_ctx *c, int i,
+                                   const minfer_tensor_view *in, minfer_tensor_view *out) {
+    const mf_node *n = &s->g->nodes[i];
+    minfer_tensor *made[64];
+    minfer_status st = mf_core_exec(s, i, in, made);
+    if (st != MINFER_OK)
+        return st;
+    for (size_t o = 0; o < n->n_outputs; o++) {
+        int vi = n->outputs[o];
+        minfer_tensor *t = made[o];
+        if (vi < 0) {
+            minfer_tensor_free(t);
+            continue;
+        }
+        free_dyn(c, (size_t)vi);
+        minfer_tensor_view *view = &c->views[vi];
+        *view = t->view;
+        if (t->view.kind == MINFER_VALUE_TENSOR) {
+            /* the tensor's own storage becomes the value's */
+            c->dyn[vi] = t->view.data;
+            t->view.data = NULL;
+            t->owns_data = 0;
+            minfer_tensor_free(t);
+        } else {
+            c->dyn[vi] = t;
+            view->data = t;
+            view->layout = (uint64_t)t->contained;
+        }
+        out[o] = *view;
+    }
+    return MINFER_OK;
+}
+
 /* Fails when a float output of node i holds a NaN or an Inf. */
 static minfer_status check_nan(minfer_session *s, int i, const minfer_tensor_view *out,
                                size_t n_out, mf_run *r) {
@@ -347,7 +387,9 @@ static void node_args(minfer_session *s, int i, const minfer_tensor_view *in, si
     mf_json_escape(esc, sizeof esc, n->op_type);
     w = snprintf(buf, size, "{\"op\": \"%s%s%s\", \"provider\": \"%s\", \"inputs\": [",
                  n->domain[0] ? n->domain : "", n->domain[0] ? "::" : "", esc,
-                 s->assign[i] >= 0 ? s->provs[s->assign[i]].name : "(constant)");
+                 s->assign[i] >= 0                ? s->provs[s->assign[i]].name
+                 : s->assign[i] == MF_ASSIGN_CORE ? "core"
+                                                  : "(constant)");
     used = w > 0 && (size_t)w < size ? (size_t)w : size - 1;
     for (size_t k = 0; k < n_in + n_out; k++) {
         const minfer_tensor_view *v = k < n_in ? &in[k] : &out[k - n_in];
@@ -396,6 +438,13 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
     }
     for (size_t k = 0; k < g->n_inputs; k++) {
         minfer_tensor_view *view = &c->views[g->inputs[k]];
+        if (bound[k]->view.kind != MINFER_VALUE_TENSOR) {
+            /* a sequence or optional: the view points at the container */
+            *view = bound[k]->view;
+            view->data = (void *)bound[k];
+            view->layout = (uint64_t)bound[k]->contained;
+            continue;
+        }
         view->data = bound[k]->view.data;
         view->nbytes = bound[k]->view.nbytes;
     }
@@ -469,6 +518,11 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
         r->outputs = out;
         r->n_outputs = n->n_outputs;
         double t0 = s->trace ? mf_now_ms() : 0;
+        if (ns->core) {
+            if ((st = run_core_node(s, c, i, in, out)) != MINFER_OK)
+                return st;
+            goto after;
+        }
         if (ns->dynamic) {
             if ((st = run_dynamic_node(s, p, c, i, r, in, out)) != MINFER_OK)
                 return st;
@@ -565,10 +619,31 @@ static minfer_status check_inputs(minfer_session *s, const char *const *names,
         if (!t)
             return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input '%s' is missing", s->errctx,
                             v->name);
-        if (t->view.dtype != v->dtype)
+        static const char *const kinds[] = {"a tensor", "a sequence", "an optional"};
+        if (t->view.kind != v->kind || (v->kind == MINFER_VALUE_OPTIONAL &&
+                                        t->contained != v->contained))
+            return mf_error(MINFER_ERR_TYPE, "%s: run: input '%s' expects %s%s, got %s%s",
+                            s->errctx, v->name, kinds[v->kind % 3],
+                            v->kind == MINFER_VALUE_OPTIONAL
+                                ? (v->contained == MINFER_VALUE_SEQUENCE ? " of a sequence"
+                                                                         : " of a tensor")
+                                : "",
+                            kinds[t->view.kind % 3],
+                            t->view.kind == MINFER_VALUE_OPTIONAL
+                                ? (t->contained == MINFER_VALUE_SEQUENCE ? " of a sequence"
+                                                                         : " of a tensor")
+                                : "");
+        /* dtype 0: a subgraph input left to inference, or an empty
+         * optional read from a file that does not say its type */
+        if (t->view.dtype != v->dtype && v->dtype && t->view.dtype)
             return mf_error(MINFER_ERR_TYPE, "%s: run: input '%s' expects %s, got %s", s->errctx,
                             v->name, minfer_dtype_name((minfer_dtype)v->dtype),
                             minfer_dtype_name((minfer_dtype)t->view.dtype));
+        if (t->view.kind != MINFER_VALUE_TENSOR) {
+            sig[pos++] = (int64_t)t->view.kind << 8 | (t->view.dtype ? t->view.dtype : v->dtype);
+            sig[pos++] = -1;
+            continue;
+        }
         int bad = v->rank >= 0 && t->view.rank != v->rank;
         for (int d = 0; !bad && v->rank >= 0 && d < v->rank; d++)
             bad = v->dims[d] >= 0 && t->view.dims[d] != v->dims[d];
@@ -593,6 +668,7 @@ static minfer_status check_inputs(minfer_session *s, const char *const *names,
                                         (long long)bound[k2]->view.dims[d2]);
             }
         }
+        sig[pos++] = t->view.dtype;
         sig[pos++] = t->view.rank;
         for (int d = 0; d < t->view.rank; d++)
             sig[pos++] = t->view.dims[d];
@@ -608,6 +684,17 @@ static minfer_status deliver_output(minfer_session *s, const mf_plan *p, mf_exec
     const mf_vplan *vs = &p->vals[vi];
     char a[160], b[160];
     minfer_status st;
+    if (src->kind != MINFER_VALUE_TENSOR) {
+        if (!src->data)
+            return mf_error(MINFER_ERR_RUNTIME, "%s: output '%s' was not computed", s->errctx,
+                            v->name);
+        if (*slot)
+            return mf_error(MINFER_ERR_INVALID_ARG,
+                            "%s: run: output '%s' is a %s: pass NULL for the session to make it",
+                            s->errctx, v->name,
+                            src->kind == MINFER_VALUE_SEQUENCE ? "sequence" : "optional");
+        return mf_tensor_clone((const minfer_tensor *)src->data, slot);
+    }
     size_t bytes = mf_view_bytes(src);
     if (!src->data && bytes > 0)
         return mf_error(MINFER_ERR_RUNTIME, "%s: output '%s' was not computed", s->errctx, v->name);
@@ -736,7 +823,7 @@ minfer_status minfer_session_prepare(minfer_session *s, const char *const *input
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_prepare: NULL argument");
     const mf_graph *g = s->g;
     const minfer_tensor *bound_stack[MAX_STACK_INPUTS];
-    int64_t sig_stack[MAX_STACK_INPUTS * (MINFER_MAX_RANK + 1)];
+    int64_t sig_stack[MAX_STACK_INPUTS * (MINFER_MAX_RANK + 2)];
     const minfer_tensor **bound = bound_stack;
     int64_t *sig = sig_stack;
     size_t sig_len = 0;
@@ -744,7 +831,7 @@ minfer_status minfer_session_prepare(minfer_session *s, const char *const *input
     mf_plan *p = NULL;
     if (g->n_inputs > MAX_STACK_INPUTS) {
         bound = mf_calloc(g->n_inputs, sizeof *bound);
-        sig = mf_malloc(g->n_inputs * (MINFER_MAX_RANK + 1) * sizeof *sig);
+        sig = mf_malloc(g->n_inputs * (MINFER_MAX_RANK + 2) * sizeof *sig);
         if (!bound || !sig) {
             st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
             goto done;
@@ -771,7 +858,7 @@ minfer_status minfer_session_run(minfer_session *s, const char *const *input_nam
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_run: NULL argument");
     const mf_graph *g = s->g;
     const minfer_tensor *bound_stack[MAX_STACK_INPUTS];
-    int64_t sig_stack[MAX_STACK_INPUTS * (MINFER_MAX_RANK + 1)];
+    int64_t sig_stack[MAX_STACK_INPUTS * (MINFER_MAX_RANK + 2)];
     int out_vi[256];
     unsigned char made[256] = {0};
     const minfer_tensor **bound = bound_stack;
@@ -801,7 +888,7 @@ minfer_status minfer_session_run(minfer_session *s, const char *const *input_nam
     }
     if (g->n_inputs > MAX_STACK_INPUTS) {
         bound = mf_calloc(g->n_inputs, sizeof *bound);
-        sig = mf_malloc(g->n_inputs * (MINFER_MAX_RANK + 1) * sizeof *sig);
+        sig = mf_malloc(g->n_inputs * (MINFER_MAX_RANK + 2) * sizeof *sig);
         if (!bound || !sig) {
             st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
             goto done;

@@ -284,6 +284,11 @@ static minfer_status assign_nodes(minfer_session *s) {
         s->assign[i] = -1;
         if (p->nodes[i].folded)
             continue;
+        if (p->nodes[i].core) {
+            s->assign[i] = MF_ASSIGN_CORE;
+            mf_log(s, MINFER_LOG_VERBOSE, "%s -> the core", mf_node_label(n, i, lbl, sizeof lbl));
+            continue;
+        }
         minfer_value_desc *dsc = mf_calloc(n->n_inputs + n->n_outputs + 1, sizeof *dsc);
         minfer_node_desc desc;
         if (!dsc)
@@ -380,6 +385,10 @@ static minfer_status make_infos(minfer_session *s) {
             info->dims = vs->view.dims;
         }
         info->dim_names = (const char *const *)v->dim_params;
+        info->kind = v->kind;
+        info->contained = v->contained;
+        if (v->kind != MINFER_VALUE_TENSOR)
+            info->rank = -1;
     }
     return MINFER_OK;
 }
@@ -396,6 +405,7 @@ void minfer_session_free(minfer_session *s) {
         s->free_ctx = *(mf_exec_ctx **)c; /* next is the first member */
         mf_exec_ctx_free(s, c);
     }
+    mf_core_free(s);
     for (size_t i = 0; i < s->n_provs; i++)
         mf_provider_close(&s->provs[i]);
     mf_provider_close(&s->eval_own);
@@ -414,7 +424,8 @@ void minfer_session_free(minfer_session *s) {
     free(s->assign);
     free(s->in_info);
     free(s->out_info);
-    mf_pool_free(s->pool);
+    if (!s->pool_shared)
+        mf_pool_free(s->pool);
     mf_graph_free(s->g);
     pthread_mutex_destroy(&s->lock);
     free(s->errctx);
@@ -424,7 +435,7 @@ void minfer_session_free(minfer_session *s) {
 static int graph_inputs_static(const mf_graph *g) {
     for (size_t k = 0; k < g->n_inputs; k++) {
         const mf_value *v = &g->values[g->inputs[k]];
-        if (v->rank < 0)
+        if (v->rank < 0 || v->kind != MINFER_VALUE_TENSOR || !v->dtype)
             return 0;
         for (int d = 0; d < v->rank; d++)
             if (v->dims[d] < 0)
@@ -484,6 +495,15 @@ static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
     int level = opt_level(opt);
     if (level == 0 || s->g->n_nodes == 0)
         return MINFER_OK;
+    /* The passes know tensors only: a graph with control flow, sequences
+     * or optionals runs as written (its subgraphs are optimized as
+     * sessions of their own). */
+    const char *why = NULL;
+    if (mf_graph_has_control(s->g, &why)) {
+        mf_log(s, MINFER_LOG_INFO, "%s: not optimized: it has control flow, sequences or "
+               "optionals ('%s')", s->errctx, why);
+        return MINFER_OK;
+    }
     double t = now_ms();
     mf_evaluator *ev = NULL;
     if (mf_evaluator_open(&ev) != MINFER_OK) {
@@ -521,9 +541,22 @@ minfer_status mf_session_create_graph(mf_graph *g, const minfer_options *opt, co
     return mf_session_create_graph_timed(g, opt, errctx, -1, out);
 }
 
+static minfer_status create(mf_graph *g, const minfer_options *opt, const char *errctx,
+                            double load_ms, minfer_session *parent, minfer_session **out);
+
 minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *opt,
                                             const char *errctx, double load_ms,
                                             minfer_session **out) {
+    return create(g, opt, errctx, load_ms, NULL, out);
+}
+
+minfer_status mf_session_create_sub(mf_graph *g, const minfer_options *opt, const char *errctx,
+                                    minfer_session *parent, minfer_session **out) {
+    return create(g, opt, errctx, -1, parent, out);
+}
+
+static minfer_status create(mf_graph *g, const minfer_options *opt, const char *errctx,
+                            double load_ms, minfer_session *parent, minfer_session **out) {
     minfer_status st;
     minfer_session *s = NULL;
     double t0 = now_ms(), t;
@@ -553,7 +586,7 @@ minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *o
     const char *nenv = getenv("MINFER_CHECK_NAN");
     s->check_nan = opt && opt->check_nan >= 0 ? opt->check_nan : (nenv && strcmp(nenv, "1") == 0);
     const char *prof = opt && opt->profile_path ? opt->profile_path : getenv("MINFER_PROFILE");
-    if (prof && prof[0]) {
+    if (prof && prof[0] && !parent) {
         s->trace = mf_trace_new(load_ms >= 0 ? t0 - load_ms : t0);
         s->profile_path = mf_strdup(prof);
         if (!s->trace || !s->profile_path) {
@@ -576,7 +609,11 @@ minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *o
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)(n > 64 ? 64 : n) : 1;
     }
-    s->pool = mf_pool_create(threads);
+    if (parent) {
+        s->pool = parent->pool;
+        s->pool_shared = 1;
+    } else
+        s->pool = mf_pool_create(threads);
     if (!s->errctx || !s->pool) {
         st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
         goto fail;
@@ -612,6 +649,8 @@ minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *o
     if ((st = mf_plan_infer(s, s->build)) != MINFER_OK)
         goto fail;
     phase(s, "infer shapes", t, now_ms() - t);
+    if ((st = mf_core_build(s, opt)) != MINFER_OK)
+        goto fail;
     if (s->log_level >= MINFER_LOG_VERBOSE)
         for (size_t k = 0; k < g->n_nodes; k++) {
             int i = g->order[k];
@@ -634,7 +673,7 @@ minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *o
     if ((st = make_infos(s)) != MINFER_OK)
         goto fail;
     if (graph_inputs_static(g)) {
-        int64_t *sig = mf_malloc((g->n_inputs * (MINFER_MAX_RANK + 1) + 1) * sizeof *sig);
+        int64_t *sig = mf_malloc((g->n_inputs * (MINFER_MAX_RANK + 2) + 1) * sizeof *sig);
         size_t len = 0;
         mf_plan *p = NULL;
         if (!sig) {
@@ -643,6 +682,7 @@ minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *o
         }
         for (size_t k = 0; k < g->n_inputs; k++) {
             const mf_value *v = &g->values[g->inputs[k]];
+            sig[len++] = v->dtype; /* a tensor: kind 0 */
             sig[len++] = v->rank;
             for (int d = 0; d < v->rank; d++)
                 sig[len++] = v->dims[d];
@@ -656,7 +696,7 @@ minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *o
     if (s->log_level >= MINFER_LOG_INFO) {
         size_t folded = 0;
         for (size_t i = 0; i < g->n_nodes; i++)
-            folded += s->assign[i] < 0;
+            folded += s->assign[i] == -1;
         mf_log(s, MINFER_LOG_INFO, "%s: session built in %.1f ms: %zu nodes (%zu constant)",
                 errctx, now_ms() - t0, g->n_nodes, folded);
         for (size_t j = 0; j < s->n_provs; j++) {
@@ -802,7 +842,9 @@ minfer_status minfer_session_node_placement(const minfer_session *s, size_t inde
     out->node_name = n->name;
     out->op_type = n->op_type;
     out->domain = n->domain;
-    out->provider = s->assign[i] >= 0 ? s->provs[s->assign[i]].name : "(constant)";
+    out->provider = s->assign[i] >= 0                ? s->provs[s->assign[i]].name
+                    : s->assign[i] == MF_ASSIGN_CORE ? "core"
+                                                     : "(constant)";
     out->declined = s->declined && s->declined[i] ? s->declined[i] : "";
     return MINFER_OK;
 }

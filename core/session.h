@@ -77,6 +77,7 @@ typedef struct mf_nplan {
     int *in_ref;         /* per input: -1 its own storage, k >= 0 copy k,
                             -2 - m constant mirror m */
     double flops;        /* estimated per run, for profiles */
+    int core;            /* run by the core (control flow, sequences) */
 } mf_nplan;
 
 /* One buffer placed in a domain's arena: values (several when in place),
@@ -129,6 +130,19 @@ typedef struct mf_plan {
 
 typedef struct mf_exec_ctx mf_exec_ctx;
 
+/* A subgraph of a control-flow node, built as a session of its own: its
+ * inputs are the subgraph's formal inputs, then the outer-scope values it
+ * reads, each carried by the node input slot[k]. */
+typedef struct mf_core_sub {
+    minfer_session *s;
+    size_t n_formal;
+    int *slot;
+    size_t n_captures;
+} mf_core_sub;
+
+/* s->assign[i] for a node the core runs itself (control.c). */
+#define MF_ASSIGN_CORE (-2)
+
 struct minfer_session {
     char *errctx;
     mf_graph *g;
@@ -137,6 +151,8 @@ struct minfer_session {
     size_t plan_cache_size;
     minfer_limits limits;
     mf_pool *pool;
+    int pool_shared;           /* a subgraph session borrows its parent's pool */
+    mf_core_sub *subs;         /* 2 per node (If: then, else; others: body), or NULL */
     minfer_host_api api;
     mf_provider_inst *provs;
     size_t n_provs;
@@ -216,6 +232,29 @@ void mf_exec_ctx_free(minfer_session *s, mf_exec_ctx *c);
 minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *opt,
                                             const char *errctx, double load_ms,
                                             minfer_session **out);
+
+/* A session for a control-flow node's subgraph g (owned in every case):
+ * the parent's options, pool and limits, no profile of its own. */
+minfer_status mf_session_create_sub(mf_graph *g, const minfer_options *opt, const char *errctx,
+                                    minfer_session *parent, minfer_session **out);
+
+/* ---- Ops the core runs (control.c): control flow (If, Loop, Scan,
+ * SequenceMap), sequences and optionals. Their values live on the host;
+ * nodes inside subgraphs run on providers as usual. */
+/* 1 for an op the core always runs. */
+int mf_core_op(const mf_node *n);
+/* Output kinds and types of core node i (shapes are known only when it
+ * runs). err gets a reason on failure. */
+minfer_status mf_core_infer(minfer_session *s, int i, const minfer_tensor_view *in,
+                            minfer_tensor_view *out, char *err, size_t err_size);
+/* Builds the subgraph sessions of every control-flow node (after the build
+ * plan's inference, which gives the types of captured values). */
+minfer_status mf_core_build(minfer_session *s, const minfer_options *opt);
+void mf_core_free(minfer_session *s);
+/* Runs core node i on host inputs; out[o] receives an owned value (tensor,
+ * sequence or optional) for every output the node has. */
+minfer_status mf_core_exec(minfer_session *s, int i, const minfer_tensor_view *in,
+                           minfer_tensor **out);
 
 /* Creates a session from a graph; takes ownership of g in every case.
  * errctx names the model ("model.onnx", "<memory>", "<builder>"). */

@@ -311,6 +311,9 @@ void mf_free_strings(void *data, int64_t count) {
 void minfer_tensor_free(minfer_tensor *t) {
     if (!t)
         return;
+    for (size_t i = 0; i < t->count; i++)
+        minfer_tensor_free(t->items[i]);
+    free(t->items);
     if (t->owns_data) {
         if (t->view.dtype == MINFER_DTYPE_STRING)
             mf_free_strings(t->view.data, (int64_t)(t->view.nbytes / sizeof(char *)));
@@ -323,7 +326,25 @@ minfer_status mf_tensor_clone(const minfer_tensor *src, minfer_tensor **out) {
     if (!src || !out)
         return mf_error(MINFER_ERR_INVALID_ARG, "mf_tensor_clone: NULL argument");
     minfer_tensor *t = NULL;
-    minfer_status st = mf_tensor_new(src->view.dtype, src->view.dims, src->view.rank, &t);
+    minfer_status st;
+    if (src->view.kind != MINFER_VALUE_TENSOR) {
+        st = src->view.kind == MINFER_VALUE_SEQUENCE
+                 ? mf_sequence_new(src->view.dtype, &t)
+                 : mf_optional_new(NULL, src->contained, src->view.dtype, &t);
+        for (size_t i = 0; st == MINFER_OK && i < src->count; i++) {
+            minfer_tensor *item = NULL;
+            if ((st = mf_tensor_clone(src->items[i], &item)) == MINFER_OK &&
+                (st = mf_sequence_push(t, item)) != MINFER_OK)
+                minfer_tensor_free(item);
+        }
+        if (st != MINFER_OK) {
+            minfer_tensor_free(t);
+            return st;
+        }
+        *out = t;
+        return MINFER_OK;
+    }
+    st = mf_tensor_new(src->view.dtype, src->view.dims, src->view.rank, &t);
     if (st != MINFER_OK)
         return st;
     const char *sdata = (const char *)src->view.data + src->view.offset;
@@ -357,7 +378,8 @@ const int64_t *minfer_tensor_dims(const minfer_tensor *t) { return t ? t->view.d
 
 int64_t minfer_tensor_numel(const minfer_tensor *t) {
     int64_t n = 0;
-    if (!t || mf_numel(t->view.dims, t->view.rank, &n) != MINFER_OK)
+    if (!t || t->view.kind != MINFER_VALUE_TENSOR ||
+        mf_numel(t->view.dims, t->view.rank, &n) != MINFER_OK)
         return 0;
     return n;
 }
@@ -847,7 +869,8 @@ minfer_status minfer_tensor_load_pb_memory(const void *data, size_t size, minfer
     return load_pb(data ? data : "", size, NULL, "<memory>", out, name_out);
 }
 
-minfer_status minfer_tensor_load_pb(const char *path, minfer_tensor **out, char **name_out) {
+static minfer_status load_pb_file(const char *api, const char *path, int kind,
+                                  minfer_tensor **out, char **name_out) {
     unsigned char *buf = NULL;
     char *dir = NULL;
     FILE *f = NULL;
@@ -855,7 +878,7 @@ minfer_status minfer_tensor_load_pb(const char *path, minfer_tensor **out, char 
     minfer_status st;
 
     if (!path || !out)
-        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_load_pb: NULL argument");
+        return mf_error(MINFER_ERR_INVALID_ARG, "%s: NULL argument", api);
     *out = NULL;
     if (name_out)
         *name_out = NULL;
@@ -897,7 +920,8 @@ minfer_status minfer_tensor_load_pb(const char *path, minfer_tensor **out, char 
         strcpy(dir, ".");
     char where[PATH_MAX + 8];
     snprintf(where, sizeof where, "'%s'", path);
-    st = load_pb(buf, size, dir, where, out, name_out);
+    st = kind == MINFER_VALUE_TENSOR ? load_pb(buf, size, dir, where, out, name_out)
+                                     : mf_value_from_pb(buf, size, kind, dir, where, out, name_out);
 done:
     free(dir);
     free(buf);
@@ -905,48 +929,76 @@ done:
     return st;
 }
 
-minfer_status minfer_tensor_save_pb(const minfer_tensor *t, const char *name, const char *path) {
-    Onnx__TensorProto tp = ONNX__TENSOR_PROTO__INIT;
-    ProtobufCBinaryData *strings = NULL;
-    unsigned char *raw = NULL, *packed = NULL;
-    FILE *f = NULL;
-    minfer_status st = MINFER_OK;
+minfer_status minfer_tensor_load_pb(const char *path, minfer_tensor **out, char **name_out) {
+    return load_pb_file("minfer_tensor_load_pb", path, MINFER_VALUE_TENSOR, out, name_out);
+}
 
-    if (!t || !path)
-        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_save_pb: NULL argument");
+minfer_status minfer_value_load_pb(const char *path, minfer_value_kind kind, minfer_tensor **out,
+                                   char **name_out) {
+    if (kind != MINFER_VALUE_TENSOR && kind != MINFER_VALUE_SEQUENCE &&
+        kind != MINFER_VALUE_OPTIONAL)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_value_load_pb: unknown kind %d", (int)kind);
+    return load_pb_file("minfer_value_load_pb", path, (int)kind, out, name_out);
+}
+
+void mf_tensor_proto_clear(void *proto) {
+    Onnx__TensorProto *tp = proto;
+    free(tp->string_data);
+    free(tp->raw_data.data);
+    tp->string_data = NULL;
+    tp->n_string_data = 0;
+    tp->raw_data.data = NULL;
+    tp->raw_data.len = 0;
+}
+
+minfer_status mf_tensor_to_proto(const minfer_tensor *t, const char *name, void *proto) {
+    Onnx__TensorProto *tp = proto;
+    onnx__tensor_proto__init(tp);
     int64_t numel = minfer_tensor_numel(t);
     size_t nbytes = minfer_tensor_nbytes(t);
     const void *data = minfer_tensor_data(t);
-    tp.n_dims = (size_t)(t->view.rank > 0 ? t->view.rank : 0);
-    tp.dims = (int64_t *)t->view.dims;
-    tp.data_type = t->view.dtype;
-    tp.name = (char *)(name ? name : "");
-
+    tp->n_dims = (size_t)(t->view.rank > 0 ? t->view.rank : 0);
+    tp->dims = (int64_t *)t->view.dims;
+    tp->data_type = t->view.dtype;
+    tp->name = (char *)(name ? name : "");
     if (t->view.dtype == MINFER_DTYPE_STRING) {
         char *const *s = data;
-        strings = mf_calloc((size_t)numel, sizeof *strings);
+        ProtobufCBinaryData *strings = mf_calloc((size_t)numel + 1, sizeof *strings);
         if (!strings)
-            return mf_error(MINFER_ERR_NOMEM, "minfer_tensor_save_pb: out of memory");
+            return mf_error(MINFER_ERR_NOMEM, "out of memory writing a string tensor");
         for (int64_t i = 0; i < numel; i++) {
             const char *v = s[i] ? s[i] : "";
             strings[i].data = (uint8_t *)v;
             strings[i].len = strlen(v);
         }
-        tp.n_string_data = (size_t)numel;
-        tp.string_data = strings;
+        tp->n_string_data = (size_t)numel;
+        tp->string_data = strings;
     } else if (nbytes) {
-        raw = mf_malloc(nbytes);
-        if (!raw) {
-            st = mf_error(MINFER_ERR_NOMEM, "minfer_tensor_save_pb: out of memory");
-            goto done;
-        }
+        unsigned char *raw = mf_malloc(nbytes);
+        if (!raw)
+            return mf_error(MINFER_ERR_NOMEM, "out of memory writing a tensor");
         memcpy(raw, data, nbytes);
         to_host_order(raw, nbytes, t->view.dtype); /* the swap is its own inverse */
-        tp.raw_data.data = raw;
-        tp.raw_data.len = nbytes;
+        tp->raw_data.data = raw;
+        tp->raw_data.len = nbytes;
     }
+    return MINFER_OK;
+}
+
+minfer_status minfer_tensor_save_pb(const minfer_tensor *t, const char *name, const char *path) {
+    Onnx__TensorProto tp;
+    unsigned char *packed = NULL;
+    FILE *f = NULL;
+    minfer_status st = MINFER_OK;
+
+    if (!t || !path)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_save_pb: NULL argument");
+    if (t->view.kind != MINFER_VALUE_TENSOR)
+        return mf_value_save_pb(t, name, path);
+    if ((st = mf_tensor_to_proto(t, name, &tp)) != MINFER_OK)
+        return mf_error_prefix(st, "minfer_tensor_save_pb");
     size_t psize = onnx__tensor_proto__get_packed_size(&tp);
-    packed = mf_malloc(psize);
+    packed = mf_malloc(psize ? psize : 1);
     if (!packed) {
         st = mf_error(MINFER_ERR_NOMEM, "minfer_tensor_save_pb: out of memory");
         goto done;
@@ -966,7 +1018,6 @@ minfer_status minfer_tensor_save_pb(const minfer_tensor *t, const char *name, co
         st = mf_error(MINFER_ERR_IO, "writing '%s': %s", path, strerror(errno));
 done:
     free(packed);
-    free(raw);
-    free(strings);
+    mf_tensor_proto_clear(&tp);
     return st;
 }

@@ -281,6 +281,36 @@ minfer_status cli_random_input(const char *cmd, const minfer_value_info *info, u
     int64_t dims[MINFER_MAX_RANK];
     int rank = info->rank;
     *out = NULL;
+    if (info->kind != MINFER_VALUE_TENSOR) {
+        /* One random element of the declared type, scalar shaped. */
+        minfer_value_info elem = *info;
+        minfer_tensor *t = NULL, *c = NULL;
+        elem.kind = MINFER_VALUE_TENSOR;
+        elem.rank = 0;
+        int seq = info->kind == MINFER_VALUE_SEQUENCE || info->contained == MINFER_VALUE_SEQUENCE;
+        fprintf(stderr, "minfer %s: note: input '%s' is %s; using one with one scalar element\n",
+                cmd, info->name, info->kind == MINFER_VALUE_SEQUENCE ? "a sequence" : "an optional");
+        minfer_status st = cli_random_input(cmd, &elem, seed, &t);
+        if (st == MINFER_OK && seq) {
+            if ((st = minfer_sequence_create(info->dtype, &c)) == MINFER_OK &&
+                (st = minfer_sequence_append(c, t)) == MINFER_OK)
+                t = c;
+            else {
+                minfer_tensor_free(c);
+                minfer_tensor_free(t);
+                return st;
+            }
+        }
+        if (st == MINFER_OK && info->kind == MINFER_VALUE_OPTIONAL &&
+            (st = minfer_optional_create(t, MINFER_VALUE_TENSOR, info->dtype, &c)) == MINFER_OK)
+            t = c;
+        if (st != MINFER_OK) {
+            minfer_tensor_free(t);
+            return st;
+        }
+        *out = t;
+        return MINFER_OK;
+    }
     if (rank < 0) {
         fprintf(stderr, "minfer %s: note: input '%s' declares no shape; using a scalar\n", cmd,
                 info->name);

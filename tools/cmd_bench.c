@@ -207,7 +207,7 @@ int cmd_bench(int argc, char **argv) {
         if (in_dir) {
             char path[4096];
             snprintf(path, sizeof path, "%s/input_%zu.pb", in_dir, k);
-            st = minfer_tensor_load_pb(path, &ins[k], NULL);
+            st = minfer_value_load_pb(path, (minfer_value_kind)info.kind, &ins[k], NULL);
         } else
             st = cli_random_input(CMD, &info, &seed, &ins[k]);
         if (st != MINFER_OK)
@@ -218,6 +218,11 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 0; i < warmup + runs; i++) {
         if (i == warmup && (st = minfer_session_reset_stats(s)) != MINFER_OK)
             goto fail;
+        for (size_t o = 0; o < n_out; o++)
+            if (minfer_value_kind_of(outs[o]) != MINFER_VALUE_TENSOR) {
+                minfer_tensor_free(outs[o]); /* a sequence or optional is made anew */
+                outs[o] = NULL;
+            }
         double a = now_ms();
         st = minfer_session_run(s, names, (const minfer_tensor *const *)ins, n_in, NULL, outs,
                                 n_out);

@@ -46,14 +46,42 @@ static int fail(const char *fmt, ...) {
     return CLI_FAIL;
 }
 
-/* One output's name, type, shape, first values and, for floats, statistics. */
+static void summarize_tensor(const minfer_tensor *t);
+
+/* One output's name, type, shape, first values and, for floats, statistics;
+ * a sequence's first elements, an optional's value. */
 static void summarize(size_t k, const char *name, const minfer_tensor *t) {
+    minfer_value_kind kind = minfer_value_kind_of(t);
+    if (kind == MINFER_VALUE_OPTIONAL) {
+        const minfer_tensor *v = minfer_optional_value(t);
+        printf("output %zu '%s': optional, %s\n", k, name, v ? "holding:" : "empty");
+        if (v)
+            summarize(k, name, v);
+        return;
+    }
+    if (kind == MINFER_VALUE_SEQUENCE) {
+        size_t n = minfer_sequence_length(t);
+        printf("output %zu '%s': sequence of %zu %s tensors\n", k, name, n,
+               minfer_dtype_name(minfer_tensor_dtype(t)));
+        for (size_t i = 0; i < n && i < 4; i++) {
+            printf("  [%zu] ", i);
+            summarize_tensor(minfer_sequence_at(t, i));
+        }
+        if (n > 4)
+            printf("  ...\n");
+        return;
+    }
+    printf("output %zu '%s': ", k, name);
+    summarize_tensor(t);
+}
+
+static void summarize_tensor(const minfer_tensor *t) {
     char shape[256];
     minfer_dtype dt = minfer_tensor_dtype(t);
     const void *p = minfer_tensor_data(t);
     size_t n = cli_scalar_count(t);
     cli_shape_str(minfer_tensor_dims(t), NULL, (int)minfer_tensor_rank(t), shape, sizeof shape);
-    printf("output %zu '%s': %s %s\n", k, name, minfer_dtype_name(dt), shape);
+    printf("%s %s\n", minfer_dtype_name(dt), shape);
     printf("  values:");
     for (size_t i = 0; i < n && i < 8; i++) {
         if (dt == MINFER_DTYPE_STRING) {
@@ -168,7 +196,7 @@ int cmd_run(int argc, char **argv) {
         if (in_dir) {
             char path[4096];
             snprintf(path, sizeof path, "%s/input_%zu.pb", in_dir, k);
-            st = minfer_tensor_load_pb(path, &ins[k], NULL);
+            st = minfer_value_load_pb(path, (minfer_value_kind)info.kind, &ins[k], NULL);
             if (st != MINFER_OK) {
                 fail("input %zu '%s': %s", k, info.name, cli_error(st));
                 goto done;

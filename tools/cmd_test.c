@@ -188,9 +188,9 @@ static const char *fmt_elem(const void *p, minfer_dtype dt, size_t i, char *buf,
     return buf;
 }
 
-/* Compares got with want; on a mismatch writes the reason to why. */
-static int compare(const minfer_tensor *got, const minfer_tensor *want, double rtol, double atol,
-                   char *why, size_t size) {
+/* Compares tensor got with want; on a mismatch writes the reason to why. */
+static int compare_tensor(const minfer_tensor *got, const minfer_tensor *want, double rtol,
+                          double atol, char *why, size_t size) {
     char a[128], b[128];
     minfer_dtype dt = minfer_tensor_dtype(want);
     /* ONNX's older test data stores bfloat16 tensors as uint16 bits. */
@@ -262,6 +262,58 @@ static int compare(const minfer_tensor *got, const minfer_tensor *want, double r
     return -1;
 }
 
+static const char *kind_name(minfer_value_kind k) {
+    return k == MINFER_VALUE_SEQUENCE ? "a sequence" : k == MINFER_VALUE_OPTIONAL ? "an optional"
+                                                                                 : "a tensor";
+}
+
+/* Compares values of any kind: sequences element by element, optionals by
+ * presence and then contents. */
+static int compare(const minfer_tensor *got, const minfer_tensor *want, double rtol, double atol,
+                   char *why, size_t size) {
+    minfer_value_kind gk = minfer_value_kind_of(got), wk = minfer_value_kind_of(want);
+    if (gk != wk) {
+        snprintf(why, size, "is %s, expected %s", kind_name(gk), kind_name(wk));
+        return -1;
+    }
+    if (wk == MINFER_VALUE_TENSOR)
+        return compare_tensor(got, want, rtol, atol, why, size);
+    if (wk == MINFER_VALUE_OPTIONAL) {
+        const minfer_tensor *g = minfer_optional_value(got), *w = minfer_optional_value(want);
+        if (!g || !w) {
+            if (g == w)
+                return 0;
+            snprintf(why, size, "is %s, expected %s", g ? "a value" : "empty",
+                     w ? "a value" : "empty");
+            return -1;
+        }
+        return compare(g, w, rtol, atol, why, size);
+    }
+    size_t n = minfer_sequence_length(want);
+    if (minfer_sequence_length(got) != n) {
+        snprintf(why, size, "has %zu elements, expected %zu", minfer_sequence_length(got), n);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char inner[768];
+        if (compare(minfer_sequence_at(got, i), minfer_sequence_at(want, i), rtol, atol, inner,
+                    sizeof inner) != 0) {
+            snprintf(why, size, "element %zu: %s", i, inner);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The kind of the model's index-th input or output (test data are
+ * positional), for reading its .pb file. */
+static minfer_value_kind pb_kind(const minfer_session *s, size_t index, int output) {
+    minfer_value_info info;
+    minfer_status st = output ? minfer_session_output_info(s, index, &info)
+                              : minfer_session_input_info(s, index, &info);
+    return st == MINFER_OK ? (minfer_value_kind)info.kind : MINFER_VALUE_TENSOR;
+}
+
 typedef struct test_cfg {
     const minfer_options *opt;
     double rtol, atol;
@@ -298,7 +350,8 @@ static int run_dataset(const test_cfg *cfg, minfer_session *s, const char *dir, 
     }
     for (size_t k = 0; k < n_in; k++) {
         snprintf(path, sizeof path, "%s/input_%zu.pb", dir, k);
-        if ((st = minfer_tensor_load_pb(path, &ins[k], &pb_names[k])) != MINFER_OK) {
+        if ((st = minfer_value_load_pb(path, pb_kind(s, k, 0), &ins[k], &pb_names[k])) !=
+            MINFER_OK) {
             snprintf(why, size, "%s: input_%zu.pb: %s", ds, k, cli_error(st));
             goto done;
         }
@@ -361,7 +414,7 @@ static int run_dataset(const test_cfg *cfg, minfer_session *s, const char *dir, 
         char *wname = NULL;
         size_t slot = k;
         snprintf(path, sizeof path, "%s/output_%zu.pb", dir, k);
-        if ((st = minfer_tensor_load_pb(path, &want, &wname)) != MINFER_OK) {
+        if ((st = minfer_value_load_pb(path, pb_kind(s, k, 1), &want, &wname)) != MINFER_OK) {
             snprintf(why, size, "%s: output_%zu.pb: %s", ds, k, cli_error(st));
             goto done;
         }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/core_ops.h"
 #include "../providers/cpu/cpu.h"
 
 static int by_op(const void *a, const void *b) {
@@ -75,5 +76,17 @@ int main(void) {
         i = j;
     }
     free(k);
+    size_t n_core = sizeof MF_CORE_OPS / sizeof MF_CORE_OPS[0];
+    printf("\n## Run by the core\n\n"
+           "%zu ops run by the core itself (`core/control.c`, listed in `core/core_ops.h`),\n"
+           "whatever the provider list: they move tensors, sequences and optionals and run\n"
+           "subgraphs, whose nodes go to the session's providers like any other. Any other\n"
+           "op given a sequence or an optional is refused, except Identity. Element types:\n"
+           "all of the above.\n\n"
+           "| Domain | Op | Versions | Notes |\n|---|---|---|---|\n",
+           n_core);
+    for (size_t i = 0; i < n_core; i++)
+        printf("| ai.onnx | %s | %d+ | %s |\n", MF_CORE_OPS[i].op_type,
+               MF_CORE_OPS[i].since_version, MF_CORE_OPS[i].what);
     return 0;
 }

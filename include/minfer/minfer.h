@@ -138,6 +138,47 @@ MINFER_API minfer_status minfer_tensor_load_pb_memory(const void *data, size_t s
 MINFER_API minfer_status minfer_tensor_save_pb(const minfer_tensor *t, const char *name,
                                                const char *path);
 
+/* ---- Sequences and optionals ------------------------------------------- */
+
+/* Besides a tensor, a minfer_tensor handle can hold an ONNX sequence (an
+ * ordered list of tensors of one element type) or an ONNX optional (a
+ * tensor, a sequence, or nothing), for models whose inputs or outputs have
+ * those types. minfer_tensor_free frees a sequence or optional with all it
+ * holds; minfer_tensor_dtype gives the element type; the shape and data
+ * accessors answer rank 0 and NULL for them. */
+typedef enum minfer_value_kind {
+    MINFER_VALUE_TENSOR = 0,
+    MINFER_VALUE_SEQUENCE = 1,
+    MINFER_VALUE_OPTIONAL = 2
+} minfer_value_kind;
+
+MINFER_API minfer_value_kind minfer_value_kind_of(const minfer_tensor *t);
+/* An empty sequence of elem_type tensors. */
+MINFER_API minfer_status minfer_sequence_create(minfer_dtype elem_type, minfer_tensor **out);
+/* Appends item (a tensor of the sequence's element type); on success the
+ * sequence owns item. */
+MINFER_API minfer_status minfer_sequence_append(minfer_tensor *seq, minfer_tensor *item);
+MINFER_API size_t minfer_sequence_length(const minfer_tensor *seq);
+/* The index-th tensor, owned by the sequence; NULL when out of range. */
+MINFER_API const minfer_tensor *minfer_sequence_at(const minfer_tensor *seq, size_t index);
+/* An optional holding value (a tensor or a sequence; the optional then owns
+ * it), or, with value NULL, an empty optional of a contained_kind
+ * (MINFER_VALUE_TENSOR or MINFER_VALUE_SEQUENCE) of elem_type elements. */
+MINFER_API minfer_status minfer_optional_create(minfer_tensor *value, minfer_value_kind contained_kind,
+                                                minfer_dtype elem_type, minfer_tensor **out);
+/* The value an optional holds (owned by it), or NULL when it is empty. */
+MINFER_API const minfer_tensor *minfer_optional_value(const minfer_tensor *opt);
+/* The kind an optional holds or would hold. */
+MINFER_API minfer_value_kind minfer_optional_kind(const minfer_tensor *opt);
+
+/* Reads a serialized ONNX SequenceProto, OptionalProto or TensorProto: the
+ * file does not say which, so kind names the one expected (the model's
+ * declared type for that input or output). */
+MINFER_API minfer_status minfer_value_load_pb(const char *path, minfer_value_kind kind,
+                                              minfer_tensor **out, char **name_out);
+/* minfer_tensor_save_pb writes a sequence as a SequenceProto and an
+ * optional as an OptionalProto. */
+
 /* ---- Session options ---------------------------------------------------- */
 
 typedef struct minfer_options minfer_options;
@@ -236,6 +277,10 @@ typedef struct minfer_value_info {
     int32_t rank;
     const int64_t *dims;
     const char *const *dim_names;
+    /* MINFER_VALUE_*: a tensor, or a sequence or optional whose elements
+     * are dtype (dims then do not apply) */
+    int32_t kind;
+    int32_t contained; /* for an optional: the kind it holds */
 } minfer_value_info;
 
 MINFER_API size_t minfer_session_input_count(const minfer_session *s);
@@ -308,7 +353,8 @@ typedef struct minfer_node_placement {
     const char *node_name;
     const char *op_type;
     const char *domain;
-    const char *provider; /* "(constant)" for a node folded at build */
+    const char *provider; /* "(constant)" for a node folded at build; "core" for
+                             control flow, sequences and optionals (run by the core) */
     /* Why each provider before `provider` in the list declined the node:
      * "onednn: <reason>; opencl: <reason>", or "" when the first took it. */
     const char *declined;

@@ -63,15 +63,10 @@ extern "C" {
  * minfer_node_prep.output_layouts), e.g. a blocked layout. rank == -1 on an
  * output means the host could not infer its shape before the run: the kernel
  * must call minfer_host_api.alloc_output. */
-/* What kind of value a view or desc holds. Sequences and optionals are
- * reserved for ops that carry them (their data then points at a
- * host-defined container); every current kernel sees MINFER_VALUE_TENSOR. */
-enum {
-    MINFER_VALUE_TENSOR = 0,
-    MINFER_VALUE_SEQUENCE = 1,
-    MINFER_VALUE_OPTIONAL = 2
-};
-
+/* What kind of value a view or desc holds (minfer_value_kind, minfer.h).
+ * Sequences and optionals are run by the core (never handed to a
+ * provider), so every kernel sees MINFER_VALUE_TENSOR; in the core's views
+ * of such a value, data points at its minfer_tensor container. */
 typedef struct minfer_tensor_view {
     int32_t kind;  /* MINFER_VALUE_* */
     int32_t dtype; /* minfer_dtype (of the elements, for a sequence) */
