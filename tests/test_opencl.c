@@ -4,9 +4,15 @@
  * (every node must be placed there) and once with {"cpu"} on the same
  * random inputs; outputs must agree within |a - b| <= 1e-4 + 1e-3 |b|.
  * Shapes are chosen to hit the kernels' edges: partial register tiles,
- * padding, strides, dilations, groups, broadcasting, batched MatMul.
- * Also: device selection through the provider option, and a graph split
- * between opencl and cpu (boundary copies both ways).
+ * padding, strides, dilations, groups, 1-D and 3-D windows, broadcasting,
+ * batched MatMul. Also: device selection through the provider option, a
+ * graph split between opencl and cpu (boundary copies both ways), and
+ * Gather with indices out of range (the run fails naming the node and the
+ * index; the next run works).
+ *
+ * The whole set runs twice: with float32 storage, then with the provider
+ * option fp16=1 (float tensors stored as half), where the tolerance is
+ * |a - b| <= 1e-2 + 1e-2 |b|.
  *
  * Runs on PoCL in CI. With no OpenCL device at all the program exits with
  * 77, which ctest reports as skipped.
@@ -26,6 +32,10 @@
 #include "minfer/minfer.h"
 
 #define MAX_IN 8
+
+/* The pass being run: extra provider options and the tolerance. */
+static const char *g_opts = NULL;
+static float g_rtol = 1e-3f, g_atol = 1e-4f;
 
 typedef struct tcase {
     minfer_graph_builder *b;
@@ -65,6 +75,18 @@ static void tc_input(tcase *t, const char *name, const int64_t *dims, size_t ran
     t->inputs[t->n_in++] = random_tensor(t, dims, rank);
 }
 
+static void tc_input_i64(tcase *t, const char *name, const int64_t *dims, size_t rank,
+                         const int64_t *values) {
+    assert_true(t->n_in < MAX_IN);
+    assert_int_equal(minfer_builder_add_input(t->b, name, MINFER_DTYPE_INT64, dims, rank, NULL),
+                     MINFER_OK);
+    snprintf(t->names[t->n_in], sizeof t->names[0], "%s", name);
+    minfer_tensor *x = NULL;
+    assert_int_equal(minfer_tensor_create(MINFER_DTYPE_INT64, dims, rank, &x), MINFER_OK);
+    memcpy(minfer_tensor_data(x), values, minfer_tensor_nbytes(x));
+    t->inputs[t->n_in++] = x;
+}
+
 static void tc_const(tcase *t, const char *name, const int64_t *dims, size_t rank,
                      const float *values) {
     minfer_tensor *x = random_tensor(t, dims, rank);
@@ -96,20 +118,21 @@ static size_t tc_node(tcase *t, const char *op, const char *domain, const char *
 #define IN(...) (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *)
 #define I64(...) (const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)
 
-/* Runs on the providers list; checks that every node went to want_all
- * (NULL: no check). NULL when the session cannot be created. */
-static minfer_tensor *run_on(tcase *t, const char *providers, const char *want_all,
-                             const char *options) {
+/* A session on the providers list, with the pass's options after options;
+ * checks that every node went to want_all (NULL: no check). NULL when the
+ * session cannot be created. */
+static minfer_session *session_on(tcase *t, const char *providers, const char *want_all,
+                                  const char *options) {
     minfer_options *opt = NULL;
     minfer_session *s = NULL;
-    minfer_tensor *out = NULL;
-    const char *names[MAX_IN];
-    const minfer_tensor *ins[MAX_IN];
+    char all[256];
+    snprintf(all, sizeof all, "%s%s%s", options ? options : "", options && g_opts ? "," : "",
+             g_opts ? g_opts : "");
     assert_int_equal(minfer_options_create(&opt), MINFER_OK);
     assert_int_equal(minfer_options_set_providers_str(opt, providers), MINFER_OK);
     assert_int_equal(minfer_options_set_threads(opt, 2), MINFER_OK);
-    if (options)
-        assert_int_equal(minfer_options_set_provider_options(opt, "opencl", options), MINFER_OK);
+    if (all[0])
+        assert_int_equal(minfer_options_set_provider_options(opt, "opencl", all), MINFER_OK);
     minfer_status st = minfer_session_create_from_builder(t->b, opt, &s);
     minfer_options_free(opt);
     if (st != MINFER_OK)
@@ -122,12 +145,30 @@ static minfer_tensor *run_on(tcase *t, const char *providers, const char *want_a
                 fail_msg("node %s (%s) placed on %s, not %s", p.node_name, p.op_type, p.provider,
                          want_all);
         }
+    return s;
+}
+
+/* Runs s on t's inputs: the status, and output 0 in *out. */
+static minfer_status run_session(tcase *t, minfer_session *s, minfer_tensor **out) {
+    const char *names[MAX_IN];
+    const minfer_tensor *ins[MAX_IN];
+    *out = NULL;
     for (size_t i = 0; i < t->n_in; i++) {
         names[i] = t->names[i];
         ins[i] = t->inputs[i];
     }
-    st = minfer_session_run(s, names, ins, t->n_in, NULL, &out, 1);
-    if (st != MINFER_OK)
+    return minfer_session_run(s, names, ins, t->n_in, NULL, out, 1);
+}
+
+/* Output 0 of one run on the providers list (see session_on); NULL when
+ * the session cannot be created. A failed run fails the test. */
+static minfer_tensor *run_on(tcase *t, const char *providers, const char *want_all,
+                             const char *options) {
+    minfer_session *s = session_on(t, providers, want_all, options);
+    minfer_tensor *out = NULL;
+    if (!s)
+        return NULL;
+    if (run_session(t, s, &out) != MINFER_OK)
         fail_msg("%s: run failed: %s", providers, minfer_last_error());
     minfer_session_free(s);
     return out;
@@ -139,7 +180,8 @@ static void compare(const minfer_tensor *got, const minfer_tensor *want) {
         assert_int_equal(minfer_tensor_dims(got)[d], minfer_tensor_dims(want)[d]);
     const float *g = minfer_tensor_data(got), *w = minfer_tensor_data(want);
     for (int64_t i = 0; i < minfer_tensor_numel(want); i++)
-        if (!(fabsf(g[i] - w[i]) <= 1e-4f + 1e-3f * fabsf(w[i]) || (isnan(g[i]) && isnan(w[i]))))
+        if (!(fabsf(g[i] - w[i]) <= g_atol + g_rtol * fabsf(w[i]) ||
+              (isnan(g[i]) && isnan(w[i]))))
             fail_msg("element %lld: opencl %g, cpu %g", (long long)i, (double)g[i],
                      (double)w[i]);
 }
@@ -168,7 +210,7 @@ static void tc_check(tcase *t) {
 /* ---- Conv ---------------------------------------------------------------- */
 
 typedef struct conv_spec {
-    int64_t x[4], w[4];
+    int64_t x[5], w[5];
     size_t rank;
     int64_t group;
     const int64_t *strides, *dilations, *pads;
@@ -230,6 +272,27 @@ static void test_conv_runtime_weights(void **state) {
     (void)state;
     conv_case(&(conv_spec){{1, 4, 7, 7}, {12, 4, 3, 3}, 4, 1, NULL, NULL,
                            (int64_t[]){1, 1, 1, 1}, NULL, 0, 1});
+}
+
+static void test_conv_3d_tile(void **state) {
+    (void)state; /* 3-D: 20 output channels (partial tile), strides, dilations, pads */
+    conv_case(&(conv_spec){{1, 3, 6, 7, 8}, {20, 3, 3, 2, 3}, 5, 1, (int64_t[]){2, 1, 2},
+                           (int64_t[]){1, 2, 1}, (int64_t[]){1, 0, 1, 0, 1, 2}, NULL, 1, 0});
+}
+
+static void test_conv_3d_direct(void **state) {
+    (void)state; /* 3-D depthwise (conv_direct), SAME_LOWER, batch 2 */
+    conv_case(&(conv_spec){{2, 4, 5, 6, 7}, {4, 1, 3, 3, 3}, 5, 4, (int64_t[]){2, 2, 1}, NULL,
+                           NULL, "SAME_LOWER", 1, 0});
+    /* weights known only at run time */
+    conv_case(&(conv_spec){{1, 2, 4, 5, 3}, {3, 2, 2, 3, 2}, 5, 1, NULL, NULL,
+                           (int64_t[]){0, 1, 1, 1, 0, 0}, NULL, 0, 1});
+}
+
+static void test_conv_1d_tile_dilated(void **state) {
+    (void)state; /* 1-D through the tiled kernel: 33 channels, dilation 3, pads */
+    conv_case(&(conv_spec){{2, 5, 23}, {33, 5, 4}, 3, 1, (int64_t[]){1}, (int64_t[]){3},
+                           (int64_t[]){2, 1}, NULL, 1, 0});
 }
 
 static void test_fused_conv(void **state) {
@@ -335,6 +398,36 @@ static void test_pools(void **state) {
     tc_check(&t);
 }
 
+static void test_pools_1d_3d(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(2, 3, 7, 6, 9));
+    size_t n = tc_node(&t, "MaxPool", NULL, IN("x"), "m");
+    minfer_builder_set_attr_ints(t.b, n, "kernel_shape", (const int64_t[]){3, 2, 3}, 3);
+    minfer_builder_set_attr_ints(t.b, n, "strides", (const int64_t[]){2, 1, 2}, 3);
+    minfer_builder_set_attr_ints(t.b, n, "pads", (const int64_t[]){1, 0, 1, 1, 1, 0}, 6);
+    minfer_builder_set_attr_ints(t.b, n, "dilations", (const int64_t[]){1, 2, 1}, 3);
+    minfer_builder_set_attr_int(t.b, n, "ceil_mode", 1);
+    n = tc_node(&t, "AveragePool", NULL, IN("m"), "a");
+    minfer_builder_set_attr_ints(t.b, n, "kernel_shape", (const int64_t[]){2, 2, 3}, 3);
+    minfer_builder_set_attr_ints(t.b, n, "pads", (const int64_t[]){1, 0, 1, 0, 2, 1}, 6);
+    minfer_builder_set_attr_int(t.b, n, "count_include_pad", 1);
+    n = tc_node(&t, "AveragePool", NULL, IN("a"), "b");
+    minfer_builder_set_attr_ints(t.b, n, "kernel_shape", (const int64_t[]){2, 1, 2}, 3);
+    minfer_builder_set_attr_string(t.b, n, "auto_pad", "SAME_UPPER");
+    tc_const_i64(&t, "shape", I64(3), (const int64_t[]){2, 3, -1});
+    tc_node(&t, "Reshape", NULL, IN("b", "shape"), "r");
+    n = tc_node(&t, "MaxPool", NULL, IN("r"), "m1");
+    minfer_builder_set_attr_ints(t.b, n, "kernel_shape", (const int64_t[]){3}, 1);
+    minfer_builder_set_attr_ints(t.b, n, "pads", (const int64_t[]){2, 1}, 2);
+    n = tc_node(&t, "AveragePool", NULL, IN("m1"), "y");
+    minfer_builder_set_attr_ints(t.b, n, "kernel_shape", (const int64_t[]){2}, 1);
+    minfer_builder_set_attr_ints(t.b, n, "strides", (const int64_t[]){2}, 1);
+    minfer_builder_set_attr_int(t.b, n, "ceil_mode", 1);
+    tc_check(&t);
+}
+
 /* ---- Elementwise ------------------------------------------------------------------- */
 
 static void test_binary_broadcasting(void **state) {
@@ -415,6 +508,67 @@ static void test_concat_transpose_gather(void **state) {
     tc_check(&t);
 }
 
+/* Gather with indices out of range: the run fails with an error naming the
+ * node and the index, the session survives and its next run is right. The
+ * indices are a graph input (checked on the device) or constant (checked
+ * on the host). */
+static void expect_oob(tcase *t, minfer_session *s, const char *what) {
+    minfer_tensor *out = NULL;
+    minfer_status st = run_session(t, s, &out);
+    minfer_tensor_free(out);
+    if (st == MINFER_OK)
+        fail_msg("a Gather with index %s ran", what);
+    const char *msg = minfer_last_error();
+    if (!strstr(msg, "'g'") || !strstr(msg, "Gather") || !strstr(msg, what) ||
+        !strstr(msg, "out of range"))
+        fail_msg("the error does not name the node and index %s: %s", what, msg);
+}
+
+static void test_gather_out_of_range(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(3, 5, 2));
+    tc_input_i64(&t, "i", I64(2, 2), (const int64_t[]){0, -5, 7, 5});
+    tc_node(&t, "Relu", NULL, IN("x"), "r");
+    size_t n;
+    assert_int_equal(minfer_builder_add_node(t.b, "Gather", NULL, "g", IN("r", "i"),
+                                             (const char *const[]){"y"}, 1, &n), MINFER_OK);
+    minfer_builder_set_attr_int(t.b, n, "axis", 1);
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_session *s = session_on(&t, "opencl", "opencl", NULL);
+    assert_non_null(s);
+    /* 7 at element 2 is the first bad one (5 at element 3 is bad too) */
+    expect_oob(&t, s, "index 7 (element 2");
+    int64_t *idx = minfer_tensor_data(t.inputs[1]);
+    idx[2] = -6;
+    expect_oob(&t, s, "index -6 (element 2");
+    idx[2] = 4;
+    idx[3] = -1;
+    minfer_tensor *got = NULL;
+    if (run_session(&t, s, &got) != MINFER_OK)
+        fail_msg("the run after a failed one: %s", minfer_last_error());
+    minfer_session_free(s);
+    minfer_tensor *want = run_on(&t, "cpu", NULL, NULL);
+    compare(got, want);
+    minfer_tensor_free(got);
+    minfer_tensor_free(want);
+    tc_free(&t);
+
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(4, 3));
+    tc_const_i64(&t, "i", I64(3), (const int64_t[]){1, -4, 4});
+    assert_int_equal(minfer_builder_add_node(t.b, "Gather", NULL, "g", IN("x", "i"),
+                                             (const char *const[]){"y"}, 1, &n), MINFER_OK);
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    s = session_on(&t, "opencl", "opencl", NULL);
+    assert_non_null(s);
+    expect_oob(&t, s, "index 4 (element 2");
+    expect_oob(&t, s, "index 4 (element 2");
+    minfer_session_free(s);
+    tc_free(&t);
+}
+
 static void test_reduce_reshape(void **state) {
     (void)state;
     tcase t;
@@ -480,6 +634,37 @@ static void test_device_option(void **state) {
     tc_free(&t);
 }
 
+/* fp16=1 really stores half: 1 + 2^-12 is not a half and rounds to 1 on
+ * the way in, 2^-12 itself is one; 1e5 is beyond half's range. A bad
+ * value of the option fails init with the keys it takes. Runs in the
+ * float32 pass only (it sets the option itself). */
+static void test_fp16_storage(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(4));
+    float *x = minfer_tensor_data(t.inputs[0]);
+    x[0] = 1.0f + 0x1p-12f;
+    x[1] = 0x1p-12f;
+    x[2] = -2.5f;
+    x[3] = 1e5f;
+    tc_node(&t, "Relu", NULL, IN("x"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_tensor *y = run_on(&t, "opencl", "opencl", "fp16=1");
+    assert_non_null(y);
+    const float *v = minfer_tensor_data(y);
+    assert_true(v[0] == 1.0f && v[1] == 0x1p-12f && v[2] == 0.0f && isinf(v[3]));
+    minfer_tensor_free(y);
+    y = run_on(&t, "opencl", "opencl", "fp16=0");
+    assert_non_null(y);
+    v = minfer_tensor_data(y);
+    assert_true(v[0] == 1.0f + 0x1p-12f && v[3] == 1e5f);
+    minfer_tensor_free(y);
+    assert_null(run_on(&t, "opencl", NULL, "fp16=2"));
+    assert_non_null(strstr(minfer_last_error(), "fp16=0|1"));
+    tc_free(&t);
+}
+
 /* Whether the opencl provider loads and runs here. */
 static int have_device(void) {
     tcase t;
@@ -497,29 +682,46 @@ static int have_device(void) {
     return 1;
 }
 
+static int pass_fp16(void **state) {
+    (void)state;
+    g_opts = "fp16=1";
+    g_rtol = 1e-2f;
+    g_atol = 1e-2f;
+    return 0;
+}
+
+#define GRAPH_TESTS                                                                        \
+    cmocka_unit_test(test_conv_tile_partial),                                              \
+    cmocka_unit_test(test_conv_strides_dilations_pads),                                    \
+    cmocka_unit_test(test_conv_groups_1d_same),                                            \
+    cmocka_unit_test(test_conv_depthwise),                                                 \
+    cmocka_unit_test(test_conv_runtime_weights),                                           \
+    cmocka_unit_test(test_conv_3d_tile),                                                   \
+    cmocka_unit_test(test_conv_3d_direct),                                                 \
+    cmocka_unit_test(test_conv_1d_tile_dilated),                                           \
+    cmocka_unit_test(test_fused_conv),                                                     \
+    cmocka_unit_test(test_gemm_transb_bias),                                               \
+    cmocka_unit_test(test_gemm_transa_runtime_b),                                          \
+    cmocka_unit_test(test_matmul_batched),                                                 \
+    cmocka_unit_test(test_matmul_broadcasts),                                              \
+    cmocka_unit_test(test_fused_matmul_gelu),                                              \
+    cmocka_unit_test(test_pools),                                                          \
+    cmocka_unit_test(test_pools_1d_3d),                                                    \
+    cmocka_unit_test(test_binary_broadcasting),                                            \
+    cmocka_unit_test(test_unary_activations),                                              \
+    cmocka_unit_test(test_softmax_layernorm_batchnorm),                                    \
+    cmocka_unit_test(test_concat_transpose_gather),                                        \
+    cmocka_unit_test(test_gather_out_of_range),                                            \
+    cmocka_unit_test(test_reduce_reshape),                                                 \
+    cmocka_unit_test(test_mixed_placement),                                                \
+    cmocka_unit_test(test_device_option)
+
 int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conv_tile_partial),
-        cmocka_unit_test(test_conv_strides_dilations_pads),
-        cmocka_unit_test(test_conv_groups_1d_same),
-        cmocka_unit_test(test_conv_depthwise),
-        cmocka_unit_test(test_conv_runtime_weights),
-        cmocka_unit_test(test_fused_conv),
-        cmocka_unit_test(test_gemm_transb_bias),
-        cmocka_unit_test(test_gemm_transa_runtime_b),
-        cmocka_unit_test(test_matmul_batched),
-        cmocka_unit_test(test_matmul_broadcasts),
-        cmocka_unit_test(test_fused_matmul_gelu),
-        cmocka_unit_test(test_pools),
-        cmocka_unit_test(test_binary_broadcasting),
-        cmocka_unit_test(test_unary_activations),
-        cmocka_unit_test(test_softmax_layernorm_batchnorm),
-        cmocka_unit_test(test_concat_transpose_gather),
-        cmocka_unit_test(test_reduce_reshape),
-        cmocka_unit_test(test_mixed_placement),
-        cmocka_unit_test(test_device_option),
-    };
+    const struct CMUnitTest float32[] = {GRAPH_TESTS, cmocka_unit_test(test_fp16_storage)};
+    const struct CMUnitTest fp16[] = {GRAPH_TESTS};
     if (!have_device())
         return 77; /* ctest SKIP_RETURN_CODE */
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("opencl float32", float32, NULL, NULL);
+    failed += cmocka_run_group_tests_name("opencl fp16=1", fp16, pass_fp16, NULL);
+    return failed != 0;
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The ONNX backend node cases of CASES through `minfer test --providers
 # opencl,cpu`: every case the CPU provider passes must pass with the OpenCL
-# provider first in the list (nodes it declines run on cpu).
+# provider first in the list (nodes it declines run on cpu). The 3-D pools
+# (absent from the shared CASES list) are added here; `minfer info` must
+# place them on opencl.
 #
 # usage: test_opencl_nodes.sh MINFER_CLI NODE_DATA_DIR CASES
 set -euo pipefail
@@ -11,12 +13,22 @@ node_dir=$2
 cases=$3
 [[ -d $node_dir ]] || { echo "test_opencl_nodes: $node_dir not found (install libonnx-testdata)" >&2; exit 1; }
 
+extra=(test_maxpool_3d_default test_averagepool_3d_default)
 dirs=()
 while read -r name; do
     [[ -z $name || $name == \#* ]] && continue
     [[ -d $node_dir/$name ]] || { echo "test_opencl_nodes: no case $name in $node_dir" >&2; exit 1; }
     dirs+=("$node_dir/$name")
-done <"$cases"
+done < <(cat "$cases"; printf '%s\n' "${extra[@]}")
+
+for name in "${extra[@]}"; do
+    if ! "$minfer" info --providers opencl,cpu "$node_dir/$name/model.onnx" 2>&1 |
+        grep -Eq '^ +1 +opencl|opencl +1$'; then
+        echo "test_opencl_nodes: $name is not placed on opencl:" >&2
+        "$minfer" info --providers opencl,cpu "$node_dir/$name/model.onnx" >&2 || true
+        exit 1
+    fi
+done
 
 sets=0
 for d in "${dirs[@]}"; do

@@ -84,6 +84,7 @@ void ocl_state_free(void *state) {
     for (int i = 0; i < OCL_STATE_BUFS; i++)
         if (h->bufs[i])
             clReleaseMemObject(h->bufs[i]);
+    free(h->host);
     free(h);
 }
 
@@ -146,6 +147,77 @@ int ocl_const_ints(ocl_prep *p, size_t input, int64_t *out, size_t cap, size_t *
                          : ((const int32_t *)d->const_data)[i];
     *count = n;
     return 1;
+}
+
+size_t ocl_dtype_size(int32_t dtype) {
+    switch (dtype) {
+    case MINFER_DTYPE_UINT8:
+    case MINFER_DTYPE_INT8:
+    case MINFER_DTYPE_BOOL:
+        return 1;
+    case MINFER_DTYPE_UINT16:
+    case MINFER_DTYPE_INT16:
+    case MINFER_DTYPE_FLOAT16:
+    case MINFER_DTYPE_BFLOAT16:
+        return 2;
+    case MINFER_DTYPE_FLOAT:
+    case MINFER_DTYPE_INT32:
+    case MINFER_DTYPE_UINT32:
+        return 4;
+    case MINFER_DTYPE_DOUBLE:
+    case MINFER_DTYPE_INT64:
+    case MINFER_DTYPE_UINT64:
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+size_t ocl_esize(const ocl_ctx *ctx, int32_t dtype) {
+    return ctx->fp16 && dtype == MINFER_DTYPE_FLOAT ? 2 : ocl_dtype_size(dtype);
+}
+
+/* F. Giesen's float_to_half_fast3_rtne: exact round to nearest even, with
+ * the float addition doing the rounding of results below half's normal
+ * range. NaN stays NaN (quiet), overflow gives infinity. */
+uint16_t ocl_f2h(float f) {
+    uint32_t x, sign;
+    memcpy(&x, &f, sizeof x);
+    sign = x & 0x80000000u;
+    x ^= sign;
+    uint32_t o;
+    if (x >= 0x47800000u) { /* 65536 and above, inf, NaN */
+        o = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    } else if (x < 0x38800000u) { /* below 2^-14: subnormal or zero */
+        const uint32_t magic_bits = 126u << 23; /* 0.5f */
+        float magic, r;
+        memcpy(&magic, &magic_bits, sizeof magic);
+        memcpy(&r, &x, sizeof r);
+        r += magic;
+        memcpy(&o, &r, sizeof o);
+        o -= magic_bits;
+    } else {
+        uint32_t odd = (x >> 13) & 1u;
+        x += 0xc8000fffu + odd; /* rebias the exponent (-112 << 23), round */
+        o = x >> 13;
+    }
+    return (uint16_t)((sign >> 16) | o);
+}
+
+float ocl_h2f(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
+    float f;
+    if (e == 0x1f) {
+        x = sign | 0x7f800000u | (m << 13);
+    } else if (e == 0) {
+        f = (float)m * 0x1p-24f; /* zero or subnormal */
+        memcpy(&x, &f, sizeof x);
+        x |= sign;
+    } else {
+        x = sign | ((e + 112u) << 23) | (m << 13);
+    }
+    memcpy(&f, &x, sizeof f);
+    return f;
 }
 
 minfer_status ocl_need_float(ocl_prep *p, size_t i) {
@@ -230,6 +302,19 @@ minfer_status ocl_upload(ocl_prep *p, int slot, const void *data, size_t bytes) 
     return MINFER_OK;
 }
 
+minfer_status ocl_upload_floats(ocl_prep *p, int slot, const float *data, size_t count) {
+    if (!p->ctx->fp16)
+        return ocl_upload(p, slot, data, count * sizeof(float));
+    uint16_t *h = malloc(count ? count * sizeof *h : 1);
+    if (!h)
+        return ocl_prep_fail(p, MINFER_ERR_NOMEM, "out of memory converting constants to half");
+    for (size_t i = 0; i < count; i++)
+        h[i] = ocl_f2h(data[i]);
+    minfer_status s = ocl_upload(p, slot, h, count * sizeof *h);
+    free(h);
+    return s;
+}
+
 /* ---- Views -------------------------------------------------------------- */
 
 const minfer_tensor_view *ocl_input(const ocl_exec *e, size_t i) {
@@ -246,8 +331,9 @@ void ocl_in_buf(const ocl_exec *e, size_t i, int slot, cl_mem *buf, cl_int *off)
         return;
     }
     const minfer_tensor_view *v = ocl_input(e, i);
+    size_t es = v ? ocl_esize(e->ctx, v->dtype) : 0;
     *buf = v ? (cl_mem)v->data : NULL;
-    *off = v ? (cl_int)(v->offset / 4) : 0;
+    *off = v ? (cl_int)(v->offset / (es ? es : 4)) : 0;
 }
 
 minfer_status ocl_output(const ocl_exec *e, size_t i, int32_t rank, const int64_t *dims,
@@ -264,15 +350,18 @@ minfer_status ocl_output(const ocl_exec *e, size_t i, int32_t rank, const int64_
         bad = o->dims[d] != dims[d];
     if (bad)
         return ocl_fail(e, MINFER_ERR_SHAPE, "output %zu: the host planned another shape", i);
-    size_t need = (size_t)ocl_numel(rank, dims) * 4;
+    size_t es = ocl_esize(e->ctx, o->dtype);
+    if (!es)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "output %zu: element type %d", i, (int)o->dtype);
+    size_t need = (size_t)ocl_numel(rank, dims) * es;
     if (need > o->nbytes || (need && !o->data))
         return ocl_fail(e, MINFER_ERR_RUNTIME, "output %zu holds %zu bytes, %zu needed", i,
                         o->nbytes, need);
-    if (o->offset % 4)
-        return ocl_fail(e, MINFER_ERR_RUNTIME, "output %zu: offset %zu is not float aligned",
+    if (o->offset % es)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "output %zu: offset %zu is not element aligned",
                         i, o->offset);
     *buf = (cl_mem)o->data;
-    *off = (cl_int)(o->offset / 4);
+    *off = (cl_int)(o->offset / es);
     return MINFER_OK;
 }
 

@@ -1,12 +1,15 @@
 /*
- * Conv (and minfer's FusedConv) and the pools, 1-D and 2-D, NCHW.
+ * Conv (and minfer's FusedConv) and the pools over 1, 2 or 3 spatial
+ * dimensions, NC(D)(H)W. Every window is run as a 3-D one (ocl_win3) with
+ * size 1 in the dimensions it lacks, so one kernel serves every rank.
  *
  * Conv picks one of two kernels at prepare (kernels/conv.cl):
  *  - conv_tile, an implicit GEMM register-blocked over output channels
  *    (NR = 2 * VW per tile) and output positions (MR), when the weights are
  *    constant and a group has at least 8 output channels. The weights are
  *    packed once into [group][channel tile][kh][kw][c][NR], zero padded, so
- *    the inner loop streams them with two vector loads per input channel.
+ *    the inner loop streams them with two vector loads per input channel
+ *    ([group][channel tile][kd][kh][kw][c][NR] for 3-D).
  *  - conv_direct, one output per work-item, for depthwise and narrow
  *    grouped convolutions and for weights that arrive at run time.
  * Bias, FusedConv's residual Z and its activation are applied at the store.
@@ -18,9 +21,11 @@
 
 enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
 
+#define MAX_SP 3 /* spatial dimensions */
+
 typedef struct window {
     int nsp;
-    int64_t k[2], s[2], d[2], pads[4]; /* pads: begins, then ends */
+    int64_t k[MAX_SP], s[MAX_SP], d[MAX_SP], pads[2 * MAX_SP]; /* pads: begins, then ends */
     int auto_pad, ceil_mode;
 } window;
 
@@ -28,8 +33,8 @@ static minfer_status parse_window(ocl_prep *p, window *w, int nsp, const int64_t
     int64_t tmp[8];
     size_t n;
     memset(w, 0, sizeof *w);
-    if (nsp < 1 || nsp > 2)
-        return ocl_decline(p, "%d spatial dimensions not supported (1 or 2)", nsp);
+    if (nsp < 1 || nsp > MAX_SP)
+        return ocl_decline(p, "%d spatial dimensions not supported (1 to %d)", nsp, MAX_SP);
     w->nsp = nsp;
     for (int i = 0; i < nsp; i++)
         w->k[i] = w->s[i] = w->d[i] = 1;
@@ -63,12 +68,12 @@ static minfer_status parse_window(ocl_prep *p, window *w, int nsp, const int64_t
     if (r > 0)
         for (int i = 0; i < nsp; i++) {
             w->pads[i] = tmp[i];
-            w->pads[2 + i] = tmp[nsp + i];
+            w->pads[MAX_SP + i] = tmp[nsp + i];
         }
     for (int i = 0; i < nsp; i++) {
         if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1)
             return ocl_prep_fail(p, MINFER_ERR_MODEL, "kernel, strides, dilations must be > 0");
-        if (w->pads[i] < 0 || w->pads[2 + i] < 0)
+        if (w->pads[i] < 0 || w->pads[MAX_SP + i] < 0)
             return ocl_decline(p, "negative pads not supported");
     }
     const char *ap = ocl_attr_str(p, "auto_pad", "NOTSET");
@@ -108,41 +113,42 @@ static int window_out(const window *w, int i, int64_t in, int64_t *out, int64_t 
         *pb = *pe = 0;
         return 0;
     default: {
-        int64_t span = in + w->pads[i] + w->pads[2 + i] - dk;
+        int64_t span = in + w->pads[i] + w->pads[MAX_SP + i] - dk;
         if (span < 0)
             return -1;
         *out = (w->ceil_mode ? (span + s - 1) / s : span / s) + 1;
         *pb = w->pads[i];
-        *pe = w->pads[2 + i];
+        *pe = w->pads[MAX_SP + i];
         return 0;
     }
     }
 }
 
-/* 2-D geometry of a run: 1-D windows get H = 1. */
-typedef struct geom {
-    cl_int H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, Hend, Wend;
-} geom;
-
-static int geometry(const window *w, const minfer_tensor_view *x, geom *g, int64_t *od) {
+/* The 3-D window of a run for input x (rank nsp + 2); the output's spatial
+ * dims into od[2..]. A window of nsp < 3 dimensions takes the trailing
+ * slots; the leading ones get size, kernel, stride and dilation 1. */
+static int geometry(const window *w, const minfer_tensor_view *x, ocl_win3 *g, int64_t *od) {
     int nsp = w->nsp;
     if (x->rank != nsp + 2)
         return -1;
-    int64_t out[2] = {1, 1}, pb[2] = {0, 0}, pe[2] = {0, 0}, in[2] = {1, 1};
-    int64_t k[2] = {1, 1}, s[2] = {1, 1}, d[2] = {1, 1};
-    for (int i = 0; i < nsp; i++) {
-        int j = 2 - nsp + i;
-        in[j] = x->dims[2 + i];
-        k[j] = w->k[i];
-        s[j] = w->s[i];
-        d[j] = w->d[i];
-        if (window_out(w, i, in[j], &out[j], &pb[j], &pe[j]))
-            return -1;
-        od[2 + i] = out[j];
+    for (int j = 0; j < MAX_SP; j++) {
+        g->i[j] = g->o[j] = g->k[j] = g->s[j] = g->d[j] = g->e[j] = 1;
+        g->p[j] = 0;
     }
-    *g = (geom){(cl_int)in[0], (cl_int)in[1], (cl_int)out[0], (cl_int)out[1], (cl_int)k[0],
-                (cl_int)k[1], (cl_int)s[0], (cl_int)s[1], (cl_int)pb[0], (cl_int)pb[1],
-                (cl_int)d[0], (cl_int)d[1], (cl_int)(in[0] + pe[0]), (cl_int)(in[1] + pe[1])};
+    for (int i = 0; i < nsp; i++) {
+        int j = MAX_SP - nsp + i;
+        int64_t in = x->dims[2 + i], out, pb, pe;
+        if (window_out(w, i, in, &out, &pb, &pe) || in > INT32_MAX / 2 || out > INT32_MAX / 2)
+            return -1;
+        od[2 + i] = out;
+        g->i[j] = (cl_int)in;
+        g->o[j] = (cl_int)out;
+        g->k[j] = (cl_int)w->k[i];
+        g->s[j] = (cl_int)w->s[i];
+        g->d[j] = (cl_int)w->d[i];
+        g->p[j] = (cl_int)pb;
+        g->e[j] = (cl_int)(in + pe);
+    }
     return 0;
 }
 
@@ -183,8 +189,8 @@ minfer_status ocl_prepare_conv(ocl_prep *p) {
     int rank = wd->rank >= 0 ? wd->rank : x->rank;
     if (rank < 0)
         return ocl_decline(p, "rank of X and W unknown");
-    if (rank < 3 || rank > 4)
-        return ocl_decline(p, "%d-D convolution not supported (1-D and 2-D)", rank - 2);
+    if (rank < 3 || rank > MAX_SP + 2)
+        return ocl_decline(p, "%d-D convolution not supported (1-D to %d-D)", rank - 2, MAX_SP);
     int known_w = wd->rank == rank;
     for (int i = 0; known_w && i < rank; i++)
         known_w = wd->dims[i] >= 0;
@@ -200,15 +206,18 @@ minfer_status ocl_prepare_conv(ocl_prep *p) {
     st->tile = known_w && wd->const_data && Mg >= 8 && (!bd || bd->const_data);
     if (!p->prep)
         return MINFER_OK;
-    if (bd && bd->const_data && (s = ocl_upload(p, 1, bd->const_data, bd->const_nbytes)))
+    if (bd && bd->const_data &&
+        (s = ocl_upload_floats(p, 1, bd->const_data, bd->const_nbytes / sizeof(float))))
         return s;
     if (!wd->const_data)
         return MINFER_OK;
     if (!st->tile)
-        return ocl_upload(p, 0, wd->const_data, wd->const_nbytes);
-    int64_t KH = rank == 4 ? wd->dims[2] : 1, KW = wd->dims[rank - 1], nr = 2 * p->ctx->vw;
+        return ocl_upload_floats(p, 0, wd->const_data, wd->const_nbytes / sizeof(float));
+    /* The kernel taps (kd, kh, kw) are contiguous in ONNX's layout and in
+     * the packed one, so they pack as one flattened index t. */
+    int64_t KK = ocl_numel(rank - 2, wd->dims + 2), nr = 2 * p->ctx->vw;
     int64_t MT = (Mg + nr - 1) / nr, G = st->group;
-    size_t count = (size_t)(G * MT * KH * KW * Cg * nr);
+    size_t count = (size_t)(G * MT * KK * Cg * nr);
     float *pk = calloc(count ? count : 1, sizeof *pk);
     if (!pk)
         return ocl_prep_fail(p, MINFER_ERR_NOMEM, "out of memory packing weights");
@@ -216,14 +225,12 @@ minfer_status ocl_prepare_conv(ocl_prep *p) {
     for (int64_t g = 0; g < G; g++)
         for (int64_t m = 0; m < Mg; m++)
             for (int64_t c = 0; c < Cg; c++)
-                for (int64_t kh = 0; kh < KH; kh++)
-                    for (int64_t kw = 0; kw < KW; kw++) {
-                        int64_t mt = m / nr, j = m % nr;
-                        size_t dst = (size_t)(((((g * MT + mt) * KH + kh) * KW + kw) * Cg + c) *
-                                                  nr + j);
-                        pk[dst] = w[(((g * Mg + m) * Cg + c) * KH + kh) * KW + kw];
-                    }
-    s = ocl_upload(p, 0, pk, count * sizeof *pk);
+                for (int64_t t = 0; t < KK; t++) {
+                    int64_t mt = m / nr, j = m % nr;
+                    size_t dst = (size_t)((((g * MT + mt) * KK + t) * Cg + c) * nr + j);
+                    pk[dst] = w[((g * Mg + m) * Cg + c) * KK + t];
+                }
+    s = ocl_upload_floats(p, 0, pk, count);
     free(pk);
     return s;
 }
@@ -234,8 +241,8 @@ minfer_status ocl_execute_conv(const ocl_exec *e) {
                              *z = st->fused ? ocl_input(e, 3) : NULL;
     if (!x || !w)
         return ocl_fail(e, MINFER_ERR_RUNTIME, "missing input");
-    int64_t od[4];
-    geom g;
+    int64_t od[MAX_SP + 2];
+    ocl_win3 g;
     if (w->rank != x->rank || geometry(&st->w, x, &g, od))
         return ocl_fail(e, MINFER_ERR_SHAPE, "the window does not fit the input");
     int64_t M = w->dims[0], G = st->group, C = x->dims[1];
@@ -267,16 +274,13 @@ minfer_status ocl_execute_conv(const ocl_exec *e) {
     if (!z)
         zb = yb;
     cl_int Cg = (cl_int)w->dims[1], Mg = (cl_int)(M / G), Gi = (cl_int)G, act = st->act;
-    size_t N = (size_t)x->dims[0], P = (size_t)g.OH * (size_t)g.OW;
+    size_t N = (size_t)x->dims[0], P = (size_t)g.o[0] * (size_t)g.o[1] * (size_t)g.o[2];
     if (st->tile) {
         /* Packed weights and the bias were uploaded at prepare (offset 0). */
-        s = ocl_set_args(e, OCL_K_conv_tile, 28, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(wb),
+        s = ocl_set_args(e, OCL_K_conv_tile, 17, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(wb),
                          OCL_ARG(bb), OCL_ARG(has_b), OCL_ARG(zb), OCL_ARG(zo), OCL_ARG(has_z),
-                         OCL_ARG(yb), OCL_ARG(yo), OCL_ARG(Cg), OCL_ARG(g.H), OCL_ARG(g.W),
-                         OCL_ARG(Mg), OCL_ARG(Gi), OCL_ARG(g.OH), OCL_ARG(g.OW), OCL_ARG(g.KH),
-                         OCL_ARG(g.KW), OCL_ARG(g.sh), OCL_ARG(g.sw), OCL_ARG(g.ph),
-                         OCL_ARG(g.pw), OCL_ARG(g.dh), OCL_ARG(g.dw), OCL_ARG(act),
-                         OCL_ARG(st->a), OCL_ARG(st->b));
+                         OCL_ARG(yb), OCL_ARG(yo), OCL_ARG(Cg), OCL_ARG(Mg), OCL_ARG(Gi),
+                         OCL_ARG(g), OCL_ARG(act), OCL_ARG(st->a), OCL_ARG(st->b));
         if (s)
             return s;
         size_t nr = 2 * (size_t)e->ctx->vw, mr = (size_t)e->ctx->mr;
@@ -284,17 +288,15 @@ minfer_status ocl_execute_conv(const ocl_exec *e) {
         size_t l[3] = {e->ctx->is_cpu ? 1 : 16, 1, 1};
         return ocl_enqueue(e, OCL_K_conv_tile, 3, gl, l);
     }
-    s = ocl_set_args(e, OCL_K_conv_direct, 30, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(wb),
+    s = ocl_set_args(e, OCL_K_conv_direct, 19, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(wb),
                      OCL_ARG(wo), OCL_ARG(bb), OCL_ARG(bo), OCL_ARG(has_b), OCL_ARG(zb),
                      OCL_ARG(zo), OCL_ARG(has_z), OCL_ARG(yb), OCL_ARG(yo), OCL_ARG(Cg),
-                     OCL_ARG(g.H), OCL_ARG(g.W), OCL_ARG(Mg), OCL_ARG(Gi), OCL_ARG(g.OH),
-                     OCL_ARG(g.OW), OCL_ARG(g.KH), OCL_ARG(g.KW), OCL_ARG(g.sh), OCL_ARG(g.sw),
-                     OCL_ARG(g.ph), OCL_ARG(g.pw), OCL_ARG(g.dh), OCL_ARG(g.dw), OCL_ARG(act),
-                     OCL_ARG(st->a), OCL_ARG(st->b));
+                     OCL_ARG(Mg), OCL_ARG(Gi), OCL_ARG(g), OCL_ARG(act), OCL_ARG(st->a),
+                     OCL_ARG(st->b));
     if (s)
         return s;
-    size_t gl[3] = {(size_t)g.OW, (size_t)g.OH, N * (size_t)M};
-    size_t l[3] = {e->ctx->is_cpu ? ((size_t)g.OW >= 8 ? 8 : 1) : 16, 1, 1};
+    size_t gl[3] = {(size_t)g.o[2], (size_t)g.o[1], N * (size_t)M * (size_t)g.o[0]};
+    size_t l[3] = {e->ctx->is_cpu ? ((size_t)g.o[2] >= 8 ? 8 : 1) : 16, 1, 1};
     return ocl_enqueue(e, OCL_K_conv_direct, 3, gl, l);
 }
 
@@ -337,8 +339,8 @@ minfer_status ocl_prepare_pool(ocl_prep *p) {
 minfer_status ocl_execute_pool(const ocl_exec *e) {
     const pool_state *st = e->state;
     const minfer_tensor_view *x = ocl_input(e, 0);
-    int64_t od[4];
-    geom g;
+    int64_t od[MAX_SP + 2];
+    ocl_win3 g;
     if (!x || geometry(&st->w, x, &g, od))
         return ocl_fail(e, MINFER_ERR_SHAPE, "the window does not fit the input");
     od[0] = x->dims[0];
@@ -349,16 +351,12 @@ minfer_status ocl_execute_pool(const ocl_exec *e) {
     minfer_status s = ocl_output(e, 0, x->rank, od, &yb, &yo);
     if (s)
         return s;
-    if ((s = ocl_set_args(e, OCL_K_pool2d, 20, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb),
-                          OCL_ARG(yo), OCL_ARG(g.H), OCL_ARG(g.W), OCL_ARG(g.OH),
-                          OCL_ARG(g.OW), OCL_ARG(g.KH), OCL_ARG(g.KW), OCL_ARG(g.sh),
-                          OCL_ARG(g.sw), OCL_ARG(g.ph), OCL_ARG(g.pw), OCL_ARG(g.dh),
-                          OCL_ARG(g.dw), OCL_ARG(g.Hend), OCL_ARG(g.Wend), OCL_ARG(is_max),
-                          OCL_ARG(cip))))
+    if ((s = ocl_set_args(e, OCL_K_pool, 7, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb), OCL_ARG(yo),
+                          OCL_ARG(g), OCL_ARG(is_max), OCL_ARG(cip))))
         return s;
-    size_t gl[3] = {(size_t)g.OW, (size_t)g.OH, (size_t)(od[0] * od[1])};
-    size_t l[3] = {e->ctx->is_cpu ? ((size_t)g.OW >= 8 ? 8 : 1) : 16, 1, 1};
-    return ocl_enqueue(e, OCL_K_pool2d, 3, gl, l);
+    size_t gl[3] = {(size_t)g.o[2], (size_t)g.o[1], (size_t)(od[0] * od[1]) * (size_t)g.o[0]};
+    size_t l[3] = {e->ctx->is_cpu ? ((size_t)g.o[2] >= 8 ? 8 : 1) : 16, 1, 1};
+    return ocl_enqueue(e, OCL_K_pool, 3, gl, l);
 }
 
 minfer_status ocl_prepare_global_pool(ocl_prep *p) {

@@ -185,7 +185,8 @@ static minfer_status prepare_binary_like(ocl_prep *p, int variadic) {
         return MINFER_OK;
     for (size_t i = 0; i < n->n_inputs; i++)
         if (n->inputs[i].const_data &&
-            (s = ocl_upload(p, (int)i, n->inputs[i].const_data, n->inputs[i].const_nbytes)))
+            (s = ocl_upload_floats(p, (int)i, n->inputs[i].const_data,
+                                               n->inputs[i].const_nbytes / 4)))
             return s;
     return MINFER_OK;
 }
@@ -287,7 +288,8 @@ minfer_status ocl_execute_binary(const ocl_exec *e) {
     if (nin == 1) {
         if (ocl_numel(e->args->inputs[0].rank, e->args->inputs[0].dims) != (int64_t)n)
             return ocl_fail(e, MINFER_ERR_SHAPE, "single input of another size");
-        return ocl_copy(e, ab, (size_t)ao * 4, yb, (size_t)yo * 4, n * 4);
+        size_t es = ocl_esize(e->ctx, MINFER_DTYPE_FLOAT);
+        return ocl_copy(e, ab, (size_t)ao * es, yb, (size_t)yo * es, n * es);
     }
     minfer_tensor_view yv = e->args->outputs[0];
     const minfer_tensor_view *left = ocl_input(e, 0);
@@ -359,9 +361,9 @@ minfer_status ocl_prepare_batchnorm(ocl_prep *p) {
         buf[i] = (float)sc;
         buf[c + i] = (float)((double)b[i] - (double)m[i] * sc);
     }
-    s = ocl_upload(p, 0, buf, (size_t)c * 4);
+    s = ocl_upload_floats(p, 0, buf, (size_t)c);
     if (!s)
-        s = ocl_upload(p, 1, buf + c, (size_t)c * 4);
+        s = ocl_upload_floats(p, 1, buf + c, (size_t)c);
     free(buf);
     return s;
 }

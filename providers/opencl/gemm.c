@@ -37,7 +37,7 @@ static minfer_status pack_b(ocl_prep *p, const float *b, int64_t K, int64_t N, i
         for (int64_t k = 0; k < K; k++)
             for (int64_t j = 0; j < nr && t * nr + j < N; j++)
                 pk[(t * K + k) * nr + j] = b[k * rsb + (t * nr + j) * csb];
-    minfer_status s = ocl_upload(p, 0, pk, count * sizeof *pk);
+    minfer_status s = ocl_upload_floats(p, 0, pk, count);
     free(pk);
     return s;
 }
@@ -85,12 +85,14 @@ static minfer_status prepare(ocl_prep *p, int matmul) {
                              : pack_b(p, b->const_data, K, N, N, 1)))
             return s;
         st->bpacked = 1;
-    } else if (b->const_data && (s = ocl_upload(p, 0, b->const_data, b->const_nbytes))) {
+    } else if (b->const_data &&
+               (s = ocl_upload_floats(p, 0, b->const_data, b->const_nbytes / 4))) {
         return s;
     }
-    if (c && c->const_data && (s = ocl_upload(p, 1, c->const_data, c->const_nbytes)))
+    if (c && c->const_data &&
+        (s = ocl_upload_floats(p, 1, c->const_data, c->const_nbytes / 4)))
         return s;
-    if (a->const_data && (s = ocl_upload(p, 2, a->const_data, a->const_nbytes)))
+    if (a->const_data && (s = ocl_upload_floats(p, 2, a->const_data, a->const_nbytes / 4)))
         return s;
     return MINFER_OK;
 }

@@ -105,9 +105,11 @@ minfer_status ocl_prepare_layernorm(ocl_prep *p) {
     }
     if (!p->prep)
         return MINFER_OK;
-    if (sc->const_data && (s = ocl_upload(p, 0, sc->const_data, sc->const_nbytes)))
+    if (sc->const_data &&
+        (s = ocl_upload_floats(p, 0, sc->const_data, sc->const_nbytes / 4)))
         return s;
-    if (b && b->const_data && (s = ocl_upload(p, 1, b->const_data, b->const_nbytes)))
+    if (b && b->const_data &&
+        (s = ocl_upload_floats(p, 1, b->const_data, b->const_nbytes / 4)))
         return s;
     return MINFER_OK;
 }

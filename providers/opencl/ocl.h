@@ -8,6 +8,12 @@
  * is a cl_mem and its offset a byte offset, so every kernel takes
  * (buffer, element offset) pairs.
  *
+ * With the option fp16=1 every float tensor in device memory (activations,
+ * uploaded weights, the session's constant mirrors) is stored as half:
+ * ocl_esize says how wide an element of a dtype is, ocl_upload_floats
+ * converts host floats, and the copy hooks convert at the boundary. Other
+ * element types keep their width.
+ *
  * Kernel table (provider.c): {domain, op, since_version, prepare, execute}.
  * prepare (ocl_prep) reads attributes and constants once; with p->prep ==
  * NULL it only decides whether the node is supported (shapes may be -1 and
@@ -35,8 +41,8 @@
 /* Kernels of the program, created once after the build. */
 #define OCL_KERNELS(X)                                                                     \
     X(unary) X(binary_flat) X(binary_bcast) X(channel_affine) X(gemm) X(conv_tile)          \
-    X(conv_direct) X(pool2d) X(global_pool) X(softmax) X(layernorm) X(strided_copy)          \
-    X(gather) X(reduce) X(concat_copy)
+    X(conv_direct) X(pool) X(global_pool) X(softmax) X(layernorm) X(strided_copy)            \
+    X(gather) X(gather16) X(reduce) X(concat_copy) X(concat_copy16)
 
 enum {
 #define X(k) OCL_K_##k,
@@ -67,6 +73,12 @@ typedef struct ocl_shape8 {
     cl_int sb[8];
 } ocl_shape8;
 
+/* The win3 struct of kernels/common.cl: a window over 3 spatial dimensions
+ * (depth, height, width; 1 in the leading ones of a 1-D or 2-D window). */
+typedef struct ocl_win3 {
+    cl_int i[3], o[3], k[3], s[3], p[3], d[3], e[3];
+} ocl_win3;
+
 /* One provider instance (one per session). */
 typedef struct ocl_ctx {
     const minfer_host_api *api;
@@ -90,9 +102,10 @@ typedef struct ocl_ctx {
     uint64_t local_mem;   /* CL_DEVICE_LOCAL_MEM_SIZE */
     int vw, mr;           /* register tile: vector width and rows (common.cl) */
     int use_cache;        /* program binaries on disk (option cache=0 turns off) */
+    int fp16;             /* float tensors stored as half (option fp16=1) */
+    int khr_fp16;         /* the device reports cl_khr_fp16 (logged; not needed) */
     double build_ms;      /* how long the program took, for the log */
     int from_cache;
-
 } ocl_ctx;
 
 /* What a kernel's prepare works on. */
@@ -125,10 +138,12 @@ typedef struct ocl_kernel_entry {
 } ocl_kernel_entry;
 
 /* Every op state begins with this: device buffers the state owns (uploaded
- * constants, packed weights), released with the state. */
+ * constants, packed weights) and one host block (host, NULL or malloc'ed),
+ * released with the state. */
 #define OCL_STATE_BUFS 6
 typedef struct ocl_state_head {
     cl_mem bufs[OCL_STATE_BUFS];
+    void *host;
 } ocl_state_head;
 
 /* ---- program.c ----------------------------------------------------------- */
@@ -155,6 +170,13 @@ int ocl_attr_ints(ocl_prep *p, const char *name, int64_t *out, size_t cap, size_
 const minfer_value_desc *ocl_in_desc(const minfer_node_desc *n, size_t i);
 /* Reads constant int input i: 1 ok, 0 not constant, -1 declined. */
 int ocl_const_ints(ocl_prep *p, size_t input, int64_t *out, size_t cap, size_t *count);
+/* Bytes of one element of dtype (0: a type the provider does not move). */
+size_t ocl_dtype_size(int32_t dtype);
+/* Bytes of one element of dtype in device memory: 2 for float with fp16. */
+size_t ocl_esize(const ocl_ctx *ctx, int32_t dtype);
+/* IEEE half <-> float, round to nearest even. */
+uint16_t ocl_f2h(float f);
+float ocl_h2f(uint16_t h);
 /* Declines unless input i (when present) is float; what names it. */
 minfer_status ocl_need_float(ocl_prep *p, size_t i);
 int64_t ocl_numel(int32_t rank, const int64_t *dims);
@@ -166,11 +188,14 @@ minfer_status ocl_parse_activation(ocl_prep *p, int *act, float *a, float *b);
 
 /* Uploads host data into a new buffer owned by the state (slot in head). */
 minfer_status ocl_upload(ocl_prep *p, int slot, const void *data, size_t bytes);
+/* Uploads count floats, stored as the device keeps floats (half with fp16). */
+minfer_status ocl_upload_floats(ocl_prep *p, int slot, const float *data, size_t count);
 
 /* input i (NULL when omitted) */
 const minfer_tensor_view *ocl_input(const ocl_exec *e, size_t i);
 /* The cl_mem and element offset of input i: the state's uploaded constant
- * in slot when it has one, else the view's buffer. */
+ * in slot when it has one, else the view's buffer (offset in elements of
+ * the view's type as stored). */
 void ocl_in_buf(const ocl_exec *e, size_t i, int slot, cl_mem *buf, cl_int *off);
 /* Checks output i against the shape the kernel computes; buffer and element
  * offset out. */

@@ -2,7 +2,7 @@
  * Building the program, with a disk cache of program binaries.
  *
  * 1. The build options fix the register tile for the device (VW, MR: see
- *    kernels/common.cl).
+ *    kernels/common.cl) and, with fp16=1, define FP16 (half storage).
  * 2. The cache key is a 64-bit FNV-1a hash of the device name, the driver
  *    and platform versions, the options and the source. The binary lives
  *    in $XDG_CACHE_HOME/minfer (else ~/.cache/minfer) as opencl-KEY.bin.
@@ -125,7 +125,8 @@ static void save_binary(ocl_ctx *ctx, cl_program prog, const char *path) {
 
 minfer_status ocl_build_program(ocl_ctx *ctx) {
     char opts[128], dir[600], path[700] = "";
-    snprintf(opts, sizeof opts, "-cl-mad-enable -DVW=%d -DMR=%d", ctx->vw, ctx->mr);
+    snprintf(opts, sizeof opts, "-cl-mad-enable -DVW=%d -DMR=%d%s", ctx->vw, ctx->mr,
+             ctx->fp16 ? " -DFP16" : "");
     uint64_t key = 14695981039346656037ull;
     key = fnv1a(key, ctx->device_name);
     key = fnv1a(key, ctx->driver_version);

@@ -5,7 +5,8 @@
  *    else the first GPU, else the first device of any kind), logs which and
  *    why, and makes a context and one in-order queue. No platform or no
  *    device fails init with the reason, so the session goes on with the
- *    next provider.
+ *    next provider. Option "fp16=1" (else MINFER_OPENCL_FP16=1) stores
+ *    float tensors as half on the device; compute stays float.
  * 2. supports_operator looks the node up in the kernel table (highest
  *    since_version <= opset) and runs the op's prepare in check-only mode:
  *    types, attributes, and the device's allocation limit.
@@ -15,6 +16,9 @@
  * 4. execute_node enqueues kernels and returns; synchronize waits for them.
  *    copy_to_host and copy_from_host are blocking; where the device shares
  *    host memory they map the buffer instead of a read or write transfer.
+ *    With fp16 they convert float tensors between float and half, and
+ *    tensor_bytes tells the planner that such a tensor takes 2 bytes an
+ *    element.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -217,6 +221,25 @@ static minfer_status choose_device(ocl_ctx *ctx, const char *spec, const char *s
 
 /* ---- Instance ------------------------------------------------------------------ */
 
+/* Whether the device lists extension name (a whole word of CL_DEVICE_EXTENSIONS). */
+static int has_extension(cl_device_id dev, const char *name) {
+    size_t len = 0;
+    if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, NULL, &len) != CL_SUCCESS || len == 0)
+        return 0;
+    char *ext = malloc(len + 1);
+    if (!ext)
+        return 0;
+    int found = 0;
+    if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, len, ext, NULL) == CL_SUCCESS) {
+        ext[len] = '\0';
+        size_t n = strlen(name);
+        for (const char *q = strstr(ext, name); q && !found; q = strstr(q + 1, name))
+            found = (q == ext || q[-1] == ' ') && (q[n] == '\0' || q[n] == ' ');
+    }
+    free(ext);
+    return found;
+}
+
 static void ocl_shutdown(void *vctx) {
     ocl_ctx *ctx = vctx;
     if (!ctx)
@@ -231,11 +254,13 @@ static void ocl_shutdown(void *vctx) {
     free(ctx);
 }
 
-/* Options: comma-separated key=value; device=P:D|N|name, cache=0|1. */
+/* Options: comma-separated key=value; device=P:D|N|name, cache=0|1,
+ * fp16=0|1 (*fp16 stays -1 when not given). */
 static minfer_status parse_options(ocl_ctx *ctx, const char *options, char *device,
-                                   size_t dsize) {
+                                   size_t dsize, int *fp16) {
     char buf[512];
     device[0] = '\0';
+    *fp16 = -1;
     if (!options || !options[0])
         return MINFER_OK;
     if (strlen(options) >= sizeof buf) {
@@ -255,9 +280,11 @@ static minfer_status parse_options(ocl_ctx *ctx, const char *options, char *devi
             snprintf(device, dsize, "%s", eq + 1);
         } else if (strcmp(tok, "cache") == 0 && (!strcmp(eq + 1, "0") || !strcmp(eq + 1, "1"))) {
             ctx->use_cache = eq[1] == '1';
+        } else if (strcmp(tok, "fp16") == 0 && (!strcmp(eq + 1, "0") || !strcmp(eq + 1, "1"))) {
+            *fp16 = eq[1] == '1';
         } else {
             ctx->api->set_error(ctx->host, "opencl: unknown option '%s=%s' (keys: device=P:D, "
-                                "device=N or device=NAME, cache=0|1)", tok, eq + 1);
+                                "device=N or device=NAME, cache=0|1, fp16=0|1)", tok, eq + 1);
             return MINFER_ERR_INVALID_ARG;
         }
     }
@@ -287,7 +314,17 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
     ctx->host = host;
     ctx->use_cache = 1;
     char device[256];
-    minfer_status st = parse_options(ctx, options, device, sizeof device);
+    int fp16 = -1;
+    minfer_status st = parse_options(ctx, options, device, sizeof device, &fp16);
+    const char *env_fp16 = getenv("MINFER_OPENCL_FP16");
+    if (st == MINFER_OK && fp16 < 0 && env_fp16 && env_fp16[0]) {
+        if (strcmp(env_fp16, "0") != 0 && strcmp(env_fp16, "1") != 0) {
+            api->set_error(host, "opencl: MINFER_OPENCL_FP16='%s' is neither 0 nor 1", env_fp16);
+            st = MINFER_ERR_INVALID_ARG;
+        }
+        fp16 = env_fp16[0] == '1';
+    }
+    ctx->fp16 = fp16 > 0;
     const char *env = getenv("MINFER_OPENCL_DEVICE");
     if (st == MINFER_OK)
         st = device[0] ? choose_device(ctx, device, "option device=")
@@ -319,6 +356,13 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
         goto fail;
     }
     ctx->align = align_bits / 8 ? align_bits / 8 : 4;
+    ctx->khr_fp16 = has_extension(ctx->device, "cl_khr_fp16");
+    /* Half storage uses only vload_half / vstore_half, core OpenCL since
+     * 1.0: it needs no cl_khr_fp16, so every device takes fp16=1. */
+    if (ctx->fp16)
+        api->log(host, MINFER_LOG_INFO, "opencl: float tensors stored as half on '%s' "
+                 "(compute in float; the device %s cl_khr_fp16, which this does not need)",
+                 ctx->device_name, ctx->khr_fp16 ? "reports" : "does not report");
     ctx->unified = unified != 0;
     ctx->is_cpu = (ctx->type & CL_DEVICE_TYPE_CPU) != 0;
     /* CPU devices (PoCL): a 6 x 32 tile in AVX-512 registers; GPUs: 4 x 8
@@ -486,26 +530,50 @@ static void ocl_mem_free(void *ctx, void *buffer) {
         clReleaseMemObject((cl_mem)buffer);
 }
 
+/* Moves bytes (as stored on the device) between buf + offset and host.
+ * With half != 0 the device holds half elements and the host floats
+ * (bytes / 2 of them): converted on the way, in the mapped buffer where
+ * the device shares host memory, else through a staging block. */
 static minfer_status transfer(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t bytes,
-                              void *host, int to_host) {
+                              void *host, int to_host, int half) {
     if (bytes == 0)
         return MINFER_OK;
     cl_int err;
+    size_t n = bytes / 2;
+    uint16_t *stage = NULL;
     if (ctx->unified) {
         void *p = clEnqueueMapBuffer(ctx->queue, buf, CL_TRUE,
                                      to_host ? CL_MAP_READ : CL_MAP_WRITE_INVALIDATE_REGION,
                                      offset, bytes, 0, NULL, NULL, &err);
         if (err == CL_SUCCESS) {
-            if (to_host)
+            if (half && to_host)
+                for (size_t i = 0; i < n; i++)
+                    ((float *)host)[i] = ocl_h2f(((const uint16_t *)p)[i]);
+            else if (half)
+                for (size_t i = 0; i < n; i++)
+                    ((uint16_t *)p)[i] = ocl_f2h(((const float *)host)[i]);
+            else if (to_host)
                 memcpy(host, p, bytes);
             else
                 memcpy(p, host, bytes);
             err = clEnqueueUnmapMemObject(ctx->queue, buf, p, 0, NULL, NULL);
         }
-    } else if (to_host) {
-        err = clEnqueueReadBuffer(ctx->queue, buf, CL_TRUE, offset, bytes, host, 0, NULL, NULL);
     } else {
-        err = clEnqueueWriteBuffer(ctx->queue, buf, CL_TRUE, offset, bytes, host, 0, NULL, NULL);
+        if (half && !(stage = malloc(bytes))) {
+            ctx->api->set_error(ctx->host, "opencl: out of memory staging %zu bytes", bytes);
+            return MINFER_ERR_NOMEM;
+        }
+        void *h = half ? (void *)stage : host;
+        if (to_host) {
+            err = clEnqueueReadBuffer(ctx->queue, buf, CL_TRUE, offset, bytes, h, 0, NULL, NULL);
+            for (size_t i = 0; half && err == CL_SUCCESS && i < n; i++)
+                ((float *)host)[i] = ocl_h2f(stage[i]);
+        } else {
+            for (size_t i = 0; half && i < n; i++)
+                stage[i] = ocl_f2h(((const float *)host)[i]);
+            err = clEnqueueWriteBuffer(ctx->queue, buf, CL_TRUE, offset, bytes, h, 0, NULL, NULL);
+        }
+        free(stage);
     }
     if (err != CL_SUCCESS) {
         ctx->api->set_error(ctx->host, "opencl: copying %zu bytes %s the device: %s", bytes,
@@ -515,28 +583,51 @@ static minfer_status transfer(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t by
     return MINFER_OK;
 }
 
+/* Device bytes of host_bytes plain bytes of dtype; sets *half when they convert. */
+static size_t device_bytes(const ocl_ctx *ctx, int32_t dtype, size_t host_bytes, int *half) {
+    *half = ctx->fp16 && dtype == MINFER_DTYPE_FLOAT;
+    return *half ? host_bytes / sizeof(float) * 2 : host_bytes;
+}
+
 static minfer_status ocl_copy_to_host(void *vctx, const minfer_tensor_view *src, void *dst,
                                       size_t dst_bytes) {
     ocl_ctx *ctx = vctx;
-    if (src->layout != 0 || dst_bytes > src->nbytes) {
+    int half;
+    size_t bytes = device_bytes(ctx, src->dtype, dst_bytes, &half);
+    if (src->layout != 0 || bytes > src->nbytes || (half && dst_bytes % sizeof(float))) {
         ctx->api->set_error(ctx->host, "opencl: copy_to_host of %zu bytes from a view of %zu "
                             "(layout %llu)", dst_bytes, src->nbytes,
                             (unsigned long long)src->layout);
         return MINFER_ERR_INVALID_ARG;
     }
-    return transfer(ctx, (cl_mem)src->data, src->offset, dst_bytes, dst, 1);
+    return transfer(ctx, (cl_mem)src->data, src->offset, bytes, dst, 1, half);
 }
 
 static minfer_status ocl_copy_from_host(void *vctx, const void *src, size_t src_bytes,
                                         const minfer_tensor_view *dst) {
     ocl_ctx *ctx = vctx;
-    if (dst->layout != 0 || src_bytes > dst->nbytes) {
+    int half;
+    size_t bytes = device_bytes(ctx, dst->dtype, src_bytes, &half);
+    if (dst->layout != 0 || bytes > dst->nbytes || (half && src_bytes % sizeof(float))) {
         ctx->api->set_error(ctx->host, "opencl: copy_from_host of %zu bytes into a view of %zu "
                             "(layout %llu)", src_bytes, dst->nbytes,
                             (unsigned long long)dst->layout);
         return MINFER_ERR_INVALID_ARG;
     }
-    return transfer(ctx, (cl_mem)dst->data, dst->offset, src_bytes, (void *)src, 0);
+    return transfer(ctx, (cl_mem)dst->data, dst->offset, bytes, (void *)src, 0, half);
+}
+
+/* Storage of a tensor in this domain: float takes 2 bytes an element with
+ * fp16, every other type its plain size. */
+static size_t ocl_tensor_bytes(void *vctx, const minfer_tensor_view *desc) {
+    const ocl_ctx *ctx = vctx;
+    size_t n = 1;
+    for (int32_t i = 0; i < desc->rank; i++)
+        n *= desc->dims[i] > 0 ? (size_t)desc->dims[i] : 0;
+    size_t es = ocl_esize(ctx, desc->dtype);
+    if (!es) /* no op of this provider makes one; never less than the host counts */
+        es = desc->dtype == MINFER_DTYPE_COMPLEX128 ? 16 : 8;
+    return n * es;
 }
 
 static minfer_status ocl_synchronize(void *vctx) {
@@ -550,10 +641,12 @@ static minfer_status ocl_synchronize(void *vctx) {
 }
 
 /* memory_alignment is fixed in the (static) vtable while the device's
- * CL_DEVICE_MEM_BASE_ADDR_ALIGN is only known at init: 256 bytes covers
- * the devices in use (PoCL 128, most GPUs 128-256). The kernels take
- * element offsets, never sub-buffers, so a device wanting more is still
- * correct (init logs it). */
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN is only known at init, per instance; the
+ * ABI has no per-instance alignment, and writing the shared vtable from
+ * init would be a global that two sessions on two devices race on. 256
+ * bytes covers the devices in use (PoCL 128, most GPUs 128-256). The
+ * kernels take element offsets, never sub-buffers, so a device wanting
+ * more is still correct (init logs it). */
 static const minfer_provider ocl_provider = {
     .abi_version = MINFER_PROVIDER_ABI_VERSION,
     .struct_size = sizeof(minfer_provider),
@@ -572,6 +665,7 @@ static const minfer_provider ocl_provider = {
     .copy_to_host = ocl_copy_to_host,
     .copy_from_host = ocl_copy_from_host,
     .synchronize = ocl_synchronize,
+    .tensor_bytes = ocl_tensor_bytes,
 };
 
 MINFER_PROVIDER_DEFINE(ocl_provider)

@@ -9,33 +9,10 @@
  * (clEnqueueCopyBufferRect returned CL_INVALID_VALUE on PoCL 3.1 for
  * squeezenet's Concats, and a kernel is as fast).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ocl.h"
-
-static size_t dtype_size(int32_t dtype) {
-    switch (dtype) {
-    case MINFER_DTYPE_UINT8:
-    case MINFER_DTYPE_INT8:
-    case MINFER_DTYPE_BOOL:
-        return 1;
-    case MINFER_DTYPE_UINT16:
-    case MINFER_DTYPE_INT16:
-    case MINFER_DTYPE_FLOAT16:
-    case MINFER_DTYPE_BFLOAT16:
-        return 2;
-    case MINFER_DTYPE_FLOAT:
-    case MINFER_DTYPE_INT32:
-    case MINFER_DTYPE_UINT32:
-        return 4;
-    case MINFER_DTYPE_DOUBLE:
-    case MINFER_DTYPE_INT64:
-    case MINFER_DTYPE_UINT64:
-        return 8;
-    default:
-        return 0;
-    }
-}
 
 /* ---- Reshape family -------------------------------------------------------- */
 
@@ -44,7 +21,7 @@ minfer_status ocl_prepare_reshape(ocl_prep *p) {
     const minfer_value_desc *x = ocl_in_desc(n, 0);
     if (!x)
         return ocl_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
-    if (dtype_size(x->dtype) == 0)
+    if (ocl_dtype_size(x->dtype) == 0)
         return ocl_decline(p, "element type %d not supported", (int)x->dtype);
     if (strcmp(n->op_type, "Dropout") == 0 && n->n_outputs > 1 && n->outputs[1].name &&
         n->outputs[1].name[0])
@@ -82,8 +59,9 @@ minfer_status ocl_execute_reshape(const ocl_exec *e) {
         return ocl_fail(e, MINFER_ERR_RUNTIME, "missing input");
     if (y->rank < 0)
         return ocl_fail(e, MINFER_ERR_UNSUPPORTED, "output shape unknown before the run");
-    size_t bytes = (size_t)ocl_numel(x->rank, x->dims) * dtype_size(x->dtype);
-    if ((size_t)ocl_numel(y->rank, y->dims) * dtype_size(x->dtype) != bytes)
+    size_t es = ocl_esize(e->ctx, x->dtype);
+    size_t bytes = (size_t)ocl_numel(x->rank, x->dims) * es;
+    if ((size_t)ocl_numel(y->rank, y->dims) * es != bytes)
         return ocl_fail(e, MINFER_ERR_SHAPE, "output has another element count");
     if (bytes > y->nbytes)
         return ocl_fail(e, MINFER_ERR_RUNTIME, "output holds %zu bytes, %zu needed",
@@ -175,8 +153,9 @@ minfer_status ocl_prepare_concat(ocl_prep *p) {
         const minfer_value_desc *d = ocl_in_desc(n, i);
         if (!d)
             return ocl_prep_fail(p, MINFER_ERR_MODEL, "input %zu missing", i);
-        if (dtype_size(d->dtype) != 4 || d->dtype != n->inputs[0].dtype)
-            return ocl_decline(p, "element types differ or are not 4 bytes wide");
+        size_t es = ocl_esize(p->ctx, d->dtype);
+        if ((es != 2 && es != 4) || d->dtype != n->inputs[0].dtype)
+            return ocl_decline(p, "element types differ or are not 2 or 4 bytes wide");
         minfer_status s = ocl_check_size(p, d);
         if (s)
             return s;
@@ -220,16 +199,18 @@ minfer_status ocl_execute_concat(const ocl_exec *e) {
     size_t outer = (size_t)ocl_numel((int32_t)axis, od);
     size_t inner = (size_t)ocl_numel(r - (int32_t)axis - 1, od + axis + 1);
     cl_int row_out = (cl_int)((size_t)od[axis] * inner), pos = yo;
+    int k = ocl_esize(e->ctx, x0->dtype) == 2 ? OCL_K_concat_copy16 : OCL_K_concat_copy;
     for (size_t i = 0; i < e->args->n_inputs; i++) {
         const minfer_tensor_view *x = ocl_input(e, i);
-        cl_int row = (cl_int)((size_t)x->dims[axis] * inner), xo = (cl_int)(x->offset / 4);
-        cl_mem xb = (cl_mem)x->data;
+        cl_int row = (cl_int)((size_t)x->dims[axis] * inner), xo;
+        cl_mem xb;
+        ocl_in_buf(e, i, -1, &xb, &xo);
         if (row && outer) {
-            if ((s = ocl_set_args(e, OCL_K_concat_copy, 6, OCL_ARG(xb), OCL_ARG(xo),
-                                  OCL_ARG(yb), OCL_ARG(pos), OCL_ARG(row), OCL_ARG(row_out))))
+            if ((s = ocl_set_args(e, k, 6, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb), OCL_ARG(pos),
+                                  OCL_ARG(row), OCL_ARG(row_out))))
                 return s;
             size_t g[2] = {(size_t)row, outer}, l[2] = {row >= 8 ? 8 : 1, 1};
-            if ((s = ocl_enqueue(e, OCL_K_concat_copy, 2, g, l)))
+            if ((s = ocl_enqueue(e, k, 2, g, l)))
                 return s;
         }
         pos += row;
@@ -239,9 +220,20 @@ minfer_status ocl_execute_concat(const ocl_exec *e) {
 
 /* ---- Gather -------------------------------------------------------------------- */
 
+/* An index out of range fails the run with the node, the index and its
+ * position, as the CPU provider does. Constant indices are checked on the
+ * host from a copy kept in the state. Indices known only at run time are
+ * checked on the device: the kernel lowers a flag in the node's workspace
+ * (4 bytes, filled with INT_MAX before the launch) to the first bad
+ * position, and execute reads it back, blocking. That read is the one
+ * place where this provider waits inside execute_node; it is confined to
+ * Gathers with run-time indices (an embedding lookup), and it is per run,
+ * since the workspace belongs to the run. */
+
 typedef struct gather_state {
-    ocl_state_head head; /* bufs[0]: constant indices */
+    ocl_state_head head; /* bufs[0]: constant indices; host: them as int64 */
     int64_t axis;
+    size_t n_const; /* entries in head.host */
 } gather_state;
 
 minfer_status ocl_prepare_gather(ocl_prep *p) {
@@ -249,8 +241,9 @@ minfer_status ocl_prepare_gather(ocl_prep *p) {
     const minfer_value_desc *x = ocl_in_desc(n, 0), *idx = ocl_in_desc(n, 1);
     if (!x || !idx)
         return ocl_prep_fail(p, MINFER_ERR_MODEL, "needs data and indices");
-    if (dtype_size(x->dtype) != 4)
-        return ocl_decline(p, "only 4-byte element types");
+    size_t es = ocl_esize(p->ctx, x->dtype);
+    if (es != 2 && es != 4)
+        return ocl_decline(p, "only 2- and 4-byte element types");
     if (idx->dtype != MINFER_DTYPE_INT64 && idx->dtype != MINFER_DTYPE_INT32)
         return ocl_decline(p, "indices must be int32 or int64");
     minfer_status s;
@@ -260,9 +253,36 @@ minfer_status ocl_prepare_gather(ocl_prep *p) {
     if (!st)
         return MINFER_ERR_NOMEM;
     st->axis = ocl_attr_int(p, "axis", 0);
-    if (p->prep && idx->const_data && (s = ocl_upload(p, 0, idx->const_data, idx->const_nbytes)))
-        return s;
-    return MINFER_OK;
+    if (!p->prep)
+        return MINFER_OK;
+    if (!idx->const_data) {
+        p->prep->workspace_bytes = sizeof(cl_int); /* the out-of-range flag */
+        return MINFER_OK;
+    }
+    size_t isz = idx->dtype == MINFER_DTYPE_INT64 ? 8 : 4, cnt = idx->const_nbytes / isz;
+    int64_t *h = malloc(cnt ? cnt * sizeof *h : 1);
+    if (!h)
+        return ocl_prep_fail(p, MINFER_ERR_NOMEM, "out of memory for the indices");
+    for (size_t i = 0; i < cnt; i++) {
+        if (isz == 8) {
+            memcpy(&h[i], (const char *)idx->const_data + i * 8, 8);
+        } else {
+            int32_t v;
+            memcpy(&v, (const char *)idx->const_data + i * 4, 4);
+            h[i] = v;
+        }
+    }
+    st->head.host = h;
+    st->n_const = cnt;
+    return ocl_upload(p, 0, idx->const_data, idx->const_nbytes);
+}
+
+static minfer_status out_of_range(const ocl_exec *e, int64_t value, int64_t pos, int64_t axis,
+                                  int64_t dim) {
+    return ocl_fail(e, MINFER_ERR_RUNTIME, "index %lld (element %lld of the indices) is out of "
+                    "range for axis %lld of size %lld (valid: %lld to %lld)", (long long)value,
+                    (long long)pos, (long long)axis, (long long)dim, (long long)-dim,
+                    (long long)(dim - 1));
 }
 
 minfer_status ocl_execute_gather(const ocl_exec *e) {
@@ -285,22 +305,74 @@ minfer_status ocl_execute_gather(const ocl_exec *e) {
     cl_int xo, io, yo, is64 = idx->dtype == MINFER_DTYPE_INT64;
     ocl_in_buf(e, 0, -1, &xb, &xo);
     ocl_in_buf(e, 1, 0, &ib, &io);
-    if (!st->head.bufs[0])
-        io = (cl_int)(idx->offset / (is64 ? 8 : 4)); /* the kernel indexes in elements */
     minfer_status s = ocl_output(e, 0, r, od, &yb, &yo);
     if (s)
         return s;
-    cl_int nidx = (cl_int)ocl_numel(idx->rank, idx->dims), ad = (cl_int)x->dims[axis],
+    int64_t nidx64 = ocl_numel(idx->rank, idx->dims), ad = x->dims[axis];
+    int check = st->head.bufs[0] == NULL;
+    if (!check) {
+        const int64_t *h = st->head.host;
+        if ((size_t)nidx64 != st->n_const)
+            return ocl_fail(e, MINFER_ERR_SHAPE, "indices changed size");
+        for (int64_t j = 0; j < nidx64; j++)
+            if (h[j] < -ad || h[j] >= ad)
+                return out_of_range(e, h[j], j, axis, ad);
+    }
+    cl_int nidx = (cl_int)nidx64, adi = (cl_int)ad,
            inner = (cl_int)ocl_numel(x->rank - (int32_t)axis - 1, x->dims + axis + 1);
     size_t outer = (size_t)ocl_numel((int32_t)axis, x->dims);
     if (!nidx || !inner || !outer)
         return MINFER_OK;
-    if ((s = ocl_set_args(e, OCL_K_gather, 10, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(ib),
-                          OCL_ARG(io), OCL_ARG(is64), OCL_ARG(yb), OCL_ARG(yo), OCL_ARG(nidx),
-                          OCL_ARG(ad), OCL_ARG(inner))))
+    cl_mem wb = yb;
+    cl_int wo = 0, chk = check;
+    if (check) {
+        if (!e->args->workspace || e->args->workspace_bytes < sizeof(cl_int) ||
+            e->args->workspace_offset % sizeof(cl_int))
+            return ocl_fail(e, MINFER_ERR_RUNTIME, "no workspace for the index check");
+        wb = (cl_mem)e->args->workspace;
+        wo = (cl_int)(e->args->workspace_offset / sizeof(cl_int));
+        const cl_int none = INT32_MAX;
+        cl_int err = clEnqueueFillBuffer(e->ctx->queue, wb, &none, sizeof none,
+                                         e->args->workspace_offset, sizeof none, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return ocl_fail(e, MINFER_ERR_PROVIDER, "clearing the index check: %s",
+                            ocl_err_str(err));
+    }
+    int k = ocl_esize(e->ctx, x->dtype) == 2 ? OCL_K_gather16 : OCL_K_gather;
+    if ((s = ocl_set_args(e, k, 13, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(ib), OCL_ARG(io),
+                          OCL_ARG(is64), OCL_ARG(yb), OCL_ARG(yo), OCL_ARG(nidx), OCL_ARG(adi),
+                          OCL_ARG(inner), OCL_ARG(wb), OCL_ARG(wo), OCL_ARG(chk))))
         return s;
     size_t g[3] = {(size_t)inner, (size_t)nidx, outer}, l[3] = {inner >= 8 ? 8 : 1, 1, 1};
-    return ocl_enqueue(e, OCL_K_gather, 3, g, l);
+    if ((s = ocl_enqueue(e, k, 3, g, l)) || !check)
+        return s;
+    cl_int bad = INT32_MAX;
+    cl_int err = clEnqueueReadBuffer(e->ctx->queue, wb, CL_TRUE, e->args->workspace_offset,
+                                     sizeof bad, &bad, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return ocl_fail(e, MINFER_ERR_PROVIDER, "reading the index check: %s",
+                        ocl_err_str(err));
+    if (bad == INT32_MAX)
+        return MINFER_OK;
+    if (bad < 0 || bad >= nidx)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "index check returned position %d", (int)bad);
+    int64_t value = 0;
+    size_t isz = is64 ? 8 : 4;
+    unsigned char raw[8] = {0};
+    err = clEnqueueReadBuffer(e->ctx->queue, ib, CL_TRUE, ((size_t)io + (size_t)bad) * isz, isz,
+                              raw, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "index at element %d of the indices is out of "
+                        "range for axis %lld of size %lld", (int)bad, (long long)axis,
+                        (long long)ad);
+    if (is64) {
+        memcpy(&value, raw, 8);
+    } else {
+        int32_t v32;
+        memcpy(&v32, raw, 4);
+        value = v32;
+    }
+    return out_of_range(e, value, bad, axis, ad);
 }
 
 /* ---- ReduceSum / ReduceMean / ReduceMax ------------------------------------------- */
@@ -352,8 +424,9 @@ minfer_status ocl_execute_reduce(const ocl_exec *e) {
     ocl_in_buf(e, 0, -1, &xb, &xo);
     if (st->n_axes == 0 && st->noop) {
         minfer_status s = ocl_output(e, 0, r, x->dims, &yb, &yo);
-        return s ? s : ocl_copy(e, xb, (size_t)xo * 4, yb, (size_t)yo * 4,
-                                (size_t)ocl_numel(r, x->dims) * 4);
+        size_t es = ocl_esize(e->ctx, x->dtype);
+        return s ? s : ocl_copy(e, xb, (size_t)xo * es, yb, (size_t)yo * es,
+                                (size_t)ocl_numel(r, x->dims) * es);
     }
     for (size_t i = 0; i < st->n_axes; i++) {
         int64_t a = st->axes[i] < 0 ? st->axes[i] + r : st->axes[i];

@@ -5,8 +5,17 @@
  *   VW  vector width of the register tiles (16 on CPU devices such as PoCL,
  *       4 on GPUs); VT / VLOAD / VSTORE are the matching float type and calls
  *   MR  rows (GEMM) or output positions (Conv) of a register tile
+ *   FP16 (defined or not) float tensors are stored as half in device
+ *       memory (provider option fp16=1); arithmetic stays float
  * Every buffer argument comes with an element offset: tensors live at an
  * offset inside the session's device arena.
+ *
+ * Float tensors in global memory are only touched through DT, LD / ST
+ * (one element) and VLDG / VSTG (VW elements): plain float accesses, or
+ * with FP16 vload_half / vstore_half, which are core OpenCL (no
+ * cl_khr_fp16 needed) and need only 2-byte alignment. Private scratch
+ * stays float. BITS is an unsigned type as wide as one stored float, for
+ * kernels that only move elements.
  */
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -15,6 +24,22 @@
 #define VSTORE CAT(vstore, VW)
 #define NR (2 * VW)
 
+#ifdef FP16
+#define DT half
+#define LD(p, i) vload_half((i), (p))
+#define ST(p, i, v) vstore_half((v), (i), (p))
+#define VLDG(p) CAT(vload_half, VW)(0, (p))
+#define VSTG(v, p) CAT(vstore_half, VW)((v), 0, (p))
+#define BITS ushort
+#else
+#define DT float
+#define LD(p, i) ((p)[i])
+#define ST(p, i, v) ((p)[i] = (v))
+#define VLDG(p) VLOAD(0, (p))
+#define VSTG(v, p) VSTORE((v), 0, (p))
+#define BITS uint
+#endif
+
 /* Up to 8 dimensions with two stride sets; layout matches ocl_shape8 in ocl.h. */
 typedef struct shape8 {
     int rank;
@@ -22,6 +47,15 @@ typedef struct shape8 {
     int sa[8];
     int sb[8];
 } shape8;
+
+/* The window of a convolution or pool over up to 3 spatial dimensions
+ * (depth, height, width; 1-D and 2-D windows put 1 in the leading ones):
+ * input and output sizes, kernel, strides, begin pads, dilations, and the
+ * input size plus the end pad (for count_include_pad). Layout matches
+ * ocl_win3 in ocl.h. */
+typedef struct win3 {
+    int i[3], o[3], k[3], s[3], p[3], d[3], e[3];
+} win3;
 
 /* Activation codes: OCL_ACT_* in ocl.h. */
 #define ACT_NONE 0

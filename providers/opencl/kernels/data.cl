@@ -1,8 +1,9 @@
 /* Data movement and reductions. */
 
 /* y (dims s.d, contiguous) from x read at strides s.sa: Transpose (permuted
- * strides) and broadcasting copies. Grid: (innermost dim, the rest). */
-__kernel void strided_copy(__global const float *x, int xoff, __global float *y, int yoff,
+ * strides) and broadcasting copies of float tensors, moved as raw BITS.
+ * Grid: (innermost dim, the rest). */
+__kernel void strided_copy(__global const BITS *x, int xoff, __global BITS *y, int yoff,
                            shape8 s) {
     int inner = s.d[s.rank - 1];
     int j = get_global_id(0), r = get_global_id(1);
@@ -16,28 +17,41 @@ __kernel void strided_copy(__global const float *x, int xoff, __global float *y,
     y[yoff + r * inner + j] = x[ix + j * s.sa[s.rank - 1]];
 }
 
-/* Gather along an axis of 4-byte elements: y[o, j, i] = x[o, idx[j], i].
- * Indices are int32 or int64 (is64), negative ones count from the end; an
- * index out of range gives 0 (the host cannot be told from here). Grid:
- * (inner, nidx, outer). */
-__kernel void gather(__global const uint *x, int xoff, __global const int *idx, int ioff,
-                     int is64, __global uint *y, int yoff, int nidx, int axis_dim, int inner) {
-    int i = get_global_id(0), j = get_global_id(1), o = get_global_id(2);
-    if (i >= inner || j >= nidx)
-        return;
-    long q = is64 ? ((__global const long *)idx)[ioff + j] : (long)idx[ioff + j];
-    if (q < 0)
-        q += axis_dim;
-    int out = yoff + (o * nidx + j) * inner + i;
-    y[out] = q >= 0 && q < axis_dim ? x[xoff + (o * axis_dim + (int)q) * inner + i] : 0u;
-}
+/* Gather along an axis of elements of type T: y[o, j, i] = x[o, idx[j], i].
+ * Indices are int32 or int64 (is64), negative ones count from the end. An
+ * index out of range writes 0 and, when check is set, lowers err[eoff]
+ * (filled with INT_MAX before the launch) to its position j with an
+ * atomic_min, so the host reads back the first bad position and fails the
+ * run. Grid: (inner, nidx, outer). */
+#define GATHER(name, T)                                                                    \
+    __kernel void name(__global const T *x, int xoff, __global const int *idx, int ioff,    \
+                       int is64, __global T *y, int yoff, int nidx, int axis_dim, int inner, \
+                       __global int *err, int eoff, int check) {                           \
+        int i = get_global_id(0), j = get_global_id(1), o = get_global_id(2);               \
+        if (i >= inner || j >= nidx)                                                        \
+            return;                                                                         \
+        long q = is64 ? ((__global const long *)idx)[ioff + j] : (long)idx[ioff + j];       \
+        if (q < 0)                                                                          \
+            q += axis_dim;                                                                  \
+        int out = yoff + (o * nidx + j) * inner + i;                                        \
+        if (q >= 0 && q < axis_dim) {                                                       \
+            y[out] = x[xoff + (o * axis_dim + (int)q) * inner + i];                         \
+        } else {                                                                            \
+            y[out] = 0;                                                                     \
+            if (check && i == 0 && o == 0)                                                  \
+                atomic_min(err + eoff, j);                                                  \
+        }                                                                                   \
+    }
+
+GATHER(gather, uint)
+GATHER(gather16, ushort)
 
 /* ReduceSum (op 0), ReduceMean (1), ReduceMax (2). Output element e is
  * decomposed over kept.d (input strides kept.sa); the rcount reduced
  * elements over red.d / red.sa. A single contiguous reduced axis takes a
  * vector path. */
-__kernel void reduce(__global const float *x, int xoff, __global float *y, int yoff, int nout,
-                     int op, shape8 kept, shape8 red, int rcount) {
+__kernel void reduce(__global const DT *x, int xoff, __global DT *y, int yoff, int nout, int op,
+                     shape8 kept, shape8 red, int rcount) {
     int e = get_global_id(0);
     if (e >= nout)
         return;
@@ -49,11 +63,11 @@ __kernel void reduce(__global const float *x, int xoff, __global float *y, int y
     int is_max = op == 2;
     float r;
     if (red.rank == 1 && red.sa[0] == 1) {
-        __global const float *xp = x + base;
+        __global const DT *xp = x + base;
         VT acc = is_max ? (VT)(-INFINITY) : (VT)0.0f;
         int i = 0;
         for (; i + VW <= rcount; i += VW) {
-            VT v = VLOAD(0, xp + i);
+            VT v = VLDG(xp + i);
             acc = is_max ? fmax(acc, v) : acc + v;
         }
         float tv[VW];
@@ -62,7 +76,7 @@ __kernel void reduce(__global const float *x, int xoff, __global float *y, int y
         for (int k = 1; k < VW; k++)
             r = is_max ? fmax(r, tv[k]) : r + tv[k];
         for (; i < rcount; i++)
-            r = is_max ? fmax(r, xp[i]) : r + xp[i];
+            r = is_max ? fmax(r, LD(xp, i)) : r + LD(xp, i);
     } else {
         r = is_max ? -INFINITY : 0.0f;
         for (int q = 0; q < rcount; q++) {
@@ -71,18 +85,22 @@ __kernel void reduce(__global const float *x, int xoff, __global float *y, int y
                 off += (u % red.d[k]) * red.sa[k];
                 u /= red.d[k];
             }
-            r = is_max ? fmax(r, x[off]) : r + x[off];
+            r = is_max ? fmax(r, LD(x, off)) : r + LD(x, off);
         }
     }
-    y[yoff + e] = op == 1 ? r / (float)rcount : r;
+    ST(y, yoff + e, op == 1 ? r / (float)rcount : r);
 }
 
-/* One Concat input: outer rows of row elements into rows of row_out,
- * starting at yoff. Grid: (row, outer). */
-__kernel void concat_copy(__global const uint *x, int xoff, __global uint *y, int yoff, int row,
-                          int row_out) {
-    int i = get_global_id(0), o = get_global_id(1);
-    if (i >= row)
-        return;
-    y[yoff + o * row_out + i] = x[xoff + o * row + i];
-}
+/* One Concat input: outer rows of row elements of type T into rows of
+ * row_out, starting at yoff. Grid: (row, outer). */
+#define CONCAT_COPY(name, T)                                                               \
+    __kernel void name(__global const T *x, int xoff, __global T *y, int yoff, int row,     \
+                       int row_out) {                                                      \
+        int i = get_global_id(0), o = get_global_id(1);                                    \
+        if (i >= row)                                                                      \
+            return;                                                                        \
+        y[yoff + o * row_out + i] = x[xoff + o * row + i];                                 \
+    }
+
+CONCAT_COPY(concat_copy, uint)
+CONCAT_COPY(concat_copy16, ushort)

@@ -2,18 +2,18 @@
  * work-item (vload/vstore need only element alignment, so any arena offset
  * works); the tail of the last work-item goes element by element. */
 
-__kernel void unary(__global const float *x, int xoff, __global float *y, int yoff, int n,
-                    int op, float a, float b) {
+__kernel void unary(__global const DT *x, int xoff, __global DT *y, int yoff, int n, int op,
+                    float a, float b) {
     int i = get_global_id(0) * VW;
     if (i >= n)
         return;
     x += xoff;
     y += yoff;
     if (i + VW <= n) {
-        VSTORE(actv(VLOAD(0, x + i), op, a, b), 0, y + i);
+        VSTG(actv(VLDG(x + i), op, a, b), y + i);
     } else {
         for (; i < n; i++)
-            y[i] = act1(x[i], op, a, b);
+            ST(y, i, act1(LD(x, i), op, a, b));
     }
 }
 
@@ -43,9 +43,8 @@ inline float bin1(float a, float b, int op) { BIN_BODY(float) }
 inline VT binv(VT a, VT b, int op) { BIN_BODY(VT) }
 
 /* Same shapes, or b (scalar_b) / a (scalar_a) a single element. */
-__kernel void binary_flat(__global const float *a, int aoff, __global const float *b, int boff,
-                          __global float *y, int yoff, int n, int op, int scalar_a,
-                          int scalar_b) {
+__kernel void binary_flat(__global const DT *a, int aoff, __global const DT *b, int boff,
+                          __global DT *y, int yoff, int n, int op, int scalar_a, int scalar_b) {
     int i = get_global_id(0) * VW;
     if (i >= n)
         return;
@@ -53,20 +52,20 @@ __kernel void binary_flat(__global const float *a, int aoff, __global const floa
     b += boff;
     y += yoff;
     if (i + VW <= n) {
-        VT va = scalar_a ? (VT)(a[0]) : VLOAD(0, a + i);
-        VT vb = scalar_b ? (VT)(b[0]) : VLOAD(0, b + i);
-        VSTORE(binv(va, vb, op), 0, y + i);
+        VT va = scalar_a ? (VT)(LD(a, 0)) : VLDG(a + i);
+        VT vb = scalar_b ? (VT)(LD(b, 0)) : VLDG(b + i);
+        VSTG(binv(va, vb, op), y + i);
     } else {
         for (; i < n; i++)
-            y[i] = bin1(a[scalar_a ? 0 : i], b[scalar_b ? 0 : i], op);
+            ST(y, i, bin1(LD(a, scalar_a ? 0 : i), LD(b, scalar_b ? 0 : i), op));
     }
 }
 
 /* Numpy broadcasting: s.d are the output dims, s.sa / s.sb the inputs'
  * strides (0 on a broadcast dimension). Dimension 0 of the grid runs along
  * the innermost output dimension, dimension 1 over the rest. */
-__kernel void binary_bcast(__global const float *a, int aoff, __global const float *b,
-                           int boff, __global float *y, int yoff, int op, shape8 s) {
+__kernel void binary_bcast(__global const DT *a, int aoff, __global const DT *b, int boff,
+                           __global DT *y, int yoff, int op, shape8 s) {
     int inner = s.d[s.rank - 1];
     int j = get_global_id(0), r = get_global_id(1);
     if (j >= inner)
@@ -78,26 +77,26 @@ __kernel void binary_bcast(__global const float *a, int aoff, __global const flo
         ia += q * s.sa[k];
         ib += q * s.sb[k];
     }
-    y[yoff + r * inner + j] =
-        bin1(a[ia + j * s.sa[s.rank - 1]], b[ib + j * s.sb[s.rank - 1]], op);
+    ST(y, yoff + r * inner + j,
+       bin1(LD(a, ia + j * s.sa[s.rank - 1]), LD(b, ib + j * s.sb[s.rank - 1]), op));
 }
 
 /* y = x * scale[c] + shift[c] over planes of length plane (BatchNormalization
  * folded at prepare). Grid: (chunks of a plane, n * C). */
-__kernel void channel_affine(__global const float *x, int xoff, __global const float *scale,
-                             __global const float *shift, __global float *y, int yoff, int C,
+__kernel void channel_affine(__global const DT *x, int xoff, __global const DT *scale,
+                             __global const DT *shift, __global DT *y, int yoff, int C,
                              int plane) {
     int i = get_global_id(0) * VW, nc = get_global_id(1);
     if (i >= plane)
         return;
     int c = nc % C;
-    float s = scale[c], t = shift[c];
+    float s = LD(scale, c), t = LD(shift, c);
     x += xoff + nc * plane;
     y += yoff + nc * plane;
     if (i + VW <= plane) {
-        VSTORE(mad(VLOAD(0, x + i), (VT)s, (VT)t), 0, y + i);
+        VSTG(mad(VLDG(x + i), (VT)s, (VT)t), y + i);
     } else {
         for (; i < plane; i++)
-            y[i] = mad(x[i], s, t);
+            ST(y, i, mad(LD(x, i), s, t));
     }
 }

@@ -9,11 +9,11 @@
  * padded), or read row-major with a per-lane path for edges and strides.
  * C broadcasts through its strides (0 on a broadcast dimension). Rows past
  * M are computed from row M-1 and not stored. */
-__kernel void gemm(int M, int N, int K, __global const float *A, int aoff, int rsa, int csa,
-                   int bsa, __global const float *B, int boff, int rsb, int csb, int bsb,
-                   int bpacked, __global const float *C, int coff, int rsc, int csc, int has_c,
-                   float alpha, float beta, __global float *Y, int yoff, int ldy, int bsy,
-                   int act, float p0, float p1) {
+__kernel void gemm(int M, int N, int K, __global const DT *A, int aoff, int rsa, int csa,
+                   int bsa, __global const DT *B, int boff, int rsb, int csb, int bsb,
+                   int bpacked, __global const DT *C, int coff, int rsc, int csc, int has_c,
+                   float alpha, float beta, __global DT *Y, int yoff, int ldy, int bsy, int act,
+                   float p0, float p1) {
     int nt = get_global_id(0), mt = get_global_id(1), z = get_global_id(2);
     int n0 = nt * NR, m0 = mt * MR;
     if (n0 >= N || m0 >= M)
@@ -30,23 +30,23 @@ __kernel void gemm(int M, int N, int K, __global const float *A, int aoff, int r
         c1[i] = (VT)0.0f;
     }
     if (bpacked) {
-        __global const float *bp = B + nt * K * NR;
+        __global const DT *bp = B + nt * K * NR;
         for (int k = 0; k < K; k++, bp += NR) {
-            VT b0 = VLOAD(0, bp), b1 = VLOAD(0, bp + VW);
+            VT b0 = VLDG(bp), b1 = VLDG(bp + VW);
 #pragma unroll
             for (int i = 0; i < MR; i++) {
-                VT av = (VT)(A[ra[i] + k * csa]);
+                VT av = (VT)(LD(A, ra[i] + k * csa));
                 c0[i] = mad(av, b0, c0[i]);
                 c1[i] = mad(av, b1, c1[i]);
             }
         }
     } else if (csb == 1 && n0 + NR <= N) {
-        __global const float *bp = B + n0;
+        __global const DT *bp = B + n0;
         for (int k = 0; k < K; k++, bp += rsb) {
-            VT b0 = VLOAD(0, bp), b1 = VLOAD(0, bp + VW);
+            VT b0 = VLDG(bp), b1 = VLDG(bp + VW);
 #pragma unroll
             for (int i = 0; i < MR; i++) {
-                VT av = (VT)(A[ra[i] + k * csa]);
+                VT av = (VT)(LD(A, ra[i] + k * csa));
                 c0[i] = mad(av, b0, c0[i]);
                 c1[i] = mad(av, b1, c1[i]);
             }
@@ -55,11 +55,11 @@ __kernel void gemm(int M, int N, int K, __global const float *A, int aoff, int r
         float t[NR];
         for (int k = 0; k < K; k++) {
             for (int j = 0; j < NR; j++)
-                t[j] = n0 + j < N ? B[k * rsb + (n0 + j) * csb] : 0.0f;
+                t[j] = n0 + j < N ? LD(B, k * rsb + (n0 + j) * csb) : 0.0f;
             VT b0 = VLOAD(0, t), b1 = VLOAD(0, t + VW);
 #pragma unroll
             for (int i = 0; i < MR; i++) {
-                VT av = (VT)(A[ra[i] + k * csa]);
+                VT av = (VT)(LD(A, ra[i] + k * csa));
                 c0[i] = mad(av, b0, c0[i]);
                 c1[i] = mad(av, b1, c1[i]);
             }
@@ -75,14 +75,14 @@ __kernel void gemm(int M, int N, int K, __global const float *A, int aoff, int r
         VSTORE(c1[i] * alpha, 0, t + VW);
         if (has_c)
             for (int j = 0; j < nn; j++)
-                t[j] += beta * C[coff + (m0 + i) * rsc + (n0 + j) * csc];
-        __global float *yr = Y + (m0 + i) * ldy + n0;
+                t[j] += beta * LD(C, coff + (m0 + i) * rsc + (n0 + j) * csc);
+        __global DT *yr = Y + (m0 + i) * ldy + n0;
         if (nn == NR) {
-            VSTORE(actv(VLOAD(0, t), act, p0, p1), 0, yr);
-            VSTORE(actv(VLOAD(0, t + VW), act, p0, p1), 0, yr + VW);
+            VSTG(actv(VLOAD(0, t), act, p0, p1), yr);
+            VSTG(actv(VLOAD(0, t + VW), act, p0, p1), yr + VW);
         } else {
             for (int j = 0; j < nn; j++)
-                yr[j] = act1(t[j], act, p0, p1);
+                ST(yr, j, act1(t[j], act, p0, p1));
         }
     }
 }
