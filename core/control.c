@@ -27,6 +27,12 @@
                                            stays true stops here with an error */
 
 int mf_core_op(const mf_node *n) {
+    if (strcmp(n->domain, "minfer") == 0) {
+        for (size_t k = 0; k < sizeof MF_CORE_MINFER_OPS / sizeof MF_CORE_MINFER_OPS[0]; k++)
+            if (strcmp(n->op_type, MF_CORE_MINFER_OPS[k].op_type) == 0)
+                return 1;
+        return 0;
+    }
     if (n->domain[0])
         return 0;
     for (size_t k = 0; k < sizeof MF_CORE_OPS / sizeof MF_CORE_OPS[0]; k++)
@@ -116,6 +122,18 @@ minfer_status mf_core_infer(minfer_session *s, int i, const minfer_tensor_view *
         return MINFER_OK;
     int32_t dt0 = nin && n->inputs[0] >= 0 ? in[0].dtype : 0;
     int32_t k0 = nin && n->inputs[0] >= 0 ? in[0].kind : MINFER_VALUE_TENSOR;
+    if (n->domain[0]) { /* minfer's OnesLike, ZerosLike, SumToShape: the shape of input 0 or 1 */
+        size_t like = is_op(n, "SumToShape") ? 1 : 0;
+        if (nin <= like || n->inputs[like] < 0) {
+            snprintf(err, err_size, "needs %zu inputs", like + 1);
+            return MINFER_ERR_MODEL;
+        }
+        out[0] = in[like];
+        out[0].dtype = dt0;
+        out[0].data = NULL;
+        out[0].nbytes = 0;
+        return MINFER_OK;
+    }
     if (is_op(n, "If")) {
         for (size_t o = 0; o < n->n_outputs; o++)
             from_decl(sub_graph(s, i, 0), o, &out[o]);
@@ -1184,6 +1202,88 @@ fail:
     return st;
 }
 
+/* minfer:OnesLike, ZerosLike and SumToShape (for the Gradient expansion). */
+static double elem_get(const void *p, int32_t dt, size_t i) {
+    switch (dt) {
+    case MINFER_DTYPE_FLOAT: return ((const float *)p)[i];
+    case MINFER_DTYPE_DOUBLE: return ((const double *)p)[i];
+    case MINFER_DTYPE_INT32: return ((const int32_t *)p)[i];
+    default: return (double)((const int64_t *)p)[i];
+    }
+}
+
+static void elem_set(void *p, int32_t dt, size_t i, double v) {
+    switch (dt) {
+    case MINFER_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
+    case MINFER_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
+    case MINFER_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    default: ((int64_t *)p)[i] = (int64_t)v; break;
+    }
+}
+
+static minfer_status op_grad_helper(core_call *cc) {
+    const mf_node *n = cc->n;
+    const minfer_tensor_view *x = &cc->in[is_op(n, "SumToShape") ? 1 : 0], *g = &cc->in[0];
+    int32_t dt = g->dtype;
+    if (!present(cc, 0) || (cc->nin > 1 && !present(cc, 1)) || x->kind != MINFER_VALUE_TENSOR ||
+        g->kind != MINFER_VALUE_TENSOR)
+        return FAIL(cc, MINFER_ERR_MODEL, "needs tensor inputs");
+    if (dt != MINFER_DTYPE_FLOAT && dt != MINFER_DTYPE_DOUBLE && dt != MINFER_DTYPE_INT32 &&
+        dt != MINFER_DTYPE_INT64)
+        return FAIL(cc, MINFER_ERR_TYPE, "%s is not float, double, int32 or int64",
+                    minfer_dtype_name((minfer_dtype)dt));
+    minfer_tensor *r = NULL;
+    minfer_status st = mf_tensor_new(dt, x->dims, x->rank, &r);
+    if (st != MINFER_OK)
+        return mf_error_prefix(st, "%s: %s", cc->s->errctx, cc->lbl);
+    size_t count = prod(x->dims, 0, x->rank);
+    if (is_op(n, "OnesLike")) {
+        for (size_t e = 0; e < count; e++)
+            elem_set(r->view.data, dt, e, 1.0);
+    } else if (is_op(n, "SumToShape")) {
+        /* every element of g adds to the element of x it was broadcast from */
+        int rg = g->rank, rx = x->rank;
+        if (rx > rg) {
+            minfer_tensor_free(r);
+            return FAIL(cc, MINFER_ERR_SHAPE, "cannot sum rank %d to rank %d", rg, rx);
+        }
+        for (int d = 0; d < rx; d++)
+            if (x->dims[d] != 1 && x->dims[d] != g->dims[rg - rx + d]) {
+                char a[128], b[128];
+                minfer_tensor_free(r);
+                return FAIL(cc, MINFER_ERR_SHAPE, "%s does not broadcast to %s",
+                            mf_shape_str(x->dims, x->rank, a, sizeof a),
+                            mf_shape_str(g->dims, g->rank, b, sizeof b));
+            }
+        size_t total = prod(g->dims, 0, rg);
+        double *acc = mf_calloc(count + 1, sizeof *acc);
+        if (!acc) {
+            minfer_tensor_free(r);
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", cc->s->errctx);
+        }
+        const char *gp = (const char *)g->data + g->offset;
+        for (size_t e = 0; e < total; e++) {
+            size_t rem = e, xi = 0, stride = 1;
+            for (int d = rg - 1; d >= 0; d--) {
+                size_t id = rem % (size_t)g->dims[d];
+                rem /= (size_t)g->dims[d];
+                int dx = d - (rg - rx);
+                if (dx >= 0) {
+                    if (x->dims[dx] != 1)
+                        xi += id * stride;
+                    stride *= (size_t)x->dims[dx];
+                }
+            }
+            acc[xi] += elem_get(gp, dt, e);
+        }
+        for (size_t e = 0; e < count; e++)
+            elem_set(r->view.data, dt, e, acc[e]);
+        free(acc);
+    } /* ZerosLike: mf_tensor_new zero-fills */
+    cc->out[0] = r;
+    return MINFER_OK;
+}
+
 minfer_status mf_core_exec(minfer_session *s, int i, const minfer_tensor_view *in,
                            minfer_tensor **out) {
     core_call cc;
@@ -1198,7 +1298,9 @@ minfer_status mf_core_exec(minfer_session *s, int i, const minfer_tensor_view *i
         out[o] = NULL;
     const mf_node *n = cc.n;
     minfer_status st;
-    if (is_op(n, "If"))
+    if (n->domain[0])
+        st = op_grad_helper(&cc);
+    else if (is_op(n, "If"))
         st = op_if(&cc);
     else if (is_op(n, "Loop"))
         st = op_loop(&cc);

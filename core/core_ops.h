@@ -30,4 +30,12 @@ static const mf_core_op_entry MF_CORE_OPS[] = {
     {"OptionalGetElement", 15, "optionals"},
 };
 
+/* Helpers of the minfer domain the core runs: what the Gradient expansion
+ * (core/gradient.c) emits besides standard ops. */
+static const mf_core_op_entry MF_CORE_MINFER_OPS[] = {
+    {"OnesLike", 1, "a tensor of ones with the input's type and shape"},
+    {"ZerosLike", 1, "a tensor of zeros with the input's type and shape"},
+    {"SumToShape", 1, "input 0 summed over the axes it was broadcast along to input 1's shape"},
+};
+
 #endif

@@ -121,6 +121,10 @@ minfer_status mf_graph_finalize(mf_graph *g, const char *errctx);
  * is (control.c). *why (may be NULL) names the node or value. */
 int mf_graph_has_control(const mf_graph *g, const char **why);
 
+/* Expands every ai.onnx.preview.training Gradient node into the nodes
+ * that compute it (gradient.c); g is finalized again. */
+minfer_status mf_expand_gradients(mf_graph *g, const char *errctx);
+
 /* Attribute lookup on the IR node; NULL if absent. */
 const mf_attr *mf_node_attr(const mf_node *n, const char *name);
 /* Typed getters returning def when the attribute is absent. */

@@ -631,6 +631,8 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     if ((st = open_providers(s, opt)) != MINFER_OK)
         goto fail;
     phase(s, "load providers", t, now_ms() - t);
+    if ((st = mf_expand_gradients(g, errctx)) != MINFER_OK)
+        goto fail;
     if ((st = optimize(s, opt)) != MINFER_OK)
         goto fail;
     s->node_ms = mf_calloc(g->n_nodes + 1, sizeof *s->node_ms);

@@ -309,6 +309,117 @@ static void test_sequence_at_range(void **state) {
     minfer_session_free(s);
 }
 
+/* ---- Gradient ----------------------------------------------------------- */
+
+/* y = Sigmoid(Relu(a * b)) + Tanh(a @ w) summed into one output s with a
+ * ReduceSum-free trick: the Gradient's seed is ones, so dy/dx is the
+ * gradient of sum(y). Checked against central differences of sum(y). */
+static void test_gradient(void **state) {
+    (void)state;
+    minfer_graph_builder *b = NULL;
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    int64_t da[] = {2, 3}, db[] = {3}, dw[] = {3, 3};
+    assert_ok(minfer_builder_create(13, &b));
+    assert_ok(minfer_builder_add_opset(b, "ai.onnx.preview.training", 1));
+    assert_ok(minfer_builder_add_input(b, "a", MINFER_DTYPE_FLOAT, da, 2, NULL));
+    assert_ok(minfer_builder_add_input(b, "b", MINFER_DTYPE_FLOAT, db, 1, NULL));
+    assert_ok(minfer_builder_add_input(b, "w", MINFER_DTYPE_FLOAT, dw, 2, NULL));
+    const char *i1[] = {"a", "b"}, *o1[] = {"m"};
+    const char *i2[] = {"m"}, *o2[] = {"r"};
+    const char *i3[] = {"r"}, *o3[] = {"sg"};
+    const char *i4[] = {"a", "w"}, *o4[] = {"mm"};
+    const char *i5[] = {"mm"}, *o5[] = {"th"};
+    const char *i6[] = {"sg", "th"}, *o6[] = {"y"};
+    const char *gi[] = {"a", "b", "w"}, *go[] = {"da", "db", "dw"};
+    size_t gnode = 0;
+    assert_ok(minfer_builder_add_node(b, "Mul", NULL, "mul", i1, 2, o1, 1, NULL));
+    assert_ok(minfer_builder_add_node(b, "Relu", NULL, "relu", i2, 1, o2, 1, NULL));
+    assert_ok(minfer_builder_add_node(b, "Sigmoid", NULL, "sig", i3, 1, o3, 1, NULL));
+    assert_ok(minfer_builder_add_node(b, "MatMul", NULL, "mm", i4, 2, o4, 1, NULL));
+    assert_ok(minfer_builder_add_node(b, "Tanh", NULL, "tanh", i5, 1, o5, 1, NULL));
+    assert_ok(minfer_builder_add_node(b, "Add", NULL, "add", i6, 2, o6, 1, NULL));
+    assert_ok(minfer_builder_add_node(b, "Gradient", "ai.onnx.preview.training", "grad", gi, 3,
+                                      go, 3, &gnode));
+    assert_ok(minfer_builder_set_attr_strings(b, gnode, "xs", gi, 3));
+    assert_ok(minfer_builder_set_attr_string(b, gnode, "y", "y"));
+    const char *outs[] = {"y", "da", "db", "dw"};
+    for (int k = 0; k < 4; k++)
+        assert_ok(minfer_builder_add_output(b, outs[k]));
+    assert_ok(minfer_options_create(&opt));
+    assert_ok(minfer_options_set_providers_str(opt, "cpu"));
+    assert_ok(minfer_session_create_from_builder(b, opt, &s));
+    minfer_options_free(opt);
+    minfer_builder_free(b);
+
+    float av[6] = {0.5f, -0.3f, 1.2f, -0.7f, 0.2f, 0.9f}, bv[3] = {1.5f, -0.4f, 0.8f};
+    float wv[9] = {0.1f, -0.2f, 0.3f, 0.4f, 0.5f, -0.6f, 0.7f, -0.8f, 0.9f};
+    minfer_tensor *in[3] = {NULL, NULL, NULL};
+    assert_ok(minfer_tensor_wrap(MINFER_DTYPE_FLOAT, da, 2, av, sizeof av, &in[0]));
+    assert_ok(minfer_tensor_wrap(MINFER_DTYPE_FLOAT, db, 1, bv, sizeof bv, &in[1]));
+    assert_ok(minfer_tensor_wrap(MINFER_DTYPE_FLOAT, dw, 2, wv, sizeof wv, &in[2]));
+    const char *names[] = {"a", "b", "w"};
+    minfer_tensor *res[4] = {NULL, NULL, NULL, NULL};
+    assert_ok(minfer_session_run(s, names, (const minfer_tensor *const *)in, 3, outs, res, 4));
+    float *vals[3] = {av, bv, wv};
+    size_t counts[3] = {6, 3, 9};
+    for (int x = 0; x < 3; x++) {
+        const float *grad = minfer_tensor_data(res[1 + x]);
+        assert_int_equal(minfer_tensor_numel(res[1 + x]), (int64_t)counts[x]);
+        for (size_t e = 0; e < counts[x]; e++) {
+            double sums[2];
+            float keep = vals[x][e];
+            for (int side = 0; side < 2; side++) {
+                vals[x][e] = keep + (side ? 1e-2f : -1e-2f);
+                minfer_tensor *y = NULL;
+                assert_ok(minfer_session_run(s, names, (const minfer_tensor *const *)in, 3,
+                                             outs, &y, 1));
+                sums[side] = 0;
+                for (int64_t k = 0; k < minfer_tensor_numel(y); k++)
+                    sums[side] += ((const float *)minfer_tensor_data(y))[k];
+                minfer_tensor_free(y);
+            }
+            vals[x][e] = keep;
+            double numeric = (sums[1] - sums[0]) / 2e-2;
+            if (fabs(numeric - grad[e]) > 2e-2 * (1 + fabs(numeric)))
+                fail_msg("d/d%s[%zu]: %g analytic, %g numeric", names[x], e, (double)grad[e],
+                         numeric);
+        }
+    }
+    for (int k = 0; k < 4; k++)
+        minfer_tensor_free(res[k]);
+    for (int k = 0; k < 3; k++)
+        minfer_tensor_free(in[k]);
+    minfer_session_free(s);
+}
+
+/* An op the expansion cannot differentiate: a clear error naming it. */
+static void test_gradient_unsupported(void **state) {
+    (void)state;
+    minfer_graph_builder *b = NULL;
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    int64_t d[] = {4};
+    assert_ok(minfer_builder_create(13, &b));
+    assert_ok(minfer_builder_add_opset(b, "ai.onnx.preview.training", 1));
+    assert_ok(minfer_builder_add_input(b, "a", MINFER_DTYPE_FLOAT, d, 1, NULL));
+    const char *i1[] = {"a"}, *o1[] = {"y"}, *go[] = {"da"};
+    size_t gnode = 0;
+    assert_ok(minfer_builder_add_node(b, "Floor", NULL, "floor", i1, 1, o1, 1, NULL));
+    assert_ok(minfer_builder_add_node(b, "Gradient", "ai.onnx.preview.training", "grad", i1, 1,
+                                      go, 1, &gnode));
+    assert_ok(minfer_builder_set_attr_strings(b, gnode, "xs", i1, 1));
+    assert_ok(minfer_builder_set_attr_string(b, gnode, "y", "y"));
+    assert_ok(minfer_builder_add_output(b, "da"));
+    assert_ok(minfer_options_create(&opt));
+    assert_ok(minfer_options_set_providers_str(opt, "cpu"));
+    assert_int_equal(minfer_session_create_from_builder(b, opt, &s), MINFER_ERR_UNSUPPORTED);
+    assert_error_mentions("cannot differentiate node 'floor' (Floor)");
+    assert_null(s);
+    minfer_options_free(opt);
+    minfer_builder_free(b);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1)
         data_dir = argv[1];
@@ -316,6 +427,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_sequence_api),      cmocka_unit_test(test_if_both_branches),
         cmocka_unit_test(test_loop_trip_counts),  cmocka_unit_test(test_scan_sum),
         cmocka_unit_test(test_sequence_io),       cmocka_unit_test(test_sequence_at_range),
+        cmocka_unit_test(test_gradient),          cmocka_unit_test(test_gradient_unsupported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -88,5 +88,12 @@ int main(void) {
     for (size_t i = 0; i < n_core; i++)
         printf("| ai.onnx | %s | %d+ | %s |\n", MF_CORE_OPS[i].op_type,
                MF_CORE_OPS[i].since_version, MF_CORE_OPS[i].what);
+    printf("| ai.onnx.preview.training | Gradient | 1+ | expanded at session build into the "
+           "nodes computing it (Add, Sub, Mul, Div, Neg, Identity, Relu, Sigmoid, Tanh, Exp, "
+           "Log, Sqrt, 2-D MatMul are differentiated) |\n");
+    for (size_t i = 0; i < sizeof MF_CORE_MINFER_OPS / sizeof MF_CORE_MINFER_OPS[0]; i++)
+        printf("| minfer | %s | %d+ | %s (emitted by the Gradient expansion) |\n",
+               MF_CORE_MINFER_OPS[i].op_type, MF_CORE_MINFER_OPS[i].since_version,
+               MF_CORE_MINFER_OPS[i].what);
     return 0;
 }
