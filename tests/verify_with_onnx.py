@@ -26,27 +26,25 @@ import onnx
 from onnx import numpy_helper
 
 
-def load_value(path):
-    """The .pb at path as ('tensor', TensorProto), ('sequence', [..]) or ('optional', ..)."""
+KINDS = {"tensor_type": "tensor", "sequence_type": "sequence", "optional_type": "optional"}
+
+
+def output_kinds(case):
+    """The kind of each graph output of the case's model ('tensor' when the
+    model does not say): a .pb file does not say which proto it holds."""
+    m = onnx.load(os.path.join(case, "model.onnx"), load_external_data=False)
+    return [KINDS.get(o.type.WhichOneof("value"), "tensor") for o in m.graph.output]
+
+
+def load_value(path, kind="tensor"):
+    """The .pb at path, read as kind: ('tensor', TensorProto), ('sequence',
+    SequenceProto) or ('optional', OptionalProto)."""
     with open(path, "rb") as f:
         data = f.read()
-    t = onnx.TensorProto()
-    try:
-        t.ParseFromString(data)
-        if t.data_type != onnx.TensorProto.UNDEFINED:
-            return "tensor", t
-    except Exception:  # not a TensorProto: try the other value kinds
-        pass
-    s = onnx.SequenceProto()
-    try:
-        s.ParseFromString(data)
-        if s.elem_type != 0:
-            return "sequence", s
-    except Exception:
-        pass
-    o = onnx.OptionalProto()
-    o.ParseFromString(data)
-    return "optional", o
+    v = {"tensor": onnx.TensorProto, "sequence": onnx.SequenceProto,
+         "optional": onnx.OptionalProto}[kind]()
+    v.ParseFromString(data)
+    return kind, v
 
 
 def as_array(t):
@@ -117,10 +115,15 @@ def compare_value(got, want, rtol, atol):
             if why:
                 return "element %d: %s" % (i, why)
         return None
-    gh, wh = gv.HasField("tensor_value"), wv.HasField("tensor_value")
-    if gh != wh:
-        return "optional %s, expected %s" % ("set" if gh else "empty", "set" if wh else "empty")
-    return compare_tensor(gv.tensor_value, wv.tensor_value, rtol, atol) if wh else None
+    for field, kind in (("tensor_value", "tensor"), ("sequence_value", "sequence")):
+        gh, wh = gv.HasField(field), wv.HasField(field)
+        if gh != wh:
+            return "optional %s, expected %s" % ("set" if gh else "empty",
+                                                 "set" if wh else "empty")
+        if wh:
+            return compare_value((kind, getattr(gv, field)), (kind, getattr(wv, field)),
+                                 rtol, atol)
+    return None
 
 
 def by_index(paths):
@@ -135,7 +138,11 @@ def check_case(case, out, rtol, atol):
     gots = by_index(glob.glob(os.path.join(out, "output_*.pb")))
     if not wants:
         return ["no reference outputs in %s" % case]
-    got_vals = [load_value(p) for p in gots]
+    kinds = output_kinds(case)
+    def kind_of(i):
+        return kinds[i] if i < len(kinds) else "tensor"
+
+    got_vals = [load_value(p, kind_of(i)) for i, p in enumerate(gots)]
     got_names = {}
     for i, (kind, v) in enumerate(got_vals):
         name = getattr(v, "name", "")
@@ -143,7 +150,7 @@ def check_case(case, out, rtol, atol):
             got_names[name] = i
     errs = []
     for k, path in enumerate(wants):
-        want = load_value(path)
+        want = load_value(path, kind_of(k))
         name = getattr(want[1], "name", "")
         i = got_names.get(name, k) if name else k
         if i >= len(got_vals):
