@@ -341,6 +341,8 @@ CPU_KERNEL(range)
 CPU_KERNEL(tile)
 /* loss.c */
 CPU_KERNEL(loss)
+/* training.c: Adagrad, Momentum and Adam (ai.onnx.preview.training) */
+CPU_KERNEL(optimizer)
 /* indexing.c: one prepare (indexing) for most, one compute each */
 minfer_status cpu_prepare_indexing(cpu_prep *p);
 minfer_status cpu_compute_gather_elements(const cpu_exec *e);

@@ -252,6 +252,13 @@ static const cpu_kernel kernels[] = {
     /* loss.c */
     K("NegativeLogLikelihoodLoss", 12, CPU_T_FLOATS | CPU_T_HALF, loss),
     K("SoftmaxCrossEntropyLoss", 12, CPU_T_FLOATS | CPU_T_HALF, loss),
+    /* training.c: the optimizers; the main input is the learning rate R */
+    {"ai.onnx.preview.training", "Adagrad", 1, CPU_T_FLOATS, cpu_prepare_optimizer,
+     cpu_compute_optimizer},
+    {"ai.onnx.preview.training", "Adam", 1, CPU_T_FLOATS, cpu_prepare_optimizer,
+     cpu_compute_optimizer},
+    {"ai.onnx.preview.training", "Momentum", 1, CPU_T_FLOATS, cpu_prepare_optimizer,
+     cpu_compute_optimizer},
     /* indexing.c */
     KI("GatherElements", 11, CPU_T_ALL, gather_elements),
     KI("Scatter", 9, CPU_T_ALL, scatter_elements),
