@@ -142,7 +142,11 @@ minfer_status mf_provider_open(const char *name, const minfer_host_api *api, voi
                       used ? searched : "an empty search path; set MINFER_PROVIDER_PATH");
         goto fail;
     }
-    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* MINFER_KEEP_PROVIDERS=1 keeps provider libraries mapped after their
+     * last session, so a leak checker can name their frames at exit. */
+    const char *keep = getenv("MINFER_KEEP_PROVIDERS");
+    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL |
+                              (keep && strcmp(keep, "1") == 0 ? RTLD_NODELETE : 0));
     if (!handle) {
         const char *e = dlerror();
         st = mf_error(MINFER_ERR_PROVIDER, "provider '%s': cannot load %s: %s", name, path,

@@ -22,10 +22,12 @@ while read -r name; do
 done < <(cat "$cases"; printf '%s\n' "${extra[@]}")
 
 for name in "${extra[@]}"; do
-    if ! "$minfer" info --providers opencl,cpu "$node_dir/$name/model.onnx" 2>&1 |
-        grep -Eq '^ +1 +opencl|opencl +1$'; then
+    # The whole report first: grep -q would stop reading early, and the
+    # writer's SIGPIPE would fail the pipeline.
+    info=$("$minfer" info --providers opencl,cpu "$node_dir/$name/model.onnx" 2>&1) || true
+    if ! grep -Eq '^ +1 +opencl|opencl +1$' <<<"$info"; then
         echo "test_opencl_nodes: $name is not placed on opencl:" >&2
-        "$minfer" info --providers opencl,cpu "$node_dir/$name/model.onnx" >&2 || true
+        echo "$info" >&2
         exit 1
     fi
 done
