@@ -2180,9 +2180,44 @@ static const struct rule *find_rule(const char *domain, const char *op) {
     return NULL;
 }
 
+/* ai.onnx.preview.training's optimizers: R, T, then groups of n tensors
+ * (Adagrad X, G, H; Momentum X, G, V; Adam X, G, V, H); the outputs are the
+ * groups but G, each output typed and shaped as its input. */
+static int training_groups(const char *op) {
+    return strcmp(op, "Adam") == 0 ? 4
+           : strcmp(op, "Adagrad") == 0 || strcmp(op, "Momentum") == 0 ? 3
+                                                                       : 0;
+}
+
+static minfer_status infer_training(const mf_node *node, const minfer_tensor_view *in,
+                                    size_t n_in, minfer_tensor_view *out, size_t n_out, char *err,
+                                    size_t err_size) {
+    size_t groups = (size_t)training_groups(node->op_type);
+    if (!groups)
+        return MINFER_OK; /* Gradient is expanded before inference */
+    if (n_in < 2 || (n_in - 2) % groups || n_out != (n_in - 2) / groups * (groups - 1)) {
+        snprintf(err, err_size, "%zu inputs and %zu outputs do not make groups of %zu tensors",
+                 n_in, n_out, groups);
+        return MINFER_ERR_MODEL;
+    }
+    size_t n = (n_in - 2) / groups;
+    for (size_t o = 0; o < n_out; o++) {
+        size_t group = o / n, k = o % n, src = 2 + (group == 0 ? 0 : group + 1) * n + k;
+        if (src < n_in && node->inputs[src] >= 0) {
+            out[o] = in[src];
+            out[o].data = NULL;
+            out[o].nbytes = 0;
+            out[o].layout = 0;
+        }
+    }
+    return MINFER_OK;
+}
+
 int mf_infer_known(const char *domain, const char *op_type) {
     if (domain && strcmp(domain, "minfer") == 0) /* the optimizer's fused ops */
         return mf_infer_minfer_known(op_type);
+    if (domain && strcmp(domain, "ai.onnx.preview.training") == 0)
+        return training_groups(op_type) > 0;
     return find_rule(domain, op_type) != NULL;
 }
 
@@ -2220,6 +2255,8 @@ minfer_status mf_infer_node(const mf_node *node, const minfer_tensor_view *in, s
     }
     if (node->domain && strcmp(node->domain, "minfer") == 0) /* the optimizer's fused ops */
         return mf_infer_minfer_node(node, in, n_in, out, n_out, err, err_size);
+    if (node->domain && strcmp(node->domain, "ai.onnx.preview.training") == 0)
+        return infer_training(node, in, c.n_in, out, c.n_out, err, err_size);
     rule = find_rule(node->domain, node->op_type);
     if (!rule)
         return MINFER_OK;

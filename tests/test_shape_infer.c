@@ -663,6 +663,38 @@ static void test_gather(void **state) {
     assert_int_equal(run(&t, 2, 1), MINFER_ERR_TYPE);
 }
 
+/* The training optimizers: each output as its X or state input. */
+static void test_training_optimizers(void **state) {
+    tnode t;
+    int idx[MAX_IN] = {0, 1, 2, 3, 4, 5};
+    (void)state;
+    node_init(&t, "Adam", 1);
+    t.n.domain = (char *)"ai.onnx.preview.training";
+    t.n.inputs = idx;
+    t.n.n_inputs = 6;
+    t.n.n_outputs = 3;
+    t.in[0] = view(F, 0, NULL);
+    t.in[1] = view(I64, 0, NULL);
+    t.in[2] = SHAPE(F, 2, 3);              /* X */
+    t.in[3] = SHAPE(F, 2, 3);              /* G */
+    t.in[4] = SHAPE(MINFER_DTYPE_DOUBLE, 4); /* V */
+    t.in[5] = SHAPE(F, 7);                 /* H */
+    assert_int_equal(run(&t, 6, 3), MINFER_OK);
+    EXPECT(&t.out[0], F, 2, 3);
+    EXPECT(&t.out[1], MINFER_DTYPE_DOUBLE, 4);
+    EXPECT(&t.out[2], F, 7);
+    /* Momentum: X, G, V; outputs X, V */
+    t.n.op_type = (char *)"Momentum";
+    t.n.n_inputs = 5;
+    t.n.n_outputs = 2;
+    assert_int_equal(run(&t, 5, 2), MINFER_OK);
+    EXPECT(&t.out[0], F, 2, 3);
+    EXPECT(&t.out[1], MINFER_DTYPE_DOUBLE, 4);
+    /* inputs that do not make whole groups */
+    assert_int_equal(run(&t, 4, 2), MINFER_ERR_MODEL);
+    assert_true(strstr(t.err, "groups") != NULL);
+}
+
 static void test_shape_start_end(void **state) {
     tnode t;
     (void)state;
@@ -929,6 +961,7 @@ int main(void) {
         cmocka_unit_test(test_squeeze_unsqueeze_opsets),
         cmocka_unit_test(test_concat),
         cmocka_unit_test(test_gather),
+        cmocka_unit_test(test_training_optimizers),
         cmocka_unit_test(test_shape_start_end),
         cmocka_unit_test(test_transpose),
         cmocka_unit_test(test_flatten_expand_tile),
