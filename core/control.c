@@ -23,9 +23,6 @@
 #include "core_ops.h"
 #include "session.h"
 
-#define MAX_LOOP_ITERATIONS 100000000LL /* a Loop with no trip count and a condition that
-                                           stays true stops here with an error */
-
 int mf_core_op(const mf_node *n) {
     if (strcmp(n->domain, "minfer") == 0) {
         for (size_t k = 0; k < sizeof MF_CORE_MINFER_OPS / sizeof MF_CORE_MINFER_OPS[0]; k++)
@@ -835,8 +832,10 @@ static minfer_status op_loop(core_call *cc) {
         (st = new_scalar(MINFER_DTYPE_BOOL, cond, &cond_t)) != MINFER_OK)
         goto done;
     for (int64_t it = 0; cond && (trip < 0 || it < trip); it++) {
-        if (it >= MAX_LOOP_ITERATIONS) {
-            st = FAIL(cc, MINFER_ERR_LIMIT, "more than %lld iterations", MAX_LOOP_ITERATIONS);
+        if ((uint64_t)it >= s->limits.max_loop_iterations) {
+            st = FAIL(cc, MINFER_ERR_LIMIT,
+                      "more than %llu iterations (the loop limit; trip count %lld)",
+                      (unsigned long long)s->limits.max_loop_iterations, (long long)trip);
             goto done;
         }
         *(int64_t *)iter_t->view.data = it;

@@ -143,13 +143,15 @@ minfer_status minfer_options_set_limits(minfer_options *opt, const minfer_limits
 
 minfer_limits mf_options_limits(const minfer_options *opt) {
     minfer_limits l = {MF_DEFAULT_MAX_MODEL_BYTES, MF_DEFAULT_MAX_TENSOR_BYTES,
-                       MF_DEFAULT_MAX_NODES};
+                       MF_DEFAULT_MAX_NODES, MF_DEFAULT_MAX_LOOP_ITERATIONS};
     if (opt && opt->limits.max_model_bytes)
         l.max_model_bytes = opt->limits.max_model_bytes;
     if (opt && opt->limits.max_tensor_bytes)
         l.max_tensor_bytes = opt->limits.max_tensor_bytes;
     if (opt && opt->limits.max_nodes)
         l.max_nodes = opt->limits.max_nodes;
+    if (opt && opt->limits.max_loop_iterations)
+        l.max_loop_iterations = opt->limits.max_loop_iterations;
     return l;
 }
 

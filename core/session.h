@@ -32,6 +32,7 @@ struct minfer_options {
 #define MF_DEFAULT_MAX_MODEL_BYTES ((uint64_t)2 << 30)
 #define MF_DEFAULT_MAX_TENSOR_BYTES ((uint64_t)16 << 30)
 #define MF_DEFAULT_MAX_NODES ((uint64_t)1000000)
+#define MF_DEFAULT_MAX_LOOP_ITERATIONS ((uint64_t)1000000)
 #define MF_DEFAULT_PLAN_CACHE 4
 
 /* The option string for a provider ("" when none). */

@@ -544,7 +544,8 @@ static void fill_input(minfer_tensor *t, rng *r) {
 
 static minfer_options *case_options(const model *mo) {
     minfer_options *opt = NULL;
-    minfer_limits lim = {0, mo->big ? (uint64_t)16 << 20 : (uint64_t)64 << 20, 100000};
+    minfer_limits lim = {0, mo->big ? (uint64_t)16 << 20 : (uint64_t)64 << 20, 100000,
+                         10000};
     if (minfer_options_create(&opt) != MINFER_OK ||
         minfer_options_set_providers_str(opt, "cpu") != MINFER_OK ||
         minfer_options_set_threads(opt, 1) != MINFER_OK ||

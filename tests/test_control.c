@@ -171,6 +171,37 @@ static void test_loop_trip_counts(void **state) {
     minfer_session_free(s);
 }
 
+/* A trip count beyond the loop limit: a clear error, not a hang; then a
+ * run within it works. */
+static void test_loop_limit(void **state) {
+    (void)state;
+    char path[1024];
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    minfer_limits lim = {0, 0, 0, 1000};
+    snprintf(path, sizeof path, "%s/node/test_range_float_type_positive_delta_expanded/model.onnx",
+             data_dir);
+    assert_ok(minfer_options_create(&opt));
+    assert_ok(minfer_options_set_providers_str(opt, "cpu"));
+    assert_ok(minfer_options_set_limits(opt, &lim));
+    assert_ok(minfer_session_create(path, opt, &s));
+    minfer_options_free(opt);
+    const char *names[] = {"start", "limit", "delta"};
+    minfer_tensor *in[3] = {scalar_f32(0), scalar_f32(1e12f), scalar_f32(1)};
+    minfer_tensor *out = NULL;
+    assert_int_equal(minfer_session_run(s, names, (const minfer_tensor *const *)in, 3, NULL, &out, 1),
+                     MINFER_ERR_LIMIT);
+    assert_error_mentions("loop limit");
+    assert_null(out);
+    *(float *)minfer_tensor_data(in[1]) = 1000;
+    assert_ok(minfer_session_run(s, names, (const minfer_tensor *const *)in, 3, NULL, &out, 1));
+    assert_int_equal(minfer_tensor_numel(out), 1000);
+    minfer_tensor_free(out);
+    for (int k = 0; k < 3; k++)
+        minfer_tensor_free(in[k]);
+    minfer_session_free(s);
+}
+
 /* Scan: a running sum over the rows, checked by hand. */
 static void test_scan_sum(void **state) {
     (void)state;
@@ -428,6 +459,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_loop_trip_counts),  cmocka_unit_test(test_scan_sum),
         cmocka_unit_test(test_sequence_io),       cmocka_unit_test(test_sequence_at_range),
         cmocka_unit_test(test_gradient),          cmocka_unit_test(test_gradient_unsupported),
+        cmocka_unit_test(test_loop_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -153,7 +153,7 @@ static void test_constant_of_shape_runtime(void **state) {
 
 static void test_max_tensor_bytes(void **state) {
     (void)state;
-    minfer_limits lim = {0, 1024, 0};
+    minfer_limits lim = {0, 1024, 0, 0};
     int64_t dims[1] = {1000}; /* 4000 bytes */
     /* an initializer over the limit */
     Onnx__ModelProto *m = ob_model(13);
@@ -182,7 +182,7 @@ static void test_max_tensor_bytes(void **state) {
 static void test_max_nodes(void **state) {
     (void)state;
     int64_t dims[1] = {4};
-    minfer_limits lim = {0, 0, 9};
+    minfer_limits lim = {0, 0, 9, 0};
     for (int pass = 0; pass < 2; pass++) {
         Onnx__ModelProto *m = ob_model(13);
         ob_input(m->graph, "v0", T_FLOAT, 1, dims);
@@ -208,7 +208,7 @@ static void test_max_model_bytes(void **state) {
     int64_t dims[1] = {4};
     size_t len;
     uint8_t *buf = ob_finish(relu_model(1, dims), &len);
-    minfer_limits lim = {len - 1, 0, 0};
+    minfer_limits lim = {len - 1, 0, 0, 0};
     minfer_options *opt = cpu_options(&lim);
     minfer_session *s = NULL;
     assert_int_equal(minfer_session_create_from_memory(buf, len, opt, &s), MINFER_ERR_LIMIT);

@@ -224,6 +224,7 @@ typedef struct minfer_limits {
     uint64_t max_model_bytes;  /* model file or buffer; default 2 GiB */
     uint64_t max_tensor_bytes; /* any one tensor; default 16 GiB */
     uint64_t max_nodes;        /* nodes in a graph, subgraphs included; default 1,000,000 */
+    uint64_t max_loop_iterations; /* of one Loop node in one run; default 1,000,000 */
 } minfer_limits;
 MINFER_API minfer_status minfer_options_set_limits(minfer_options *opt, const minfer_limits *limits);
 

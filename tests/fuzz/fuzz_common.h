@@ -20,7 +20,7 @@ static const minfer_options *fuzz_options(void) {
         if (!dlopen(MINFER_BUILD_PROVIDER_DIR "/libminfer_provider_cpu.so",
                     RTLD_NOW | RTLD_NODELETE))
             abort();
-        minfer_limits lim = {1u << 24, 1u << 24, 10000};
+        minfer_limits lim = {1u << 24, 1u << 24, 10000, 10000};
         if (minfer_options_create(&opt) != MINFER_OK ||
             minfer_options_set_providers_str(opt, "cpu") != MINFER_OK ||
             minfer_options_set_threads(opt, 1) != MINFER_OK ||
