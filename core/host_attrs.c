@@ -84,7 +84,13 @@ static int attr_tensor(const minfer_node_desc *n, const char *name, minfer_tenso
     return a != NULL;
 }
 
+static void *host_alloc(void *host, size_t bytes) {
+    (void)host;
+    return mf_malloc(bytes);
+}
+
 void mf_host_api_attrs(minfer_host_api *api) {
+    api->alloc = host_alloc;
     api->attr_type = attr_type;
     api->attr_int = attr_int;
     api->attr_float = attr_float;

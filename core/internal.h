@@ -71,7 +71,7 @@ void mf_free_strings(void *data, int64_t count);
 minfer_status mf_tensor_from_proto(const void *proto, const char *base_dir, const char *where,
                                    minfer_tensor **out);
 
-/* Fills the attr_* members of a host API table (host_attrs.c). */
+/* Fills the attr_* members and alloc of a host API table (host_attrs.c). */
 void mf_host_api_attrs(minfer_host_api *api);
 
 /* A printable shape "[1,3,224,224]" ("?" for -1, "[?]" for unknown rank). */

@@ -186,6 +186,10 @@ typedef struct minfer_host_api {
     /* A STRINGS attribute: *out receives count NUL-terminated strings. */
     int (*attr_strings)(const minfer_node_desc *node, const char *name, const char *const **out,
                         size_t *count);
+    /* Host memory for the provider's own use (node state, scratch): like
+     * malloc, and freed with free(), but counted by the host, so its
+     * allocation-failure tests reach the provider. NULL when it fails. */
+    void *(*alloc)(void *host, size_t bytes);
 } minfer_host_api;
 
 /* String tensors (MINFER_DTYPE_STRING): elements are char *. The host hands

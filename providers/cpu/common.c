@@ -48,9 +48,28 @@ minfer_status cpu_fail(const cpu_exec *e, minfer_status st, const char *fmt, ...
     return st;
 }
 
+void *cpu_host_malloc(const minfer_host_api *api, void *host, size_t bytes) {
+    if (api->struct_size >= offsetof(minfer_host_api, alloc) + sizeof api->alloc && api->alloc)
+        return api->alloc(host, bytes ? bytes : 1);
+    return malloc(bytes ? bytes : 1);
+}
+
+void *cpu_malloc(const cpu_ctx *ctx, size_t bytes) {
+    return cpu_host_malloc(ctx->api, ctx->host, bytes);
+}
+
+void *cpu_calloc(const cpu_ctx *ctx, size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = cpu_malloc(ctx, n * size);
+    if (p)
+        memset(p, 0, (n * size) != 0 ? n * size : 1);
+    return p;
+}
+
 void *cpu_state(cpu_prep *p, size_t size) {
     free(p->state);
-    p->state = calloc(1, size);
+    p->state = cpu_calloc(p->ctx, 1, size);
     if (!p->state)
         cpu_prep_fail(p, MINFER_ERR_NOMEM, "out of memory for node state");
     return p->state;

@@ -492,7 +492,7 @@ minfer_status cpu_compute_convtranspose(const cpu_exec *e) {
     if (rc)
         return rc;
     size_t plane = (size_t)(out[0] * out[1] * out[2]), total = (size_t)(N * M) * plane;
-    double *acc = calloc(total ? total : 1, sizeof *acc);
+    double *acc = cpu_calloc(e->ctx, total ? total : 1, sizeof *acc);
     if (!acc)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
     const void *xd = cpu_data(x), *wd = cpu_data(w);

@@ -57,6 +57,13 @@ typedef struct cpu_exec {
     const minfer_exec_args *args;
 } cpu_exec;
 
+/* Memory through the host's alloc (minfer_host_api.alloc) when it has one,
+ * else malloc; free it with free(). cpu_calloc zero-fills and checks n *
+ * size for overflow. */
+void *cpu_malloc(const cpu_ctx *ctx, size_t bytes);
+void *cpu_calloc(const cpu_ctx *ctx, size_t n, size_t size);
+void *cpu_host_malloc(const minfer_host_api *api, void *host, size_t bytes);
+
 typedef minfer_status (*cpu_prepare_fn)(cpu_prep *p);
 typedef minfer_status (*cpu_compute_fn)(const cpu_exec *e);
 

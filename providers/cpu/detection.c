@@ -83,9 +83,9 @@ minfer_status cpu_compute_nms(const cpu_exec *e) {
     size_t B = (size_t)bx->dims[0], N = (size_t)bx->dims[1], C = (size_t)sc->dims[1];
     if (maxout < 0)
         maxout = 0;
-    nms_cand *cand = malloc((N ? N : 1) * sizeof *cand);
-    double *box = malloc((N ? N : 1) * 4 * sizeof *box);
-    int64_t *sel = malloc((B * C * N + 1) * 3 * sizeof *sel);
+    nms_cand *cand = cpu_malloc(e->ctx, (N ? N : 1) * sizeof *cand);
+    double *box = cpu_malloc(e->ctx, (N ? N : 1) * 4 * sizeof *box);
+    int64_t *sel = cpu_malloc(e->ctx, (B * C * N + 1) * 3 * sizeof *sel);
     if (!cand || !box || !sel) {
         s = cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
         goto done;
@@ -257,7 +257,7 @@ minfer_status cpu_compute_det(const cpu_exec *e) {
     if (s)
         return s;
     size_t M = (size_t)x->dims[x->rank - 1], mats = (size_t)cpu_numel(x->rank - 2, x->dims);
-    double *a = malloc((M * M + 1) * sizeof *a);
+    double *a = cpu_malloc(e->ctx, (M * M + 1) * sizeof *a);
     if (!a)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
     for (size_t m = 0; m < mats; m++) {

@@ -462,7 +462,7 @@ minfer_status cpu_compute_topk(const cpu_exec *e) {
     size_t outer = (size_t)cpu_numel(axis, x->dims);
     size_t inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1);
     size_t es = cpu_dtype_size(x->dtype);
-    topk_item *items = malloc((len ? len : 1) * sizeof *items);
+    topk_item *items = cpu_malloc(e->ctx, (len ? len : 1) * sizeof *items);
     if (!items)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
     const char *xd = cpu_data(x);
@@ -529,10 +529,10 @@ minfer_status cpu_compute_unique(const cpu_exec *e) {
                  (size_t)cpu_numel(rank - axis - 1, dims + axis + 1)};
     size_t len = sl.len, nu = 0;
     /* first[u]: the first slice of unique u; inv[j]: the unique of slice j. */
-    size_t *first = malloc((len ? len : 1) * sizeof *first);
-    size_t *inv = malloc((len ? len : 1) * sizeof *inv);
-    size_t *rank_of = malloc((len ? len : 1) * sizeof *rank_of);
-    int64_t *count = calloc(len ? len : 1, sizeof *count);
+    size_t *first = cpu_malloc(e->ctx, (len ? len : 1) * sizeof *first);
+    size_t *inv = cpu_malloc(e->ctx, (len ? len : 1) * sizeof *inv);
+    size_t *rank_of = cpu_malloc(e->ctx, (len ? len : 1) * sizeof *rank_of);
+    int64_t *count = cpu_calloc(e->ctx, len ? len : 1, sizeof *count);
     if (!first || !inv || !rank_of || !count) {
         s = cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
         goto done;
@@ -559,7 +559,7 @@ minfer_status cpu_compute_unique(const cpu_exec *e) {
                 order[q] = order[q - 1];
                 order[q - 1] = t;
             }
-    size_t *pos = malloc((nu ? nu : 1) * sizeof *pos);
+    size_t *pos = cpu_malloc(e->ctx, (nu ? nu : 1) * sizeof *pos);
     if (!pos) {
         s = cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
         goto done;

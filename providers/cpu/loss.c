@@ -74,7 +74,7 @@ minfer_status cpu_compute_loss(const cpu_exec *e) {
 
     /* Log-probabilities (SoftmaxCrossEntropyLoss) or the scores themselves. */
     size_t total = N * C * D;
-    logp = malloc((total ? total : 1) * sizeof *logp);
+    logp = cpu_malloc(e->ctx, (total ? total : 1) * sizeof *logp);
     if (!logp)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < total; i++)

@@ -505,9 +505,9 @@ minfer_status cpu_compute_mvn(const cpu_exec *e) {
     for (int d = 0; d < x->rank; d++)
         if (!reduced[d])
             groups *= (size_t)x->dims[d];
-    double *sum = calloc(groups ? groups : 1, sizeof *sum);
-    double *sq = calloc(groups ? groups : 1, sizeof *sq);
-    size_t *key = malloc((n ? n : 1) * sizeof *key);
+    double *sum = cpu_calloc(e->ctx, groups ? groups : 1, sizeof *sum);
+    double *sq = cpu_calloc(e->ctx, groups ? groups : 1, sizeof *sq);
+    size_t *key = cpu_malloc(e->ctx, (n ? n : 1) * sizeof *key);
     if (!sum || !sq || !key) {
         free(sum), free(sq), free(key);
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");

@@ -357,11 +357,12 @@ static minfer_status cpu_init(const minfer_host_api *api, void *host, const char
                        options);
         return MINFER_ERR_INVALID_ARG;
     }
-    cpu_ctx *ctx = calloc(1, sizeof *ctx);
+    cpu_ctx *ctx = cpu_host_malloc(api, host, sizeof *ctx);
     if (!ctx) {
         api->set_error(host, "cpu: out of memory");
         return MINFER_ERR_NOMEM;
     }
+    memset(ctx, 0, sizeof *ctx);
     ctx->api = api;
     ctx->host = host;
     *out = ctx;
@@ -436,7 +437,7 @@ static minfer_status cpu_prepare_node(void *vctx, const minfer_node_desc *node,
         ctx->api->set_error(ctx->host, "cpu: node '%s': %s", node->name, why);
         return MINFER_ERR_UNSUPPORTED;
     }
-    cpu_node *n = calloc(1, sizeof *n);
+    cpu_node *n = cpu_calloc(ctx, 1, sizeof *n);
     if (!n) {
         ctx->api->set_error(ctx->host, "cpu: out of memory");
         return MINFER_ERR_NOMEM;

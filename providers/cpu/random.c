@@ -164,7 +164,7 @@ minfer_status cpu_compute_random(const cpu_exec *e) {
             return s;
         if (C < 1 && B > 0)
             return cpu_fail(e, MINFER_ERR_SHAPE, "needs at least one class");
-        double *cdf = malloc((size_t)(C > 0 ? C : 1) * sizeof *cdf);
+        double *cdf = cpu_malloc(e->ctx, (size_t)(C > 0 ? C : 1) * sizeof *cdf);
         if (!cdf)
             return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
         const void *xd = cpu_data(x);

@@ -249,9 +249,9 @@ minfer_status cpu_compute_resize(const cpu_exec *e) {
     size_t total_out = 0;
     for (int32_t d = 0; d < r; d++)
         total_out += (size_t)od[d];
-    int64_t *idx = malloc((total_out + 1) * MAX_TAPS * sizeof *idx);
-    double *w = malloc((total_out + 1) * MAX_TAPS * sizeof *w);
-    uint8_t *outside = malloc(total_out + 1);
+    int64_t *idx = cpu_malloc(e->ctx, (total_out + 1) * MAX_TAPS * sizeof *idx);
+    double *w = cpu_malloc(e->ctx, (total_out + 1) * MAX_TAPS * sizeof *w);
+    uint8_t *outside = cpu_malloc(e->ctx, total_out + 1);
     taps t[CPU_MAX_RANK];
     if (!idx || !w || !outside) {
         s = cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");

@@ -199,7 +199,7 @@ minfer_status cpu_compute_rnn(const cpu_exec *e) {
     if (y)
         for (int64_t i = 0; i < S * D * B * H; i++)
             cpu_set(y, dt, (size_t)i, 0);
-    double *h = calloc((size_t)(2 * H + G * H + 1), sizeof *h);
+    double *h = cpu_calloc(e->ctx, (size_t)(2 * H + G * H + 1), sizeof *h);
     if (!h)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
     double *c = h + H, *gate = c + H;

@@ -110,7 +110,7 @@ minfer_status cpu_compute_dft(const cpu_exec *e) {
     size_t comp = (size_t)x->dims[x->rank - 1], in_len = (size_t)x->dims[axis];
     size_t outer = (size_t)cpu_numel(axis, x->dims);
     size_t inner = (size_t)cpu_numel(x->rank - axis - 2, x->dims + axis + 1);
-    double *buf = malloc((2 * in_len + 2 * (size_t)bins + 1) * sizeof *buf);
+    double *buf = cpu_malloc(e->ctx, (2 * in_len + 2 * (size_t)bins + 1) * sizeof *buf);
     if (!buf)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
     double *re = buf, *im = buf + in_len, *out = im + in_len;
@@ -162,7 +162,7 @@ minfer_status cpu_compute_stft(const cpu_exec *e) {
     if ((s = cpu_output(e, 0, x->dtype, 4, od, &y)) != MINFER_OK)
         return s;
     size_t comp = (size_t)x->dims[2], L = (size_t)x->dims[1];
-    double *buf = malloc((2 * (size_t)flen + 2 * (size_t)bins) * sizeof *buf);
+    double *buf = cpu_malloc(e->ctx, (2 * (size_t)flen + 2 * (size_t)bins) * sizeof *buf);
     if (!buf)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
     double *re = buf, *im = buf + flen, *out = im + flen;
@@ -222,7 +222,7 @@ minfer_status cpu_compute_melweight(const cpu_exec *e) {
     void *y;
     if ((s = cpu_output(e, 0, st->out_dtype, 2, od, &y)) != MINFER_OK)
         return s;
-    int64_t *bin = malloc((size_t)(mels + 2) * sizeof *bin);
+    int64_t *bin = cpu_malloc(e->ctx, (size_t)(mels + 2) * sizeof *bin);
     if (!bin)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
     double lo_mel = 2595 * log10(1 + lo_hz / 700), hi_mel = 2595 * log10(1 + hi_hz / 700);

@@ -463,7 +463,7 @@ minfer_status cpu_compute_tfidf(const cpu_exec *e) {
                                    : cpu_output(e, 0, MINFER_DTYPE_FLOAT, 1, od + 1, (void **)&y);
     if (s)
         return s;
-    double *cnt = calloc(st->n_grams ? st->n_grams : 1, sizeof *cnt);
+    double *cnt = cpu_calloc(e->ctx, st->n_grams ? st->n_grams : 1, sizeof *cnt);
     if (!cnt)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
     const void *xd = cpu_data(x);
