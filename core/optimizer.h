@@ -85,6 +85,8 @@ typedef struct mf_vinfo {
     int64_t s[MINFER_MAX_RANK]; /* exactly known (no probes), else -1 */
 } mf_vinfo;
 
+typedef struct mf_probe_state mf_probe_state; /* optimizer.c */
+
 typedef struct mf_opt {
     mf_graph *g;
     const mf_opt_ctx *ctx;
@@ -95,11 +97,15 @@ typedef struct mf_opt {
     int *cons_start;     /* per value: [cons_start[v], cons_start[v+1]) in cons */
     int *cons;           /* consuming live nodes (once per input slot) */
     unsigned char *pinned; /* per value: graph output or read by a subgraph */
+    int *fill;           /* reindex's scratch, per value */
+    size_t cap_index_values, cap_cons; /* capacities of the arrays above */
     size_t n_index_values; /* values covered by the index */
     mf_vinfo *info;      /* per value, NULL until asked for */
     size_t n_info;
     int info_dirty;
     unsigned name_seq;   /* for fresh value names */
+    mf_probe_state *probe; /* the analysis' buffers and memo, NULL until asked for */
+    int nomem; /* the analysis ran out of memory: the pass fails when it returns */
 } mf_opt;
 
 /* One pass: returns an error only for a real failure (out of memory);
@@ -123,7 +129,9 @@ void mf_opt_replace_uses(mf_opt *o, int from, int to);
  * consumers read the input; when the output is pinned, the input's
  * producer writes the output instead. Returns 1 when removed. */
 int mf_opt_bypass(mf_opt *o, int node);
-/* Type and shape of v (see mf_vinfo); never NULL for a valid index. */
+/* Type and shape of v (see mf_vinfo); never NULL for a valid index. When
+ * the analysis runs out of memory it answers "unknown" and sets o->nomem,
+ * which fails the pass. */
 const mf_vinfo *mf_opt_info(mf_opt *o, int v);
 /* The initializer of v, or NULL. */
 const minfer_tensor *mf_opt_const(const mf_opt *o, int v);

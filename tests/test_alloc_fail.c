@@ -14,30 +14,34 @@
  * that keep going are exercised) and sticky (the N-th and every later one
  * fails, so error paths that themselves allocate are exercised).
  *
- * A model makes thousands of allocations (tiny_encoder about 15,000), and
- * repeating the whole creation for each N would take many minutes. So the
- * sweep runs the model once, and at each allocation the hook fork()s: the
- * child sees the allocation fail, finishes the call, checks the status, the
- * outputs and that the heap holds exactly the bytes it held before the
- * session was created (glibc's mallinfo2, or ASan's allocator under ASan:
- * a leak is a difference), and exits with a code the parent records; the
- * parent's allocation succeeds and it goes on to the next one. Sessions use
- * one thread, since a forked child has no pool workers.
+ * Creating and running a model makes thousands of allocations (resnet18
+ * about 2,000, tiny_encoder about 13,000), and repeating the whole creation
+ * for each N would take many minutes. So the sweep runs the model once, and
+ * at each allocation the hook fork()s: the child sees the allocation fail,
+ * finishes the call, checks the status, the outputs and that the heap holds
+ * exactly the bytes it held before the session was created (glibc's
+ * mallinfo2, or ASan's allocator under ASan: a leak is a difference), and
+ * exits with a code the parent records; the parent's allocation succeeds
+ * and it goes on to the next one while the child runs (two children at a
+ * time by default). Sessions use one thread, since a forked child has no
+ * pool workers.
  *
  * Not covered: allocations a provider makes with its own malloc (the CPU
  * provider's prepare_node state), and the C library's own (dlopen,
  * realpath): the hook is the core's.
  *
- *   test_alloc_fail [MODEL_DIR...]    (default: resnet18 and tiny_encoder)
- * MINFER_OOM_STRIDE=k sweeps every k-th N only (default: see stride());
+ *   test_alloc_fail [MODEL_DIR...]    (default: tiny_encoder, then resnet18)
+ * Every N is swept. MINFER_OOM_STRIDE=k sweeps every k-th N only;
+ * MINFER_OOM_JOBS=j runs j children at a time (default 2);
+ * MINFER_OOM_MODE=sticky or one-shot runs that sweep only;
  * MINFER_OOM_ONLY=N fails allocation N alone, in-process (for ASan reports).
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -55,12 +59,15 @@ static size_t heap_in_use(void) { return __sanitizer_get_current_allocated_bytes
  * blocks would be copied into every child. The environment can override. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "quarantine_size_mb=16"; }
+void __sanitizer_purge_allocator(void);
+static void release_free_memory(void) { __sanitizer_purge_allocator(); }
 #else
 #include <malloc.h>
 static size_t heap_in_use(void) {
     struct mallinfo2 mi = mallinfo2();
     return mi.uordblks + mi.hblkhd;
 }
+static void release_free_memory(void) { malloc_trim(0); }
 #endif
 
 #include "internal.h"
@@ -142,23 +149,22 @@ static minfer_status create_and_run(const model_case *c, const minfer_options *o
     return st;
 }
 
-/* The step between injected failures for a model making total
- * allocations: every N while that is at most a budget of forks per sweep,
- * else evenly spread. A sticky child fails fast (a fork costs about 4 ms):
- * 16,000. A one-shot child whose failure is absorbed (an optional step
- * skipped) runs the whole session to the end: 1,000. Under ASan a fork
- * costs about 60 ms: 400 and 100. So the normal build's sticky sweep
- * proves every N up to 16,000 allocations, and the other sweeps check a
- * spread of them. MINFER_OOM_STRIDE overrides. */
-static long stride(long total, int sticky) {
+/* The step between injected failures: 1 (every N) unless
+ * MINFER_OOM_STRIDE says otherwise. */
+static long stride(void) {
     const char *e = getenv("MINFER_OOM_STRIDE");
-#ifdef HAVE_ASAN
-    long budget = sticky ? 400 : 100;
-#else
-    long budget = sticky ? 16000 : 1000;
-#endif
-    long k = e ? atol(e) : (total + budget - 1) / budget;
+    long k = e ? atol(e) : 1;
     return k > 0 ? k : 1;
+}
+
+#define MAX_JOBS 16
+
+/* Children running at once: the parent goes on to the next allocation while
+ * they finish. */
+static int jobs(void) {
+    const char *e = getenv("MINFER_OOM_JOBS");
+    int j = e ? atoi(e) : 2;
+    return j < 1 ? 1 : j > MAX_JOBS ? MAX_JOBS : j;
 }
 
 /* Child exit codes. */
@@ -166,12 +172,44 @@ enum { CHILD_NOMEM = 0, CHILD_ABSORBED = 10, CHILD_BAD_STATUS = 1, CHILD_LEAK = 
        CHILD_WRONG = 3, CHILD_NO_MESSAGE = 4 };
 
 typedef struct sweep_state {
-    int sticky, in_child;
+    int sticky, in_child, jobs, running;
     long count, step;
     long failed_at;
     long children, nomem, absorbed, bad, first_bad;
     int first_bad_status;
+    pid_t pid[MAX_JOBS]; /* running children and the allocation each fails */
+    long at[MAX_JOBS];
 } sweep_state;
+
+static void record(sweep_state *ss, long n, int status) {
+    ss->children++;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == CHILD_NOMEM) {
+        ss->nomem++;
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == CHILD_ABSORBED) {
+        ss->absorbed++;
+    } else {
+        if (!ss->bad || n < ss->first_bad)
+            ss->first_bad = n, ss->first_bad_status = status;
+        ss->bad++;
+    }
+}
+
+/* Waits for one running child and records how it ended. */
+static void reap_one(sweep_state *ss) {
+    int status = 0;
+    pid_t p;
+    while ((p = waitpid(-1, &status, 0)) < 0 && errno == EINTR)
+        ;
+    for (int i = 0; i < ss->running; i++) {
+        if (p >= 0 && ss->pid[i] != p)
+            continue;
+        record(ss, ss->at[i], p >= 0 ? status : -1);
+        ss->running--;
+        ss->pid[i] = ss->pid[ss->running];
+        ss->at[i] = ss->at[ss->running];
+        return;
+    }
+}
 
 /* The allocation hook: forks a child in which this allocation fails. */
 static int fork_hook(void *arg) {
@@ -181,32 +219,30 @@ static int fork_hook(void *arg) {
     long n = ss->count++;
     if (n % ss->step)
         return 0;
+    if (ss->running == ss->jobs)
+        reap_one(ss);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
-        ss->bad++;
+        record(ss, n, -1);
         return 0;
     }
     if (pid == 0) {
         ss->in_child = 1;
+        ss->running = 0;
         ss->failed_at = n;
-        alarm(120); /* a hang becomes SIGALRM */
+        alarm(300); /* a hang becomes SIGALRM */
         return 1;
     }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    ss->children++;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == CHILD_NOMEM) {
-        ss->nomem++;
-    } else if (WIFEXITED(status) && WEXITSTATUS(status) == CHILD_ABSORBED) {
-        ss->absorbed++;
-    } else {
-        if (!ss->bad)
-            ss->first_bad = n, ss->first_bad_status = status;
-        ss->bad++;
-    }
+    ss->pid[ss->running] = pid;
+    ss->at[ss->running++] = n;
     return 0;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void child_finish(const char *dir, const model_case *c, sweep_state *ss, minfer_status st,
@@ -234,7 +270,55 @@ static void child_finish(const char *dir, const model_case *c, sweep_state *ss, 
     _exit(code);
 }
 
-static void sweep(const char *dir, int sticky) {
+/* MINFER_OOM_MODE=sticky or one-shot: that sweep only. */
+static int mode_wanted(int sticky) {
+    const char *e = getenv("MINFER_OOM_MODE");
+    return !e || !e[0] || strcmp(e, sticky ? "sticky" : "one-shot") == 0;
+}
+
+/* One sweep over every allocation of creating and running c: the parent's
+ * own call sees no failure and must be right and leave the heap clean. */
+static void sweep(const char *dir, const model_case *c, const minfer_options *opt, int sticky) {
+    minfer_tensor *out[MAX_IO] = {0};
+    /* Freed memory back to the system: a fork copies the page tables of
+     * everything mapped, and ASan keeps what a freed session used. */
+    release_free_memory();
+    size_t baseline = heap_in_use();
+    sweep_state ss;
+    memset(&ss, 0, sizeof ss);
+    ss.sticky = sticky;
+    ss.jobs = jobs();
+    ss.step = stride();
+    ss.failed_at = ss.first_bad = -1;
+    double t0 = now_s();
+    mf_test_set_alloc_hook(fork_hook, &ss);
+    minfer_status st = create_and_run(c, opt, out);
+    if (ss.in_child)
+        child_finish(dir, c, &ss, st, out, baseline);
+    mf_test_set_alloc_hook(NULL, NULL);
+    while (ss.running)
+        reap_one(&ss);
+    printf("%s (%s): %ld allocations, failed in turn with step %ld: %ld NOMEM, %ld absorbed, "
+           "%ld bad (%.1f s)\n",
+           dir, sticky ? "sticky" : "one-shot", ss.count, ss.step, ss.nomem, ss.absorbed, ss.bad,
+           now_s() - t0);
+    fflush(stdout);
+    if (ss.bad)
+        fail_msg("%s: %ld injected failures went wrong; the first at allocation %ld (%s %d)", dir,
+                 ss.bad, ss.first_bad,
+                 WIFSIGNALED(ss.first_bad_status) ? "signal" : "exit code",
+                 WIFSIGNALED(ss.first_bad_status) ? WTERMSIG(ss.first_bad_status)
+                                                  : WEXITSTATUS(ss.first_bad_status));
+    assert_ok(st);
+    assert_true(outputs_match(c, out));
+    assert_true(ss.children > 0 && ss.children == (ss.count + ss.step - 1) / ss.step);
+    for (size_t k = 0; k < c->n_out; k++)
+        minfer_tensor_free(out[k]);
+    assert_int_equal(heap_in_use(), baseline);
+}
+
+/* Both sweeps (one-shot, then sticky) for the model in dir. */
+static void sweep_model(const char *dir) {
     model_case c;
     minfer_options *opt = NULL;
     minfer_tensor *out[MAX_IO] = {0};
@@ -255,70 +339,38 @@ static void sweep(const char *dir, int sticky) {
     assert_non_null(keep);
 
     const char *only = getenv("MINFER_OOM_ONLY");
-    if (only) {
+    for (int sticky = 0; sticky < 2; sticky++) {
+        if (!mode_wanted(sticky))
+            continue;
+        if (!only) {
+            sweep(dir, &c, opt, sticky);
+            continue;
+        }
         /* Debugging one N in-process, without fork (for ASan's reports). */
         mf_test_fail_after(atol(only), sticky);
         minfer_status st = create_and_run(&c, opt, out);
         mf_test_fail_after(-1, 0);
-        printf("%s: allocation %s failed: %s: %s\n", dir, only, minfer_status_str(st),
-               minfer_last_error());
+        printf("%s (%s): allocation %s failed: %s: %s\n", dir, sticky ? "sticky" : "one-shot",
+               only, minfer_status_str(st), minfer_last_error());
         for (size_t k = 0; k < c.n_out; k++)
             minfer_tensor_free(out[k]), out[k] = NULL;
-        dlclose(keep);
-        minfer_options_free(opt);
-        free_case(&c);
-        return;
     }
-    /* Count the allocations once (armed, never failing). */
-    mf_test_fail_after(LONG_MAX, 0);
-    assert_ok(create_and_run(&c, opt, out));
-    long total = mf_test_alloc_stats(NULL);
-    mf_test_fail_after(-1, 0);
-    for (size_t k = 0; k < c.n_out; k++)
-        minfer_tensor_free(out[k]), out[k] = NULL;
-    size_t baseline = heap_in_use();
-    sweep_state ss = {sticky, 0, 0, stride(total, sticky), -1, 0, 0, 0, 0, -1, 0};
-    mf_test_set_alloc_hook(fork_hook, &ss);
-    minfer_status st = create_and_run(&c, opt, out);
-    if (ss.in_child)
-        child_finish(dir, &c, &ss, st, out, baseline);
-    mf_test_set_alloc_hook(NULL, NULL);
-    printf("%s (%s): %ld allocations, failed in turn with step %ld: %ld NOMEM, %ld absorbed, "
-           "%ld bad\n",
-           dir, sticky ? "sticky" : "one-shot", ss.count, ss.step, ss.nomem, ss.absorbed, ss.bad);
-    if (ss.bad)
-        fail_msg("%s: %ld injected failures went wrong; the first at allocation %ld (%s %d)", dir,
-                 ss.bad, ss.first_bad,
-                 WIFSIGNALED(ss.first_bad_status) ? "signal" : "exit code",
-                 WIFSIGNALED(ss.first_bad_status) ? WTERMSIG(ss.first_bad_status)
-                                                  : WEXITSTATUS(ss.first_bad_status));
-    /* The parent's own session saw no failure: it must be right and clean. */
-    assert_ok(st);
-    assert_true(outputs_match(&c, out));
-    assert_true(ss.children > 0);
-    for (size_t k = 0; k < c.n_out; k++)
-        minfer_tensor_free(out[k]), out[k] = NULL;
-    assert_int_equal(heap_in_use(), baseline);
     dlclose(keep);
     /* A later session is unaffected. */
-    assert_ok(create_and_run(&c, opt, out));
-    assert_true(outputs_match(&c, out));
-    for (size_t k = 0; k < c.n_out; k++)
-        minfer_tensor_free(out[k]);
+    if (!only) {
+        assert_ok(create_and_run(&c, opt, out));
+        assert_true(outputs_match(&c, out));
+        for (size_t k = 0; k < c.n_out; k++)
+            minfer_tensor_free(out[k]);
+    }
     minfer_options_free(opt);
     free_case(&c);
 }
 
-static void test_models_one_shot(void **state) {
+static void test_models(void **state) {
     (void)state;
     for (int i = 0; i < n_model_dirs; i++)
-        sweep(model_dirs[i], 0);
-}
-
-static void test_models_sticky(void **state) {
-    (void)state;
-    for (int i = 0; i < n_model_dirs; i++)
-        sweep(model_dirs[i], 1);
+        sweep_model(model_dirs[i]);
 }
 
 /* The tensor-file reader under the same sweep. */
@@ -359,8 +411,10 @@ int main(int argc, char **argv) {
         return 1;
     }
 #endif
-    static const char *defaults[] = {MINFER_MODELS_DIR "/resnet18",
-                                     MINFER_MODELS_DIR "/tiny_encoder"};
+    /* The small model first: its forks copy less before resnet18 has grown
+     * the heap. */
+    static const char *defaults[] = {MINFER_MODELS_DIR "/tiny_encoder",
+                                     MINFER_MODELS_DIR "/resnet18"};
     model_dirs = defaults;
     n_model_dirs = 2;
     if (argc > 1) {
@@ -369,8 +423,7 @@ int main(int argc, char **argv) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tensor_load),
-        cmocka_unit_test(test_models_one_shot),
-        cmocka_unit_test(test_models_sticky),
+        cmocka_unit_test(test_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
