@@ -559,6 +559,41 @@ static void test_shape_subgraph_dynamic(void **state) {
 
 /* ---- NULL handling ------------------------------------------------------ */
 
+/* Zero-element constants folded by the optimizer and by a plan, and a
+ * zero-element run input: empty results, no NULL + 0 (a fuzz_builder find
+ * whose input was lost; UBSan checks this test in CI). */
+static void test_empty_constants(void **state) {
+    (void)state;
+    minfer_graph_builder *b = new_builder();
+    int64_t d0[] = {0}, d2[] = {0, 3}, dx[] = {0, 3};
+    float none[1] = {0};
+    add_f32_init(b, "c0", d0, 1, none);
+    add_f32_init(b, "c1", d0, 1, none);
+    add_f32_init(b, "w", d2, 2, none);
+    assert_ok(minfer_builder_add_input(b, "x", MINFER_DTYPE_FLOAT, dx, 2, NULL));
+    const char *i1[] = {"c0", "c1"}, *o1[] = {"s"};
+    const char *i2[] = {"s"}, *o2[] = {"r"};
+    const char *i3[] = {"x", "w"}, *o3[] = {"y"};
+    assert_ok(minfer_builder_add_node(b, "Add", NULL, "add", i1, 2, o1, 1, NULL));
+    assert_ok(minfer_builder_add_node(b, "Relu", NULL, "relu", i2, 1, o2, 1, NULL));
+    assert_ok(minfer_builder_add_node(b, "Mul", NULL, "mul", i3, 2, o3, 1, NULL));
+    assert_ok(minfer_builder_add_output(b, "r"));
+    assert_ok(minfer_builder_add_output(b, "y"));
+    minfer_session *s = cpu_session(b);
+    minfer_builder_free(b);
+    minfer_tensor *x = NULL, *out[2] = {NULL, NULL};
+    assert_ok(minfer_tensor_create(MINFER_DTYPE_FLOAT, dx, 2, &x));
+    const char *names[] = {"x"};
+    assert_ok(minfer_session_run(s, names, (const minfer_tensor *const *)&x, 1, NULL, out, 2));
+    assert_int_equal(minfer_tensor_numel(out[0]), 0);
+    assert_int_equal(minfer_tensor_rank(out[1]), 2);
+    assert_int_equal(minfer_tensor_numel(out[1]), 0);
+    minfer_tensor_free(out[0]);
+    minfer_tensor_free(out[1]);
+    minfer_tensor_free(x);
+    minfer_session_free(s);
+}
+
 static void test_free_null(void **state) {
     (void)state;
     minfer_session_free(NULL);
@@ -713,6 +748,7 @@ int main(void) {
         cmocka_unit_test(test_caller_output),
         cmocka_unit_test(test_dynamic_batch),
         cmocka_unit_test(test_shape_subgraph_dynamic),
+        cmocka_unit_test(test_empty_constants),
         cmocka_unit_test(test_free_null),
         cmocka_unit_test(test_build_missing_value),
         cmocka_unit_test(test_build_missing_output),
