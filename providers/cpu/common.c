@@ -67,8 +67,19 @@ void *cpu_calloc(const cpu_ctx *ctx, size_t n, size_t size) {
     return p;
 }
 
+/* Frees prepare's state unless it lives in check_state. */
+void cpu_state_free(cpu_prep *p) {
+    if (p->state != (void *)p->check_state)
+        free(p->state);
+    p->state = NULL;
+}
+
 void *cpu_state(cpu_prep *p, size_t size) {
-    free(p->state);
+    cpu_state_free(p);
+    if (!p->prep && size <= sizeof p->check_state) {
+        memset(p->check_state, 0, size);
+        return p->state = p->check_state;
+    }
     p->state = cpu_calloc(p->ctx, 1, size);
     if (!p->state)
         cpu_prep_fail(p, MINFER_ERR_NOMEM, "out of memory for node state");

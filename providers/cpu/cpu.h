@@ -48,6 +48,9 @@ typedef struct cpu_prep {
     char *err;              /* reason when declining or failing */
     size_t err_size;
     void *state;            /* out: op state (free()), or NULL */
+    /* A support check (prep NULL) keeps small state here rather than on
+     * the heap: a check allocates nothing. */
+    _Alignas(16) unsigned char check_state[512];
 } cpu_prep;
 
 /* What a kernel's compute works on. */
@@ -63,6 +66,8 @@ typedef struct cpu_exec {
 void *cpu_malloc(const cpu_ctx *ctx, size_t bytes);
 void *cpu_calloc(const cpu_ctx *ctx, size_t n, size_t size);
 void *cpu_host_malloc(const minfer_host_api *api, void *host, size_t bytes);
+/* Frees a prepare's state (which a support check may keep inline). */
+void cpu_state_free(cpu_prep *p);
 
 typedef minfer_status (*cpu_prepare_fn)(cpu_prep *p);
 typedef minfer_status (*cpu_compute_fn)(const cpu_exec *e);

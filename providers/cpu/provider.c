@@ -421,10 +421,12 @@ static int cpu_supports(void *ctx, const minfer_node_desc *node, char *why, size
         return 0;
     if (!k->prepare)
         return 1;
-    cpu_prep p = {ctx, node, NULL, k->since_version, why, why_size, NULL};
+    cpu_prep p = {ctx, node, NULL, k->since_version, why, why_size, NULL, {0}};
     minfer_status st = k->prepare(&p);
-    free(p.state);
-    return st == MINFER_OK;
+    cpu_state_free(&p);
+    /* Out of memory says nothing about the node: take it, and let
+     * prepare_node report the lack of memory instead of a decline. */
+    return st == MINFER_OK || st == MINFER_ERR_NOMEM;
 }
 
 static minfer_status cpu_prepare_node(void *vctx, const minfer_node_desc *node,
@@ -444,7 +446,7 @@ static minfer_status cpu_prepare_node(void *vctx, const minfer_node_desc *node,
     }
     n->kernel = k;
     if (k->prepare) {
-        cpu_prep p = {ctx, node, prep, k->since_version, why, sizeof why, NULL};
+        cpu_prep p = {ctx, node, prep, k->since_version, why, sizeof why, NULL, {0}};
         minfer_status st = k->prepare(&p);
         if (st != MINFER_OK) {
             free(p.state);
