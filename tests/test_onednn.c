@@ -619,6 +619,269 @@ static void test_concat(void **state) {
     tc_check(&t);
 }
 
+/* ---- Data movement (Transpose, Slice, reshapes) ---------------------------- */
+
+/* An int64 1-D initializer. */
+static void tc_ints(tcase *t, const char *name, const int64_t *v, size_t n) {
+    minfer_tensor *c = NULL;
+    int64_t dim = (int64_t)n;
+    assert_int_equal(minfer_tensor_create(MINFER_DTYPE_INT64, &dim, 1, &c), MINFER_OK);
+    memcpy(minfer_tensor_data(c), v, n * sizeof *v);
+    assert_int_equal(minfer_builder_add_initializer(t->b, name, c), MINFER_OK);
+    minfer_tensor_free(c);
+}
+
+/* A 3x3 convolution from x [1, 3, 6, 5] to c [1, 16, 6, 5], whose output
+ * oneDNN keeps in a layout of its own (channels-last): what follows reads
+ * it through a reorder to plain first. */
+static void conv_source(tcase *t) {
+    tc_input(t, "x", INTS(1, 3, 6, 5));
+    tc_const(t, "w", INTS(16, 3, 3, 3), NULL);
+    size_t n = tc_node(t, "Conv", NULL, NAMES("x", "w"), "c");
+    minfer_builder_set_attr_ints(t->b, n, "pads", INTS(1, 1, 1, 1));
+}
+
+static void test_transpose(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", INTS(2, 3, 4));
+    size_t n = tc_node(&t, "Transpose", NULL, NAMES("x"), "y");
+    minfer_builder_set_attr_ints(t.b, n, "perm", INTS(2, 0, 1));
+    tc_check(&t);
+    tc_init(&t, 13); /* default perm: reversed */
+    tc_input(&t, "x", INTS(2, 3, 4, 5));
+    tc_node(&t, "Transpose", NULL, NAMES("x"), "y");
+    tc_check(&t);
+    tc_init(&t, 13); /* only an axis of size 1 moves: a reshape, run in place */
+    tc_input(&t, "x", INTS(1, 5, 6));
+    tc_node(&t, "Relu", NULL, NAMES("x"), "r");
+    n = tc_node(&t, "Transpose", NULL, NAMES("r"), "p");
+    minfer_builder_set_attr_ints(t.b, n, "perm", INTS(1, 0, 2));
+    tc_node(&t, "Relu", NULL, NAMES("p"), "y");
+    tc_check(&t);
+    tc_init(&t, 13); /* from a convolution's own layout */
+    conv_source(&t);
+    n = tc_node(&t, "Transpose", NULL, NAMES("c"), "y");
+    minfer_builder_set_attr_ints(t.b, n, "perm", INTS(0, 2, 3, 1));
+    tc_check(&t);
+}
+
+static void test_slice(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", INTS(4, 6, 8));
+    tc_ints(&t, "st", (const int64_t[]){1, -5}, 2);
+    tc_ints(&t, "en", (const int64_t[]){100, 7}, 2);
+    tc_ints(&t, "ax", (const int64_t[]){0, 2}, 2);
+    tc_ints(&t, "sp", (const int64_t[]){2, 3}, 2);
+    tc_node(&t, "Slice", NULL, NAMES("x", "st", "en", "ax", "sp"), "y");
+    tc_check(&t);
+    tc_init(&t, 13); /* default axes and steps, from a convolution's layout */
+    conv_source(&t);
+    tc_ints(&t, "st", (const int64_t[]){0, 4, 1}, 3);
+    tc_ints(&t, "en", (const int64_t[]){1, 12, 5}, 3);
+    tc_node(&t, "Slice", NULL, NAMES("c", "st", "en"), "y");
+    tc_check(&t);
+    tc_init(&t, 13); /* an empty result */
+    tc_input(&t, "x", INTS(4, 6));
+    tc_ints(&t, "st", (const int64_t[]){2}, 1);
+    tc_ints(&t, "en", (const int64_t[]){2}, 1);
+    tc_node(&t, "Slice", NULL, NAMES("x", "st", "en"), "y");
+    tc_check(&t);
+    /* A negative step is left to the CPU provider. */
+    tc_init(&t, 13);
+    tc_input(&t, "x", INTS(4, 6));
+    tc_ints(&t, "st", (const int64_t[]){-1}, 1);
+    tc_ints(&t, "en", (const int64_t[]){-100}, 1);
+    tc_ints(&t, "ax", (const int64_t[]){1}, 1);
+    tc_ints(&t, "sp", (const int64_t[]){-1}, 1);
+    tc_node(&t, "Slice", NULL, NAMES("x", "st", "en", "ax", "sp"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+    assert_int_equal(minfer_options_set_providers_str(opt, "onednn,cpu"), MINFER_OK);
+    assert_int_equal(minfer_session_create_from_builder(t.b, opt, &s), MINFER_OK);
+    minfer_node_placement p;
+    assert_int_equal(minfer_session_node_placement(s, 0, &p), MINFER_OK);
+    assert_string_equal(p.provider, "cpu");
+    minfer_session_free(s);
+    minfer_options_free(opt);
+    minfer_tensor_free(t.inputs[0]);
+    minfer_builder_free(t.b);
+}
+
+static void test_reshapes(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13); /* in place between two onednn nodes */
+    tc_input(&t, "x", INTS(2, 3, 4));
+    tc_ints(&t, "shp", (const int64_t[]){-1, 4}, 2);
+    tc_node(&t, "Relu", NULL, NAMES("x"), "r");
+    tc_node(&t, "Reshape", NULL, NAMES("r", "shp"), "q");
+    tc_node(&t, "Relu", NULL, NAMES("q"), "y");
+    tc_check(&t);
+    tc_init(&t, 13); /* a second reader keeps the input: a copy */
+    tc_input(&t, "x", INTS(2, 3, 4));
+    tc_ints(&t, "shp", (const int64_t[]){2, 12}, 2);
+    tc_node(&t, "Relu", NULL, NAMES("x"), "r");
+    tc_node(&t, "Reshape", NULL, NAMES("r", "shp"), "q");
+    tc_node(&t, "Relu", NULL, NAMES("r"), "r2");
+    tc_ints(&t, "shp2", (const int64_t[]){2, 12}, 2);
+    tc_node(&t, "Reshape", NULL, NAMES("r2", "shp2"), "q2");
+    tc_node(&t, "Add", NULL, NAMES("q", "q2"), "y");
+    tc_check(&t);
+    /* From a convolution's layout: the elements in NCHW order. */
+    static const char *const ops[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        tc_init(&t, 13);
+        conv_source(&t);
+        if (k == 0) {
+            tc_ints(&t, "shp", (const int64_t[]){16, -1}, 2);
+            tc_node(&t, "Reshape", NULL, NAMES("c", "shp"), "y");
+        } else if (k == 1) {
+            size_t n = tc_node(&t, "Flatten", NULL, NAMES("c"), "y");
+            minfer_builder_set_attr_int(t.b, n, "axis", 2);
+        } else {
+            tc_ints(&t, "ax", (const int64_t[]){0}, 1);
+            tc_node(&t, ops[k], NULL, NAMES("c", "ax"), "y");
+        }
+        tc_check(&t);
+    }
+}
+
+/* ---- Conv over a channel Concat (optimizer: split into two convolutions) ---- */
+
+/* Runs t's graph (output "y") on providers at an optimization level; says
+ * whether a Concat node is left. */
+static minfer_tensor *run_level(tcase *t, const char *providers, int level, int *has_concat) {
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    minfer_tensor *out = NULL;
+    const char *names[MAX_IN];
+    const minfer_tensor *ins[MAX_IN];
+    assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+    assert_int_equal(minfer_options_set_providers_str(opt, providers), MINFER_OK);
+    assert_int_equal(minfer_options_set_optimization_level(opt, level), MINFER_OK);
+    assert_int_equal(minfer_session_create_from_builder(t->b, opt, &s), MINFER_OK);
+    minfer_options_free(opt);
+    *has_concat = 0;
+    for (size_t i = 0; i < minfer_session_node_count(s); i++) {
+        minfer_node_placement p;
+        assert_int_equal(minfer_session_node_placement(s, i, &p), MINFER_OK);
+        *has_concat |= !strcmp(p.op_type, "Concat");
+    }
+    for (size_t i = 0; i < t->n_in; i++) {
+        names[i] = t->names[i];
+        ins[i] = t->inputs[i];
+    }
+    assert_int_equal(minfer_session_run(s, names, ins, t->n_in, NULL, &out, 1), MINFER_OK);
+    minfer_session_free(s);
+    return out;
+}
+
+/* Concat(A, B) -> Conv [-> Relu]: at level 3 the Concat is gone (two
+ * convolutions, the second accumulating onto the first) and onednn
+ * agrees with the unoptimized graph on cpu; with a second reader of the
+ * Concat it stays. */
+static void split_case(int relu, int second_reader, const int64_t *k, int group) {
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", INTS(1, 3, 7, 6));
+    tc_input(&t, "b", INTS(1, 5, 7, 6));
+    tc_const(&t, "w", (const int64_t[]){4, 8 / group, k[0], k[1]}, 4, NULL);
+    tc_const(&t, "bias", INTS(4), NULL);
+    size_t n = tc_node(&t, "Concat", NULL, NAMES("a", "b"), "x");
+    minfer_builder_set_attr_int(t.b, n, "axis", 1);
+    n = tc_node(&t, "Conv", NULL, NAMES("x", "w", "bias"), relu || second_reader ? "c" : "y");
+    minfer_builder_set_attr_ints(t.b, n, "pads", INTS(k[0] / 2, k[1] / 2, k[0] / 2, k[1] / 2));
+    if (group > 1)
+        minfer_builder_set_attr_int(t.b, n, "group", group);
+    if (relu && !second_reader)
+        tc_node(&t, "Relu", NULL, NAMES("c"), "y");
+    if (second_reader) {
+        tc_node(&t, "ReduceMean", NULL, NAMES("x"), "m");
+        tc_node(&t, "Add", NULL, NAMES("c", "m"), "y");
+    }
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    int concat_ref, concat_opt;
+    minfer_tensor *want = run_level(&t, "cpu", 0, &concat_ref);
+    minfer_tensor *got = run_level(&t, "onednn,cpu", 3, &concat_opt);
+    minfer_tensor *got_cpu = run_level(&t, "cpu", 3, &concat_opt);
+    assert_true(concat_ref);
+    assert_int_equal(concat_opt, second_reader || group > 1);
+    const float *w = minfer_tensor_data(want), *g = minfer_tensor_data(got),
+                *c = minfer_tensor_data(got_cpu);
+    assert_int_equal(minfer_tensor_numel(got), minfer_tensor_numel(want));
+    for (int64_t i = 0; i < minfer_tensor_numel(want); i++)
+        if (fabsf(g[i] - w[i]) > 1e-4f + 1e-3f * fabsf(w[i]) ||
+            fabsf(c[i] - w[i]) > 1e-4f + 1e-3f * fabsf(w[i]))
+            fail_msg("element %lld: onednn %g, cpu split %g, unsplit %g", (long long)i,
+                     (double)g[i], (double)c[i], (double)w[i]);
+    minfer_tensor_free(want);
+    minfer_tensor_free(got);
+    minfer_tensor_free(got_cpu);
+    for (size_t i = 0; i < t.n_in; i++)
+        minfer_tensor_free(t.inputs[i]);
+    minfer_builder_free(t.b);
+}
+
+static void test_concat_conv_split(void **state) {
+    (void)state;
+    split_case(1, 0, (const int64_t[]){1, 1}, 1);
+    split_case(0, 0, (const int64_t[]){3, 3}, 1);
+    split_case(1, 1, (const int64_t[]){1, 1}, 1); /* the Concat has a second reader */
+    split_case(1, 0, (const int64_t[]){3, 3}, 2); /* grouped: not split */
+}
+
+/* At 2 threads a large node also has a one-thread variant, and runs pick
+ * one by measured time (the first runs alternate): every run must agree
+ * with the CPU provider, whichever variant it took. */
+static void test_thread_variants(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", INTS(1, 32, 28, 28));
+    tc_const(&t, "w", INTS(32, 32, 3, 3), NULL);
+    tc_const(&t, "bias", INTS(32), NULL);
+    size_t n = tc_node(&t, "Conv", NULL, NAMES("x", "w", "bias"), "c");
+    minfer_builder_set_attr_ints(t.b, n, "pads", INTS(1, 1, 1, 1));
+    tc_ints(&t, "shp", (const int64_t[]){32, 784}, 2);
+    tc_node(&t, "Reshape", NULL, NAMES("c", "shp"), "r");
+    tc_const(&t, "m", INTS(784, 256), NULL);
+    tc_node(&t, "MatMul", NULL, NAMES("r", "m"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_tensor *want = run_on(&t, "cpu", 0);
+    assert_non_null(want);
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    const char *names[1] = {"x"};
+    const minfer_tensor *ins[1] = {t.inputs[0]};
+    assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+    assert_int_equal(minfer_options_set_providers_str(opt, "onednn"), MINFER_OK);
+    assert_int_equal(minfer_options_set_threads(opt, 2), MINFER_OK);
+    assert_int_equal(minfer_session_create_from_builder(t.b, opt, &s), MINFER_OK);
+    minfer_options_free(opt);
+    const float *w = minfer_tensor_data(want);
+    for (int run = 0; run < 20; run++) {
+        minfer_tensor *got = NULL;
+        assert_int_equal(minfer_session_run(s, names, ins, 1, NULL, &got, 1), MINFER_OK);
+        assert_int_equal(minfer_tensor_numel(got), minfer_tensor_numel(want));
+        const float *g = minfer_tensor_data(got);
+        for (int64_t i = 0; i < minfer_tensor_numel(want); i++)
+            if (fabsf(g[i] - w[i]) > 1e-4f + 1e-3f * fabsf(w[i]))
+                fail_msg("run %d, element %lld: onednn %g, cpu %g", run, (long long)i,
+                         (double)g[i], (double)w[i]);
+        minfer_tensor_free(got);
+    }
+    minfer_session_free(s);
+    minfer_tensor_free(want);
+    minfer_tensor_free(t.inputs[0]);
+    minfer_builder_free(t.b);
+}
+
 /* A node onednn cannot take is declined, with the CPU provider taking it. */
 static void test_declines(void **state) {
     (void)state;
@@ -665,6 +928,11 @@ int main(void) {
         cmocka_unit_test(test_unary),
         cmocka_unit_test(test_binary_broadcast),
         cmocka_unit_test(test_concat),
+        cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_slice),
+        cmocka_unit_test(test_reshapes),
+        cmocka_unit_test(test_concat_conv_split),
+        cmocka_unit_test(test_thread_variants),
         cmocka_unit_test(test_declines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -88,8 +88,11 @@ int dnn_out_wanted(const dnn_b *b, size_t o) {
            b->node->outputs[o].name[0] != '\0';
 }
 
-minfer_status dnn_require_float(dnn_b *b) {
-    for (size_t i = 0; i < b->node->n_inputs; i++) {
+minfer_status dnn_require_float(dnn_b *b, int n_float) {
+    size_t n_in = b->node->n_inputs;
+    if (n_float > 0 && (size_t)n_float < n_in)
+        n_in = (size_t)n_float;
+    for (size_t i = 0; i < n_in; i++) {
         const minfer_value_desc *v = dnn_in(b, i);
         if (v && (v->kind != MINFER_VALUE_TENSOR || v->dtype != MINFER_DTYPE_FLOAT))
             return dnn_decline(b, "input %zu is not a float tensor", i);
@@ -295,9 +298,22 @@ int dnn_const_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
         }
         return dnn_input(b, i, have, want);
     }
-    int k = dnn_mem_new(b, want, BIND_FIXED, -1);
+    int k = dnn_mem_new(b, want, BIND_FIXED, (int)i);
     if (k < 0 || b->check)
         return k;
+    /* Another variant of the node packed it the same way: share it. */
+    for (int j = 0; b->share && j < b->share->n_mems; j++) {
+        const dnn_mem *m = &b->share->mems[j];
+        const dnnl_memory_desc_t *smd = NULL;
+        void *data = NULL;
+        if (m->bind == BIND_FIXED && m->index == (int)i &&
+            dnnl_memory_get_memory_desc(m->mem, &smd) == dnnl_success &&
+            dnnl_memory_desc_equal(smd, want) &&
+            dnnl_memory_get_data_handle(m->mem, &data) == dnnl_success && data) {
+            dnnl_memory_set_data_handle(b->n->mems[k].mem, data);
+            return k;
+        }
+    }
     if (v->const_nbytes < dnnl_memory_desc_get_size(have)) {
         dnn_decline(b, "constant input %zu is too small", i);
         return -1;

@@ -143,7 +143,7 @@ minfer_status dnn_build_conv(dnn_b *b) {
         return dnn_decline(b, "channels and group do not fit");
     if (bias && (bias->rank != 1 || bias->dims[0] != M))
         return dnn_decline(b, "bias must have %lld elements", (long long)M);
-    int64_t od[MINFER_MAX_RANK], pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL];
+    int64_t od[MINFER_MAX_RANK] = {0}, pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL];
     od[0] = N;
     od[1] = M;
     if (dnn_window_out(&win, x->dims + 2, 0, od + 2, pl, pr))
@@ -267,7 +267,7 @@ minfer_status dnn_build_conv_transpose(dnn_b *b) {
         return MINFER_ERR_UNSUPPORTED;
     if (r > 0 && n_os != (size_t)nsp && n_os != (size_t)x->rank)
         return dnn_decline(b, "output_shape has %zu entries", n_os);
-    int64_t od[MINFER_MAX_RANK], pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL];
+    int64_t od[MINFER_MAX_RANK] = {0}, pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL];
     od[0] = N;
     od[1] = M;
     for (int i = 0; i < nsp; i++) {

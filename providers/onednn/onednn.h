@@ -73,7 +73,8 @@ enum { BIND_FIXED, BIND_INPUT, BIND_OUTPUT, BIND_WS, BIND_SCRATCH };
 typedef struct dnn_mem {
     dnnl_memory_t mem;
     int bind;
-    int index;     /* input or output index */
+    int index;     /* input or output index (BIND_FIXED: the constant input
+                      it packs, or -1) */
     size_t off;    /* BIND_WS: offset after the scratchpad region */
 } dnn_mem;
 
@@ -85,7 +86,8 @@ typedef struct dnn_step {
 } dnn_step;
 
 /* A prepared node: memories, steps, owned constant buffers. */
-typedef struct dnn_node {
+typedef struct dnn_node dnn_node;
+struct dnn_node {
     dnn_mem mems[DNN_MAX_MEMS];
     int n_mems;
     dnn_step steps[DNN_MAX_STEPS];
@@ -99,7 +101,7 @@ typedef struct dnn_node {
     size_t scratch_bytes; /* aligned scratchpad region at the start of the workspace */
     size_t ws_bytes;      /* total workspace */
     int threads;          /* OpenMP threads it was built for and runs on */
-} dnn_node;
+};
 
 /* Deferred reorder of a primitive's result into a plain output. */
 typedef struct dnn_pending {
@@ -119,6 +121,8 @@ typedef struct dnn_b {
     int n_pend;
     char *why;
     size_t why_size;
+    const struct dnn_node *share; /* a variant of this node built before (its
+                                     packed constants are reused), or NULL */
 } dnn_b;
 
 typedef minfer_status (*dnn_build_fn)(dnn_b *b);
@@ -130,6 +134,8 @@ typedef struct dnn_op {
     dnn_build_fn build;
     int same_shape; /* output 0 has input 0's shape (usable when the host
                        could not infer it: the node is then run dynamically) */
+    int float_inputs; /* inputs that must be float, from the first (0: all);
+                         the others (shapes, indices) are not checked here */
 } dnn_op;
 
 /* ---- Errors and attributes (build.c) ------------------------------------- */
@@ -149,8 +155,9 @@ int dnn_attr_ints(dnn_b *b, const char *name, int64_t *out, size_t cap, size_t *
 const minfer_value_desc *dnn_in(const dnn_b *b, size_t i);
 /* 1 if output o exists and has a name. */
 int dnn_out_wanted(const dnn_b *b, size_t o);
-/* Declines unless every present input and every output is float. */
-minfer_status dnn_require_float(dnn_b *b);
+/* Declines unless every present input (the first n_float, when n_float
+ * > 0) and every output is float. */
+minfer_status dnn_require_float(dnn_b *b, int n_float);
 int64_t dnn_numel(int32_t rank, const int64_t *dims);
 /* Normalizes axis to [0, rank); -1 when out of range. */
 int dnn_axis(int64_t axis, int32_t rank);
@@ -262,6 +269,10 @@ minfer_status dnn_build_batchnorm(dnn_b *b);
 minfer_status dnn_build_lrn(dnn_b *b);
 minfer_status dnn_build_softmax(dnn_b *b);
 minfer_status dnn_build_layernorm(dnn_b *b);
+/* shape.c */
+minfer_status dnn_build_transpose(dnn_b *b);
+minfer_status dnn_build_slice(dnn_b *b);
+minfer_status dnn_build_reshape(dnn_b *b);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop
