@@ -373,7 +373,7 @@ static minfer_status broadcast_inputs(ictx *c, size_t first, size_t count, int c
     const minfer_tensor_view *ref = NULL;
     minfer_status st;
     int32_t r = 0;
-    int64_t d[MINFER_MAX_RANK];
+    int64_t d[MINFER_MAX_RANK] = {0};
     for (size_t i = first; i < first + count && i < c->n_in; i++) {
         const minfer_tensor_view *v = input(c, i);
         if (!v)
@@ -447,7 +447,7 @@ static minfer_status inf_binary(ictx *c) {
 /* Min, Max, Sum, Mean: variadic, broadcast together. */
 static minfer_status inf_variadic(ictx *c) {
     int64_t d[MINFER_MAX_RANK];
-    int32_t r, dt;
+    int32_t r = -1, dt = 0;
     minfer_status st = broadcast_inputs(c, 0, c->n_in, 1, &r, d, &dt);
     return st ? st : set_out(c, 0, dt, r, d);
 }
@@ -455,7 +455,7 @@ static minfer_status inf_variadic(ictx *c) {
 static minfer_status inf_where(ictx *c) {
     const minfer_tensor_view *cond, *x, *y;
     int64_t d[MINFER_MAX_RANK];
-    int32_t r, dt;
+    int32_t r = -1, dt = 0;
     minfer_status st;
     if ((st = require(c, 0, &cond)) || (st = require(c, 1, &x)) || (st = require(c, 2, &y)))
         return st;
@@ -480,7 +480,7 @@ static minfer_status inf_clip(ictx *c) {
             return st;
         for (size_t i = 1; i <= 2; i++) {
             const minfer_tensor_view *v = input(c, i);
-            int64_t n;
+            int64_t n = -1;
             if (v && (st = numel_of(c, v->dims, v->rank, &n)))
                 return st;
             if (v && n >= 0 && n != 1)
@@ -1172,7 +1172,7 @@ static minfer_status inf_reshape(ictx *c) {
     const minfer_tensor_view *x;
     int_list t;
     int allowzero = c->opset >= 14 && mf_attr_int(c->node, "allowzero", 0) != 0;
-    int64_t d[MINFER_MAX_RANK], in_n, prod = 1;
+    int64_t d[MINFER_MAX_RANK], in_n = -1, prod = 1;
     int neg = -1, has_zero = 0, prod_known = 1;
     char s1[SHAPE_BUF], s2[SHAPE_BUF];
     minfer_status st;
@@ -1986,7 +1986,7 @@ static minfer_status inf_melweight(ictx *c) {
 
 /* RandomUniform, RandomNormal: the shape attribute, dtype (float by default). */
 static minfer_status inf_random(ictx *c) {
-    int_list s;
+    int_list s = {0};
     minfer_status st = attr_list(c, "shape", &s);
     if (st)
         return st;

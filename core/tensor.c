@@ -228,8 +228,8 @@ static minfer_status init_view(minfer_tensor *t, int32_t dtype, const int64_t *d
 }
 
 minfer_status mf_tensor_new(int32_t dtype, const int64_t *dims, int32_t rank, minfer_tensor **out) {
-    int64_t numel;
-    size_t nbytes;
+    int64_t numel = 0;
+    size_t nbytes = 0;
     minfer_tensor *t = mf_calloc(1, sizeof *t);
     if (!t)
         return mf_error(MINFER_ERR_NOMEM, "out of memory for a tensor");
@@ -266,8 +266,8 @@ minfer_status minfer_tensor_create(minfer_dtype dtype, const int64_t *dims, size
 
 minfer_status minfer_tensor_wrap(minfer_dtype dtype, const int64_t *dims, size_t rank, void *data,
                                  size_t data_bytes, minfer_tensor **out) {
-    int64_t numel;
-    size_t nbytes;
+    int64_t numel = 0;
+    size_t nbytes = 0;
     if (!out)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_wrap: out is NULL");
     *out = NULL;
@@ -774,8 +774,8 @@ minfer_status mf_tensor_from_proto(const void *proto, const char *base_dir, cons
 
     /* Sizes are checked against the data before anything is allocated, so a
      * corrupt shape cannot ask for an absurd allocation. */
-    int64_t numel;
-    size_t nbytes;
+    int64_t numel = 0;
+    size_t nbytes = 0;
     if ((st = mf_numel(tp->dims, (int32_t)tp->n_dims, &numel)) != MINFER_OK ||
         (st = mf_nbytes(dt, numel, &nbytes)) != MINFER_OK)
         return mf_error_prefix(st, "%s", where);
