@@ -192,6 +192,38 @@ typedef struct minfer_host_api {
     void *(*alloc)(void *host, size_t bytes);
 } minfer_host_api;
 
+/* Bytes per element of a minfer_dtype (sizeof(char *) for strings), 0 for
+ * an unknown type: the same as minfer_dtype_size, without linking
+ * libminfer. */
+static inline size_t minfer_elem_size(int32_t dtype) {
+    switch (dtype) {
+    case MINFER_DTYPE_UINT8:
+    case MINFER_DTYPE_INT8:
+    case MINFER_DTYPE_BOOL:
+        return 1;
+    case MINFER_DTYPE_UINT16:
+    case MINFER_DTYPE_INT16:
+    case MINFER_DTYPE_FLOAT16:
+    case MINFER_DTYPE_BFLOAT16:
+        return 2;
+    case MINFER_DTYPE_FLOAT:
+    case MINFER_DTYPE_INT32:
+    case MINFER_DTYPE_UINT32:
+        return 4;
+    case MINFER_DTYPE_DOUBLE:
+    case MINFER_DTYPE_INT64:
+    case MINFER_DTYPE_UINT64:
+    case MINFER_DTYPE_COMPLEX64:
+        return 8;
+    case MINFER_DTYPE_COMPLEX128:
+        return 16;
+    case MINFER_DTYPE_STRING:
+        return sizeof(char *);
+    default:
+        return 0;
+    }
+}
+
 /* String tensors (MINFER_DTYPE_STRING): elements are char *. The host hands
  * a kernel string outputs with every element NULL; the kernel stores
  * strings allocated with the C library's malloc, and the host frees them

@@ -173,34 +173,7 @@ int cpu_const_ints(cpu_prep *p, size_t input, int64_t *out, size_t cap, size_t *
 
 /* ---- Tensors ------------------------------------------------------------ */
 
-size_t cpu_dtype_size(int32_t dtype) {
-    switch (dtype) {
-    case MINFER_DTYPE_UINT8:
-    case MINFER_DTYPE_INT8:
-    case MINFER_DTYPE_BOOL:
-        return 1;
-    case MINFER_DTYPE_UINT16:
-    case MINFER_DTYPE_INT16:
-    case MINFER_DTYPE_FLOAT16:
-    case MINFER_DTYPE_BFLOAT16:
-        return 2;
-    case MINFER_DTYPE_FLOAT:
-    case MINFER_DTYPE_INT32:
-    case MINFER_DTYPE_UINT32:
-        return 4;
-    case MINFER_DTYPE_DOUBLE:
-    case MINFER_DTYPE_INT64:
-    case MINFER_DTYPE_UINT64:
-    case MINFER_DTYPE_COMPLEX64:
-        return 8;
-    case MINFER_DTYPE_COMPLEX128:
-        return 16;
-    case MINFER_DTYPE_STRING:
-        return sizeof(char *);
-    default:
-        return 0;
-    }
-}
+size_t cpu_dtype_size(int32_t dtype) { return minfer_elem_size(dtype); }
 
 int64_t cpu_numel(int32_t rank, const int64_t *dims) {
     int64_t n = 1;

@@ -149,28 +149,12 @@ int ocl_const_ints(ocl_prep *p, size_t input, int64_t *out, size_t cap, size_t *
     return 1;
 }
 
+/* 0 for strings and complex numbers, which no device tensor holds. */
 size_t ocl_dtype_size(int32_t dtype) {
-    switch (dtype) {
-    case MINFER_DTYPE_UINT8:
-    case MINFER_DTYPE_INT8:
-    case MINFER_DTYPE_BOOL:
-        return 1;
-    case MINFER_DTYPE_UINT16:
-    case MINFER_DTYPE_INT16:
-    case MINFER_DTYPE_FLOAT16:
-    case MINFER_DTYPE_BFLOAT16:
-        return 2;
-    case MINFER_DTYPE_FLOAT:
-    case MINFER_DTYPE_INT32:
-    case MINFER_DTYPE_UINT32:
-        return 4;
-    case MINFER_DTYPE_DOUBLE:
-    case MINFER_DTYPE_INT64:
-    case MINFER_DTYPE_UINT64:
-        return 8;
-    default:
+    if (dtype == MINFER_DTYPE_STRING || dtype == MINFER_DTYPE_COMPLEX64 ||
+        dtype == MINFER_DTYPE_COMPLEX128)
         return 0;
-    }
+    return minfer_elem_size(dtype);
 }
 
 size_t ocl_esize(const ocl_ctx *ctx, int32_t dtype) {
