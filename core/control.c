@@ -815,7 +815,9 @@ static minfer_status op_loop(core_call *cc) {
         return FAIL(cc, MINFER_ERR_TYPE, "the trip count M must be an int64 scalar");
     if (present(cc, 1) && scalar_bool(&cc->in[1], &cond) != MINFER_OK)
         return FAIL(cc, MINFER_ERR_TYPE, "the condition must be a bool scalar");
-    size_t n_alloc = 2 * (n_body_out + 2) + n_scan + 1;
+    /* carried (n_carried), body outputs (n_body_out), body inputs
+     * (2 + n_carried), each with a spare slot */
+    size_t n_alloc = (n_carried + 1) + (n_body_out + 1) + (2 + n_carried + 1);
     void **blk = mf_calloc(n_alloc, sizeof(void *));
     if (!blk)
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);

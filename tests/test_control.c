@@ -15,6 +15,7 @@
 #include "test_util.h"
 
 static const char *data_dir = "/usr/share/libonnx-testdata/data";
+static const char *own_data_dir = "tests/data"; /* argv[2]: tests/data */
 
 static minfer_session *open_case(const char *name) {
     char path[1024];
@@ -199,6 +200,56 @@ static void test_loop_limit(void **state) {
     minfer_tensor_free(out);
     for (int k = 0; k < 3; k++)
         minfer_tensor_free(in[k]);
+    minfer_session_free(s);
+}
+
+/* tests/data/loop_nested.onnx: three carried values, two scan outputs, an
+ * outer value read by the body and, two scopes out, by an If in it. */
+static void test_loop_nested(void **state) {
+    (void)state;
+    char path[1024];
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    snprintf(path, sizeof path, "%s/loop_nested.onnx", own_data_dir);
+    assert_ok(minfer_options_create(&opt));
+    assert_ok(minfer_options_set_providers_str(opt, "cpu"));
+    assert_ok(minfer_session_create(path, opt, &s));
+    minfer_options_free(opt);
+    int64_t two = 2;
+    float av[] = {1, 2};
+    minfer_tensor *m = NULL, *a = vec_f32(av, 2), *k = scalar_f32(0.5f);
+    assert_ok(minfer_tensor_create(MINFER_DTYPE_INT64, NULL, 0, &m));
+    const char *names[] = {"M", "a", "k"};
+    for (int64_t trips = 0; trips <= 3; trips++) {
+        *(int64_t *)minfer_tensor_data(m) = trips;
+        minfer_tensor *in[3] = {m, a, k}, *out[5] = {NULL, NULL, NULL, NULL, NULL};
+        assert_ok(minfer_session_run(s, names, (const minfer_tensor *const *)in, 3, NULL, out, 5));
+        /* by hand: a += k; s -= k while i <= 1, += k after; c += 1 */
+        float a_want[2] = {1 + 0.5f * (float)trips, 2 + 0.5f * (float)trips}, s_want = 0;
+        float scan_a[8], scan_s[4];
+        for (int64_t i = 0; i < trips; i++) {
+            s_want += i > 1 ? 0.5f : -0.5f;
+            scan_a[2 * i] = 1 + 0.5f * (float)(i + 1);
+            scan_a[2 * i + 1] = 2 + 0.5f * (float)(i + 1);
+            scan_s[i] = 2 * s_want;
+        }
+        assert_tensor_f32(out[0], &two, 1, a_want);
+        assert_tensor_f32(out[1], NULL, 0, &s_want);
+        assert_int_equal(*(const int64_t *)minfer_tensor_data(out[2]), trips);
+        int64_t da[] = {trips, 2};
+        if (trips > 0) {
+            assert_tensor_f32(out[3], da, 2, scan_a);
+            assert_tensor_f32(out[4], &trips, 1, scan_s);
+        } else {
+            assert_int_equal(minfer_tensor_numel(out[3]), 0);
+            assert_int_equal(minfer_tensor_numel(out[4]), 0);
+        }
+        for (int o = 0; o < 5; o++)
+            minfer_tensor_free(out[o]);
+    }
+    minfer_tensor_free(m);
+    minfer_tensor_free(a);
+    minfer_tensor_free(k);
     minfer_session_free(s);
 }
 
@@ -454,12 +505,14 @@ static void test_gradient_unsupported(void **state) {
 int main(int argc, char **argv) {
     if (argc > 1)
         data_dir = argv[1];
+    if (argc > 2)
+        own_data_dir = argv[2];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sequence_api),      cmocka_unit_test(test_if_both_branches),
         cmocka_unit_test(test_loop_trip_counts),  cmocka_unit_test(test_scan_sum),
         cmocka_unit_test(test_sequence_io),       cmocka_unit_test(test_sequence_at_range),
         cmocka_unit_test(test_gradient),          cmocka_unit_test(test_gradient_unsupported),
-        cmocka_unit_test(test_loop_limit),
+        cmocka_unit_test(test_loop_limit),        cmocka_unit_test(test_loop_nested),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
