@@ -21,65 +21,8 @@
 
 #define MAX_IN 8
 
-typedef struct tcase {
-    minfer_graph_builder *b;
-    size_t n_in;
-    char names[MAX_IN][16];
-    minfer_tensor *inputs[MAX_IN];
-    uint32_t seed;
-    int n_nodes;
-} tcase;
-
-static float rnd(tcase *t) {
-    t->seed = t->seed * 1664525u + 1013904223u;
-    return (float)((t->seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-
-static minfer_tensor *random_tensor(tcase *t, const int64_t *dims, size_t rank) {
-    minfer_tensor *x = NULL;
-    assert_int_equal(minfer_tensor_create(MINFER_DTYPE_FLOAT, dims, rank, &x), MINFER_OK);
-    float *d = minfer_tensor_data(x);
-    for (int64_t i = 0; i < minfer_tensor_numel(x); i++)
-        d[i] = rnd(t);
-    return x;
-}
-
-static void tc_init(tcase *t, int64_t opset) {
-    memset(t, 0, sizeof *t);
-    t->seed = 12345u;
-    assert_int_equal(minfer_builder_create(opset, &t->b), MINFER_OK);
-    assert_int_equal(minfer_builder_add_opset(t->b, "minfer", 1), MINFER_OK);
-}
-
-/* A graph input with random data. */
-static void tc_input(tcase *t, const char *name, const int64_t *dims, size_t rank) {
-    assert_true(t->n_in < MAX_IN);
-    assert_int_equal(minfer_builder_add_input(t->b, name, MINFER_DTYPE_FLOAT, dims, rank, NULL),
-                     MINFER_OK);
-    snprintf(t->names[t->n_in], sizeof t->names[0], "%s", name);
-    t->inputs[t->n_in++] = random_tensor(t, dims, rank);
-}
-
-/* A constant with random data (or the given values). */
-static void tc_const(tcase *t, const char *name, const int64_t *dims, size_t rank,
-                     const float *values) {
-    minfer_tensor *x = random_tensor(t, dims, rank);
-    if (values)
-        memcpy(minfer_tensor_data(x), values, minfer_tensor_nbytes(x));
-    assert_int_equal(minfer_builder_add_initializer(t->b, name, x), MINFER_OK);
-    minfer_tensor_free(x);
-}
-
-/* A node of the default (or "minfer") domain from inputs to output out. */
-static size_t tc_node(tcase *t, const char *op, const char *domain, const char *const *in,
-                      size_t n_in, const char *out) {
-    size_t idx;
-    char name[32];
-    snprintf(name, sizeof name, "n%d", t->n_nodes++);
-    assert_int_equal(minfer_builder_add_node(t->b, op, domain, name, in, n_in, &out, 1, &idx),
-                     MINFER_OK);
-    return idx;
-}
+#define TC_SEED 12345u
+#include "provider_case.h"
 
 #define INTS(...) (const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)
 #define NAMES(...) (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *)
