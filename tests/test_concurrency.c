@@ -93,7 +93,8 @@ static minfer_session *build(void) {
     minfer_options *opt = NULL;
     minfer_session *s = NULL;
     assert_ok(minfer_options_create(&opt));
-    assert_ok(minfer_options_set_providers_str(opt, "cpu"));
+    const char *providers = getenv("MINFER_TEST_PROVIDERS");
+    assert_ok(minfer_options_set_providers_str(opt, providers && *providers ? providers : "cpu"));
     assert_ok(minfer_options_set_threads(opt, 2));
     assert_ok(minfer_options_set_plan_cache_size(opt, 2));
     assert_ok(minfer_session_create_from_builder(b, opt, &s));

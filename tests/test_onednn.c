@@ -27,8 +27,21 @@
 #define INTS(...) (const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)
 #define NAMES(...) (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *)
 
-/* Creates a session on providers, runs it; NULL when creation fails. */
-static minfer_tensor *run_on(tcase *t, const char *provider, int check_placement) {
+/* Nodes the oneDNN provider split into pieces (its verbose log). */
+static int split_nodes;
+
+static void count_splits(void *user, minfer_log_level level, const char *message) {
+    (void)user;
+    (void)level;
+    if (strstr(message, "onednn: node '") && strstr(message, "' runs in "))
+        split_nodes++;
+}
+
+/* Creates a session on providers with threads threads (and, when split
+ * is set, the oneDNN provider option split=on: every node with a split
+ * form runs in pieces), runs it; NULL when creation fails. */
+static minfer_tensor *run_with(tcase *t, const char *provider, int check_placement, int threads,
+                               int split) {
     minfer_options *opt = NULL;
     minfer_session *s = NULL;
     minfer_tensor *out = NULL;
@@ -36,7 +49,13 @@ static minfer_tensor *run_on(tcase *t, const char *provider, int check_placement
     const minfer_tensor *ins[MAX_IN];
     assert_int_equal(minfer_options_create(&opt), MINFER_OK);
     assert_int_equal(minfer_options_set_providers(opt, &provider, 1), MINFER_OK);
-    assert_int_equal(minfer_options_set_threads(opt, 2), MINFER_OK);
+    assert_int_equal(minfer_options_set_threads(opt, threads), MINFER_OK);
+    if (split) {
+        assert_int_equal(minfer_options_set_provider_options(opt, "onednn", "split=on"),
+                         MINFER_OK);
+        assert_int_equal(minfer_options_set_log_level(opt, MINFER_LOG_VERBOSE), MINFER_OK);
+        assert_int_equal(minfer_options_set_log_callback(opt, count_splits, NULL), MINFER_OK);
+    }
     minfer_status st = minfer_session_create_from_builder(t->b, opt, &s);
     minfer_options_free(opt);
     if (st != MINFER_OK) {
@@ -62,29 +81,46 @@ static minfer_tensor *run_on(tcase *t, const char *provider, int check_placement
     return out;
 }
 
-/* Runs the graph (output "y") on onednn and cpu and compares. */
+static minfer_tensor *run_on(tcase *t, const char *provider, int check_placement) {
+    return run_with(t, provider, check_placement, 2, 0);
+}
+
+static void compare(const minfer_tensor *got, const minfer_tensor *want, const char *what) {
+    assert_int_equal(minfer_tensor_rank(got), minfer_tensor_rank(want));
+    for (size_t d = 0; d < minfer_tensor_rank(got); d++)
+        assert_int_equal(minfer_tensor_dims(got)[d], minfer_tensor_dims(want)[d]);
+    const float *g = minfer_tensor_data(got), *w = minfer_tensor_data(want);
+    for (int64_t i = 0; i < minfer_tensor_numel(want); i++) {
+        int ok = fabsf(g[i] - w[i]) <= 1e-4f + 1e-3f * fabsf(w[i]) ||
+                 (isnan(g[i]) && isnan(w[i]));
+        if (!ok)
+            fail_msg("element %lld: %s %g, cpu %g", (long long)i, what, (double)g[i],
+                     (double)w[i]);
+    }
+}
+
+/* Runs the graph (output "y") on onednn and cpu and compares; onednn runs
+ * twice: as a user would (2 threads), and at 3 threads with every node that
+ * has a split form in pieces (uneven ones, when the extent is not a
+ * multiple of 3). */
 static void tc_check(tcase *t) {
     assert_int_equal(minfer_builder_add_output(t->b, "y"), MINFER_OK);
     minfer_tensor *got = run_on(t, "onednn", 1);
     if (!got)
         fail_msg("onednn refused the graph: %s", minfer_last_error());
+    minfer_tensor *split = run_with(t, "onednn", 1, 3, 1);
+    if (!split)
+        fail_msg("onednn with split=on refused the graph: %s", minfer_last_error());
     minfer_tensor *want = run_on(t, "cpu", 0);
     if (want) {
-        assert_int_equal(minfer_tensor_rank(got), minfer_tensor_rank(want));
-        for (size_t d = 0; d < minfer_tensor_rank(got); d++)
-            assert_int_equal(minfer_tensor_dims(got)[d], minfer_tensor_dims(want)[d]);
-        const float *g = minfer_tensor_data(got), *w = minfer_tensor_data(want);
-        for (int64_t i = 0; i < minfer_tensor_numel(want); i++) {
-            int ok = fabsf(g[i] - w[i]) <= 1e-4f + 1e-3f * fabsf(w[i]) ||
-                     (isnan(g[i]) && isnan(w[i]));
-            if (!ok)
-                fail_msg("element %lld: onednn %g, cpu %g", (long long)i, (double)g[i],
-                         (double)w[i]);
-        }
+        compare(got, want, "onednn");
+        compare(split, want, "onednn split=on");
     } else {
         print_message("  the CPU oracle cannot run this graph: onednn checked alone\n");
+        compare(split, got, "onednn split=on (against onednn)");
     }
     minfer_tensor_free(got);
+    minfer_tensor_free(split);
     minfer_tensor_free(want);
     for (size_t i = 0; i < t->n_in; i++)
         minfer_tensor_free(t->inputs[i]);
@@ -825,6 +861,99 @@ static void test_thread_variants(void **state) {
     minfer_builder_free(t.b);
 }
 
+/* ---- Split forms ------------------------------------------------------------ */
+
+/* Adds a Conv name: in -> out (c_out x c_in x 3 x 3 weights, pads 1). */
+static size_t conv3(tcase *t, const char *in, const char *w, int64_t c_out, int64_t c_in,
+                    const char *out) {
+    tc_const(t, w, INTS(c_out, c_in, 3, 3), NULL);
+    size_t n = tc_node(t, "Conv", NULL, (const char *const[]){in, w}, 2, out);
+    minfer_builder_set_attr_ints(t->b, n, "pads", INTS(1, 1, 1, 1));
+    return n;
+}
+
+/* Checks the graph (tc_check) and that split=on ran at least want nodes in
+ * pieces. */
+static void check_split(tcase *t, int want) {
+    split_nodes = 0;
+    tc_check(t);
+    if (split_nodes < want)
+        fail_msg("%d nodes ran in pieces, %d expected", split_nodes, want);
+}
+
+/* Each form of split.c against the CPU provider: convolutions by output
+ * rows (a plain NCHW input read as a strided slice, a channels-last one
+ * as a dense one; strides, dilations and the paddings the pieces inherit
+ * at the edges), by images, with a residual Z; pools after a convolution
+ * (ceil_mode, padding excluded from the average); Concat by rows and by
+ * images; MatMul and Gemm by rows. */
+static void test_split_forms(void **state) {
+    (void)state;
+    tcase t;
+    size_t n;
+    tc_init(&t, 13); /* rows, plain input, stride 2 */
+    tc_input(&t, "x", INTS(1, 16, 20, 20));
+    n = conv3(&t, "x", "w", 32, 16, "y");
+    minfer_builder_set_attr_ints(t.b, n, "strides", INTS(2, 2));
+    check_split(&t, 1);
+    tc_init(&t, 13); /* images */
+    tc_input(&t, "x", INTS(3, 8, 10, 10));
+    conv3(&t, "x", "w", 8, 8, "y");
+    check_split(&t, 1);
+    tc_init(&t, 13); /* rows of a channels-last input, dilation 2, stride 2 */
+    tc_input(&t, "x", INTS(1, 8, 17, 17));
+    conv3(&t, "x", "w1", 16, 8, "c");
+    n = conv3(&t, "c", "w2", 16, 16, "y");
+    minfer_builder_set_attr_ints(t.b, n, "strides", INTS(2, 2));
+    minfer_builder_set_attr_ints(t.b, n, "dilations", INTS(2, 2));
+    minfer_builder_set_attr_ints(t.b, n, "pads", INTS(2, 1, 0, 2));
+    check_split(&t, 2);
+    for (int64_t batch = 1; batch <= 2; batch++) { /* residual Z from a convolution */
+        tc_init(&t, 13);
+        tc_input(&t, "x", INTS(batch, 8, 12, 12));
+        conv3(&t, "x", "wz", 8, 8, "z");
+        tc_const(&t, "w", INTS(8, 8, 3, 3), NULL);
+        tc_const(&t, "b", INTS(8), NULL);
+        n = tc_node(&t, "FusedConv", "minfer", NAMES("x", "w", "b", "z"), "y");
+        minfer_builder_set_attr_ints(t.b, n, "pads", INTS(1, 1, 1, 1));
+        minfer_builder_set_attr_string(t.b, n, "activation", "Relu");
+        check_split(&t, 2);
+    }
+    static const char *const pools[2] = {"MaxPool", "AveragePool"};
+    for (int k = 0; k < 2; k++) { /* pools on channels-last rows */
+        tc_init(&t, 13);
+        tc_input(&t, "x", INTS(1, 8, 15, 15));
+        conv3(&t, "x", "w", 16, 8, "c");
+        n = tc_node(&t, pools[k], NULL, NAMES("c"), "y");
+        minfer_builder_set_attr_ints(t.b, n, "kernel_shape", INTS(3, 3));
+        minfer_builder_set_attr_ints(t.b, n, "strides", INTS(2, 2));
+        minfer_builder_set_attr_ints(t.b, n, "pads", INTS(k, k, 0, 0));
+        minfer_builder_set_attr_int(t.b, n, "ceil_mode", 1 - k);
+        check_split(&t, 2);
+    }
+    for (int64_t batch = 1; batch <= 2; batch++) { /* Concat of two convolutions */
+        tc_init(&t, 13);
+        tc_input(&t, "x", INTS(batch, 8, 9, 9));
+        conv3(&t, "x", "w1", 16, 8, "a");
+        conv3(&t, "x", "w2", 32, 8, "b");
+        n = tc_node(&t, "Concat", NULL, NAMES("a", "b"), "y");
+        minfer_builder_set_attr_int(t.b, n, "axis", 1);
+        check_split(&t, 3);
+    }
+    tc_init(&t, 13); /* MatMul: A's leading axes fold into rows */
+    tc_input(&t, "a", INTS(2, 12, 32));
+    tc_const(&t, "w", INTS(32, 24), NULL);
+    tc_node(&t, "MatMul", NULL, NAMES("a", "w"), "y");
+    check_split(&t, 1);
+    tc_init(&t, 13); /* Gemm with transB and a row bias */
+    tc_input(&t, "a", INTS(30, 16));
+    tc_const(&t, "w", INTS(20, 16), NULL);
+    tc_const(&t, "c", INTS(20), NULL);
+    n = tc_node(&t, "Gemm", NULL, NAMES("a", "w", "c"), "y");
+    minfer_builder_set_attr_int(t.b, n, "transB", 1);
+    check_split(&t, 1);
+}
+
 /* A node onednn cannot take is declined, with the CPU provider taking it. */
 static void test_declines(void **state) {
     (void)state;
@@ -876,6 +1005,7 @@ int main(void) {
         cmocka_unit_test(test_reshapes),
         cmocka_unit_test(test_concat_conv_split),
         cmocka_unit_test(test_thread_variants),
+        cmocka_unit_test(test_split_forms),
         cmocka_unit_test(test_declines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -151,6 +151,10 @@ dnnl_status_t dnn_in_md(dnn_b *b, size_t i, dnnl_memory_desc_t *md) {
     const minfer_value_desc *v = dnn_in(b, i);
     if (!v)
         return dnnl_invalid_arguments;
+    if (b->pio && i < DNN_PIECE_INPUTS && b->pio->in[i].ndims) {
+        *md = b->pio->in[i];
+        return dnnl_success;
+    }
     if (i < b->n->n_in && b->n->in_layout[i]) {
         const dnn_layout *l = dnn_layout_get(b->ctx, b->n->in_layout[i]);
         if (!l)
@@ -340,6 +344,14 @@ int dnn_owned_plain(dnn_b *b, const dnnl_memory_desc_t *md, const float *data) {
 
 int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md) {
     const minfer_value_desc *v = &b->node->outputs[o];
+    if (b->pio) {
+        /* A piece writes its slice of the whole output, in its layout. */
+        if (o != 0 || !dnnl_memory_desc_equal(md, &b->pio->out)) {
+            dnn_decline(b, "a piece would write output %zu in another layout", o);
+            return -1;
+        }
+        return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
+    }
     if (md_is_plain(md))
         return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
     int same_dims = md->ndims == v->rank;

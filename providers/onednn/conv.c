@@ -146,8 +146,19 @@ minfer_status dnn_build_conv(dnn_b *b) {
     int64_t od[MINFER_MAX_RANK] = {0}, pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL];
     od[0] = N;
     od[1] = M;
-    if (dnn_window_out(&win, x->dims + 2, 0, od + 2, pl, pr))
+    if (b->pio) {
+        /* A piece: its rows and paddings were cut from the whole node's. */
+        const minfer_value_desc *y = &b->node->outputs[0];
+        if (y->rank != x->rank)
+            return dnn_decline(b, "piece output rank differs");
+        for (int i = 0; i < nsp; i++) {
+            od[2 + i] = y->dims[2 + i];
+            pl[i] = b->pio->pl[i];
+            pr[i] = b->pio->pr[i];
+        }
+    } else if (dnn_window_out(&win, x->dims + 2, 0, od + 2, pl, pr)) {
         return dnn_decline(b, "the window does not fit the input");
+    }
     if ((st = dnn_check_out(b, 0, x->rank, od)) != MINFER_OK)
         return st;
     if (z && (z->rank != x->rank || memcmp(z->dims, od, (size_t)x->rank * sizeof od[0])))
@@ -175,6 +186,11 @@ minfer_status dnn_build_conv(dnn_b *b) {
     dnnl_memory_desc_init_by_tag(&src_any, x->rank, xd, dnnl_f32, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&wei_any, wr, wd, dnnl_f32, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&dst_any, x->rank, dd, dnnl_f32, dnnl_format_tag_any);
+    if (b->pio) { /* a piece keeps the whole tensors' layouts */
+        if (!b->pio->src_any)
+            src_any = b->pio->in[0];
+        dst_any = b->pio->out;
+    }
     int64_t wdims[MINFER_MAX_RANK];
     for (int i = 0; i < wr; i++)
         wdims[i] = wd[i];

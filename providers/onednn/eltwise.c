@@ -293,6 +293,8 @@ minfer_status dnn_build_concat(dnn_b *b) {
     }
     dnnl_memory_desc_init_by_tag(&dst[0], r, dd, dnnl_f32, dnnl_format_tag_any);
     dnn_plain_md(&dst[1], r, od);
+    if (b->pio) /* a piece writes the whole output's layout */
+        dst[0] = dst[1] = b->pio->out;
     dnnl_primitive_desc_t pd = NULL;
     int c;
     st = MINFER_ERR_UNSUPPORTED;

@@ -35,6 +35,9 @@
 #define DNN_MAX_OWNED 6
 #define DNN_MAX_CONCAT 32
 #define DNN_ALIGN 64
+#define DNN_MAX_SPATIAL 3 /* spatial axes of Conv and the pools */
+#define DNN_MAX_PIECES 16
+#define DNN_PIECE_INPUTS 8 /* inputs of a node that splits */
 
 /* A layout registered by this instance: id = index + 1 (0 is plain). */
 typedef struct dnn_layout {
@@ -53,6 +56,8 @@ typedef struct dnn_vlayout {
     uint64_t layout;
 } dnn_vlayout;
 
+enum { DNN_SPLIT_AUTO, DNN_SPLIT_ON, DNN_SPLIT_OFF };
+
 /* One provider instance (one per session). */
 typedef struct dnn_ctx {
     const minfer_host_api *api;
@@ -60,6 +65,7 @@ typedef struct dnn_ctx {
     dnnl_engine_t engine;
     dnnl_stream_t stream;
     int threads;
+    int split;           /* DNN_SPLIT_*: split nodes across the host's pool */
     int private_layouts; /* outputs may stay in oneDNN layouts (own memory domain) */
     dnn_layout *layouts;
     size_t n_layouts, cap_layouts;
@@ -109,6 +115,18 @@ typedef struct dnn_pending {
     dnnl_memory_desc_t src_md, dst_md;
 } dnn_pending;
 
+/* Building one piece of a node split across threads (split.c): the piece
+ * works on a slice of the node's tensors, which arrive in and must be
+ * written in the layouts given here (the slices of the whole tensors'),
+ * and a convolution's paddings are the piece's own. */
+typedef struct dnn_piece_io {
+    dnnl_memory_desc_t in[DNN_PIECE_INPUTS]; /* arrival md of each input (ndims 0: as usual) */
+    dnnl_memory_desc_t out;   /* the md output 0 is written in */
+    int src_any;              /* the primitive picks its source layout (input 0
+                                 is then reordered into it) */
+    int64_t pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL]; /* Conv paddings */
+} dnn_piece_io;
+
 /* What a build function works on. */
 typedef struct dnn_b {
     dnn_ctx *ctx;
@@ -123,6 +141,7 @@ typedef struct dnn_b {
     size_t why_size;
     const struct dnn_node *share; /* a variant of this node built before (its
                                      packed constants are reused), or NULL */
+    const dnn_piece_io *pio;      /* building a piece of a split node, or NULL */
 } dnn_b;
 
 typedef minfer_status (*dnn_build_fn)(dnn_b *b);
@@ -219,7 +238,6 @@ int dnn_act_algs(const char *act, const float *p, size_t np, dnnl_alg_kind_t *al
                  float *alpha, float *beta);
 
 /* Sliding-window geometry of Conv and the pools (conv.c). */
-#define DNN_MAX_SPATIAL 3
 enum { DNN_PAD_NOTSET, DNN_PAD_SAME_UPPER, DNN_PAD_SAME_LOWER, DNN_PAD_VALID };
 typedef struct dnn_window {
     int nsp;
@@ -245,6 +263,40 @@ const dnn_layout *dnn_layout_get(const dnn_ctx *ctx, uint64_t id);
 /* Remembers that value (name, shape) will have layout id. */
 minfer_status dnn_vmap_set(dnn_ctx *ctx, const minfer_value_desc *v, uint64_t id);
 uint64_t dnn_vmap_get(const dnn_ctx *ctx, const minfer_value_desc *v);
+
+/* ---- Nodes (provider.c) and their parallel pieces (split.c) -------------- */
+
+/* Builds node for the given threads (0: the node's default) into *out;
+ * check: descriptors only. share: a variant built before whose packed
+ * constants are reused. pio: building a piece of a split node. */
+minfer_status dnn_build_node(dnn_ctx *ctx, const minfer_node_desc *node, minfer_node_prep *prep,
+                             int check, int threads, const dnn_node *share,
+                             const dnn_piece_io *pio, dnn_node **out, char *why,
+                             size_t why_size);
+void dnn_node_free(dnn_node *n);
+/* The node's work: multiply-adds x 2 for a product (*product set), else the
+ * elements it reads and writes. */
+double dnn_node_work(const minfer_node_desc *node, int *product);
+
+/* A node split into pieces that run side by side on the host's pool: each
+ * piece is the node on a slice of its tensors (output rows of a
+ * convolution, images of a batch, rows of a matrix product), built for one
+ * thread, bound at execute to the slices' byte offsets, with a workspace
+ * of its own. */
+typedef struct dnn_split {
+    int n;
+    dnn_node *piece[DNN_MAX_PIECES];
+    size_t in_off[DNN_MAX_PIECES][DNN_PIECE_INPUTS]; /* byte offsets into the inputs */
+    size_t out_off[DNN_MAX_PIECES];   /* byte offset into output 0 */
+    size_t ws_stride;                 /* workspace bytes per piece */
+} dnn_split;
+
+/* Splits a prepared node (full: its build for the plan's shapes, whose
+ * layouts the pieces must keep) into ctx->threads pieces. NULL when the
+ * node has no split form (op, layout or shape) or a piece cannot be built. */
+dnn_split *dnn_split_build(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_node *full,
+                           const uint64_t *out_layouts);
+void dnn_split_free(dnn_split *sp);
 
 /* ---- Op families --------------------------------------------------------- */
 

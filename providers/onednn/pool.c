@@ -29,6 +29,8 @@ static minfer_status pool_steps(dnn_b *b, dnnl_alg_kind_t alg, int rank, const i
         xd[i] = x->dims[i];
     }
     dnnl_memory_desc_init_by_tag(&dst_any, rank, dd, dnnl_f32, dnnl_format_tag_any);
+    if (b->pio) /* a piece writes the whole output's layout */
+        dst_any = b->pio->out;
     if (dnn_in_md(b, 0, &cand[0]) != dnnl_success)
         return dnn_decline(b, "bad input layout");
     dnnl_memory_desc_init_by_tag(&cand[1], rank, xd, dnnl_f32, channels_last(rank));
@@ -79,6 +81,14 @@ minfer_status dnn_build_pool(dnn_b *b) {
     od[1] = x->dims[1];
     if (dnn_window_out(&w, x->dims + 2, ceil_mode, od + 2, pl, pr))
         return dnn_decline(b, "the window does not fit the input");
+    if (b->pio) { /* a piece: rows and paddings cut from the whole node's */
+        const minfer_value_desc *y = &b->node->outputs[0];
+        for (int i = 0; i < nsp && y->rank == x->rank; i++) {
+            od[2 + i] = y->dims[2 + i];
+            pl[i] = b->pio->pl[i];
+            pr[i] = b->pio->pr[i];
+        }
+    }
     for (int i = 0; i < nsp; i++) {
         if (pl[i] >= (w.kernel[i] - 1) * w.dil[i] + 1)
             return dnn_decline(b, "padding as large as the window is not supported");

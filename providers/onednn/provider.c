@@ -45,6 +45,7 @@
  */
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -220,13 +221,32 @@ uint64_t dnn_vmap_get(const dnn_ctx *ctx, const minfer_value_desc *v) {
 
 /* ---- Instance ------------------------------------------------------------- */
 
+static int parse_split(const char *v, int *split) {
+    static const char *const names[] = {"auto", "on", "off"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(v, names[i])) {
+            *split = i; /* DNN_SPLIT_AUTO, _ON, _OFF */
+            return 0;
+        }
+    return -1;
+}
+
 static minfer_status dnn_init(const minfer_host_api *api, void *host, const char *options,
                               void **out) {
     *out = NULL;
     if (!api || !api->set_error)
         return MINFER_ERR_INVALID_ARG;
-    if (options && options[0]) {
-        api->set_error(host, "onednn: unknown provider options '%s' (it takes none)", options);
+    /* split=auto|on|off (else MINFER_ONEDNN_SPLIT): see split.c. */
+    const char *env = getenv("MINFER_ONEDNN_SPLIT");
+    int split = DNN_SPLIT_AUTO;
+    if (env && *env && parse_split(env, &split) != 0) {
+        api->set_error(host, "onednn: MINFER_ONEDNN_SPLIT='%s': takes auto, on or off", env);
+        return MINFER_ERR_INVALID_ARG;
+    }
+    if (options && options[0] &&
+        (strncmp(options, "split=", 6) || parse_split(options + 6, &split) != 0)) {
+        api->set_error(host, "onednn: unknown provider options '%s' (it takes split=auto|on|off)",
+                       options);
         return MINFER_ERR_INVALID_ARG;
     }
     dnn_ctx *ctx = calloc(1, sizeof *ctx);
@@ -236,6 +256,7 @@ static minfer_status dnn_init(const minfer_host_api *api, void *host, const char
     }
     ctx->api = api;
     ctx->host = host;
+    ctx->split = split;
     ctx->threads = api->num_threads ? api->num_threads(host) : 1;
     if (ctx->threads < 1)
         ctx->threads = 1;
@@ -291,7 +312,7 @@ static const dnn_op *lookup(const minfer_node_desc *node, int *any) {
     return best;
 }
 
-static void node_free(dnn_node *n) {
+void dnn_node_free(dnn_node *n) {
     if (!n)
         return;
     for (int i = 0; i < n->n_steps; i++)
@@ -317,7 +338,7 @@ static int node_is(const minfer_node_desc *node, const char *op) {
     return !strcmp(node->op_type, op);
 }
 
-static double node_flops(const minfer_node_desc *node, int *product) {
+double dnn_node_work(const minfer_node_desc *node, int *product) {
     const minfer_value_desc *x = node->n_inputs > 0 ? &node->inputs[0] : NULL;
     const minfer_value_desc *w = node->n_inputs > 1 ? &node->inputs[1] : NULL;
     const minfer_value_desc *y = node->n_outputs > 0 ? &node->outputs[0] : NULL;
@@ -349,20 +370,26 @@ static double node_flops(const minfer_node_desc *node, int *product) {
  * to repay waking the other OpenMP workers (with passive waiting, waking
  * them costs tens of microseconds; more where the other cores are busy). */
 #define DNN_MIN_FLOPS_MT 4e6  /* about 30 us on one core */
+/* A split form (split.c) runs on the host's pool, whose workers spin
+ * between jobs: it pays from a smaller node. */
+#define DNN_MIN_FLOPS_SPLIT 1e6
+#define DNN_MIN_ELEMS_SPLIT 5e4
 #define DNN_MIN_ELEMS_MT 1.5e5 /* elements read and written */
 
 static int node_threads(const dnn_ctx *ctx, const minfer_node_desc *node) {
-    if (ctx->threads <= 1)
+    /* With split forms on, OpenMP stays at one thread: its workers would
+     * contend for the CPUs with the pool's spinning ones. */
+    if (ctx->threads <= 1 || ctx->split != DNN_SPLIT_OFF)
         return 1;
     int product;
-    double work = node_flops(node, &product);
+    double work = dnn_node_work(node, &product);
     return work < (product ? DNN_MIN_FLOPS_MT : DNN_MIN_ELEMS_MT) ? 1 : ctx->threads;
 }
 
-/* Builds node n for node (check: no primitives, no packing). */
-static minfer_status build(dnn_ctx *ctx, const minfer_node_desc *node, minfer_node_prep *prep,
-                           int check, int threads, const dnn_node *share, dnn_node **out,
-                           char *why, size_t why_size) {
+minfer_status dnn_build_node(dnn_ctx *ctx, const minfer_node_desc *node, minfer_node_prep *prep,
+                             int check, int threads, const dnn_node *share,
+                             const dnn_piece_io *pio, dnn_node **out, char *why,
+                             size_t why_size) {
     int any;
     const dnn_op *op = lookup(node, &any);
     *out = NULL;
@@ -383,11 +410,11 @@ static minfer_status build(dnn_ctx *ctx, const minfer_node_desc *node, minfer_no
     }
     n->n_in = node->n_inputs;
     n->dyn_rank = -1;
-    if (ctx->private_layouts && !check)
+    if (ctx->private_layouts && !check && !pio)
         for (size_t i = 0; i < node->n_inputs; i++)
             if (node->inputs[i].present)
                 n->in_layout[i] = dnn_vmap_get(ctx, &node->inputs[i]);
-    dnn_b b = {ctx, node, prep, check, n, 0, {{0}}, 0, why, why_size, share};
+    dnn_b b = {ctx, node, prep, check, n, 0, {{0}}, 0, why, why_size, share, pio};
     n->threads = threads > 0 ? threads : node_threads(ctx, node);
     omp_set_num_threads(n->threads);
     minfer_status st = dnn_require_float(&b, op->float_inputs);
@@ -401,7 +428,7 @@ static minfer_status build(dnn_ctx *ctx, const minfer_node_desc *node, minfer_no
     for (int k = 0; st == MINFER_OK && k < b.n_pend; k++)
         st = dnn_reorder_step(&b, b.pend[k].src, b.pend[k].dst);
     if (st != MINFER_OK) {
-        node_free(n);
+        dnn_node_free(n);
         return st;
     }
     n->ws_bytes = n->scratch_bytes + b.ws_extra;
@@ -613,26 +640,35 @@ static int dnn_supports(void *vctx, const minfer_node_desc *node, char *why, siz
     d.inputs = in;
     d.outputs = out;
     dnn_node *n = NULL;
-    minfer_status st = build(ctx, &d, NULL, 1, 0, NULL, &n, why, why_size);
-    node_free(n);
+    minfer_status st = dnn_build_node(ctx, &d, NULL, 1, 0, NULL, NULL, &n, why, why_size);
+    dnn_node_free(n);
     return st == MINFER_OK;
 }
 
 /* A prepared node as handed to the host: the node built for the session's
- * threads and, for a node that runs on more than one, the same node built
- * for one thread. Which of the two runs is decided by measured time (see
- * pick_variant). */
+ * threads; for a node that runs on more than one, the same node built for
+ * one thread; and, with several threads, the node split into one-thread
+ * pieces that run side by side on the host's pool (split.c). Two
+ * candidates take turns, chosen by measured time (pick_variant): the split
+ * form, when there is one, else the OpenMP build, against the one-thread
+ * build. The lock makes concurrent runs of a session take turns on the
+ * node: its oneDNN memory objects are bound to each run's buffers. */
 typedef struct dnn_state {
     dnn_node *v[2];
-    _Atomic uint64_t ns[2]; /* smoothed time of each variant, 0 until timed */
+    dnn_split *split;
+    int split_only;         /* split=on: the split form always runs */
+    _Atomic uint64_t ns[2]; /* smoothed time of each candidate, 0 until timed */
     _Atomic uint64_t runs;
+    pthread_mutex_t lock;
 } dnn_state;
 
 static void state_free(dnn_state *s) {
     if (!s)
         return;
-    node_free(s->v[1]); /* may share v[0]'s packed constants: freed first */
-    node_free(s->v[0]);
+    dnn_split_free(s->split); /* pieces may share v[0]'s packed constants */
+    dnn_node_free(s->v[1]);   /* so may v[1]: both freed first */
+    dnn_node_free(s->v[0]);
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }
 
@@ -650,11 +686,11 @@ static void build_single(dnn_ctx *ctx, const minfer_node_desc *node, minfer_node
         return;
     memcpy(lay, prep->output_layouts, no * sizeof lay[0]);
     memcpy(inpl, prep->output_inplace, no * sizeof inpl[0]);
-    if (build(ctx, node, prep, 0, 1, s->v[0], &s->v[1], why, sizeof why) == MINFER_OK &&
+    if (dnn_build_node(ctx, node, prep, 0, 1, s->v[0], NULL, &s->v[1], why, sizeof why) == MINFER_OK &&
         !memcmp(lay, prep->output_layouts, no * sizeof lay[0]) &&
         !memcmp(inpl, prep->output_inplace, no * sizeof inpl[0]))
         return;
-    node_free(s->v[1]);
+    dnn_node_free(s->v[1]);
     s->v[1] = NULL;
     memcpy(prep->output_layouts, lay, no * sizeof lay[0]);
     memcpy(prep->output_inplace, inpl, no * sizeof inpl[0]);
@@ -688,7 +724,7 @@ static minfer_status dnn_prepare(void *vctx, const minfer_node_desc *node, minfe
     int private_layouts = ctx->private_layouts;
     if (dyn)
         ctx->private_layouts = 0;
-    minfer_status st = build(ctx, &d, prep, 0, 0, NULL, &n, why, sizeof why);
+    minfer_status st = dnn_build_node(ctx, &d, prep, 0, 0, NULL, NULL, &n, why, sizeof why);
     ctx->private_layouts = private_layouts;
     if (st == MINFER_OK) {
         n->dyn_rank = dyn ? outs[0].rank : -1;
@@ -701,16 +737,26 @@ static minfer_status dnn_prepare(void *vctx, const minfer_node_desc *node, minfe
     }
     dnn_state *s = calloc(1, sizeof *s);
     if (!s) {
-        node_free(n);
+        dnn_node_free(n);
         ctx->api->set_error(ctx->host, "onednn: node '%s': out of memory", node->name);
         return MINFER_ERR_NOMEM;
     }
     s->v[0] = n;
+    pthread_mutex_init(&s->lock, NULL);
     if (!dyn && n->threads > 1)
         build_single(ctx, &d, prep, s);
+    int product;
+    double work = dnn_node_work(&d, &product);
+    if (!dyn && ctx->split != DNN_SPLIT_OFF &&
+        (ctx->split == DNN_SPLIT_ON ||
+         work >= (product ? DNN_MIN_FLOPS_SPLIT : DNN_MIN_ELEMS_SPLIT)))
+        s->split = dnn_split_build(ctx, &d, n, prep->output_layouts);
+    s->split_only = s->split && ctx->split == DNN_SPLIT_ON;
     prep->workspace_bytes = n->ws_bytes;
     if (s->v[1] && s->v[1]->ws_bytes > prep->workspace_bytes)
         prep->workspace_bytes = s->v[1]->ws_bytes;
+    if (s->split && s->split->n * s->split->ws_stride > prep->workspace_bytes)
+        prep->workspace_bytes = s->split->n * s->split->ws_stride;
     *state = s;
     return MINFER_OK;
 }
@@ -804,8 +850,18 @@ static minfer_status run_node(dnn_ctx *ctx, const dnn_node *n, const minfer_exec
  * between concurrent runs of a session harmlessly (a lost sample). */
 #define DNN_PROBE_EVERY 16
 
+/* The one-thread candidate: the one-thread build, or, for a node built
+ * for one thread that has a split form, that build itself. */
+static const dnn_node *single_of(const dnn_state *s) {
+    if (s->v[1])
+        return s->v[1];
+    return s->split && s->v[0]->threads == 1 ? s->v[0] : NULL;
+}
+
 static int pick_variant(dnn_state *s, uint64_t k) {
-    if (!s->v[1])
+    if (s->split_only)
+        return 0;
+    if (!single_of(s))
         return 0;
     if (k < 8)
         return (int)(k & 1);
@@ -821,22 +877,87 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* One run of a split node: the pieces on the host's pool. */
+typedef struct split_job {
+    dnn_ctx *ctx;
+    const dnn_split *sp;
+    const minfer_exec_args *a;
+    char *ws;
+    _Atomic int failed;     /* piece index + 1 of a failure */
+    minfer_status st;
+} split_job;
+
+static void run_pieces(void *arg, size_t begin, size_t end) {
+    split_job *job = arg;
+    const minfer_exec_args *a = job->a;
+    minfer_tensor_view in[DNN_PIECE_INPUTS], out;
+    for (size_t j = begin; j < end; j++) {
+        minfer_exec_args pa = *a;
+        memcpy(in, a->inputs, a->n_inputs * sizeof in[0]);
+        for (size_t i = 0; i < a->n_inputs; i++)
+            in[i].offset += job->sp->in_off[j][i];
+        out = a->outputs[0];
+        out.offset += job->sp->out_off[j];
+        pa.inputs = in;
+        pa.outputs = &out;
+        pa.n_outputs = 1;
+        pa.workspace = job->ws ? job->ws + j * job->sp->ws_stride : NULL;
+        pa.workspace_bytes = job->sp->ws_stride;
+        pa.workspace_offset = 0;
+        minfer_status st = run_node(job->ctx, job->sp->piece[j], &pa);
+        if (st != MINFER_OK) {
+            int none = 0;
+            if (atomic_compare_exchange_strong(&job->failed, &none, (int)j + 1))
+                job->st = st;
+        }
+    }
+}
+
+static minfer_status run_split(dnn_ctx *ctx, const dnn_split *sp, const minfer_exec_args *a) {
+    char *ws = a->workspace;
+    if (ws && a->struct_size >= offsetof(minfer_exec_args, workspace_offset) + sizeof(size_t))
+        ws += a->workspace_offset;
+    if (a->workspace_bytes < sp->n * sp->ws_stride || (sp->ws_stride && !ws))
+        return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "workspace too small, bytes needed",
+                         (long)(sp->n * sp->ws_stride));
+    if (a->n_inputs > DNN_PIECE_INPUTS || a->n_outputs != 1 || !a->outputs[0].data)
+        return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "unexpected arguments for a split node",
+                         (long)a->n_inputs);
+    split_job job = {ctx, sp, a, ws, 0, MINFER_OK};
+    ctx->api->parallel_for(ctx->host, (size_t)sp->n, 1, run_pieces, &job);
+    int failed = atomic_load(&job.failed);
+    if (failed)
+        return exec_fail(ctx, a, job.st, "a piece of the split node failed, piece", failed - 1);
+    return MINFER_OK;
+}
+
+static minfer_status run_variant(dnn_ctx *ctx, dnn_state *s, int v, const minfer_exec_args *a) {
+    if (v == 1)
+        return run_node(ctx, single_of(s), a);
+    return s->split ? run_split(ctx, s->split, a) : run_node(ctx, s->v[0], a);
+}
+
 static minfer_status dnn_execute(void *vctx, void *state, const minfer_exec_args *a) {
     dnn_ctx *ctx = vctx;
     dnn_state *s = state;
     if (!s || !s->v[0])
         return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "node was not prepared", 0);
-    if (!s->v[1])
-        return run_node(ctx, s->v[0], a);
-    uint64_t k = atomic_fetch_add_explicit(&s->runs, 1, memory_order_relaxed);
-    int v = pick_variant(s, k);
-    uint64_t t = now_ns();
-    minfer_status st = run_node(ctx, s->v[v], a);
-    t = now_ns() - t;
-    if (st == MINFER_OK && k >= 2) {
-        uint64_t old = atomic_load_explicit(&s->ns[v], memory_order_relaxed);
-        atomic_store_explicit(&s->ns[v], old ? (3 * old + t) / 4 : t, memory_order_relaxed);
+    pthread_mutex_lock(&s->lock);
+    minfer_status st;
+    if (!s->split && !s->v[1]) {
+        st = run_node(ctx, s->v[0], a);
+    } else {
+        uint64_t k = atomic_fetch_add_explicit(&s->runs, 1, memory_order_relaxed);
+        int v = pick_variant(s, k);
+        uint64_t t = now_ns();
+        st = run_variant(ctx, s, v, a);
+        t = now_ns() - t;
+        if (st == MINFER_OK && k >= 2) {
+            uint64_t old = atomic_load_explicit(&s->ns[v], memory_order_relaxed);
+            atomic_store_explicit(&s->ns[v], old ? (3 * old + t) / 4 : t, memory_order_relaxed);
+        }
     }
+    pthread_mutex_unlock(&s->lock);
     return st;
 }
 
