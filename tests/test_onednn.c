@@ -27,14 +27,17 @@
 #define INTS(...) (const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)
 #define NAMES(...) (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *)
 
-/* Nodes the oneDNN provider split into pieces (its verbose log). */
-static int split_nodes;
+/* Nodes the oneDNN provider split into pieces (its verbose log), and of
+ * those, by output channels. */
+static int split_nodes, split_channels;
 
 static void count_splits(void *user, minfer_log_level level, const char *message) {
     (void)user;
     (void)level;
-    if (strstr(message, "onednn: node '") && strstr(message, "' runs in "))
+    if (strstr(message, "onednn: node '") && strstr(message, "' runs in ")) {
         split_nodes++;
+        split_channels += strstr(message, "(output channels)") != NULL;
+    }
 }
 
 /* Creates a session on providers with threads threads (and, when split
@@ -875,7 +878,7 @@ static size_t conv3(tcase *t, const char *in, const char *w, int64_t c_out, int6
 /* Checks the graph (tc_check) and that split=on ran at least want nodes in
  * pieces. */
 static void check_split(tcase *t, int want) {
-    split_nodes = 0;
+    split_nodes = split_channels = 0;
     tc_check(t);
     if (split_nodes < want)
         fail_msg("%d nodes ran in pieces, %d expected", split_nodes, want);
@@ -884,7 +887,8 @@ static void check_split(tcase *t, int want) {
 /* Each form of split.c against the CPU provider: convolutions by output
  * rows (a plain NCHW input read as a strided slice, a channels-last one
  * as a dense one; strides, dilations and the paddings the pieces inherit
- * at the edges), by images, with a residual Z; pools after a convolution
+ * at the edges), by images, with a residual Z, by output channels (with Z
+ * the input itself, in place); pools after a convolution
  * (ceil_mode, padding excluded from the average); Concat by rows and by
  * images; MatMul and Gemm by rows. */
 static void test_split_forms(void **state) {
@@ -918,6 +922,22 @@ static void test_split_forms(void **state) {
         minfer_builder_set_attr_ints(t.b, n, "pads", INTS(1, 1, 1, 1));
         minfer_builder_set_attr_string(t.b, n, "activation", "Relu");
         check_split(&t, 2);
+    }
+    for (int z = 0; z < 2; z++) { /* 7 rows in 3 pieces cut unevenly: channels */
+        tc_init(&t, 13);
+        tc_input(&t, "x", INTS(1, 16, 7, 7));
+        conv3(&t, "x", "w1", 48, 16, "c");
+        if (z) {
+            tc_const(&t, "w", INTS(48, 48, 3, 3), NULL);
+            tc_const(&t, "b", INTS(48), NULL);
+            n = tc_node(&t, "FusedConv", "minfer", NAMES("c", "w", "b", "c"), "y");
+            minfer_builder_set_attr_ints(t.b, n, "pads", INTS(1, 1, 1, 1));
+        } else {
+            conv3(&t, "c", "w2", 48, 48, "y");
+        }
+        check_split(&t, 2);
+        if (split_channels < 1)
+            fail_msg("no node ran in pieces by output channels");
     }
     static const char *const pools[2] = {"MaxPool", "AveragePool"};
     for (int k = 0; k < 2; k++) { /* pools on channels-last rows */

@@ -345,12 +345,26 @@ int dnn_owned_plain(dnn_b *b, const dnnl_memory_desc_t *md, const float *data) {
 int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md) {
     const minfer_value_desc *v = &b->node->outputs[o];
     if (b->pio) {
-        /* A piece writes its slice of the whole output, in its layout. */
-        if (o != 0 || !dnnl_memory_desc_equal(md, &b->pio->out)) {
+        /* A piece writes its slice of the whole output, in its layout, or
+         * (dst_any) into the workspace, reordered into the slice after. */
+        if (o != 0 || (!b->pio->dst_any && !dnnl_memory_desc_equal(md, &b->pio->out))) {
             dnn_decline(b, "a piece would write output %zu in another layout", o);
             return -1;
         }
-        return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
+        if (dnnl_memory_desc_equal(md, &b->pio->out))
+            return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
+        if (b->n_pend >= (int)(sizeof b->pend / sizeof b->pend[0])) {
+            dnn_decline(b, "too many outputs to convert");
+            return -1;
+        }
+        int w = dnn_ws_mem(b, md);
+        int p = w < 0 ? -1 : dnn_mem_new(b, &b->pio->out, BIND_OUTPUT, (int)o);
+        if (p < 0)
+            return -1;
+        b->pend[b->n_pend].src = w;
+        b->pend[b->n_pend].dst = p;
+        b->n_pend++;
+        return w;
     }
     if (md_is_plain(md))
         return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);

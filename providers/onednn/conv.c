@@ -189,7 +189,8 @@ minfer_status dnn_build_conv(dnn_b *b) {
     if (b->pio) { /* a piece keeps the whole tensors' layouts */
         if (!b->pio->src_any)
             src_any = b->pio->in[0];
-        dst_any = b->pio->out;
+        if (!b->pio->dst_any)
+            dst_any = b->pio->out;
     }
     int64_t wdims[MINFER_MAX_RANK];
     for (int i = 0; i < wr; i++)

@@ -124,6 +124,8 @@ typedef struct dnn_piece_io {
     dnnl_memory_desc_t out;   /* the md output 0 is written in */
     int src_any;              /* the primitive picks its source layout (input 0
                                  is then reordered into it) */
+    int dst_any;              /* the primitive picks its destination layout, and
+                                 a reorder moves the result into out */
     int64_t pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL]; /* Conv paddings */
 } dnn_piece_io;
 
@@ -289,6 +291,8 @@ typedef struct dnn_split {
     size_t in_off[DNN_MAX_PIECES][DNN_PIECE_INPUTS]; /* byte offsets into the inputs */
     size_t out_off[DNN_MAX_PIECES];   /* byte offset into output 0 */
     size_t ws_stride;                 /* workspace bytes per piece */
+    int own_weights;                  /* each piece packed its slice of the
+                                         weights (none shared with the node) */
 } dnn_split;
 
 /* Splits a prepared node (full: its build for the plan's shapes, whose

@@ -757,6 +757,13 @@ static minfer_status dnn_prepare(void *vctx, const minfer_node_desc *node, minfe
         prep->workspace_bytes = s->v[1]->ws_bytes;
     if (s->split && s->split->n * s->split->ws_stride > prep->workspace_bytes)
         prep->workspace_bytes = s->split->n * s->split->ws_stride;
+    if (s->split && s->split->own_weights) {
+        /* The pieces hold every weight between them: the whole node's
+         * packed copy goes, and its one-thread form is the pieces in turn. */
+        dnn_node_free(s->v[1]);
+        dnn_node_free(s->v[0]);
+        s->v[0] = s->v[1] = NULL;
+    }
     *state = s;
     return MINFER_OK;
 }
@@ -838,32 +845,34 @@ static minfer_status run_node(dnn_ctx *ctx, const dnn_node *n, const minfer_exec
     return MINFER_OK;
 }
 
-/* Which variant runs: with both built, the faster by smoothed measured
- * time. The second vCPU of the machines this was tuned on is often busy
- * with other work; a node split over two OpenMP threads then finishes
- * when the descheduled thread does, later than on one thread, while
- * with the second CPU free two threads win. The first two runs warm both
- * variants up untimed, the next six alternate, and afterwards every 16th
- * run tries the slower one, so the choice follows the load. All nodes
- * probe in the same run (their counts advance together): one slow run in
- * 16 rather than every run a little slower. Updates race
- * between concurrent runs of a session harmlessly (a lost sample). */
-#define DNN_PROBE_EVERY 16
+/* Which candidate runs: with two, the faster by smoothed measured time.
+ * The second vCPU of the machines this was tuned on is often busy with
+ * other work; a node in pieces then waits for the piece of a descheduled
+ * thread (the pool stops spinning then, which mostly avoids it), while
+ * with the second CPU free the pieces win. The first two runs warm both
+ * candidates up untimed, the next four alternate, and afterwards every
+ * 64th run tries the slower one, so the choice follows the load. All
+ * nodes probe in the same run (their counts advance together): one slow
+ * run in 64 rather than every run a little slower. Updates race between
+ * concurrent runs of a session harmlessly (a lost sample). */
+#define DNN_PROBE_EVERY 64
+#define DNN_ALTERNATE 6
 
 /* The one-thread candidate: the one-thread build, or, for a node built
- * for one thread that has a split form, that build itself. */
+ * for one thread that has a split form, that build itself, or the pieces
+ * in turn on the calling thread (NULL, when they own the weights). */
 static const dnn_node *single_of(const dnn_state *s) {
     if (s->v[1])
         return s->v[1];
-    return s->split && s->v[0]->threads == 1 ? s->v[0] : NULL;
+    return s->split && s->v[0] && s->v[0]->threads == 1 ? s->v[0] : NULL;
 }
 
 static int pick_variant(dnn_state *s, uint64_t k) {
     if (s->split_only)
         return 0;
-    if (!single_of(s))
+    if (!single_of(s) && !(s->split && !s->v[0]))
         return 0;
-    if (k < 8)
+    if (k < DNN_ALTERNATE)
         return (int)(k & 1);
     uint64_t t0 = atomic_load_explicit(&s->ns[0], memory_order_relaxed);
     uint64_t t1 = atomic_load_explicit(&s->ns[1], memory_order_relaxed);
@@ -913,7 +922,9 @@ static void run_pieces(void *arg, size_t begin, size_t end) {
     }
 }
 
-static minfer_status run_split(dnn_ctx *ctx, const dnn_split *sp, const minfer_exec_args *a) {
+/* serial: the pieces in turn on the calling thread. */
+static minfer_status run_split(dnn_ctx *ctx, const dnn_split *sp, const minfer_exec_args *a,
+                               int serial) {
     char *ws = a->workspace;
     if (ws && a->struct_size >= offsetof(minfer_exec_args, workspace_offset) + sizeof(size_t))
         ws += a->workspace_offset;
@@ -924,7 +935,10 @@ static minfer_status run_split(dnn_ctx *ctx, const dnn_split *sp, const minfer_e
         return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "unexpected arguments for a split node",
                          (long)a->n_inputs);
     split_job job = {ctx, sp, a, ws, 0, MINFER_OK};
-    ctx->api->parallel_for(ctx->host, (size_t)sp->n, 1, run_pieces, &job);
+    if (serial)
+        run_pieces(&job, 0, (size_t)sp->n);
+    else
+        ctx->api->parallel_for(ctx->host, (size_t)sp->n, 1, run_pieces, &job);
     int failed = atomic_load(&job.failed);
     if (failed)
         return exec_fail(ctx, a, job.st, "a piece of the split node failed, piece", failed - 1);
@@ -932,15 +946,17 @@ static minfer_status run_split(dnn_ctx *ctx, const dnn_split *sp, const minfer_e
 }
 
 static minfer_status run_variant(dnn_ctx *ctx, dnn_state *s, int v, const minfer_exec_args *a) {
-    if (v == 1)
+    if (v == 1 && single_of(s))
         return run_node(ctx, single_of(s), a);
-    return s->split ? run_split(ctx, s->split, a) : run_node(ctx, s->v[0], a);
+    if (s->split)
+        return run_split(ctx, s->split, a, v == 1);
+    return run_node(ctx, s->v[0], a);
 }
 
 static minfer_status dnn_execute(void *vctx, void *state, const minfer_exec_args *a) {
     dnn_ctx *ctx = vctx;
     dnn_state *s = state;
-    if (!s || !s->v[0])
+    if (!s || (!s->v[0] && !s->split))
         return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "node was not prepared", 0);
     pthread_mutex_lock(&s->lock);
     minfer_status st;

@@ -16,7 +16,9 @@
  * - Conv and FusedConv: by images when the batch has at least two, else by
  *   output rows (the first spatial axis) when X, Y and the residual Z are
  *   channels-last (NHWC and its 1-D and 3-D forms), the layout oneDNN 2.6
- *   chooses for float32 convolutions on AVX-512. A piece reads the input
+ *   chooses for float32 convolutions on AVX-512; by output channels when
+ *   the rows cut unevenly (7 rows in 2 pieces), each piece writing its
+ *   channels densely and a reorder placing them. A piece reads the input
  *   rows its output rows need; its paddings are what the whole node's
  *   geometry leaves at its edges (always >= 0).
  * - MaxPool and AveragePool: the same, without Z.
@@ -83,6 +85,8 @@ static void cut(int64_t total, int n, int64_t *lo) {
 
 typedef struct piece_plan {
     int n;
+    int own_weights;
+    const char *by; /* what the pieces cut: "rows", "images", "channels" */
     minfer_value_desc in[DNN_MAX_PIECES][DNN_PIECE_INPUTS];
     minfer_value_desc out[DNN_MAX_PIECES];
     dnn_piece_io io[DNN_MAX_PIECES];
@@ -102,6 +106,75 @@ static minfer_status read_window(dnn_ctx *ctx, const minfer_node_desc *node, int
     b.why = why;
     b.why_size = sizeof why;
     return dnn_window_parse(&b, nsp, wk, w);
+}
+
+/* md of a channel slice [c0, c0 + dims[1]) of a channels-last tensor of
+ * full dims: the whole tensor's strides, so not dense. */
+static dnnl_status_t channel_slice_md(dnnl_memory_desc_t *md, int rank, const int64_t *full,
+                                      const int64_t *dims) {
+    dnnl_dims_t d, st;
+    int64_t stride = full[1];
+    st[1] = 1;
+    for (int i = rank - 1; i >= 2; i--) {
+        st[i] = stride;
+        stride *= full[i];
+    }
+    st[0] = stride;
+    for (int i = 0; i < rank; i++)
+        d[i] = dims[i];
+    return dnnl_memory_desc_init_by_strides(md, rank, d, dnnl_f32, st);
+}
+
+/* A one-image convolution whose output rows do not cut evenly (7 rows in
+ * 2 pieces: 4 and 3) splits its output channels instead: each piece reads
+ * all of X, packs its slice of W (and reads its slice of the bias), and
+ * writes a dense buffer of its channels that a reorder (which also brings
+ * in Z's slice first) moves into the channels-last output. n pieces. */
+static int plan_channels(const minfer_node_desc *node, int kx, int ky,
+                         int kz, int n, const int64_t *pl, const int64_t *pr, piece_plan *pp) {
+    const minfer_value_desc *x = &node->inputs[0], *w = &node->inputs[1], *y = &node->outputs[0];
+    int has_z = node->n_inputs > 3 && node->inputs[3].present;
+    int64_t M = w->dims[0];
+    if (kx != 1 || ky != 1 || (has_z && kz != 1) || M % n || M / n < 16 || !w->const_data)
+        return -1;
+    int64_t Mp = M / n, per = dnn_numel(w->rank - 1, w->dims + 1);
+    pp->n = n;
+    pp->own_weights = 1;
+    pp->by = "output channels";
+    for (int j = 0; j < n; j++) {
+        minfer_value_desc *in = pp->in[j];
+        dnn_piece_io *io = &pp->io[j];
+        memcpy(in, node->inputs, node->n_inputs * sizeof *in);
+        pp->out[j] = *y;
+        pp->out[j].dims[1] = Mp;
+        for (int i = 0; i < x->rank - 2; i++) {
+            io->pl[i] = pl[i];
+            io->pr[i] = pr[i];
+        }
+        in[1].dims[0] = Mp;
+        in[1].const_data = (const float *)w->const_data + (size_t)(j * Mp * per);
+        in[1].const_nbytes = (size_t)(Mp * per) * sizeof(float);
+        pp->in_off[j][1] = (size_t)(j * Mp * per) * sizeof(float);
+        if (node->n_inputs > 2 && in[2].present) {
+            in[2].dims[0] = Mp;
+            if (in[2].const_data) {
+                in[2].const_data = (const float *)in[2].const_data + (size_t)(j * Mp);
+                in[2].const_nbytes = (size_t)Mp * sizeof(float);
+            }
+            pp->in_off[j][2] = (size_t)(j * Mp) * sizeof(float);
+        }
+        pp->out_off[j] = (size_t)(j * Mp) * sizeof(float);
+        io->dst_any = 1;
+        if (md_of_kind(&io->in[0], kx, x->rank, x->dims) != dnnl_success ||
+            channel_slice_md(&io->out, y->rank, y->dims, pp->out[j].dims) != dnnl_success)
+            return -1;
+        if (has_z) {
+            in[3].dims[1] = Mp;
+            io->in[3] = io->out;
+            pp->in_off[j][3] = pp->out_off[j];
+        }
+    }
+    return 0;
 }
 
 /* Conv, FusedConv (pool 0) and MaxPool, AveragePool (pool 1). */
@@ -137,6 +210,13 @@ static int plan_window(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_nod
     int mode = N >= 2 ? SPLIT_BATCH : ky == 1 && kz == 1 ? SPLIT_ROWS : SPLIT_NONE;
     int64_t extent = mode == SPLIT_BATCH ? N : od[0];
     int n = threads;
+    /* Rows that cut unevenly (more than 10 % lost): output channels. */
+    int64_t group = 1;
+    if (!pool)
+        ctx->api->attr_int(node, "group", &group);
+    if (mode == SPLIT_ROWS && !pool && group == 1 && ((od[0] + n - 1) / n * n) * 10 > od[0] * 11 &&
+        plan_channels(node, kx, ky, kz, n, pl, pr, pp) == 0)
+        return 0;
     if (mode == SPLIT_NONE)
         return -1;
     if (extent < n)
@@ -144,6 +224,7 @@ static int plan_window(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_nod
     if (n < 2)
         return -1;
     cut(extent, n, lo);
+    pp->by = mode == SPLIT_BATCH ? "images" : "output rows";
     /* Bytes per image and per row (first spatial axis) of X and Y. */
     size_t x_img = (size_t)dnn_numel(x->rank - 1, x->dims + 1) * sizeof(float);
     size_t y_img = (size_t)dnn_numel(y->rank - 1, y->dims + 1) * sizeof(float);
@@ -242,6 +323,7 @@ static int plan_rows(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_node 
     int64_t lo[DNN_MAX_PIECES + 1];
     cut(rows, n, lo);
     pp->n = n;
+    pp->by = "rows";
     for (int j = 0; j < n; j++) {
         minfer_value_desc *in = pp->in[j];
         memcpy(in, node->inputs, node->n_inputs * sizeof *in);
@@ -291,6 +373,7 @@ static int plan_concat(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_nod
     cut(extent, n, lo);
     int ax = batch ? 0 : 2;
     pp->n = n;
+    pp->by = batch ? "images" : "rows";
     for (int j = 0; j < n; j++) {
         minfer_value_desc *in = pp->in[j];
         memcpy(in, node->inputs, node->n_inputs * sizeof *in);
@@ -347,6 +430,8 @@ dnn_split *dnn_split_build(dnn_ctx *ctx, const minfer_node_desc *node, const dnn
              !strcmp(op, "FusedGemm"))
         r = plan_rows(ctx, node, full, out_layouts, threads, pp);
     dnn_split *sp = r == 0 ? calloc(1, sizeof *sp) : NULL;
+    if (sp)
+        sp->own_weights = pp->own_weights;
     for (int j = 0; sp && j < pp->n; j++) {
         minfer_node_desc d = *node;
         d.inputs = pp->in[j];
@@ -356,7 +441,8 @@ dnn_split *dnn_split_build(dnn_ctx *ctx, const minfer_node_desc *node, const dnn
         minfer_node_prep prep = {sizeof prep, 0, &inplace, &layout};
         char why[512];
         dnn_node *p = NULL;
-        if (dnn_build_node(ctx, &d, &prep, 0, 1, full, &pp->io[j], &p, why, sizeof why) !=
+        if (dnn_build_node(ctx, &d, &prep, 0, 1, pp->own_weights ? NULL : full, &pp->io[j], &p,
+                           why, sizeof why) !=
             MINFER_OK) {
             ctx->api->log(ctx->host, MINFER_LOG_VERBOSE,
                           "onednn: node '%s' runs unsplit: piece %d: %s", node->name, j, why);
@@ -375,8 +461,8 @@ dnn_split *dnn_split_build(dnn_ctx *ctx, const minfer_node_desc *node, const dnn
             sp->ws_stride = ws;
     }
     if (sp)
-        ctx->api->log(ctx->host, MINFER_LOG_VERBOSE, "onednn: node '%s' runs in %d pieces",
-                      node->name, sp->n);
+        ctx->api->log(ctx->host, MINFER_LOG_VERBOSE, "onednn: node '%s' runs in %d pieces (%s)",
+                      node->name, sp->n, pp->by);
     free(pp);
     return sp;
 }
