@@ -646,18 +646,16 @@ static int dnn_supports(void *vctx, const minfer_node_desc *node, char *why, siz
 }
 
 /* A prepared node as handed to the host: the node built for the session's
- * threads; for a node that runs on more than one, the same node built for
- * one thread; and, with several threads, the node split into one-thread
- * pieces that run side by side on the host's pool (split.c). Two
- * candidates take turns, chosen by measured time (pick_variant): the split
- * form, when there is one, else the OpenMP build, against the one-thread
- * build. The lock makes concurrent runs of a session take turns on the
- * node: its oneDNN memory objects are bound to each run's buffers. */
+ * threads and, with several threads, either the node split into one-thread
+ * pieces that run side by side on the host's pool (split.c), which then
+ * always runs, or (split=off) the same node built for one thread, the two
+ * builds taking turns by measured time (pick_variant). The lock makes
+ * concurrent runs of a session take turns on the node: its oneDNN memory
+ * objects are bound to each run's buffers. */
 typedef struct dnn_state {
     dnn_node *v[2];
     dnn_split *split;
-    int split_only;         /* split=on: the split form always runs */
-    _Atomic uint64_t ns[2]; /* smoothed time of each candidate, 0 until timed */
+    _Atomic uint64_t ns[2]; /* smoothed time of each build, 0 until timed */
     _Atomic uint64_t runs;
     pthread_mutex_t lock;
 } dnn_state;
@@ -751,7 +749,6 @@ static minfer_status dnn_prepare(void *vctx, const minfer_node_desc *node, minfe
         (ctx->split == DNN_SPLIT_ON ||
          work >= (product ? DNN_MIN_FLOPS_SPLIT : DNN_MIN_ELEMS_SPLIT)))
         s->split = dnn_split_build(ctx, &d, n, prep->output_layouts);
-    s->split_only = s->split && ctx->split == DNN_SPLIT_ON;
     prep->workspace_bytes = n->ws_bytes;
     if (s->v[1] && s->v[1]->ws_bytes > prep->workspace_bytes)
         prep->workspace_bytes = s->v[1]->ws_bytes;
@@ -759,7 +756,7 @@ static minfer_status dnn_prepare(void *vctx, const minfer_node_desc *node, minfe
         prep->workspace_bytes = s->split->n * s->split->ws_stride;
     if (s->split && s->split->own_weights) {
         /* The pieces hold every weight between them: the whole node's
-         * packed copy goes, and its one-thread form is the pieces in turn. */
+         * packed copy goes. */
         dnn_node_free(s->v[1]);
         dnn_node_free(s->v[0]);
         s->v[0] = s->v[1] = NULL;
@@ -845,34 +842,26 @@ static minfer_status run_node(dnn_ctx *ctx, const dnn_node *n, const minfer_exec
     return MINFER_OK;
 }
 
-/* Which candidate runs: with two, the faster by smoothed measured time.
- * The second vCPU of the machines this was tuned on is often busy with
- * other work; a node in pieces then waits for the piece of a descheduled
- * thread (the pool stops spinning then, which mostly avoids it), while
- * with the second CPU free the pieces win. The first two runs warm both
- * candidates up untimed, the next four alternate, and afterwards every
- * 64th run tries the slower one, so the choice follows the load. All
- * nodes probe in the same run (their counts advance together): one slow
- * run in 64 rather than every run a little slower. Updates race between
- * concurrent runs of a session harmlessly (a lost sample). */
-#define DNN_PROBE_EVERY 64
-#define DNN_ALTERNATE 6
-
-/* The one-thread candidate: the one-thread build, or, for a node built
- * for one thread that has a split form, that build itself, or the pieces
- * in turn on the calling thread (NULL, when they own the weights). */
-static const dnn_node *single_of(const dnn_state *s) {
-    if (s->v[1])
-        return s->v[1];
-    return s->split && s->v[0] && s->v[0]->threads == 1 ? s->v[0] : NULL;
-}
+/* split=off: which build runs, with both built: the faster by smoothed
+ * measured time. The second vCPU of the machines this was tuned on is
+ * often busy with other work; a node split over two OpenMP threads then
+ * finishes when the descheduled thread does, later than on one thread,
+ * while with the second CPU free two threads win. The first two runs warm
+ * both builds up untimed, the next six alternate, and afterwards every
+ * 16th run tries the slower one, so the choice follows the load. All nodes
+ * probe in the same run (their counts advance together): one slow run in
+ * 16 rather than every run a little slower. Updates race between
+ * concurrent runs of a session harmlessly (a lost sample). Split forms
+ * need no choosing: measured with and without it, always running the
+ * pieces was as fast or faster with the second CPU free, busy, or busy
+ * half the time, since the pool stops spinning under load and its caller
+ * takes the pieces a late worker has not started. */
+#define DNN_PROBE_EVERY 16
 
 static int pick_variant(dnn_state *s, uint64_t k) {
-    if (s->split_only)
+    if (!s->v[1])
         return 0;
-    if (!single_of(s) && !(s->split && !s->v[0]))
-        return 0;
-    if (k < DNN_ALTERNATE)
+    if (k < 8)
         return (int)(k & 1);
     uint64_t t0 = atomic_load_explicit(&s->ns[0], memory_order_relaxed);
     uint64_t t1 = atomic_load_explicit(&s->ns[1], memory_order_relaxed);
@@ -922,9 +911,7 @@ static void run_pieces(void *arg, size_t begin, size_t end) {
     }
 }
 
-/* serial: the pieces in turn on the calling thread. */
-static minfer_status run_split(dnn_ctx *ctx, const dnn_split *sp, const minfer_exec_args *a,
-                               int serial) {
+static minfer_status run_split(dnn_ctx *ctx, const dnn_split *sp, const minfer_exec_args *a) {
     char *ws = a->workspace;
     if (ws && a->struct_size >= offsetof(minfer_exec_args, workspace_offset) + sizeof(size_t))
         ws += a->workspace_offset;
@@ -935,23 +922,14 @@ static minfer_status run_split(dnn_ctx *ctx, const dnn_split *sp, const minfer_e
         return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "unexpected arguments for a split node",
                          (long)a->n_inputs);
     split_job job = {ctx, sp, a, ws, 0, MINFER_OK};
-    if (serial)
-        run_pieces(&job, 0, (size_t)sp->n);
-    else
-        ctx->api->parallel_for(ctx->host, (size_t)sp->n, 1, run_pieces, &job);
+    ctx->api->parallel_for(ctx->host, (size_t)sp->n, 1, run_pieces, &job);
     int failed = atomic_load(&job.failed);
     if (failed)
         return exec_fail(ctx, a, job.st, "a piece of the split node failed, piece", failed - 1);
     return MINFER_OK;
 }
 
-static minfer_status run_variant(dnn_ctx *ctx, dnn_state *s, int v, const minfer_exec_args *a) {
-    if (v == 1 && single_of(s))
-        return run_node(ctx, single_of(s), a);
-    if (s->split)
-        return run_split(ctx, s->split, a, v == 1);
-    return run_node(ctx, s->v[0], a);
-}
+
 
 static minfer_status dnn_execute(void *vctx, void *state, const minfer_exec_args *a) {
     dnn_ctx *ctx = vctx;
@@ -960,13 +938,15 @@ static minfer_status dnn_execute(void *vctx, void *state, const minfer_exec_args
         return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "node was not prepared", 0);
     pthread_mutex_lock(&s->lock);
     minfer_status st;
-    if (!s->split && !s->v[1]) {
+    if (s->split) {
+        st = run_split(ctx, s->split, a);
+    } else if (!s->v[1]) {
         st = run_node(ctx, s->v[0], a);
     } else {
         uint64_t k = atomic_fetch_add_explicit(&s->runs, 1, memory_order_relaxed);
         int v = pick_variant(s, k);
         uint64_t t = now_ns();
-        st = run_variant(ctx, s, v, a);
+        st = run_node(ctx, s->v[v], a);
         t = now_ns() - t;
         if (st == MINFER_OK && k >= 2) {
             uint64_t old = atomic_load_explicit(&s->ns[v], memory_order_relaxed);
