@@ -4,11 +4,15 @@
  * reshapes) on oneDNN 2.6 (C API, 2.x calls).
  *
  * 1. init creates a CPU engine and an in-order stream for the session and
- *    records the session's thread count; oneDNN threads with OpenMP, and
- *    every call into oneDNN first sets omp_set_num_threads to that count
- *    (or to 1 for a node too small to repay waking the other workers, see
- *    node_threads), so the core's pool (asleep while a provider runs) and
- *    OpenMP never run more threads than the session asked for.
+ *    records the session's thread count. With several threads (and the
+ *    option split=auto, the default, or on), every primitive is built for
+ *    one OpenMP thread and a large node is split into pieces that run side
+ *    by side on the session's pool (split.c). With split=off, oneDNN
+ *    threads with OpenMP: every call into oneDNN first sets
+ *    omp_set_num_threads to the session's count (or to 1 for a node too
+ *    small to repay waking the other workers, see node_threads), so the
+ *    core's pool (asleep while a provider runs) and OpenMP never run more
+ *    threads than the session asked for.
  * 2. supports_operator looks the op up in the table below and runs its build
  *    function in check mode: an unknown dimension that the op ties to a
  *    known one (the inner dimension of a product, a broadcast axis) takes
@@ -21,11 +25,15 @@
  * 3. prepare_node builds the node for the plan's concrete shapes: primitive
  *    descriptors, constant weights reordered once into the primitive's
  *    layout, primitives created (JIT) once, the scratchpad (user mode) and
- *    reorder buffers sized into minfer_node_prep.workspace_bytes. A node
- *    that runs on several threads is built a second time for one thread
- *    (sharing the packed weights), and
- * 4. execute_node runs the variant that measured faster (pick_variant):
- *    it binds data handles, executes the steps and waits.
+ *    reorder buffers sized into minfer_node_prep.workspace_bytes. A large
+ *    node is also built as pieces (dnn_split_build; their workspaces
+ *    follow one another), or, with split=off, a node that runs on several
+ *    OpenMP threads is built a second time for one thread (sharing the
+ *    packed weights), and
+ * 4. execute_node runs the pieces through the host's parallel_for, or the
+ *    build that measured faster (pick_variant): it binds data handles,
+ *    executes the steps and waits. A lock per node makes concurrent runs
+ *    take turns on its oneDNN memory objects.
  *
  * Layouts. A tensor layout is a uint64: 0 is plain row-major; k > 0 is the
  * k-th oneDNN memory descriptor this instance registered (dnn_layout_id),
@@ -366,15 +374,16 @@ double dnn_node_work(const minfer_node_desc *node, int *product) {
     return e;
 }
 
-/* The threads a node runs on: the session's, but one for a node too small
- * to repay waking the other OpenMP workers (with passive waiting, waking
- * them costs tens of microseconds; more where the other cores are busy). */
+/* The threads a node runs on (split=off): the session's, but one for a
+ * node too small to repay waking the other OpenMP workers (with passive
+ * waiting, waking them costs tens of microseconds; more where the other
+ * cores are busy). */
 #define DNN_MIN_FLOPS_MT 4e6  /* about 30 us on one core */
+#define DNN_MIN_ELEMS_MT 1.5e5 /* elements read and written */
 /* A split form (split.c) runs on the host's pool, whose workers spin
- * between jobs: it pays from a smaller node. */
+ * between jobs: it pays from a smaller node (about 7 us on one core). */
 #define DNN_MIN_FLOPS_SPLIT 1e6
 #define DNN_MIN_ELEMS_SPLIT 5e4
-#define DNN_MIN_ELEMS_MT 1.5e5 /* elements read and written */
 
 static int node_threads(const dnn_ctx *ctx, const minfer_node_desc *node) {
     /* With split forms on, OpenMP stays at one thread: its workers would
