@@ -890,7 +890,7 @@ static void check_split(tcase *t, int want) {
  * at the edges), by images, with a residual Z, by output channels (with Z
  * the input itself, in place); pools after a convolution
  * (ceil_mode, padding excluded from the average); Concat by rows and by
- * images; MatMul and Gemm by rows. */
+ * images; MatMul and Gemm by rows, a one-row Gemm by output columns. */
 static void test_split_forms(void **state) {
     (void)state;
     tcase t;
@@ -972,6 +972,20 @@ static void test_split_forms(void **state) {
     n = tc_node(&t, "Gemm", NULL, NAMES("a", "w", "c"), "y");
     minfer_builder_set_attr_int(t.b, n, "transB", 1);
     check_split(&t, 1);
+    for (int c_rank = 0; c_rank <= 2; c_rank++) { /* one row: by output columns */
+        tc_init(&t, 13);
+        tc_input(&t, "a", INTS(1, 40));
+        tc_const(&t, "w", INTS(256, 40), NULL);
+        if (c_rank == 1)
+            tc_const(&t, "c", INTS(256), NULL);
+        else if (c_rank == 2)
+            tc_const(&t, "c", INTS(1, 256), NULL);
+        n = tc_node(&t, "Gemm", NULL, (const char *const[]){"a", "w", "c"}, c_rank ? 3 : 2,
+                    "y");
+        minfer_builder_set_attr_int(t.b, n, "transB", 1);
+        minfer_builder_set_attr_float(t.b, n, "alpha", 0.5f);
+        check_split(&t, 1);
+    }
 }
 
 /* A node onednn cannot take is declined, with the CPU provider taking it. */

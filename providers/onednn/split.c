@@ -26,7 +26,8 @@
  *   output are channels-last.
  * - MatMul and FusedMatMul with a 2-D B (A's leading axes folded into
  *   rows), Gemm and FusedGemm without transA and with a C that broadcasts
- *   along rows: by rows of A and Y (plain row-major).
+ *   along rows: by rows of A and Y (plain row-major); a one-row Gemm with
+ *   transB (a classifier at batch 1) by output columns.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -288,10 +289,56 @@ static int plan_window(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_nod
     return 0;
 }
 
+/* A Gemm of one row (a classifier at batch 1) with transB: by output
+ * columns, each piece packing its rows of W ([N, K]) and reading its slice
+ * of C; Y's column slices of one row are dense. */
+static int plan_cols(dnn_ctx *ctx, const minfer_node_desc *node, int threads, piece_plan *pp) {
+    const minfer_value_desc *a = &node->inputs[0], *w = &node->inputs[1], *y = &node->outputs[0];
+    const minfer_value_desc *c = node->n_inputs > 2 && node->inputs[2].present
+                                     ? &node->inputs[2] : NULL;
+    int64_t tb = 0;
+    ctx->api->attr_int(node, "transB", &tb);
+    if (!tb || a->rank != 2 || a->dims[0] != 1 || w->rank != 2 || !w->const_data ||
+        y->rank != 2 || (c && dnn_numel(c->rank, c->dims) != y->dims[1]))
+        return -1;
+    int64_t N = w->dims[0], K = w->dims[1], lo[DNN_MAX_PIECES + 1];
+    int n = threads;
+    while (n > 1 && N / n < 64)
+        n--;
+    if (n < 2)
+        return -1;
+    cut(N, n, lo);
+    pp->n = n;
+    pp->own_weights = 1;
+    pp->by = "output columns";
+    for (int j = 0; j < n; j++) {
+        minfer_value_desc *in = pp->in[j];
+        int64_t nc = lo[j + 1] - lo[j];
+        memcpy(in, node->inputs, node->n_inputs * sizeof *in);
+        pp->out[j] = *y;
+        pp->out[j].dims[1] = nc;
+        in[1].dims[0] = nc;
+        in[1].const_data = (const float *)w->const_data + (size_t)(lo[j] * K);
+        in[1].const_nbytes = (size_t)(nc * K) * sizeof(float);
+        pp->in_off[j][1] = (size_t)(lo[j] * K) * sizeof(float);
+        if (c) {
+            in[2].dims[in[2].rank - 1] = nc;
+            if (in[2].const_data) {
+                in[2].const_data = (const float *)c->const_data + (size_t)lo[j];
+                in[2].const_nbytes = (size_t)nc * sizeof(float);
+            }
+            pp->in_off[j][2] = (size_t)lo[j] * sizeof(float);
+        }
+        pp->out_off[j] = (size_t)lo[j] * sizeof(float);
+        if (dnn_plain_md(&pp->io[j].out, 2, pp->out[j].dims) != dnnl_success)
+            return -1;
+    }
+    return 0;
+}
+
 /* Rows of a matrix product: A [rows, K] (leading axes folded), Y [rows, N]. */
 static int plan_rows(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_node *full,
                      const uint64_t *out_layouts, int threads, piece_plan *pp) {
-    (void)ctx;
     const minfer_value_desc *a = &node->inputs[0], *b = &node->inputs[1], *y = &node->outputs[0];
     int gemm = strstr(node->op_type, "Gemm") != NULL;
     if (node->n_inputs < 2 || !b->present || a->rank < 2 || y->rank < 2 ||
@@ -319,7 +366,7 @@ static int plan_rows(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_node 
     while (n > 1 && rows / n < 8)
         n--;
     if (n < 2)
-        return -1;
+        return gemm ? plan_cols(ctx, node, threads, pp) : -1;
     int64_t lo[DNN_MAX_PIECES + 1];
     cut(rows, n, lo);
     pp->n = n;
