@@ -8,7 +8,9 @@
 #
 # usage: tools/bench-vs-ort.sh [MINFER_CLI] [MODELS_DIR] [PROVIDERS] [RUNS]
 #   defaults: build/tools/minfer, ../shared/models, onednn,cpu, 20
-# Environment: THREADS (default "1 2"), ORT_BENCH (default ../shared/peer/ort-bench).
+# Environment: THREADS (default "1 2"), ORT_BENCH (default ../shared/peer/ort-bench),
+# BUSY_CPU=N (keep CPU N busy with a spinning shell loop while measuring, to
+# see both runtimes with another process on one of the CPUs).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +29,12 @@ json_num() { sed -n "s/.*\"$1\": *\\([0-9.eE+-]*\\).*/\\1/p" <<<"$2"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 min2() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b ? a : b) }'; }
 
+if [[ -n ${BUSY_CPU:-} ]]; then
+    taskset -c "$BUSY_CPU" sh -c 'while :; do :; done' &
+    busy_pid=$!
+    trap 'kill $busy_pid 2>/dev/null' EXIT
+    echo "a busy loop holds CPU $BUSY_CPU while measuring"
+fi
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "minfer providers: $providers; $runs runs per figure (median), ORT = faster of spin / no-spin"
 echo

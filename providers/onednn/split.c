@@ -36,35 +36,35 @@
 
 enum { SPLIT_NONE, SPLIT_BATCH, SPLIT_ROWS };
 
-/* Which of the layouts a split keeps dense: 0 plain, 1 channels-last. */
-static int md_tag_kind(const dnnl_memory_desc_t *md, int *kind) {
-    static const dnnl_format_tag_t plain[6] = {0, 0, 0, dnnl_abc, dnnl_abcd, dnnl_abcde};
-    static const dnnl_format_tag_t cl[6] = {0, 0, 0, dnnl_acb, dnnl_acdb, dnnl_acdeb};
-    if (md->ndims < 3 || md->ndims > 5 || md->data_type != dnnl_f32)
-        return -1;
-    dnnl_memory_desc_t t;
-    if (dnnl_memory_desc_init_by_tag(&t, md->ndims, md->dims, dnnl_f32, plain[md->ndims]) ==
-            dnnl_success &&
-        dnnl_memory_desc_equal(&t, md)) {
-        *kind = 0;
-        return 0;
-    }
-    if (dnnl_memory_desc_init_by_tag(&t, md->ndims, md->dims, dnnl_f32, cl[md->ndims]) ==
-            dnnl_success &&
-        dnnl_memory_desc_equal(&t, md)) {
-        *kind = 1;
-        return 0;
-    }
-    return -1;
-}
+/* The layouts a split keeps dense, by rank (3 to 5): kind 0 plain, kind 1
+ * channels-last. */
+static const dnnl_format_tag_t kind_tags[2][6] = {
+    {0, 0, 0, dnnl_abc, dnnl_abcd, dnnl_abcde},
+    {0, 0, 0, dnnl_acb, dnnl_acdb, dnnl_acdeb},
+};
 
 static dnnl_status_t md_of_kind(dnnl_memory_desc_t *md, int kind, int rank, const int64_t *dims) {
-    static const dnnl_format_tag_t plain[6] = {0, 0, 0, dnnl_abc, dnnl_abcd, dnnl_abcde};
-    static const dnnl_format_tag_t cl[6] = {0, 0, 0, dnnl_acb, dnnl_acdb, dnnl_acdeb};
     dnnl_dims_t d;
+    if (rank < 3 || rank > 5)
+        return dnnl_invalid_arguments;
     for (int i = 0; i < rank; i++)
         d[i] = dims[i];
-    return dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, kind ? cl[rank] : plain[rank]);
+    return dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, kind_tags[kind != 0][rank]);
+}
+
+/* Which kind md is; -1 when neither. */
+static int md_tag_kind(const dnnl_memory_desc_t *md, int *kind) {
+    if (md->ndims < 3 || md->ndims > 5 || md->data_type != dnnl_f32)
+        return -1;
+    for (int k = 0; k < 2; k++) {
+        dnnl_memory_desc_t t;
+        if (md_of_kind(&t, k, md->ndims, md->dims) == dnnl_success &&
+            dnnl_memory_desc_equal(&t, md)) {
+            *kind = k;
+            return 0;
+        }
+    }
+    return -1;
 }
 
 /* The md value v arrives in at the whole node (its registered layout or
