@@ -698,8 +698,15 @@ static minfer_status plan_memory(minfer_session *s, mf_plan *p) {
                 cp->to_dom = cdom;
                 cp->at_step = k;
                 cp->bytes = value_bytes(s, cdom, &plain);
-                cp->buffer = add_buffer(p, &buf_cap, cdom, cp->bytes, k, k, u);
-                if (cp->buffer < 0) {
+                /* A host value read by a domain that addresses host memory
+                 * (plain, as copies into a domain always are) is handed over
+                 * in place. Mirrors are never overwritten in place (pass 5),
+                 * so the reader cannot change the host value. */
+                int from_host = vs->where != MF_W_ARENA || vs->dom == 0;
+                cp->alias = from_host && cdom > 0 && s->provs[cdom - 1].host_addressable &&
+                            vs->view.dtype != MINFER_DTYPE_STRING;
+                cp->buffer = cp->alias ? -1 : add_buffer(p, &buf_cap, cdom, cp->bytes, k, k, u);
+                if (!cp->alias && cp->buffer < 0) {
                     st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
                     goto fail;
                 }
@@ -707,9 +714,11 @@ static minfer_status plan_memory(minfer_session *s, mf_plan *p) {
                 if (vs->where == MF_W_ARENA && vs->last < k)
                     vs->last = k;
             }
-            mf_buffer *b = &p->bufs[p->copies[c].buffer];
-            if (b->last < k)
-                b->last = k;
+            if (!p->copies[c].alias) { /* an alias lives as its host value (last >= k) */
+                mf_buffer *b = &p->bufs[p->copies[c].buffer];
+                if (b->last < k)
+                    b->last = k;
+            }
             ns->in_ref[j] = (int)c;
         }
     }

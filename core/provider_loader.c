@@ -230,6 +230,7 @@ minfer_status mf_provider_open(const char *name, const minfer_host_api *api, voi
     out->vt = vt;
     out->ctx = ctx;
     out->host_memory = host_memory;
+    out->host_addressable = !host_memory && MF_VT_HAS(vt, host_addressable);
     mf_free_string_list(dirs);
     return MINFER_OK;
 fail:

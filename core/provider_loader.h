@@ -20,6 +20,7 @@ typedef struct mf_provider_inst {
     const minfer_provider *vt;
     void *ctx;
     int host_memory; /* computes in host memory */
+    int host_addressable; /* its domain reads plain host memory in place */
 } mf_provider_inst;
 
 /* Opens and initialises provider `name` for one session. On failure returns

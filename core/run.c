@@ -452,7 +452,8 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
         const mf_copy *cp = &p->copies[m];
         c->mirrors[m] = p->vals[cp->value].view;
         c->mirrors[m].layout = 0;
-        place(c, p, cp->buffer, &c->mirrors[m], cp->bytes);
+        if (!cp->alias)
+            place(c, p, cp->buffer, &c->mirrors[m], cp->bytes);
     }
     r->views = c->views;
 
@@ -468,6 +469,11 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
                 continue;
             const mf_vplan *vs = &p->vals[cp->value];
             int from = vs->where == MF_W_ARENA ? vs->dom : 0;
+            if (cp->alias) { /* read in place: (host pointer, offset) */
+                c->mirrors[m] = c->views[cp->value];
+                c->mirrors[m].layout = 0;
+                continue;
+            }
             c->mirrors[m].rank = c->views[cp->value].rank;
             memcpy(c->mirrors[m].dims, c->views[cp->value].dims, sizeof c->mirrors[m].dims);
             double tc = s->trace ? mf_now_ms() : 0;
@@ -968,9 +974,11 @@ minfer_status minfer_session_memory_info(const minfer_session *cs, minfer_memory
         out->lower_bound_bytes = p->lower_bound[0];
         out->constant_bytes = p->const_bytes;
         out->planned_tensors = p->n_bufs;
-        out->copies_per_run = p->n_copies;
         for (size_t c = 0; c < p->n_copies; c++)
-            out->copy_bytes_per_run += mf_view_bytes(&p->vals[p->copies[c].value].view);
+            if (!p->copies[c].alias) {
+                out->copies_per_run++;
+                out->copy_bytes_per_run += mf_view_bytes(&p->vals[p->copies[c].value].view);
+            }
         for (size_t k = 0; k < s->g->n_outputs; k++) {
             const mf_vplan *vs = &p->vals[s->g->outputs[k]];
             if (vs->where == MF_W_ARENA && vs->dom != 0) {

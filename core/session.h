@@ -95,8 +95,9 @@ typedef struct mf_copy {
     int value;
     int to_dom;
     int at_step;
-    int buffer;
+    int buffer;     /* -1 when aliased */
     uint64_t bytes;
+    int alias;      /* a host value read in place by a host-addressable domain */
 } mf_copy;
 
 /* A constant uploaded once to a provider's domain. */

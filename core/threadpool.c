@@ -2,10 +2,12 @@
  * Fork-join thread pool.
  *
  * A job is a range [0, n) cut into at most `threads` contiguous chunks;
- * workers and the caller claim chunks through an atomic counter, so a
- * worker that is slow to start (asleep, or its CPU taken by another
- * process) only leaves its chunk to the caller, and the caller waits only
- * for chunks already started. One job runs at a time per pool: a second
+ * each thread claims its own chunk first (the caller the first, worker k
+ * the k+1-th: a node cut like the one before finds its data in the cache
+ * of the core that wrote it) and then any still free, so a worker that is
+ * slow to start (asleep, or its CPU taken by another process) only leaves
+ * its chunk to the caller, and the caller waits only for chunks already
+ * started. One job runs at a time per pool: a second
  * caller (another run on the same session) or a nested call from inside a
  * chunk runs its range serially instead of blocking, so the pool can never
  * deadlock.
@@ -31,9 +33,22 @@
 #define DEFAULT_SPIN_US 200
 #define CALLER_SPIN_NS 2000000ull /* for a started chunk: then sleep */
 
+typedef struct mf_job {
+    minfer_range_fn fn;
+    void *arg;
+    size_t n, chunk, n_chunks;
+    uint32_t gen;
+} mf_job;
+
+typedef struct mf_worker_arg {
+    struct mf_pool *pool;
+    int index; /* 1.. (the caller is 0) */
+} mf_worker_arg;
+
 struct mf_pool {
     int threads;
     pthread_t *workers;
+    mf_worker_arg *worker_args;
     int n_workers;
     uint64_t spin_ns;
     pthread_mutex_t lock;
@@ -41,14 +56,14 @@ struct mf_pool {
     pthread_cond_t done;
     pthread_mutex_t busy; /* held by the caller owning the current job */
     atomic_int stop;
-    /* The current job: written under lock before claim moves to it. */
-    minfer_range_fn fn;
-    void *arg;
-    size_t n, chunk, n_chunks;
-    /* The job's generation (high 32 bits) and its next unclaimed chunk
-     * (low 32): one word, so a worker still looking for work in an old job
-     * cannot take a chunk of the next one. */
-    atomic_uint_fast64_t claim;
+    /* The current job, written under lock; its generation moves last. */
+    mf_job job;
+    atomic_uint_fast32_t gen;
+    /* Per chunk: the generation of the job it belongs to, times 2, plus 1
+     * once a thread took it. A thread claims a chunk of job g by moving it
+     * from 2g to 2g + 1, so one still looking at an older job cannot take a
+     * chunk of this one. */
+    atomic_uint_fast64_t *chunk_state;
     atomic_size_t finished;
 };
 
@@ -68,23 +83,22 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint32_t gen_of(uint64_t claim) { return (uint32_t)(claim >> 32); }
-
-/* Runs chunks of job gen while there are any; the job's fields are
- * visible to this thread (it took the lock after the job was posted, or
- * posted it). */
-static void run_chunks(mf_pool *p, uint32_t gen) {
-    size_t ran = 0, n_chunks = p->n_chunks;
+/* Runs the chunks of job j that are still free, its home chunk first
+ * (thread k starts at chunk k: consecutive nodes cut the same way then
+ * find their data in the cache of the core that wrote it), then the
+ * others in turn. */
+static void run_chunks(mf_pool *p, const mf_job *j, size_t home) {
+    size_t ran = 0, n_chunks = j->n_chunks;
     in_pool_task = 1;
-    uint64_t v = atomic_load(&p->claim);
-    while (gen_of(v) == gen && (v & 0xffffffffu) < n_chunks) {
-        if (!atomic_compare_exchange_weak(&p->claim, &v, v + 1))
+    for (size_t k = 0; k < n_chunks; k++) {
+        size_t c = (home + k) % n_chunks;
+        uint_fast64_t free_state = (uint_fast64_t)j->gen << 1;
+        if (!atomic_compare_exchange_strong(&p->chunk_state[c], &free_state, free_state | 1))
             continue;
-        size_t b = (size_t)(v & 0xffffffffu) * p->chunk;
-        size_t e = b + p->chunk < p->n ? b + p->chunk : p->n;
-        p->fn(p->arg, b, e);
+        size_t b = c * j->chunk;
+        size_t e = b + j->chunk < j->n ? b + j->chunk : j->n;
+        j->fn(j->arg, b, e);
         ran++;
-        v = atomic_load(&p->claim);
     }
     in_pool_task = 0;
     if (ran && atomic_fetch_add(&p->finished, ran) + ran == n_chunks) {
@@ -101,7 +115,7 @@ static void spin_for_job(mf_pool *p, uint32_t seen) {
     uint64_t until = now_ns() + p->spin_ns;
     for (;;) {
         for (int i = 0; i < 64; i++) {
-            if (gen_of(atomic_load_explicit(&p->claim, memory_order_relaxed)) != seen ||
+            if (atomic_load_explicit(&p->gen, memory_order_relaxed) != seen ||
                 atomic_load_explicit(&p->stop, memory_order_relaxed))
                 return;
             cpu_relax();
@@ -132,27 +146,30 @@ static uint64_t thread_cpu_ns(void) {
 #define SAMPLE_MIN_NS 500000ull
 #define QUIET_JOBS 256
 
-static void *worker_main(void *arg) {
-    mf_pool *p = arg;
+static void *worker_main(void *varg) {
+    mf_worker_arg *wa = varg;
+    mf_pool *p = wa->pool;
+    size_t home = (size_t)wa->index;
     uint32_t seen = 0;
+    mf_job job;
     unsigned jobs = 0, quiet = 0;
     uint64_t wall0 = now_ns(), cpu0 = thread_cpu_ns();
     int slept = 1;
     for (;;) {
         if (!quiet)
             spin_for_job(p, seen);
-        /* The job's fields were written under the lock before claim moved
-         * to it: taking the lock orders them for this thread. */
+        /* The job is copied under the lock it was posted under. */
         pthread_mutex_lock(&p->lock);
-        while (!atomic_load(&p->stop) && gen_of(atomic_load(&p->claim)) == seen) {
+        while (!atomic_load(&p->stop) && atomic_load(&p->gen) == seen) {
             pthread_cond_wait(&p->wake, &p->lock);
             slept = 1;
         }
-        seen = gen_of(atomic_load(&p->claim));
+        seen = (uint32_t)atomic_load(&p->gen);
+        job = p->job;
         pthread_mutex_unlock(&p->lock);
         if (atomic_load(&p->stop))
             break;
-        run_chunks(p, seen);
+        run_chunks(p, &job, job.n_chunks ? home % job.n_chunks : 0);
         if (quiet)
             quiet--;
         if (++jobs % SAMPLE_EVERY == 0 || slept) {
@@ -191,16 +208,22 @@ mf_pool *mf_pool_create(int threads) {
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
     atomic_init(&p->stop, 0);
-    atomic_init(&p->claim, 0);
+    atomic_init(&p->gen, 0);
     atomic_init(&p->finished, 0);
     if (p->threads > 1) {
         p->workers = mf_calloc((size_t)p->threads - 1, sizeof *p->workers);
-        if (!p->workers) {
+        p->worker_args = mf_calloc((size_t)p->threads - 1, sizeof *p->worker_args);
+        p->chunk_state = mf_calloc((size_t)p->threads, sizeof *p->chunk_state);
+        if (!p->workers || !p->worker_args || !p->chunk_state) {
             mf_pool_free(p);
             return NULL;
         }
+        for (int i = 0; i < p->threads; i++)
+            atomic_init(&p->chunk_state[i], 1); /* generation 0, taken */
         for (int i = 0; i < p->threads - 1; i++) {
-            if (pthread_create(&p->workers[i], NULL, worker_main, p) != 0)
+            p->worker_args[i].pool = p;
+            p->worker_args[i].index = i + 1;
+            if (pthread_create(&p->workers[i], NULL, worker_main, &p->worker_args[i]) != 0)
                 break; /* fewer workers: still correct, the caller runs chunks */
             p->n_workers++;
         }
@@ -218,6 +241,8 @@ void mf_pool_free(mf_pool *p) {
     for (int i = 0; i < p->n_workers; i++)
         pthread_join(p->workers[i], NULL);
     free(p->workers);
+    free(p->worker_args);
+    free((void *)p->chunk_state);
     pthread_mutex_destroy(&p->lock);
     pthread_mutex_destroy(&p->busy);
     pthread_cond_destroy(&p->wake);
@@ -241,22 +266,26 @@ void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn
     size_t chunks = (size_t)p->n_workers + 1;
     if (chunks > max_chunks)
         chunks = max_chunks;
+    mf_job job;
+    job.fn = fn;
+    job.arg = arg;
+    job.n = n;
+    job.chunk = (n + chunks - 1) / chunks;
+    job.n_chunks = (n + job.chunk - 1) / job.chunk;
     pthread_mutex_lock(&p->lock);
-    p->fn = fn;
-    p->arg = arg;
-    p->n = n;
-    p->chunk = (n + chunks - 1) / chunks;
-    p->n_chunks = (n + p->chunk - 1) / p->chunk;
+    job.gen = (uint32_t)atomic_load(&p->gen) + 1;
+    p->job = job;
     atomic_store(&p->finished, 0);
-    uint32_t gen = gen_of(atomic_load(&p->claim)) + 1;
-    atomic_store(&p->claim, (uint64_t)gen << 32);
+    for (size_t c = 0; c < job.n_chunks; c++)
+        atomic_store(&p->chunk_state[c], (uint_fast64_t)job.gen << 1);
+    atomic_store(&p->gen, job.gen);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
 
-    run_chunks(p, gen);
+    run_chunks(p, &job, 0);
 
     /* Chunks a worker started: spin a while for them, then sleep. */
-    size_t total = p->n_chunks;
+    size_t total = job.n_chunks;
     uint64_t until = 0;
     while (atomic_load_explicit(&p->finished, memory_order_acquire) < total) {
         for (int i = 0; i < 64; i++)

@@ -988,6 +988,52 @@ static void test_split_forms(void **state) {
     }
 }
 
+/* The oneDNN domain addresses host memory: a graph input is read in place,
+ * not copied in (no boundary copy), and a node that may write its output
+ * over its input (Relu) must not write over the caller's tensor. */
+static void test_inputs_in_place(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", INTS(2, 64, 32));
+    tc_node(&t, "Relu", NULL, NAMES("x"), "r");
+    tc_const(&t, "w", INTS(32, 16), NULL);
+    tc_node(&t, "MatMul", NULL, NAMES("r", "w"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_tensor *want = run_on(&t, "cpu", 0);
+    assert_non_null(want);
+    minfer_tensor *copy = NULL;
+    assert_int_equal(minfer_tensor_create(MINFER_DTYPE_FLOAT, minfer_tensor_dims(t.inputs[0]),
+                                          minfer_tensor_rank(t.inputs[0]), &copy),
+                     MINFER_OK);
+    memcpy(minfer_tensor_data(copy), minfer_tensor_data(t.inputs[0]),
+           minfer_tensor_nbytes(copy));
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    const char *names[1] = {"x"};
+    const minfer_tensor *ins[1] = {t.inputs[0]};
+    assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+    assert_int_equal(minfer_options_set_providers_str(opt, "onednn"), MINFER_OK);
+    assert_int_equal(minfer_session_create_from_builder(t.b, opt, &s), MINFER_OK);
+    minfer_options_free(opt);
+    for (int run = 0; run < 3; run++) {
+        minfer_tensor *got = NULL;
+        assert_int_equal(minfer_session_run(s, names, ins, 1, NULL, &got, 1), MINFER_OK);
+        compare(got, want, "onednn");
+        minfer_tensor_free(got);
+        assert_memory_equal(minfer_tensor_data(t.inputs[0]), minfer_tensor_data(copy),
+                            minfer_tensor_nbytes(copy));
+    }
+    minfer_memory_info mi;
+    assert_int_equal(minfer_session_memory_info(s, &mi), MINFER_OK);
+    assert_int_equal(mi.copies_per_run, 1); /* only y, out to the host */
+    minfer_session_free(s);
+    minfer_tensor_free(copy);
+    minfer_tensor_free(want);
+    minfer_tensor_free(t.inputs[0]);
+    minfer_builder_free(t.b);
+}
+
 /* A node onednn cannot take is declined, with the CPU provider taking it. */
 static void test_declines(void **state) {
     (void)state;
@@ -1040,6 +1086,7 @@ int main(void) {
         cmocka_unit_test(test_concat_conv_split),
         cmocka_unit_test(test_thread_variants),
         cmocka_unit_test(test_split_forms),
+        cmocka_unit_test(test_inputs_in_place),
         cmocka_unit_test(test_declines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -273,6 +273,14 @@ typedef struct minfer_provider {
     minfer_status (*synchronize)(void *ctx);
     /* Bytes of storage a tensor needs in its layout. NULL: dtype size * numel. */
     size_t (*tensor_bytes)(void *ctx, const minfer_tensor_view *desc);
+
+    /* Appended members (the host reads them only when struct_size covers them). */
+    /* Non-zero: the domain's buffer handles are host pointers, and the
+     * provider reads a plain tensor given as (host pointer, offset) as well
+     * as one in its own buffers. The host then hands it plain host values
+     * (graph inputs, other providers' outputs) in place instead of copying
+     * them into its domain. */
+    int32_t host_addressable;
 } minfer_provider;
 
 /* The entry point: returns the provider's vtable (static storage), or NULL

@@ -1066,6 +1066,9 @@ static const minfer_provider onednn_provider = {
     .copy_to_host = dnn_copy_to_host,
     .copy_from_host = dnn_copy_from_host,
     .tensor_bytes = dnn_tensor_bytes,
+    /* Its buffers are host memory and run_node binds (pointer + offset):
+     * plain host values are read in place, not copied in. */
+    .host_addressable = 1,
 #endif
 };
 
