@@ -890,7 +890,9 @@ static void check_split(tcase *t, int want) {
  * at the edges), by images, with a residual Z, by output channels (with Z
  * the input itself, in place); pools after a convolution
  * (ceil_mode, padding excluded from the average); Concat by rows and by
- * images; MatMul and Gemm by rows, a one-row Gemm by output columns. */
+ * images; MatMul and Gemm by rows, a one-row Gemm by output columns;
+ * LayerNormalization, elementwise ops and attention along their first axis
+ * of extent > 1, and not a normalization across it. */
 static void test_split_forms(void **state) {
     (void)state;
     tcase t;
@@ -971,6 +973,32 @@ static void test_split_forms(void **state) {
     tc_const(&t, "c", INTS(20), NULL);
     n = tc_node(&t, "Gemm", NULL, NAMES("a", "w", "c"), "y");
     minfer_builder_set_attr_int(t.b, n, "transB", 1);
+    check_split(&t, 1);
+    tc_init(&t, 17); /* LayerNormalization over the last axis of [1, S, D] */
+    tc_input(&t, "x", INTS(1, 40, 64));
+    tc_const(&t, "s", INTS(64), NULL);
+    tc_const(&t, "b", INTS(64), NULL);
+    n = tc_node(&t, "LayerNormalization", NULL, NAMES("x", "s", "b"), "y");
+    minfer_builder_set_attr_int(t.b, n, "axis", -1);
+    check_split(&t, 1);
+    tc_init(&t, 13); /* Add with a broadcast operand, then Sigmoid, on [S, 1, D] */
+    tc_input(&t, "a", INTS(6, 1, 32));
+    tc_const(&t, "c", INTS(32), NULL);
+    tc_node(&t, "Add", NULL, NAMES("a", "c"), "s");
+    tc_node(&t, "Sigmoid", NULL, NAMES("s"), "y");
+    check_split(&t, 2);
+    tc_init(&t, 11); /* normalizing across the first axis of extent > 1: not cut */
+    tc_input(&t, "x", INTS(1, 40, 16));
+    n = tc_node(&t, "Softmax", NULL, NAMES("x"), "y"); /* opset 11: over [40 x 16] */
+    minfer_builder_set_attr_int(t.b, n, "axis", 1);
+    check_split(&t, 0);
+    if (split_nodes)
+        fail_msg("a Softmax was cut across its own axes");
+    tc_init(&t, 13); /* attention's heads */
+    tc_input(&t, "q", INTS(4, 10, 8));
+    tc_input(&t, "kt", INTS(4, 8, 12));
+    tc_input(&t, "v", INTS(4, 12, 6));
+    tc_node(&t, "Attention", "minfer", NAMES("q", "kt", "v"), "y");
     check_split(&t, 1);
     for (int c_rank = 0; c_rank <= 2; c_rank++) { /* one row: by output columns */
         tc_init(&t, 13);

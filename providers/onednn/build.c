@@ -347,11 +347,15 @@ int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md) {
     if (b->pio) {
         /* A piece writes its slice of the whole output, in its layout, or
          * (dst_any) into the workspace, reordered into the slice after. */
-        if (o != 0 || (!b->pio->dst_any && !dnnl_memory_desc_equal(md, &b->pio->out))) {
+        /* Plain under another shape of the same size is the same bytes. */
+        int same = dnnl_memory_desc_equal(md, &b->pio->out) ||
+                   (md_is_plain(md) && md_is_plain(&b->pio->out) &&
+                    dnnl_memory_desc_get_size(md) == dnnl_memory_desc_get_size(&b->pio->out));
+        if (o != 0 || (!b->pio->dst_any && !same)) {
             dnn_decline(b, "a piece would write output %zu in another layout", o);
             return -1;
         }
-        if (dnnl_memory_desc_equal(md, &b->pio->out))
+        if (same)
             return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
         if (b->n_pend >= (int)(sizeof b->pend / sizeof b->pend[0])) {
             dnn_decline(b, "too many outputs to convert");

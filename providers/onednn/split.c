@@ -28,6 +28,9 @@
  *   rows), Gemm and FusedGemm without transA and with a C that broadcasts
  *   along rows: by rows of A and Y (plain row-major); a one-row Gemm with
  *   transB (a classifier at batch 1) by output columns.
+ * - Elementwise ops, LayerNormalization, Softmax and minfer::Attention on
+ *   plain tensors: along the first axis of extent > 1, when the op works
+ *   across later axes only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -446,6 +449,93 @@ static int plan_concat(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_nod
     return 0;
 }
 
+/* Ops that work along inner axes only, cut along their first axis of
+ * extent > 1 (the sequence of a [1, S, D] or [S, 1, D] transformer tensor,
+ * the heads of attention's [H, S, D]), all axes before it being 1, so
+ * slices are dense: every input with Y's extent there is sliced, any other
+ * (a constant, a broadcast one) read whole. All plain. Consecutive nodes
+ * cut this way and the matrix products cut by rows keep each row on one
+ * core. */
+static int plan_outer(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_node *full,
+                      const uint64_t *out_layouts, int threads, piece_plan *pp) {
+    const minfer_value_desc *y = &node->outputs[0];
+    int r = y->rank, a = 0;
+    if (r < 2 || out_layouts[0])
+        return -1;
+    while (a < r && y->dims[a] == 1)
+        a++;
+    if (a >= r - 1)
+        return -1;
+    int64_t axis = r - 1; /* elementwise: any inner axis will do */
+    if (!strcmp(node->op_type, "LayerNormalization") || !strcmp(node->op_type, "Softmax") ||
+        !strcmp(node->op_type, "LogSoftmax")) {
+        axis = -1;
+        if (node->opset < 13 && strcmp(node->op_type, "LayerNormalization"))
+            axis = 1;
+        ctx->api->attr_int(node, "axis", &axis);
+        if (axis < 0)
+            axis += r;
+    }
+    if (axis <= a)
+        return -1; /* the op works across the axis that would be cut */
+    int64_t E = y->dims[a], lo[DNN_MAX_PIECES + 1];
+    int sliced[DNN_PIECE_INPUTS] = {0}, any = 0;
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        const minfer_value_desc *v = &node->inputs[i];
+        if (!v->present)
+            continue;
+        if (full->in_layout[i] || v->rank < 0)
+            return -1;
+        int va = a - (r - v->rank); /* axis a in v (right-aligned), < 0: absent */
+        if (va < 0 || v->dims[va] == 1)
+            continue; /* broadcast along a: read whole */
+        if (v->rank != r || v->dims[va] != E || v->const_data)
+            return -1;
+        sliced[i] = 1;
+        any = 1;
+    }
+    int n = E < threads ? (int)E : threads;
+    if (!any || n < 2)
+        return -1;
+    cut(E, n, lo);
+    pp->n = n;
+    pp->by = "outer axis";
+    for (int j = 0; j < n; j++) {
+        minfer_value_desc *in = pp->in[j];
+        memcpy(in, node->inputs, node->n_inputs * sizeof *in);
+        pp->out[j] = *y;
+        pp->out[j].dims[a] = lo[j + 1] - lo[j];
+        pp->out_off[j] = (size_t)(lo[j] * dnn_numel(r - a - 1, y->dims + a + 1)) * sizeof(float);
+        if (dnn_plain_md(&pp->io[j].out, r, pp->out[j].dims) != dnnl_success)
+            return -1;
+        for (size_t i = 0; i < node->n_inputs; i++) {
+            if (!sliced[i])
+                continue;
+            in[i].dims[a] = pp->out[j].dims[a];
+            pp->in_off[j][i] =
+                (size_t)(lo[j] * dnn_numel(r - a - 1, in[i].dims + a + 1)) * sizeof(float);
+        }
+    }
+    return 0;
+}
+
+static int outer_op(const minfer_node_desc *node) {
+    static const char *const onnx[] = {
+        "Relu", "LeakyRelu", "Elu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Exp", "Sqrt",
+        "Abs", "Clip", "Gelu", "Add", "Sub", "Mul", "Div", "Min", "Max", "Sum",
+        "LayerNormalization", "Softmax", "LogSoftmax"};
+    static const char *const fused[] = {"Gelu", "LayerNormalization", "Attention"};
+    int ours = !strcmp(node->domain, "minfer");
+    if (!ours && node->domain[0])
+        return 0;
+    const char *const *names = ours ? fused : onnx;
+    size_t n = ours ? sizeof fused / sizeof fused[0] : sizeof onnx / sizeof onnx[0];
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(node->op_type, names[i]))
+            return 1;
+    return 0;
+}
+
 void dnn_split_free(dnn_split *sp) {
     if (!sp)
         return;
@@ -471,6 +561,8 @@ dnn_split *dnn_split_build(dnn_ctx *ctx, const minfer_node_desc *node, const dnn
         r = plan_window(ctx, node, full, out_layouts, threads, 0, pp);
     else if (!strcmp(op, "Concat"))
         r = plan_concat(ctx, node, full, out_layouts, threads, pp);
+    else if (outer_op(node))
+        r = plan_outer(ctx, node, full, out_layouts, threads, pp);
     else if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool"))
         r = plan_window(ctx, node, full, out_layouts, threads, 1, pp);
     else if (!strcmp(op, "MatMul") || !strcmp(op, "FusedMatMul") || !strcmp(op, "Gemm") ||
