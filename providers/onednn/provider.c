@@ -693,7 +693,8 @@ static void build_single(dnn_ctx *ctx, const minfer_node_desc *node, minfer_node
         return;
     memcpy(lay, prep->output_layouts, no * sizeof lay[0]);
     memcpy(inpl, prep->output_inplace, no * sizeof inpl[0]);
-    if (dnn_build_node(ctx, node, prep, 0, 1, s->v[0], NULL, &s->v[1], why, sizeof why) == MINFER_OK &&
+    if (dnn_build_node(ctx, node, prep, 0, 1, s->v[0], NULL, &s->v[1], why, sizeof why) ==
+            MINFER_OK &&
         !memcmp(lay, prep->output_layouts, no * sizeof lay[0]) &&
         !memcmp(inpl, prep->output_inplace, no * sizeof inpl[0]))
         return;

@@ -580,8 +580,8 @@ dnn_split *dnn_split_build(dnn_ctx *ctx, const minfer_node_desc *node, const dnn
         minfer_node_prep prep = {sizeof prep, 0, &inplace, &layout};
         char why[512];
         dnn_node *p = NULL;
-        if (dnn_build_node(ctx, &d, &prep, 0, 1, pp->own_weights ? NULL : full, &pp->io[j], &p,
-                           why, sizeof why) !=
+        const dnn_node *share = pp->own_weights ? NULL : full;
+        if (dnn_build_node(ctx, &d, &prep, 0, 1, share, &pp->io[j], &p, why, sizeof why) !=
             MINFER_OK) {
             ctx->api->log(ctx->host, MINFER_LOG_VERBOSE,
                           "onednn: node '%s' runs unsplit: piece %d: %s", node->name, j, why);
