@@ -1062,6 +1062,40 @@ static void test_inputs_in_place(void **state) {
     minfer_builder_free(t.b);
 }
 
+/* A bad split option fails the provider's init with the values it takes;
+ * with the CPU provider after it, the session goes on without oneDNN. */
+static void test_split_option(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", INTS(2, 3));
+    tc_node(&t, "Relu", NULL, NAMES("x"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    static const char *const lists[2] = {"onednn", "onednn,cpu"};
+    for (int k = 0; k < 2; k++) {
+        minfer_options *opt = NULL;
+        minfer_session *s = NULL;
+        assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+        assert_int_equal(minfer_options_set_providers_str(opt, lists[k]), MINFER_OK);
+        assert_int_equal(minfer_options_set_provider_options(opt, "onednn", "split=maybe"),
+                         MINFER_OK);
+        minfer_status st = minfer_session_create_from_builder(t.b, opt, &s);
+        minfer_options_free(opt);
+        if (k == 0) {
+            assert_int_not_equal(st, MINFER_OK);
+            assert_non_null(strstr(minfer_last_error(), "split=auto|on|off"));
+        } else {
+            assert_int_equal(st, MINFER_OK);
+            minfer_node_placement p;
+            assert_int_equal(minfer_session_node_placement(s, 0, &p), MINFER_OK);
+            assert_string_equal(p.provider, "cpu");
+            minfer_session_free(s);
+        }
+    }
+    minfer_tensor_free(t.inputs[0]);
+    minfer_builder_free(t.b);
+}
+
 /* A node onednn cannot take is declined, with the CPU provider taking it. */
 static void test_declines(void **state) {
     (void)state;
@@ -1115,6 +1149,7 @@ int main(void) {
         cmocka_unit_test(test_thread_variants),
         cmocka_unit_test(test_split_forms),
         cmocka_unit_test(test_inputs_in_place),
+        cmocka_unit_test(test_split_option),
         cmocka_unit_test(test_declines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
