@@ -880,8 +880,12 @@ static size_t conv3(tcase *t, const char *in, const char *w, int64_t c_out, int6
 static void check_split(tcase *t, int want) {
     split_nodes = split_channels = 0;
     tc_check(t);
+#ifdef ONEDNN_OWN_DOMAIN
     if (split_nodes < want)
         fail_msg("%d nodes ran in pieces, %d expected", split_nodes, want);
+#else
+    (void)want; /* every output plain (NCHW): fewer forms apply */
+#endif
 }
 
 /* Each form of split.c against the CPU provider: convolutions by output
@@ -938,8 +942,10 @@ static void test_split_forms(void **state) {
             conv3(&t, "c", "w2", 48, 48, "y");
         }
         check_split(&t, 2);
+#ifdef ONEDNN_OWN_DOMAIN
         if (split_channels < 1)
             fail_msg("no node ran in pieces by output channels");
+#endif
     }
     static const char *const pools[2] = {"MaxPool", "AveragePool"};
     for (int k = 0; k < 2; k++) { /* pools on channels-last rows */
@@ -1054,7 +1060,11 @@ static void test_inputs_in_place(void **state) {
     }
     minfer_memory_info mi;
     assert_int_equal(minfer_session_memory_info(s, &mi), MINFER_OK);
+#ifdef ONEDNN_OWN_DOMAIN
     assert_int_equal(mi.copies_per_run, 1); /* only y, out to the host */
+#else
+    assert_int_equal(mi.copies_per_run, 0); /* host memory: no domain */
+#endif
     minfer_session_free(s);
     minfer_tensor_free(copy);
     minfer_tensor_free(want);

@@ -342,6 +342,25 @@ int dnn_owned_plain(dnn_b *b, const dnnl_memory_desc_t *md, const float *data) {
     return k;
 }
 
+/* Output o written by the primitive in md into a workspace buffer, which
+ * a reorder after the main steps moves into the output, described by
+ * out_md; returns the workspace memory. */
+static int pend_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md,
+                       const dnnl_memory_desc_t *out_md) {
+    if (b->n_pend >= (int)(sizeof b->pend / sizeof b->pend[0])) {
+        dnn_decline(b, "too many outputs to convert");
+        return -1;
+    }
+    int w = dnn_ws_mem(b, md);
+    int p = w < 0 ? -1 : dnn_mem_new(b, out_md, BIND_OUTPUT, (int)o);
+    if (p < 0)
+        return -1;
+    b->pend[b->n_pend].src = w;
+    b->pend[b->n_pend].dst = p;
+    b->n_pend++;
+    return w;
+}
+
 int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md) {
     const minfer_value_desc *v = &b->node->outputs[o];
     if (b->pio) {
@@ -357,18 +376,7 @@ int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md) {
         }
         if (same)
             return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
-        if (b->n_pend >= (int)(sizeof b->pend / sizeof b->pend[0])) {
-            dnn_decline(b, "too many outputs to convert");
-            return -1;
-        }
-        int w = dnn_ws_mem(b, md);
-        int p = w < 0 ? -1 : dnn_mem_new(b, &b->pio->out, BIND_OUTPUT, (int)o);
-        if (p < 0)
-            return -1;
-        b->pend[b->n_pend].src = w;
-        b->pend[b->n_pend].dst = p;
-        b->n_pend++;
-        return w;
+        return pend_output(b, o, md, &b->pio->out);
     }
     if (md_is_plain(md))
         return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
@@ -390,22 +398,9 @@ int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md) {
         }
         return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
     }
-    if (b->n_pend >= (int)(sizeof b->pend / sizeof b->pend[0])) {
-        dnn_decline(b, "too many outputs to convert");
-        return -1;
-    }
-    int w = dnn_ws_mem(b, md);
-    if (w < 0)
-        return -1;
     dnnl_memory_desc_t plain;
     dnn_plain_md(&plain, md->ndims, md->dims);
-    int p = dnn_mem_new(b, &plain, BIND_OUTPUT, (int)o);
-    if (p < 0)
-        return -1;
-    b->pend[b->n_pend].src = w;
-    b->pend[b->n_pend].dst = p;
-    b->n_pend++;
-    return w;
+    return pend_output(b, o, md, &plain);
 }
 
 /* ---- Primitives ------------------------------------------------------------ */
