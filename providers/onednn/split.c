@@ -98,6 +98,14 @@ typedef struct piece_plan {
     size_t out_off[DNN_MAX_PIECES];
 } piece_plan;
 
+/* Every piece starts as the whole node; a planner cuts it. */
+static void reset_pieces(piece_plan *pp, const minfer_node_desc *node) {
+    for (int j = 0; j < DNN_MAX_PIECES; j++) {
+        memcpy(pp->in[j], node->inputs, node->n_inputs * sizeof pp->in[j][0]);
+        pp->out[j] = node->outputs[0];
+    }
+}
+
 /* A reading of the whole node's attributes for the window geometry (wk:
  * the weights' kernel, NULL for a pool). */
 static minfer_status read_window(dnn_ctx *ctx, const minfer_node_desc *node, int nsp,
@@ -148,8 +156,6 @@ static int plan_channels(const minfer_node_desc *node, int kx, int ky,
     for (int j = 0; j < n; j++) {
         minfer_value_desc *in = pp->in[j];
         dnn_piece_io *io = &pp->io[j];
-        memcpy(in, node->inputs, node->n_inputs * sizeof *in);
-        pp->out[j] = *y;
         pp->out[j].dims[1] = Mp;
         for (int i = 0; i < x->rank - 2; i++) {
             io->pl[i] = pl[i];
@@ -221,6 +227,7 @@ static int plan_window(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_nod
     if (mode == SPLIT_ROWS && !pool && group == 1 && ((od[0] + n - 1) / n * n) * 10 > od[0] * 11 &&
         plan_channels(node, kx, ky, kz, n, pl, pr, pp) == 0)
         return 0;
+    reset_pieces(pp, node); /* what plan_channels may have cut */
     if (mode == SPLIT_NONE)
         return -1;
     if (extent < n)
@@ -240,8 +247,6 @@ static int plan_window(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_nod
     for (int j = 0; j < n; j++) {
         minfer_value_desc *in = pp->in[j];
         dnn_piece_io *io = &pp->io[j];
-        memcpy(in, node->inputs, node->n_inputs * sizeof *in);
-        pp->out[j] = *y;
         for (int i = 0; i < nsp; i++) {
             io->pl[i] = pl[i];
             io->pr[i] = pr[i];
@@ -317,8 +322,6 @@ static int plan_cols(dnn_ctx *ctx, const minfer_node_desc *node, int threads, pi
     for (int j = 0; j < n; j++) {
         minfer_value_desc *in = pp->in[j];
         int64_t nc = lo[j + 1] - lo[j];
-        memcpy(in, node->inputs, node->n_inputs * sizeof *in);
-        pp->out[j] = *y;
         pp->out[j].dims[1] = nc;
         in[1].dims[0] = nc;
         in[1].const_data = (const float *)w->const_data + (size_t)(lo[j] * K);
@@ -376,8 +379,6 @@ static int plan_rows(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_node 
     pp->by = "rows";
     for (int j = 0; j < n; j++) {
         minfer_value_desc *in = pp->in[j];
-        memcpy(in, node->inputs, node->n_inputs * sizeof *in);
-        pp->out[j] = *y;
         in[0].rank = pp->out[j].rank = 2;
         memset(in[0].dims, 0, sizeof in[0].dims);
         memset(pp->out[j].dims, 0, sizeof pp->out[j].dims);
@@ -426,8 +427,6 @@ static int plan_concat(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_nod
     pp->by = batch ? "images" : "rows";
     for (int j = 0; j < n; j++) {
         minfer_value_desc *in = pp->in[j];
-        memcpy(in, node->inputs, node->n_inputs * sizeof *in);
-        pp->out[j] = *y;
         pp->out[j].dims[ax] = lo[j + 1] - lo[j];
         size_t y_unit = (size_t)dnn_numel(r - ax - 1, y->dims + ax + 1) * sizeof(float);
         if (!batch)
@@ -502,8 +501,6 @@ static int plan_outer(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_node
     pp->by = "outer axis";
     for (int j = 0; j < n; j++) {
         minfer_value_desc *in = pp->in[j];
-        memcpy(in, node->inputs, node->n_inputs * sizeof *in);
-        pp->out[j] = *y;
         pp->out[j].dims[a] = lo[j + 1] - lo[j];
         pp->out_off[j] = (size_t)(lo[j] * dnn_numel(r - a - 1, y->dims + a + 1)) * sizeof(float);
         if (dnn_plain_md(&pp->io[j].out, r, pp->out[j].dims) != dnnl_success)
@@ -555,6 +552,7 @@ dnn_split *dnn_split_build(dnn_ctx *ctx, const minfer_node_desc *node, const dnn
     piece_plan *pp = calloc(1, sizeof *pp);
     if (!pp)
         return NULL;
+    reset_pieces(pp, node);
     const char *op = node->op_type;
     int r = -1;
     if (!strcmp(op, "Conv") || !strcmp(op, "FusedConv"))
