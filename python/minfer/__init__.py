@@ -1,0 +1,498 @@
+"""minfer: a small ONNX inference runtime, with ONNX Runtime's Python API.
+
+A script written for onnxruntime runs with minfer by changing its import::
+
+    import minfer as onnxruntime
+
+    sess = onnxruntime.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    (logits,) = sess.run(None, {name: x})
+
+Beyond ONNX Runtime: ``InferenceSession.info()`` (placement, memory plan,
+boundary copies), ``InferenceSession.stats()`` and ``Builder`` (a model built
+in code). docs/python.md describes every class and what maps to what.
+"""
+
+import datetime as _datetime
+import enum as _enum
+import os as _os
+import warnings as _warnings
+
+import numpy as _np
+
+from . import _minfer
+from ._minfer import (  # noqa: F401  (re-exported: the exception classes)
+    EPFail,
+    Fail,
+    InvalidArgument,
+    InvalidGraph,
+    NoSuchFile,
+    NotImplemented,
+    RuntimeException,
+)
+
+__version__ = _minfer.version()
+
+# ---- Providers ----------------------------------------------------------------
+
+# ONNX Runtime's names for the providers minfer has. Either name is accepted
+# wherever a provider is named; the ORT-shaped API answers with ORT's names.
+_ORT_NAMES = {
+    "cpu": "CPUExecutionProvider",
+    "onednn": "DnnlExecutionProvider",
+    "opencl": "OpenCLExecutionProvider",
+}
+_MINFER_NAMES = {v: k for k, v in _ORT_NAMES.items()}
+
+
+def _ort_name(name):
+    return _ORT_NAMES.get(name, name)
+
+
+def _minfer_name(name):
+    if not isinstance(name, str):
+        raise TypeError("a provider name must be a str, not %s" % type(name).__name__)
+    return _MINFER_NAMES.get(name, name)
+
+
+def _options_string(options):
+    """A provider's options dict as minfer's option string, "k=v,k=v"."""
+    if isinstance(options, str):
+        return options
+    if not isinstance(options, dict):
+        raise TypeError("provider options must be a dict or a str, not %s" % type(options).__name__)
+    parts = []
+    for key, value in options.items():
+        if isinstance(value, bool):
+            value = int(value)
+        parts.append("%s=%s" % (key, value))
+    return ",".join(parts)
+
+
+def _available():
+    """The usable providers, each name once, in the order minfer finds them."""
+    names = []
+    for p in _minfer.provider_list():
+        if p["usable"] and p["name"] not in names:
+            names.append(p["name"])
+    return names
+
+
+def get_available_providers():
+    """The providers that load here, with ONNX Runtime's names where they have one."""
+    return [_ort_name(n) for n in _available()]
+
+
+def get_all_providers():
+    """Every provider name this package knows (available or not)."""
+    return list(_ORT_NAMES.values())
+
+
+def get_device():
+    """'CPU': minfer's providers run on the host (OpenCL devices are chosen per provider)."""
+    return "CPU"
+
+
+def get_version_string():
+    return __version__
+
+
+def providers():
+    """minfer's own view: every provider library found, with path, version and why not usable."""
+    return _minfer.provider_list()
+
+
+# ---- Options --------------------------------------------------------------------
+
+
+class GraphOptimizationLevel(_enum.IntEnum):
+    """ONNX Runtime's levels; ORT_ENABLE_ALL is minfer's level 3 (provider rewrites)."""
+
+    ORT_DISABLE_ALL = 0
+    ORT_ENABLE_BASIC = 1
+    ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_LAYOUT = 3
+    ORT_ENABLE_ALL = 99
+
+
+def _minfer_level(level):
+    level = int(level)
+    if level == GraphOptimizationLevel.ORT_ENABLE_ALL:
+        return 3
+    if 0 <= level <= 3:
+        return level
+    raise InvalidArgument(
+        "graph_optimization_level %d: use 0-3 or a GraphOptimizationLevel (ORT_ENABLE_ALL = 99)" % level
+    )
+
+
+class ExecutionMode(_enum.IntEnum):
+    """Accepted and recorded. minfer runs a graph's nodes in order, each node
+    split over the session's thread pool; ORT_PARALLEL (several nodes at once)
+    has no scheduler to map to yet, so it runs as ORT_SEQUENTIAL does."""
+
+    ORT_SEQUENTIAL = 0
+    ORT_PARALLEL = 1
+
+
+# ORT's log severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal.
+# minfer's levels count the other way: 0 error, 1 warn, 2 info, 3 verbose.
+_LOG_LEVELS = {0: 3, 1: 2, 2: 1, 3: 0, 4: 0}
+
+# Session config entries minfer maps onto its own options (others are kept
+# and answered by get_session_config_entry, as ONNX Runtime does).
+_CONFIG_KEYS = {
+    "minfer.planner": "planner",
+    "minfer.plan_cache_size": "plan_cache_size",
+    "minfer.strict_placement": "strict_placement",
+    "minfer.check_nan": "check_nan",
+}
+
+
+class SessionOptions:
+    """ONNX Runtime's SessionOptions. What each field does in minfer: docs/python.md."""
+
+    def __init__(self):
+        self.intra_op_num_threads = 0
+        # minfer has one pool per session; inter-op threads have no pool to size.
+        self.inter_op_num_threads = 0
+        self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.execution_mode = ExecutionMode.ORT_SEQUENTIAL
+        self.enable_profiling = False
+        self.profile_file_prefix = "minfer_profile"
+        self.log_severity_level = 2
+        self.log_verbosity_level = 0
+        self.logid = ""
+        self.optimized_model_filepath = ""
+        # Accepted for compatibility: minfer always plans memory per shape
+        # into arenas and reuses them (docs/memory.md).
+        self.enable_cpu_mem_arena = True
+        self.enable_mem_pattern = True
+        self.enable_mem_reuse = True
+        self.use_deterministic_compute = False
+        self._config = {}
+
+    def add_session_config_entry(self, key, value):
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidArgument("add_session_config_entry takes two str")
+        self._config[key] = value
+
+    def get_session_config_entry(self, key):
+        if key not in self._config:
+            raise InvalidArgument("session config entry '%s' is not set" % key)
+        return self._config[key]
+
+    def register_custom_ops_library(self, path):
+        raise NotImplemented(
+            "register_custom_ops_library(%r): minfer has no custom-operator plugin loader yet "
+            "(plugins/README.md: a later issue defines the plugin interface)" % (path,)
+        )
+
+    def add_free_dimension_override_by_name(self, name, value):
+        raise NotImplemented(
+            "add_free_dimension_override_by_name: minfer plans per set of input shapes and "
+            "needs no override; feed arrays of the shape you want"
+        )
+
+    def _minfer_options(self):
+        """The dict minfer._minfer.Session takes."""
+        opts = {
+            "threads": int(self.intra_op_num_threads),
+            "optimization_level": _minfer_level(self.graph_optimization_level),
+        }
+        sev = int(self.log_severity_level)
+        if sev not in _LOG_LEVELS:
+            raise InvalidArgument("log_severity_level %d: use 0 (verbose) to 4 (fatal)" % sev)
+        opts["log_level"] = _LOG_LEVELS[sev]
+        if self.execution_mode not in (ExecutionMode.ORT_SEQUENTIAL, ExecutionMode.ORT_PARALLEL):
+            raise InvalidArgument("execution_mode %r: use an ExecutionMode" % (self.execution_mode,))
+        for key, value in self._config.items():
+            name = _CONFIG_KEYS.get(key)
+            if name is None:
+                continue
+            opts[name] = value if name == "planner" else _config_int(key, value)
+        return opts
+
+
+def _config_int(key, value):
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidArgument("session config entry %s=%r: an integer is needed" % (key, value)) from None
+
+
+class RunOptions:
+    """ONNX Runtime's RunOptions: accepted and recorded. minfer runs take no
+    per-run options (no tags, no cancellation: `terminate` is not honoured)."""
+
+    def __init__(self):
+        self.log_severity_level = 2
+        self.log_verbosity_level = 0
+        self.logid = ""
+        self.only_execute_path_to_fetches = False
+        self.terminate = False
+        self._config = {}
+
+    def add_run_config_entry(self, key, value):
+        self._config[key] = value
+
+    def get_run_config_entry(self, key):
+        return self._config[key]
+
+
+# ---- Sessions ---------------------------------------------------------------------
+
+
+class NodeArg:
+    """A graph input or output, as ONNX Runtime describes one."""
+
+    __slots__ = ("name", "type", "shape")
+
+    def __init__(self, info):
+        self.name = info["name"]
+        if info["kind"] == "sequence":
+            self.type = "seq(tensor(%s))" % info["dtype"]
+        elif info["kind"] == "optional":
+            inner = "tensor(%s)" % info["dtype"]
+            if info["contained"] == "sequence":
+                inner = "seq(%s)" % inner
+            self.type = "optional(%s)" % inner
+        else:
+            self.type = "tensor(%s)" % info["dtype"]
+        # ORT gives an undeclared rank as []; minfer's None says "unknown".
+        self.shape = info["shape"] if info["shape"] is not None else []
+
+    def __repr__(self):
+        return "NodeArg(name=%r, type=%r, shape=%r)" % (self.name, self.type, self.shape)
+
+
+def _provider_request(providers, provider_options):
+    """ORT's providers/provider_options arguments as (names, {name: options})."""
+    if providers is None:
+        return None, {}
+    if isinstance(providers, str):
+        providers = [providers]
+    names, options = [], {}
+    for i, entry in enumerate(providers):
+        opts = None
+        if isinstance(entry, (tuple, list)):
+            if len(entry) != 2:
+                raise InvalidArgument("provider %r: use a name or a (name, options) pair" % (entry,))
+            entry, opts = entry
+        elif provider_options is not None and i < len(provider_options):
+            opts = provider_options[i]
+        name = _minfer_name(entry)
+        if name.endswith("ExecutionProvider"):
+            # As ONNX Runtime does for a provider it was not built with.
+            _warnings.warn(
+                "Specified provider '%s' is not in available provider names. Available providers: "
+                "'%s'" % (entry, ", ".join(get_available_providers())),
+                stacklevel=3,
+            )
+            continue
+        names.append(name)
+        if opts:
+            options[name] = _options_string(opts)
+    if not names:
+        names = ["cpu"]
+    return names, options
+
+
+class InferenceSession:
+    """ONNX Runtime's InferenceSession over a minfer session.
+
+    path_or_bytes: a model file (str or os.PathLike), a serialized model
+    (bytes), or a minfer.Builder. providers: names, minfer's ("onednn") or
+    ORT's ("DnnlExecutionProvider"), or (name, options) pairs; None is
+    minfer's default order (MINFER_PROVIDERS, else onednn,opencl,cpu).
+    """
+
+    def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
+        if kwargs:
+            # ORT takes disabled_optimizers; a keyword minfer does not know is an error here.
+            unknown = sorted(k for k in kwargs if k != "disabled_optimizers")
+            if unknown:
+                raise TypeError("InferenceSession got unexpected keyword arguments %s" % unknown)
+        self._sess_options = sess_options if sess_options is not None else SessionOptions()
+        opts = self._sess_options._minfer_options()
+        names, prov_opts = _provider_request(providers, provider_options)
+        opts["providers"] = names
+        opts["provider_options"] = prov_opts or None
+        self._profile_path = None
+        if self._sess_options.enable_profiling:
+            stamp = _datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+            self._profile_path = "%s_%s.json" % (self._sess_options.profile_file_prefix, stamp)
+            opts["profile"] = self._profile_path
+        if isinstance(path_or_bytes, Builder):
+            model = path_or_bytes._b
+            self._model_path = None
+        elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+            model = path_or_bytes
+            self._model_path = None
+        else:
+            model = _os.fspath(path_or_bytes)
+            self._model_path = model
+        self._sess = _minfer.Session(model, opts)
+        self._provider_options = prov_opts
+        self._inputs = [NodeArg(i) for i in self._sess.inputs()]
+        self._outputs = [NodeArg(o) for o in self._sess.outputs()]
+
+    # -- ONNX Runtime's methods --
+
+    def get_inputs(self):
+        return list(self._inputs)
+
+    def get_outputs(self):
+        return list(self._outputs)
+
+    def get_overridable_initializers(self):
+        """Always empty: minfer may fold initializers into constants, so none can be fed."""
+        return []
+
+    def get_providers(self):
+        return [_ort_name(n) for n in self._sess.providers()]
+
+    def get_provider_options(self):
+        return {_ort_name(n): {} for n in self._sess.providers()} | {
+            _ort_name(n): dict(kv.split("=", 1) for kv in s.split(",") if "=" in kv)
+            for n, s in self._provider_options.items()
+        }
+
+    def get_session_options(self):
+        return self._sess_options
+
+    def set_providers(self, providers=None, provider_options=None):
+        raise NotImplemented("set_providers: create a new InferenceSession with the providers instead")
+
+    def run(self, output_names, input_feed, run_options=None):
+        """Runs the model: a list with one value per name in output_names
+        (every output when None or empty), numpy arrays for tensors, lists
+        for sequences, None or the value for optionals."""
+        if output_names is not None and len(output_names) == 0:
+            output_names = None
+        return self._sess.run(output_names, input_feed)
+
+    def end_profiling(self):
+        """Writes the profile recorded so far and returns its file name ('' when profiling is off)."""
+        if self._profile_path is None:
+            return ""
+        self._sess.write_profile(self._profile_path)
+        return self._profile_path
+
+    # -- Beyond ONNX Runtime --
+
+    def info(self):
+        """What minfer decided for this model: providers, each node's
+        placement (and why earlier providers declined it), and, once a plan
+        exists (after a run or prepare()), its memory figures, planned
+        buffers and boundary copies per run."""
+        memory = self._sess.memory()
+        return {
+            "providers": self._sess.providers(),
+            "placement": self._sess.placement(),
+            "memory": memory,
+            "boundary_copies": None
+            if memory is None
+            else {"per_run": memory["copies_per_run"], "bytes_per_run": memory["copy_bytes_per_run"]},
+        }
+
+    def prepare(self, input_feed):
+        """Plans memory for these inputs' shapes without running (contents are not read)."""
+        self._sess.prepare(input_feed)
+
+    def stats(self):
+        """Latency statistics of the runs since creation or reset_stats()."""
+        return self._sess.stats()
+
+    def reset_stats(self):
+        self._sess.reset_stats()
+
+    def node_profile(self, index):
+        """With profiling on: (total_ms, runs, flops) of node `index` (execution order)."""
+        return self._sess.node_profile(index)
+
+    def write_dot(self, path):
+        """The graph as Graphviz DOT, nodes coloured by provider."""
+        self._sess.write_dot(_os.fspath(path))
+
+
+# ---- Graph builder ----------------------------------------------------------------
+
+_ELEM = {
+    "float": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7,
+    "string": 8, "bool": 9, "float16": 10, "double": 11, "uint32": 12, "uint64": 13,
+    "complex64": 14, "complex128": 15, "bfloat16": 16,
+}
+_ELEM["float32"] = 1
+_ELEM["float64"] = 11
+
+
+def _elem_type(dtype):
+    if isinstance(dtype, int):
+        return dtype
+    if isinstance(dtype, str) and dtype.startswith("tensor(") and dtype.endswith(")"):
+        dtype = dtype[7:-1]
+    if isinstance(dtype, str) and dtype in _ELEM:
+        return _ELEM[dtype]
+    d = _np.dtype(dtype)
+    if d.kind in "USO":
+        return 8
+    name = "bool" if d.kind == "b" else d.name
+    if name not in _ELEM:
+        raise InvalidArgument("dtype %r has no ONNX element type" % (dtype,))
+    return _ELEM[name]
+
+
+class Builder:
+    """A model built in code (include/minfer/builder.h)::
+
+        b = minfer.Builder(opset=13)
+        b.add_input("x", "float", ["batch", 4])
+        b.add_node("Relu", ["x"], ["y"])
+        b.add_output("y")
+        sess = b.session()                 # an InferenceSession
+    """
+
+    def __init__(self, opset=13):
+        self._b = _minfer.Builder(opset)
+
+    def add_opset(self, domain, version):
+        self._b.add_opset(domain, version)
+        return self
+
+    def add_input(self, name, dtype, shape):
+        """dtype: a numpy dtype, 'float', 'tensor(float)' or an ONNX type number;
+        shape: ints, with a str (a symbolic name) or None for a dynamic dimension."""
+        self._b.add_input(name, _elem_type(dtype), shape)
+        return self
+
+    def add_initializer(self, name, array):
+        self._b.add_initializer(name, _np.asarray(array))
+        return self
+
+    def add_node(self, op_type, inputs, outputs, name=None, domain=None, **attrs):
+        """Attributes by keyword, typed by value: int, float, str, a numpy
+        array (a tensor), or a list of ints, floats or str. Returns the node's index."""
+        index = self._b.add_node(op_type, list(inputs), list(outputs), name, domain)
+        for key, value in attrs.items():
+            self._b.set_attr(index, key, value)
+        return index
+
+    def add_output(self, name):
+        self._b.add_output(name)
+        return self
+
+    def session(self, sess_options=None, providers=None, provider_options=None):
+        """Validates the graph and returns an InferenceSession on it; the builder stays usable."""
+        return InferenceSession(self, sess_options, providers, provider_options)
+
+
+def load_tensor(path, kind="tensor"):
+    """A .pb file of the ONNX test-case format (TensorProto, or SequenceProto/OptionalProto
+    with kind 'sequence'/'optional') as a numpy array, list or None."""
+    return _minfer.load_pb(_os.fspath(path), kind)[0]
+
+
+def save_tensor(array, path, name=None):
+    """Writes an array as a serialized TensorProto."""
+    _minfer.save_pb(_np.asarray(array), name, _os.fspath(path))

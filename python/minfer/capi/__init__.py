@@ -1,0 +1,1 @@
+"""ONNX Runtime's minfer.capi namespace, for code that imports its exception classes from there."""

@@ -1,0 +1,1388 @@
+/*
+ * minfer._minfer: the CPython extension under the `minfer` package.
+ *
+ * It uses the public C API only (include/minfer/minfer.h, builder.h,
+ * discovery.h) and numpy's C API. The ONNX Runtime-shaped classes
+ * (InferenceSession, SessionOptions, ...) are written in Python on top of
+ * it (minfer/__init__.py); this module keeps to what must be C:
+ *
+ *  1. Inputs. A numpy array that is C-contiguous, aligned and in native byte
+ *     order is handed to minfer_tensor_wrap as it is (zero copy); any other
+ *     array, and a Python list or scalar, is converted once by
+ *     PyArray_FromAny (to the input's declared type for a non-array). The
+ *     arrays stay referenced until the run returns. Strings are copied into
+ *     an owning STRING tensor; sequences and optionals are built from lists
+ *     and None.
+ *  2. Runs. The GIL is released around minfer_session_run (and session
+ *     creation), which the C API allows from several threads at once.
+ *  3. Outputs. The session allocates each output; a capsule owns that
+ *     minfer_tensor and is the numpy array's base, so the array is the
+ *     tensor's memory and frees it with the last reference. A sequence
+ *     becomes a list of arrays sharing one capsule, an optional None or its
+ *     value.
+ *  4. Errors. A failed call raises the exception class of its status
+ *     (InvalidArgument, NoSuchFile, ..., all subclasses of minfer.Fail, a
+ *     RuntimeError) with minfer_last_error()'s message and a `status`
+ *     attribute holding the minfer_status number.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "minfer/builder.h"
+#include "minfer/discovery.h"
+#include "minfer/minfer.h"
+
+#ifndef PyDataType_ELSIZE /* numpy < 2 */
+#define PyDataType_ELSIZE(d) ((d)->elsize)
+#endif
+
+/* ---- Exceptions ---------------------------------------------------------- */
+
+static PyObject *exc_fail;             /* base of all: a RuntimeError */
+static PyObject *exc_invalid_argument; /* bad argument, shape, type, unknown name */
+static PyObject *exc_no_such_file;     /* a file that cannot be read */
+static PyObject *exc_invalid_graph;    /* a malformed model */
+static PyObject *exc_not_implemented;  /* also a NotImplementedError */
+static PyObject *exc_ep_fail;          /* a provider failed */
+static PyObject *exc_runtime;          /* a kernel failed while running */
+
+static PyObject *exception_for(minfer_status st) {
+    switch (st) {
+    case MINFER_ERR_INVALID_ARG:
+    case MINFER_ERR_SHAPE:
+    case MINFER_ERR_TYPE:
+    case MINFER_ERR_NOT_FOUND:
+        return exc_invalid_argument;
+    case MINFER_ERR_IO: return exc_no_such_file;
+    case MINFER_ERR_MODEL: return exc_invalid_graph;
+    case MINFER_ERR_UNSUPPORTED: return exc_not_implemented;
+    case MINFER_ERR_PROVIDER: return exc_ep_fail;
+    case MINFER_ERR_RUNTIME: return exc_runtime;
+    default: return exc_fail;
+    }
+}
+
+/* Raises the exception of st with the thread's last minfer error; returns NULL. */
+static PyObject *raise_status(minfer_status st) {
+    const char *msg = minfer_last_error();
+    if (!msg || !*msg)
+        msg = minfer_status_str(st);
+    PyObject *cls = exception_for(st);
+    /* Model-supplied names in the message need not be UTF-8. */
+    PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
+    if (!text)
+        return NULL;
+    PyObject *exc = PyObject_CallOneArg(cls, text);
+    Py_DECREF(text);
+    if (!exc)
+        return NULL;
+    PyObject *code = PyLong_FromLong((long)st);
+    if (!code || PyObject_SetAttrString(exc, "status", code) < 0) {
+        Py_XDECREF(code);
+        Py_DECREF(exc);
+        return NULL;
+    }
+    Py_DECREF(code);
+    PyErr_SetObject(cls, exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+/* ---- Element types ------------------------------------------------------- */
+
+/* numpy's type number for a minfer element type; -1 if it has none.
+ * BFLOAT16 has no numpy type: its bits come out as uint16. */
+static int npy_type_of(minfer_dtype dt) {
+    switch (dt) {
+    case MINFER_DTYPE_FLOAT: return NPY_FLOAT32;
+    case MINFER_DTYPE_UINT8: return NPY_UINT8;
+    case MINFER_DTYPE_INT8: return NPY_INT8;
+    case MINFER_DTYPE_UINT16: return NPY_UINT16;
+    case MINFER_DTYPE_INT16: return NPY_INT16;
+    case MINFER_DTYPE_INT32: return NPY_INT32;
+    case MINFER_DTYPE_INT64: return NPY_INT64;
+    case MINFER_DTYPE_STRING: return NPY_OBJECT;
+    case MINFER_DTYPE_BOOL: return NPY_BOOL;
+    case MINFER_DTYPE_FLOAT16: return NPY_FLOAT16;
+    case MINFER_DTYPE_DOUBLE: return NPY_FLOAT64;
+    case MINFER_DTYPE_UINT32: return NPY_UINT32;
+    case MINFER_DTYPE_UINT64: return NPY_UINT64;
+    case MINFER_DTYPE_COMPLEX64: return NPY_COMPLEX64;
+    case MINFER_DTYPE_COMPLEX128: return NPY_COMPLEX128;
+    case MINFER_DTYPE_BFLOAT16: return NPY_UINT16;
+    default: return -1;
+    }
+}
+
+/* The minfer element type of a numpy dtype, by kind and size (so that
+ * numpy's distinct-but-equal type numbers, long and longlong, agree). */
+static minfer_dtype minfer_type_of(const PyArray_Descr *d) {
+    int size = (int)PyDataType_ELSIZE(d);
+    switch (d->kind) {
+    case 'f':
+        return size == 2 ? MINFER_DTYPE_FLOAT16 : size == 4 ? MINFER_DTYPE_FLOAT
+             : size == 8 ? MINFER_DTYPE_DOUBLE : MINFER_DTYPE_UNDEFINED;
+    case 'i':
+        return size == 1 ? MINFER_DTYPE_INT8 : size == 2 ? MINFER_DTYPE_INT16
+             : size == 4 ? MINFER_DTYPE_INT32 : size == 8 ? MINFER_DTYPE_INT64
+             : MINFER_DTYPE_UNDEFINED;
+    case 'u':
+        return size == 1 ? MINFER_DTYPE_UINT8 : size == 2 ? MINFER_DTYPE_UINT16
+             : size == 4 ? MINFER_DTYPE_UINT32 : size == 8 ? MINFER_DTYPE_UINT64
+             : MINFER_DTYPE_UNDEFINED;
+    case 'b': return MINFER_DTYPE_BOOL;
+    case 'c':
+        return size == 8 ? MINFER_DTYPE_COMPLEX64 : size == 16 ? MINFER_DTYPE_COMPLEX128
+             : MINFER_DTYPE_UNDEFINED;
+    case 'U':
+    case 'S':
+    case 'O':
+        return MINFER_DTYPE_STRING;
+    default: return MINFER_DTYPE_UNDEFINED;
+    }
+}
+
+static const char *kind_name(int kind) {
+    return kind == MINFER_VALUE_SEQUENCE ? "sequence"
+         : kind == MINFER_VALUE_OPTIONAL ? "optional" : "tensor";
+}
+
+/* ---- Python values to minfer values -------------------------------------- */
+
+/* An owning STRING tensor with a copy of every element of arr (str, bytes,
+ * or anything str() takes). */
+static int strings_to_tensor(PyArrayObject *arr, minfer_tensor **out) {
+    int rank = PyArray_NDIM(arr);
+    int64_t dims[NPY_MAXDIMS];
+    for (int i = 0; i < rank; i++)
+        dims[i] = (int64_t)PyArray_DIM(arr, i);
+    minfer_tensor *t = NULL;
+    minfer_status st = minfer_tensor_create(MINFER_DTYPE_STRING, dims, (size_t)rank, &t);
+    if (st != MINFER_OK) {
+        raise_status(st);
+        return -1;
+    }
+    char **elems = minfer_tensor_data(t);
+    PyObject *flat = PyArray_Ravel(arr, NPY_CORDER);
+    if (!flat)
+        goto fail;
+    npy_intp n = PyArray_SIZE((PyArrayObject *)flat);
+    for (npy_intp i = 0; i < n; i++) {
+        PyObject *item = PyArray_GETITEM((PyArrayObject *)flat,
+                                         PyArray_GETPTR1((PyArrayObject *)flat, i));
+        if (!item)
+            goto fail_flat;
+        const char *s = NULL;
+        Py_ssize_t len = 0;
+        PyObject *as_str = NULL;
+        if (PyBytes_Check(item)) {
+            s = PyBytes_AS_STRING(item);
+            len = PyBytes_GET_SIZE(item);
+        } else {
+            as_str = PyObject_Str(item);
+            if (as_str)
+                s = PyUnicode_AsUTF8AndSize(as_str, &len);
+        }
+        char *copy = s ? malloc((size_t)len + 1) : NULL;
+        if (copy) {
+            memcpy(copy, s, (size_t)len);
+            copy[len] = '\0';
+        }
+        Py_XDECREF(as_str);
+        Py_DECREF(item);
+        if (!copy) {
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            goto fail_flat;
+        }
+        elems[i] = copy; /* the tensor frees it */
+    }
+    Py_DECREF(flat);
+    *out = t;
+    return 0;
+fail_flat:
+    Py_DECREF(flat);
+fail:
+    minfer_tensor_free(t);
+    return -1;
+}
+
+/* A tensor over obj's data. want: the declared element type, used to
+ * convert a non-array (a list, a scalar); UNDEFINED when unknown. The array
+ * that holds the data is appended to keep, which must outlive the tensor. */
+static int to_tensor(PyObject *obj, minfer_dtype want, PyObject *keep, minfer_tensor **out) {
+    PyArray_Descr *descr = NULL;
+    if (!PyArray_Check(obj) && want != MINFER_DTYPE_UNDEFINED && want != MINFER_DTYPE_STRING &&
+        npy_type_of(want) >= 0)
+        descr = PyArray_DescrFromType(npy_type_of(want)); /* stolen by FromAny */
+    /* Returns obj itself (a new reference) when it is already C-contiguous
+     * and aligned: the zero-copy case. */
+    PyArrayObject *arr = (PyArrayObject *)PyArray_FromAny(obj, descr, 0, 0, NPY_ARRAY_IN_ARRAY, NULL);
+    if (!arr)
+        return -1;
+    if (!PyArray_ISNOTSWAPPED(arr)) {
+        PyArray_Descr *native = PyArray_DescrNewByteorder(PyArray_DESCR(arr), NPY_NATIVE);
+        PyArrayObject *swapped = native ? (PyArrayObject *)PyArray_FromArray(arr, native, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_ENSURECOPY) : NULL;
+        Py_DECREF(arr);
+        if (!swapped)
+            return -1;
+        arr = swapped;
+    }
+    minfer_dtype dt = minfer_type_of(PyArray_DESCR(arr));
+    if (dt == MINFER_DTYPE_UNDEFINED) {
+        PyErr_Format(exc_invalid_argument, "numpy dtype %R has no ONNX element type",
+                     (PyObject *)PyArray_DESCR(arr));
+        Py_DECREF(arr);
+        return -1;
+    }
+    if (dt == MINFER_DTYPE_STRING) {
+        int rc = strings_to_tensor(arr, out);
+        Py_DECREF(arr);
+        return rc;
+    }
+    int rank = PyArray_NDIM(arr);
+    int64_t dims[NPY_MAXDIMS];
+    for (int i = 0; i < rank; i++)
+        dims[i] = (int64_t)PyArray_DIM(arr, i);
+    size_t nbytes = (size_t)PyArray_NBYTES(arr);
+    minfer_status st = nbytes == 0
+        ? minfer_tensor_create(dt, dims, (size_t)rank, out)
+        : minfer_tensor_wrap(dt, dims, (size_t)rank, PyArray_DATA(arr), nbytes, out);
+    if (st != MINFER_OK) {
+        Py_DECREF(arr);
+        raise_status(st);
+        return -1;
+    }
+    int rc = PyList_Append(keep, (PyObject *)arr);
+    Py_DECREF(arr);
+    if (rc < 0) {
+        minfer_tensor_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* A value of the given kind (MINFER_VALUE_*) with elements of elem. A
+ * sequence is a list or tuple of arrays; an optional is None or its value,
+ * of kind `contained`. */
+static int to_value(PyObject *obj, int kind, int contained, minfer_dtype elem, PyObject *keep,
+                    minfer_tensor **out) {
+    minfer_status st;
+    if (kind == MINFER_VALUE_SEQUENCE) {
+        if (!PyList_Check(obj) && !PyTuple_Check(obj)) {
+            PyErr_Format(exc_invalid_argument, "a sequence input takes a list of arrays, not %s",
+                         Py_TYPE(obj)->tp_name);
+            return -1;
+        }
+        minfer_tensor *seq = NULL;
+        if ((st = minfer_sequence_create(elem, &seq)) != MINFER_OK) {
+            raise_status(st);
+            return -1;
+        }
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            minfer_tensor *item = NULL;
+            if (to_tensor(PySequence_Fast_GET_ITEM(obj, i), elem, keep, &item) < 0) {
+                minfer_tensor_free(seq);
+                return -1;
+            }
+            if ((st = minfer_sequence_append(seq, item)) != MINFER_OK) {
+                minfer_tensor_free(item);
+                minfer_tensor_free(seq);
+                raise_status(st);
+                return -1;
+            }
+        }
+        *out = seq;
+        return 0;
+    }
+    if (kind == MINFER_VALUE_OPTIONAL) {
+        minfer_tensor *inner = NULL;
+        if (obj != Py_None && to_value(obj, contained, MINFER_VALUE_TENSOR, elem, keep, &inner) < 0)
+            return -1;
+        if ((st = minfer_optional_create(inner, contained, elem, out)) != MINFER_OK) {
+            minfer_tensor_free(inner);
+            raise_status(st);
+            return -1;
+        }
+        return 0;
+    }
+    return to_tensor(obj, elem, keep, out);
+}
+
+/* ---- minfer values to Python values -------------------------------------- */
+
+static const char CAPSULE_NAME[] = "minfer.tensor";
+
+static void capsule_free(PyObject *capsule) {
+    minfer_tensor_free(PyCapsule_GetPointer(capsule, CAPSULE_NAME));
+}
+
+/* t (owned, through some container, by the capsule `owner`) as a Python
+ * value: an array on t's memory, a list, None. */
+static PyObject *from_value(const minfer_tensor *t, PyObject *owner) {
+    minfer_value_kind kind = minfer_value_kind_of(t);
+    if (kind == MINFER_VALUE_SEQUENCE) {
+        size_t n = minfer_sequence_length(t);
+        PyObject *list = PyList_New((Py_ssize_t)n);
+        for (size_t i = 0; list && i < n; i++) {
+            PyObject *item = from_value(minfer_sequence_at(t, i), owner);
+            if (!item) {
+                Py_CLEAR(list);
+                break;
+            }
+            PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+        }
+        return list;
+    }
+    if (kind == MINFER_VALUE_OPTIONAL) {
+        const minfer_tensor *v = minfer_optional_value(t);
+        if (!v)
+            Py_RETURN_NONE;
+        return from_value(v, owner);
+    }
+    minfer_dtype dt = minfer_tensor_dtype(t);
+    int npy = npy_type_of(dt);
+    if (npy < 0)
+        return PyErr_Format(exc_not_implemented, "output of element type %s has no numpy type",
+                            minfer_dtype_name(dt));
+    int rank = (int)minfer_tensor_rank(t);
+    if (rank > MINFER_MAX_RANK)
+        return PyErr_Format(exc_fail, "output of rank %d is above %d", rank, MINFER_MAX_RANK);
+    npy_intp dims[MINFER_MAX_RANK];
+    const int64_t *d = minfer_tensor_dims(t);
+    for (int i = 0; i < rank; i++)
+        dims[i] = (npy_intp)d[i];
+    int64_t numel = minfer_tensor_numel(t);
+    void *data = minfer_tensor_data(t);
+    if (numel == 0) /* no memory to share */
+        return PyArray_SimpleNew(rank, dims, npy);
+    if (!data)
+        return PyErr_Format(exc_fail, "output tensor of %lld elements has no data", (long long)numel);
+    if (dt == MINFER_DTYPE_STRING) {
+        /* Strings become str objects in an object array. */
+        PyArrayObject *arr = (PyArrayObject *)PyArray_SimpleNew(rank, dims, npy);
+        if (!arr)
+            return NULL;
+        char *const *s = data;
+        PyObject **slot = PyArray_DATA(arr);
+        for (int64_t i = 0; i < numel; i++) {
+            const char *e = s[i] ? s[i] : "";
+            PyObject *str = PyUnicode_DecodeUTF8(e, (Py_ssize_t)strlen(e), "replace");
+            if (!str) {
+                Py_DECREF(arr);
+                return NULL;
+            }
+            Py_XSETREF(slot[i], str);
+        }
+        return (PyObject *)arr;
+    }
+    PyObject *arr = PyArray_New(&PyArray_Type, rank, dims, npy, NULL, data, 0, NPY_ARRAY_CARRAY, NULL);
+    if (!arr)
+        return NULL;
+    Py_INCREF(owner);
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, owner) < 0) { /* steals owner */
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* Takes ownership of t (freed here on failure). */
+static PyObject *from_owned(minfer_tensor *t) {
+    PyObject *capsule = PyCapsule_New(t, CAPSULE_NAME, capsule_free);
+    if (!capsule) {
+        minfer_tensor_free(t);
+        return NULL;
+    }
+    PyObject *v = from_value(t, capsule);
+    Py_DECREF(capsule);
+    return v;
+}
+
+/* ---- Value info ---------------------------------------------------------- */
+
+static PyObject *info_dict(const minfer_value_info *vi) {
+    PyObject *shape;
+    if (vi->rank < 0 || vi->kind != MINFER_VALUE_TENSOR) {
+        shape = Py_NewRef(Py_None);
+    } else {
+        shape = PyList_New(vi->rank);
+        for (int32_t i = 0; shape && i < vi->rank; i++) {
+            PyObject *d;
+            if (vi->dims[i] >= 0)
+                d = PyLong_FromLongLong(vi->dims[i]);
+            else if (vi->dim_names && vi->dim_names[i])
+                d = PyUnicode_FromString(vi->dim_names[i]);
+            else
+                d = Py_NewRef(Py_None);
+            if (!d) {
+                Py_CLEAR(shape);
+                break;
+            }
+            PyList_SET_ITEM(shape, i, d);
+        }
+    }
+    if (!shape)
+        return NULL;
+    return Py_BuildValue("{s:s,s:s,s:i,s:N,s:s,s:s}", "name", vi->name, "dtype",
+                         minfer_dtype_name(vi->dtype), "elem", (int)vi->dtype, "shape", shape,
+                         "kind", kind_name(vi->kind), "contained", kind_name(vi->contained));
+}
+
+/* ---- Builder ------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    minfer_graph_builder *b;
+} BuilderObject;
+
+static PyTypeObject BuilderType;
+
+static int Builder_init(BuilderObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"opset", NULL};
+    long long opset = 13;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|L", kwlist, &opset))
+        return -1;
+    minfer_builder_free(self->b);
+    self->b = NULL;
+    minfer_status st = minfer_builder_create(opset, &self->b);
+    if (st != MINFER_OK) {
+        raise_status(st);
+        return -1;
+    }
+    return 0;
+}
+
+static void Builder_dealloc(BuilderObject *self) {
+    minfer_builder_free(self->b);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+#define CHECK(call)                                                                            \
+    do {                                                                                       \
+        minfer_status st_ = (call);                                                            \
+        if (st_ != MINFER_OK)                                                                  \
+            return raise_status(st_);                                                          \
+    } while (0)
+
+static PyObject *Builder_add_opset(BuilderObject *self, PyObject *args) {
+    const char *domain;
+    long long version;
+    if (!PyArg_ParseTuple(args, "sL", &domain, &version))
+        return NULL;
+    CHECK(minfer_builder_add_opset(self->b, domain, version));
+    Py_RETURN_NONE;
+}
+
+/* add_input(name, elem, shape): shape entries are ints, or a str or None
+ * for a dynamic dimension; shape None is rank 0. */
+static PyObject *Builder_add_input(BuilderObject *self, PyObject *args) {
+    const char *name;
+    int elem;
+    PyObject *shape;
+    if (!PyArg_ParseTuple(args, "siO", &name, &elem, &shape))
+        return NULL;
+    PyObject *seq = shape == Py_None ? PyTuple_New(0)
+                                     : PySequence_Fast(shape, "shape must be a sequence");
+    if (!seq)
+        return NULL;
+    Py_ssize_t rank = PySequence_Fast_GET_SIZE(seq);
+    if (rank > MINFER_MAX_RANK) {
+        Py_DECREF(seq);
+        return PyErr_Format(exc_invalid_argument, "input '%s': rank %zd is above %d", name,
+                            rank, MINFER_MAX_RANK);
+    }
+    int64_t dims[MINFER_MAX_RANK];
+    const char *names[MINFER_MAX_RANK];
+    for (Py_ssize_t i = 0; i < rank; i++) {
+        PyObject *d = PySequence_Fast_GET_ITEM(seq, i);
+        names[i] = NULL;
+        if (d == Py_None) {
+            dims[i] = -1;
+        } else if (PyUnicode_Check(d)) {
+            dims[i] = -1;
+            names[i] = PyUnicode_AsUTF8(d);
+        } else {
+            dims[i] = PyLong_AsLongLong(d);
+        }
+        if (PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    minfer_status st = minfer_builder_add_input(self->b, name, (minfer_dtype)elem, dims,
+                                                (size_t)rank, names);
+    Py_DECREF(seq);
+    CHECK(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Builder_add_initializer(BuilderObject *self, PyObject *args) {
+    const char *name;
+    PyObject *value;
+    if (!PyArg_ParseTuple(args, "sO", &name, &value))
+        return NULL;
+    PyObject *keep = PyList_New(0);
+    if (!keep)
+        return NULL;
+    minfer_tensor *t = NULL;
+    if (to_tensor(value, MINFER_DTYPE_UNDEFINED, keep, &t) < 0) {
+        Py_DECREF(keep);
+        return NULL;
+    }
+    minfer_status st = minfer_builder_add_initializer(self->b, name, t); /* copies */
+    minfer_tensor_free(t);
+    Py_DECREF(keep);
+    CHECK(st);
+    Py_RETURN_NONE;
+}
+
+/* *out: a PyMem array of the UTF-8 strings of a sequence of str (free it
+ * with PyMem_Free); returns the PySequence_Fast that keeps them alive, or NULL. */
+static PyObject *string_list(PyObject *obj, const char ***out, Py_ssize_t *n, const char *what) {
+    PyObject *seq = PySequence_Fast(obj, what);
+    if (!seq)
+        return NULL;
+    *n = PySequence_Fast_GET_SIZE(seq);
+    *out = PyMem_Calloc((size_t)(*n ? *n : 1), sizeof(char *));
+    if (!*out) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        (*out)[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+        if (!(*out)[i]) {
+            PyMem_Free(*out);
+            *out = NULL;
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    return seq;
+}
+
+/* add_node(op_type, inputs, outputs, name=None, domain=None) -> index */
+static PyObject *Builder_add_node(BuilderObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"op_type", "inputs", "outputs", "name", "domain", NULL};
+    const char *op, *name = NULL, *domain = NULL;
+    PyObject *ins, *outs;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sOO|zz", kwlist, &op, &ins, &outs, &name, &domain))
+        return NULL;
+    const char **in_names = NULL, **out_names = NULL;
+    Py_ssize_t n_in = 0, n_out = 0;
+    PyObject *in_seq = string_list(ins, &in_names, &n_in, "inputs must be a list of names");
+    if (!in_seq)
+        return NULL;
+    PyObject *out_seq = string_list(outs, &out_names, &n_out, "outputs must be a list of names");
+    if (!out_seq) {
+        PyMem_Free(in_names);
+        Py_DECREF(in_seq);
+        return NULL;
+    }
+    size_t index = 0;
+    minfer_status st = minfer_builder_add_node(self->b, op, domain, name, in_names, (size_t)n_in,
+                                               out_names, (size_t)n_out, &index);
+    PyMem_Free(in_names);
+    PyMem_Free(out_names);
+    Py_DECREF(in_seq);
+    Py_DECREF(out_seq);
+    CHECK(st);
+    return PyLong_FromSize_t(index);
+}
+
+/* set_attr(node, name, value): the attribute type follows the value's:
+ * int, float, str, an array (a tensor), or a list of ints, floats or str. */
+static PyObject *Builder_set_attr(BuilderObject *self, PyObject *args) {
+    Py_ssize_t node;
+    const char *name;
+    PyObject *v;
+    if (!PyArg_ParseTuple(args, "nsO", &node, &name, &v))
+        return NULL;
+    if (node < 0)
+        return PyErr_Format(exc_invalid_argument, "node index %zd is negative", node);
+    size_t ni = (size_t)node;
+    if (PyBool_Check(v) || PyLong_Check(v)) {
+        long long x = PyLong_AsLongLong(v);
+        if (x == -1 && PyErr_Occurred())
+            return NULL;
+        CHECK(minfer_builder_set_attr_int(self->b, ni, name, x));
+    } else if (PyFloat_Check(v)) {
+        CHECK(minfer_builder_set_attr_float(self->b, ni, name, (float)PyFloat_AS_DOUBLE(v)));
+    } else if (PyUnicode_Check(v)) {
+        const char *s = PyUnicode_AsUTF8(v);
+        if (!s)
+            return NULL;
+        CHECK(minfer_builder_set_attr_string(self->b, ni, name, s));
+    } else if (PyArray_Check(v)) {
+        PyObject *keep = PyList_New(0);
+        minfer_tensor *t = NULL;
+        if (!keep || to_tensor(v, MINFER_DTYPE_UNDEFINED, keep, &t) < 0) {
+            Py_XDECREF(keep);
+            return NULL;
+        }
+        minfer_status st = minfer_builder_set_attr_tensor(self->b, ni, name, t);
+        minfer_tensor_free(t);
+        Py_DECREF(keep);
+        CHECK(st);
+    } else if (PyList_Check(v) || PyTuple_Check(v)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+        PyObject *first = n > 0 ? PySequence_Fast_GET_ITEM(v, 0) : NULL;
+        minfer_status st;
+        if (first && PyUnicode_Check(first)) {
+            const char **s = NULL;
+            Py_ssize_t count = 0;
+            PyObject *seq = string_list(v, &s, &count, "strings");
+            if (!seq)
+                return NULL;
+            st = minfer_builder_set_attr_strings(self->b, ni, name, s, (size_t)count);
+            PyMem_Free(s);
+            Py_DECREF(seq);
+        } else if (first && PyFloat_Check(first)) {
+            float *f = PyMem_Calloc((size_t)n, sizeof *f);
+            if (!f)
+                return PyErr_NoMemory();
+            for (Py_ssize_t i = 0; i < n; i++)
+                f[i] = (float)PyFloat_AsDouble(PySequence_Fast_GET_ITEM(v, i));
+            st = PyErr_Occurred() ? MINFER_OK : minfer_builder_set_attr_floats(self->b, ni, name, f, (size_t)n);
+            PyMem_Free(f);
+        } else {
+            int64_t *x = PyMem_Calloc((size_t)(n ? n : 1), sizeof *x);
+            if (!x)
+                return PyErr_NoMemory();
+            for (Py_ssize_t i = 0; i < n; i++)
+                x[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(v, i));
+            st = PyErr_Occurred() ? MINFER_OK : minfer_builder_set_attr_ints(self->b, ni, name, x, (size_t)n);
+            PyMem_Free(x);
+        }
+        if (PyErr_Occurred())
+            return NULL;
+        CHECK(st);
+    } else {
+        return PyErr_Format(PyExc_TypeError, "attribute '%s': no ONNX attribute type for %s",
+                            name, Py_TYPE(v)->tp_name);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Builder_add_output(BuilderObject *self, PyObject *args) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    CHECK(minfer_builder_add_output(self->b, name));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Builder_methods[] = {
+    {"add_opset", (PyCFunction)Builder_add_opset, METH_VARARGS, "add_opset(domain, version)"},
+    {"add_input", (PyCFunction)Builder_add_input, METH_VARARGS,
+     "add_input(name, elem, shape): elem is an ONNX element type number"},
+    {"add_initializer", (PyCFunction)Builder_add_initializer, METH_VARARGS,
+     "add_initializer(name, array): the data is copied"},
+    {"add_node", (PyCFunction)(void (*)(void))Builder_add_node, METH_VARARGS | METH_KEYWORDS,
+     "add_node(op_type, inputs, outputs, name=None, domain=None) -> node index"},
+    {"set_attr", (PyCFunction)Builder_set_attr, METH_VARARGS, "set_attr(node, name, value)"},
+    {"add_output", (PyCFunction)Builder_add_output, METH_VARARGS, "add_output(name)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject BuilderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minfer._minfer.Builder",
+    .tp_basicsize = sizeof(BuilderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Builder(opset=13): a graph built in code (include/minfer/builder.h)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Builder_init,
+    .tp_dealloc = (destructor)Builder_dealloc,
+    .tp_methods = Builder_methods,
+};
+
+/* ---- Session ------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    minfer_session *s;
+} SessionObject;
+
+/* Applies one entry of the options dict (keys as in docs/python.md). */
+static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
+    minfer_status st = MINFER_OK;
+    if (v == Py_None)
+        return 0;
+    if (strcmp(key, "providers") == 0) {
+        const char **names = NULL;
+        Py_ssize_t n = 0;
+        PyObject *seq = string_list(v, &names, &n, "providers must be a list of names");
+        if (!seq)
+            return -1;
+        st = minfer_options_set_providers(opt, names, (size_t)n);
+        PyMem_Free(names);
+        Py_DECREF(seq);
+    } else if (strcmp(key, "provider_options") == 0) {
+        if (!PyDict_Check(v)) {
+            PyErr_SetString(PyExc_TypeError, "provider_options must be a dict of name: str");
+            return -1;
+        }
+        PyObject *k, *val;
+        Py_ssize_t pos = 0;
+        while (st == MINFER_OK && PyDict_Next(v, &pos, &k, &val)) {
+            const char *ks = PyUnicode_AsUTF8(k), *vs = ks ? PyUnicode_AsUTF8(val) : NULL;
+            if (!vs)
+                return -1;
+            st = minfer_options_set_provider_options(opt, ks, vs);
+        }
+    } else if (strcmp(key, "profile") == 0) {
+        const char *path = PyUnicode_AsUTF8(v);
+        if (!path)
+            return -1;
+        st = minfer_options_set_profiling(opt, path);
+    } else if (strcmp(key, "limits") == 0) {
+        /* One call sets all four limits (0 keeps a default). */
+        static const char *names[] = {"max_model_bytes", "max_tensor_bytes", "max_nodes",
+                                      "max_loop_iterations"};
+        uint64_t vals[4] = {0, 0, 0, 0};
+        if (!PyDict_Check(v)) {
+            PyErr_SetString(PyExc_TypeError, "limits must be a dict");
+            return -1;
+        }
+        Py_ssize_t known = 0;
+        for (int i = 0; i < 4; i++) {
+            PyObject *x = PyDict_GetItemString(v, names[i]);
+            if (!x)
+                continue;
+            known++;
+            vals[i] = PyLong_AsUnsignedLongLong(x);
+            if (PyErr_Occurred())
+                return -1;
+        }
+        if (known != PyDict_Size(v)) {
+            PyErr_Format(exc_invalid_argument, "limits %R: the keys are max_model_bytes, "
+                         "max_tensor_bytes, max_nodes and max_loop_iterations", v);
+            return -1;
+        }
+        minfer_limits lim = {vals[0], vals[1], vals[2], vals[3]};
+        st = minfer_options_set_limits(opt, &lim);
+    } else if (strcmp(key, "planner") == 0) {
+        const char *p = PyUnicode_AsUTF8(v);
+        if (!p)
+            return -1;
+        if (strcmp(p, "greedy") != 0 && strcmp(p, "linear") != 0) {
+            PyErr_Format(exc_invalid_argument, "planner '%s': use 'greedy' or 'linear'", p);
+            return -1;
+        }
+        st = minfer_options_set_planner(opt, strcmp(p, "linear") == 0 ? MINFER_PLANNER_LINEAR
+                                                                      : MINFER_PLANNER_GREEDY);
+    } else {
+        long long x = PyLong_AsLongLong(v);
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        if (strcmp(key, "threads") == 0) {
+            if (x < 0 || x > 4096) {
+                PyErr_Format(exc_invalid_argument, "threads %lld: use 0 (one per CPU) to 4096", x);
+                return -1;
+            }
+            st = minfer_options_set_threads(opt, (int)x);
+        } else if (strcmp(key, "optimization_level") == 0) {
+            st = minfer_options_set_optimization_level(opt, (int)(x < 0 || x > 3 ? -1 : x));
+        } else if (strcmp(key, "log_level") == 0) {
+            st = minfer_options_set_log_level(opt, (minfer_log_level)(x < 0 || x > 3 ? -1 : x));
+        } else if (strcmp(key, "plan_cache_size") == 0) {
+            st = minfer_options_set_plan_cache_size(opt, x < 0 ? 0 : (size_t)x);
+        } else if (strcmp(key, "strict_placement") == 0) {
+            st = minfer_options_set_strict_placement(opt, x != 0);
+        } else if (strcmp(key, "check_nan") == 0) {
+            st = minfer_options_set_check_nan(opt, x != 0);
+        } else {
+            goto unknown;
+        }
+    }
+    if (st != MINFER_OK) {
+        raise_status(st);
+        return -1;
+    }
+    return 0;
+unknown:
+    PyErr_Format(exc_invalid_argument, "unknown session option '%s'", key);
+    return -1;
+}
+
+/* Session(model, options=None): model is a path (str, bytes path or
+ * os.PathLike), a bytes-like serialized model, or a Builder. */
+static int Session_init(SessionObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"model", "options", NULL};
+    PyObject *model, *options = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O", kwlist, &model, &options))
+        return -1;
+    if (self->s) {
+        PyErr_SetString(PyExc_RuntimeError, "Session is already initialised");
+        return -1;
+    }
+    minfer_options *opt = NULL;
+    minfer_status st = minfer_options_create(&opt);
+    if (st != MINFER_OK) {
+        raise_status(st);
+        return -1;
+    }
+    if (options && options != Py_None) {
+        if (!PyDict_Check(options)) {
+            PyErr_SetString(PyExc_TypeError, "options must be a dict");
+            goto fail;
+        }
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(options, &pos, &k, &v)) {
+            const char *key = PyUnicode_AsUTF8(k);
+            if (!key || apply_option(opt, key, v) < 0)
+                goto fail;
+        }
+    }
+    minfer_session *s = NULL;
+    if (PyObject_TypeCheck(model, &BuilderType)) {
+        /* With the GIL held: another thread could be adding to the builder. */
+        st = minfer_session_create_from_builder(((BuilderObject *)model)->b, opt, &s);
+    } else if (PyBytes_Check(model) || PyByteArray_Check(model) || PyMemoryView_Check(model)) {
+        Py_buffer buf;
+        if (PyObject_GetBuffer(model, &buf, PyBUF_SIMPLE) < 0)
+            goto fail;
+        Py_BEGIN_ALLOW_THREADS
+        st = minfer_session_create_from_memory(buf.buf, (size_t)buf.len, opt, &s);
+        Py_END_ALLOW_THREADS
+        PyBuffer_Release(&buf);
+    } else {
+        PyObject *path = NULL;
+        if (!PyUnicode_FSConverter(model, &path))
+            goto fail;
+        const char *p = PyBytes_AS_STRING(path);
+        Py_BEGIN_ALLOW_THREADS
+        st = minfer_session_create(p, opt, &s);
+        Py_END_ALLOW_THREADS
+        Py_DECREF(path);
+    }
+    if (st != MINFER_OK) {
+        raise_status(st);
+        goto fail;
+    }
+    minfer_options_free(opt);
+    self->s = s;
+    return 0;
+fail:
+    minfer_options_free(opt);
+    return -1;
+}
+
+static void Session_dealloc(SessionObject *self) {
+    minfer_session *s = self->s;
+    self->s = NULL;
+    /* Freeing may write a profile and join the pool's threads. */
+    Py_BEGIN_ALLOW_THREADS
+    minfer_session_free(s);
+    Py_END_ALLOW_THREADS
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int session_ready(SessionObject *self) {
+    if (self->s)
+        return 1;
+    PyErr_SetString(exc_fail, "the session was not created");
+    return 0;
+}
+
+static PyObject *value_infos(SessionObject *self, int outputs) {
+    if (!session_ready(self))
+        return NULL;
+    size_t n = outputs ? minfer_session_output_count(self->s) : minfer_session_input_count(self->s);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        minfer_value_info vi;
+        minfer_status st = outputs ? minfer_session_output_info(self->s, i, &vi)
+                                   : minfer_session_input_info(self->s, i, &vi);
+        PyObject *d = st == MINFER_OK ? info_dict(&vi) : raise_status(st);
+        if (!d) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, d);
+    }
+    return list;
+}
+
+static PyObject *Session_inputs(SessionObject *self, PyObject *unused) {
+    (void)unused;
+    return value_infos(self, 0);
+}
+
+static PyObject *Session_outputs(SessionObject *self, PyObject *unused) {
+    (void)unused;
+    return value_infos(self, 1);
+}
+
+/* The converted feed of a run or prepare: names point into the dict's keys,
+ * which the caller's reference to the dict keeps alive. */
+typedef struct {
+    size_t n;
+    const char **names;
+    minfer_tensor **values;
+    PyObject *keep; /* arrays whose memory the tensors wrap */
+} feed;
+
+static void feed_free(feed *f) {
+    for (size_t i = 0; f->values && i < f->n; i++)
+        minfer_tensor_free(f->values[i]);
+    PyMem_Free(f->values);
+    PyMem_Free(f->names);
+    Py_XDECREF(f->keep);
+    memset(f, 0, sizeof *f);
+}
+
+/* Converts {name: value} with each input's declared kind and type; a name
+ * that is not an input is passed on as a tensor, for minfer's own error. */
+static int feed_make(minfer_session *s, PyObject *dict, feed *f) {
+    memset(f, 0, sizeof *f);
+    if (!PyDict_Check(dict)) {
+        PyErr_Format(PyExc_TypeError, "input_feed must be a dict of name: array, not %s",
+                     Py_TYPE(dict)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n = PyDict_Size(dict);
+    f->names = PyMem_Calloc((size_t)(n ? n : 1), sizeof *f->names);
+    f->values = PyMem_Calloc((size_t)(n ? n : 1), sizeof *f->values);
+    f->keep = PyList_New(0);
+    if (!f->names || !f->values || !f->keep) {
+        feed_free(f);
+        PyErr_NoMemory();
+        return -1;
+    }
+    size_t n_in = minfer_session_input_count(s);
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(dict, &pos, &k, &v)) {
+        const char *name = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+        if (!name) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "input names must be str, not %s", Py_TYPE(k)->tp_name);
+            feed_free(f);
+            return -1;
+        }
+        minfer_value_info vi = {0};
+        vi.kind = MINFER_VALUE_TENSOR;
+        for (size_t i = 0; i < n_in; i++) {
+            minfer_value_info c;
+            if (minfer_session_input_info(s, i, &c) == MINFER_OK && strcmp(c.name, name) == 0) {
+                vi = c;
+                break;
+            }
+        }
+        f->names[f->n] = name;
+        if (to_value(v, vi.kind, vi.contained, vi.dtype, f->keep, &f->values[f->n]) < 0) {
+            PyObject *type, *value, *tb;
+            /* Name the input in a conversion error. */
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_NormalizeException(&type, &value, &tb);
+            PyErr_Format(type ? type : exc_invalid_argument, "input '%s': %S", name,
+                         value ? value : Py_None);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            feed_free(f);
+            return -1;
+        }
+        f->n++;
+    }
+    return 0;
+}
+
+/* run(output_names, feed) -> list */
+static PyObject *Session_run(SessionObject *self, PyObject *args) {
+    PyObject *names_obj, *dict;
+    if (!PyArg_ParseTuple(args, "OO", &names_obj, &dict))
+        return NULL;
+    if (!session_ready(self))
+        return NULL;
+    const char **out_names = NULL;
+    Py_ssize_t n_out;
+    PyObject *names_seq = NULL;
+    if (names_obj == Py_None) {
+        n_out = (Py_ssize_t)minfer_session_output_count(self->s);
+    } else {
+        names_seq = string_list(names_obj, &out_names, &n_out, "output_names must be a list of names or None");
+        if (!names_seq)
+            return NULL;
+    }
+    PyObject *result = NULL;
+    minfer_tensor **outs = PyMem_Calloc((size_t)(n_out ? n_out : 1), sizeof *outs);
+    feed f;
+    if (!outs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (feed_make(self->s, dict, &f) < 0)
+        goto done;
+    minfer_status st;
+    minfer_session *s = self->s;
+    Py_BEGIN_ALLOW_THREADS
+    st = minfer_session_run(s, f.names, (const minfer_tensor *const *)f.values, f.n, out_names,
+                            outs, (size_t)n_out);
+    Py_END_ALLOW_THREADS
+    feed_free(&f);
+    if (st != MINFER_OK) {
+        raise_status(st);
+        goto done;
+    }
+    result = PyList_New(n_out);
+    for (Py_ssize_t i = 0; i < n_out; i++) {
+        PyObject *v = result ? from_owned(outs[i]) : NULL;
+        if (!v) {
+            if (!result)
+                minfer_tensor_free(outs[i]);
+            Py_CLEAR(result);
+        } else {
+            PyList_SET_ITEM(result, i, v);
+        }
+        outs[i] = NULL;
+    }
+done:
+    PyMem_Free(outs);
+    PyMem_Free(out_names);
+    Py_XDECREF(names_seq);
+    return result;
+}
+
+static PyObject *Session_prepare(SessionObject *self, PyObject *dict) {
+    if (!session_ready(self))
+        return NULL;
+    feed f;
+    if (feed_make(self->s, dict, &f) < 0)
+        return NULL;
+    minfer_status st;
+    minfer_session *s = self->s;
+    Py_BEGIN_ALLOW_THREADS
+    st = minfer_session_prepare(s, f.names, (const minfer_tensor *const *)f.values, f.n);
+    Py_END_ALLOW_THREADS
+    feed_free(&f);
+    CHECK(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Session_providers(SessionObject *self, PyObject *unused) {
+    (void)unused;
+    if (!session_ready(self))
+        return NULL;
+    size_t n = minfer_session_provider_count(self->s);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *name = PyUnicode_FromString(minfer_session_provider_name(self->s, i));
+        if (!name) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, name);
+    }
+    return list;
+}
+
+static PyObject *Session_placement(SessionObject *self, PyObject *unused) {
+    (void)unused;
+    if (!session_ready(self))
+        return NULL;
+    size_t n = minfer_session_node_count(self->s);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        minfer_node_placement p;
+        minfer_status st = minfer_session_node_placement(self->s, i, &p);
+        PyObject *d = st != MINFER_OK ? raise_status(st)
+            : Py_BuildValue("{s:s,s:s,s:s,s:s,s:s}", "node", p.node_name ? p.node_name : "",
+                            "op_type", p.op_type, "domain", p.domain ? p.domain : "", "provider",
+                            p.provider, "declined", p.declined ? p.declined : "");
+        if (!d) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, d);
+    }
+    return list;
+}
+
+/* The memory figures of the last plan, and its planned buffers; None before
+ * any plan. */
+static PyObject *Session_memory(SessionObject *self, PyObject *unused) {
+    (void)unused;
+    if (!session_ready(self))
+        return NULL;
+    minfer_memory_info m;
+    CHECK(minfer_session_memory_info(self->s, &m));
+    if (!m.has_plan)
+        Py_RETURN_NONE;
+    PyObject *buffers = PyList_New((Py_ssize_t)m.planned_tensors);
+    for (size_t i = 0; buffers && i < m.planned_tensors; i++) {
+        minfer_planned_tensor pt;
+        minfer_status st = minfer_session_planned_tensor(self->s, i, &pt);
+        PyObject *d = st != MINFER_OK ? raise_status(st)
+            : Py_BuildValue("{s:s,s:s,s:K,s:K,s:i,s:i,s:O}", "name", pt.name, "domain", pt.domain,
+                            "offset", (unsigned long long)pt.offset, "size",
+                            (unsigned long long)pt.size, "first_step", (int)pt.first_step,
+                            "last_step", (int)pt.last_step, "workspace",
+                            pt.is_workspace ? Py_True : Py_False);
+        if (!d) {
+            Py_CLEAR(buffers);
+            break;
+        }
+        PyList_SET_ITEM(buffers, (Py_ssize_t)i, d);
+    }
+    if (!buffers)
+        return NULL;
+    return Py_BuildValue(
+        "{s:s,s:K,s:K,s:K,s:K,s:K,s:n,s:n,s:K,s:N}", "planner",
+        m.planner == MINFER_PLANNER_LINEAR ? "linear" : "greedy", "arena_bytes",
+        (unsigned long long)m.arena_bytes, "device_arena_bytes",
+        (unsigned long long)m.device_arena_bytes, "intermediate_bytes",
+        (unsigned long long)m.intermediate_bytes, "lower_bound_bytes",
+        (unsigned long long)m.lower_bound_bytes, "constant_bytes",
+        (unsigned long long)m.constant_bytes, "planned_tensors", (Py_ssize_t)m.planned_tensors,
+        "copies_per_run", (Py_ssize_t)m.copies_per_run, "copy_bytes_per_run",
+        (unsigned long long)m.copy_bytes_per_run, "buffers", buffers);
+}
+
+static PyObject *Session_stats(SessionObject *self, PyObject *unused) {
+    (void)unused;
+    if (!session_ready(self))
+        return NULL;
+    minfer_run_stats r;
+    CHECK(minfer_session_stats(self->s, &r));
+    return Py_BuildValue("{s:K,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "runs", (unsigned long long)r.runs,
+                         "mean_ms", r.mean_ms, "min_ms", r.min_ms, "max_ms", r.max_ms, "p50_ms",
+                         r.p50_ms, "p90_ms", r.p90_ms, "throughput", r.throughput,
+                         "since_reset_s", r.since_reset_s);
+}
+
+static PyObject *Session_reset_stats(SessionObject *self, PyObject *unused) {
+    (void)unused;
+    if (!session_ready(self))
+        return NULL;
+    CHECK(minfer_session_reset_stats(self->s));
+    Py_RETURN_NONE;
+}
+
+static PyObject *Session_node_profile(SessionObject *self, PyObject *arg) {
+    if (!session_ready(self))
+        return NULL;
+    size_t i = PyLong_AsSize_t(arg);
+    if (i == (size_t)-1 && PyErr_Occurred())
+        return NULL;
+    double total = 0, flops = 0;
+    uint64_t runs = 0;
+    CHECK(minfer_session_node_profile(self->s, i, &total, &runs, &flops));
+    return Py_BuildValue("(dKd)", total, (unsigned long long)runs, flops);
+}
+
+static PyObject *path_call(SessionObject *self, PyObject *arg,
+                           minfer_status (*fn)(minfer_session *, const char *)) {
+    if (!session_ready(self))
+        return NULL;
+    PyObject *path = NULL;
+    if (!PyUnicode_FSConverter(arg, &path))
+        return NULL;
+    minfer_status st = fn(self->s, PyBytes_AS_STRING(path));
+    Py_DECREF(path);
+    CHECK(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Session_write_profile(SessionObject *self, PyObject *arg) {
+    return path_call(self, arg, minfer_session_write_profile);
+}
+
+static PyObject *Session_write_dot(SessionObject *self, PyObject *arg) {
+    return path_call(self, arg, minfer_session_write_dot);
+}
+
+static PyMethodDef Session_methods[] = {
+    {"inputs", (PyCFunction)Session_inputs, METH_NOARGS, "the graph inputs, as dicts"},
+    {"outputs", (PyCFunction)Session_outputs, METH_NOARGS, "the graph outputs, as dicts"},
+    {"run", (PyCFunction)Session_run, METH_VARARGS,
+     "run(output_names or None, {name: value}) -> list of values"},
+    {"prepare", (PyCFunction)Session_prepare, METH_O,
+     "prepare({name: array}): plan for these shapes without running"},
+    {"providers", (PyCFunction)Session_providers, METH_NOARGS,
+     "the providers that loaded, in preference order"},
+    {"placement", (PyCFunction)Session_placement, METH_NOARGS,
+     "each node's provider, and why the providers before it declined"},
+    {"memory", (PyCFunction)Session_memory, METH_NOARGS,
+     "the last plan's memory figures and planned buffers; None before any"},
+    {"stats", (PyCFunction)Session_stats, METH_NOARGS, "latency statistics of the runs"},
+    {"reset_stats", (PyCFunction)Session_reset_stats, METH_NOARGS, "restart the statistics"},
+    {"node_profile", (PyCFunction)Session_node_profile, METH_O,
+     "node_profile(index) -> (total_ms, runs, flops), with profiling on"},
+    {"write_profile", (PyCFunction)Session_write_profile, METH_O,
+     "write_profile(path): the Chrome trace so far"},
+    {"write_dot", (PyCFunction)Session_write_dot, METH_O, "write_dot(path): the graph as DOT"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SessionType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minfer._minfer.Session",
+    .tp_basicsize = sizeof(SessionObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Session(model, options=None): a minfer_session",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Session_init,
+    .tp_dealloc = (destructor)Session_dealloc,
+    .tp_methods = Session_methods,
+};
+
+/* ---- Module functions ---------------------------------------------------- */
+
+static PyObject *mod_version(PyObject *m, PyObject *unused) {
+    (void)m;
+    (void)unused;
+    return PyUnicode_FromString(minfer_version());
+}
+
+/* The provider libraries this process finds, each probed as a session would. */
+static PyObject *mod_provider_list(PyObject *m, PyObject *unused) {
+    (void)m;
+    (void)unused;
+    minfer_provider_list *l = NULL;
+    minfer_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = minfer_provider_list_create(&l);
+    Py_END_ALLOW_THREADS
+    if (st != MINFER_OK)
+        return raise_status(st);
+    size_t n = minfer_provider_list_count(l);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        const minfer_provider_info *p = minfer_provider_list_get(l, i);
+        PyObject *d = Py_BuildValue("{s:s,s:s,s:k,s:s,s:O,s:s}", "name", p->name, "version",
+                                    p->version, "abi_version", (unsigned long)p->abi_version,
+                                    "path", p->path, "usable", p->usable ? Py_True : Py_False,
+                                    "reason", p->reason);
+        if (!d) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, d);
+    }
+    minfer_provider_list_free(l);
+    return list;
+}
+
+/* load_pb(path, kind="tensor") -> (value, name): a TensorProto,
+ * SequenceProto or OptionalProto file (the ONNX test-case format). */
+static PyObject *mod_load_pb(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *path_obj, *path = NULL;
+    const char *kind = "tensor";
+    if (!PyArg_ParseTuple(args, "O|s", &path_obj, &kind))
+        return NULL;
+    minfer_value_kind k = strcmp(kind, "sequence") == 0 ? MINFER_VALUE_SEQUENCE
+                        : strcmp(kind, "optional") == 0 ? MINFER_VALUE_OPTIONAL
+                        : MINFER_VALUE_TENSOR;
+    if (!PyUnicode_FSConverter(path_obj, &path))
+        return NULL;
+    minfer_tensor *t = NULL;
+    char *name = NULL;
+    minfer_status st = minfer_value_load_pb(PyBytes_AS_STRING(path), k, &t, &name);
+    Py_DECREF(path);
+    if (st != MINFER_OK)
+        return raise_status(st);
+    PyObject *v = from_owned(t);
+    PyObject *r = v ? Py_BuildValue("(Ns)", v, name ? name : "") : NULL;
+    free(name);
+    return r;
+}
+
+/* save_pb(array, name, path): writes a TensorProto. */
+static PyObject *mod_save_pb(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *value, *path_obj, *path = NULL;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "OzO", &value, &name, &path_obj))
+        return NULL;
+    if (!PyUnicode_FSConverter(path_obj, &path))
+        return NULL;
+    PyObject *keep = PyList_New(0);
+    minfer_tensor *t = NULL;
+    if (!keep || to_tensor(value, MINFER_DTYPE_UNDEFINED, keep, &t) < 0) {
+        Py_XDECREF(keep);
+        Py_DECREF(path);
+        return NULL;
+    }
+    minfer_status st = minfer_tensor_save_pb(t, name, PyBytes_AS_STRING(path));
+    minfer_tensor_free(t);
+    Py_DECREF(keep);
+    Py_DECREF(path);
+    CHECK(st);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"version", mod_version, METH_NOARGS, "the library's version string"},
+    {"provider_list", mod_provider_list, METH_NOARGS,
+     "the provider libraries found, each probed as a session would"},
+    {"load_pb", mod_load_pb, METH_VARARGS,
+     "load_pb(path, kind='tensor') -> (value, name) from a .pb file"},
+    {"save_pb", mod_save_pb, METH_VARARGS, "save_pb(array, name, path): write a TensorProto"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "minfer._minfer",
+    "The C side of the minfer package: sessions, builders and tensors over libminfer.", -1,
+    module_methods, NULL, NULL, NULL, NULL,
+};
+
+static int add_exception(PyObject *m, PyObject **slot, const char *name, PyObject *bases,
+                         const char *doc) {
+    char full[64];
+    snprintf(full, sizeof full, "minfer.%s", name);
+    *slot = PyErr_NewExceptionWithDoc(full, doc, bases, NULL);
+    if (!*slot)
+        return -1;
+    return PyModule_AddObjectRef(m, name, *slot);
+}
+
+PyMODINIT_FUNC PyInit__minfer(void) {
+    import_array();
+    if (PyType_Ready(&SessionType) < 0 || PyType_Ready(&BuilderType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m)
+        return NULL;
+    PyObject *ni_bases = NULL;
+    if (add_exception(m, &exc_fail, "Fail", PyExc_RuntimeError,
+                      "A minfer call failed; `status` holds the minfer_status number.") < 0 ||
+        add_exception(m, &exc_invalid_argument, "InvalidArgument", exc_fail,
+                      "A bad argument, input name, shape or element type.") < 0 ||
+        add_exception(m, &exc_no_such_file, "NoSuchFile", exc_fail,
+                      "A file could not be opened or read.") < 0 ||
+        add_exception(m, &exc_invalid_graph, "InvalidGraph", exc_fail,
+                      "The model is malformed or inconsistent.") < 0 ||
+        add_exception(m, &exc_ep_fail, "EPFail", exc_fail,
+                      "An execution provider failed to load, initialise or run.") < 0 ||
+        add_exception(m, &exc_runtime, "RuntimeException", exc_fail,
+                      "A kernel failed while running.") < 0)
+        goto fail;
+    ni_bases = PyTuple_Pack(2, exc_fail, PyExc_NotImplementedError);
+    if (!ni_bases ||
+        add_exception(m, &exc_not_implemented, "NotImplemented", ni_bases,
+                      "An op, type or feature minfer does not have.") < 0)
+        goto fail;
+    Py_DECREF(ni_bases);
+    if (PyModule_AddObjectRef(m, "Session", (PyObject *)&SessionType) < 0 ||
+        PyModule_AddObjectRef(m, "Builder", (PyObject *)&BuilderType) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_RANK", MINFER_MAX_RANK) < 0)
+        goto fail;
+    return m;
+fail:
+    Py_XDECREF(ni_bases);
+    Py_DECREF(m);
+    return NULL;
+}
