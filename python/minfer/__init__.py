@@ -20,7 +20,7 @@ import warnings as _warnings
 
 import numpy as _np
 
-from . import _minfer
+from . import _minfer, capi  # noqa: F401  (capi: ORT's path to the exceptions)
 from ._minfer import (  # noqa: F401  (re-exported: the exception classes)
     EPFail,
     Fail,
@@ -293,8 +293,9 @@ def _provider_request(providers, provider_options):
         names.append(name)
         if opts:
             options[name] = _options_string(opts)
-    if not names:
-        names = ["cpu"]
+    # ONNX Runtime always falls back on its CPU provider; so does this.
+    if "cpu" not in names:
+        names.append("cpu")
     return names, options
 
 
