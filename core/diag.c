@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "diag.h"
+#include "fileio.h"
 #include "session.h"
 
 #define MAX_EVENTS 2000000 /* about 200 MB of trace; later events are counted, not kept */
@@ -21,6 +22,10 @@ struct mf_trace {
     size_t n, cap;
     size_t dropped;
     double t0;
+    /* The last successful write, so that the session's write at free does
+     * not repeat one its owner made (and checked) with nothing new since. */
+    char *written_path;
+    size_t written_n, written_dropped;
 };
 
 double mf_now_ms(void) {
@@ -54,6 +59,7 @@ void mf_trace_free(mf_trace *t) {
         free(t->ev[i].args);
     }
     free(t->ev);
+    free(t->written_path);
     pthread_mutex_destroy(&t->lock);
     free(t);
 }
@@ -113,17 +119,26 @@ void mf_json_escape(char *dst, size_t size, const char *src) {
 }
 
 minfer_status mf_trace_write(mf_trace *t, const char *path) {
-    FILE *f = fopen(path, "w");
+    mf_outfile o;
     char name[1024];
-    if (!f)
-        return mf_error(MINFER_ERR_IO, "cannot write the profile to '%s'", path);
+    minfer_status st;
     pthread_mutex_lock(&t->lock);
+    if (t->written_path && strcmp(t->written_path, path) == 0 && t->written_n == t->n &&
+        t->written_dropped == t->dropped) {
+        pthread_mutex_unlock(&t->lock);
+        return MINFER_OK; /* already there, as it stands */
+    }
+    if ((st = mf_outfile_open(&o, path)) != MINFER_OK) {
+        pthread_mutex_unlock(&t->lock);
+        return mf_error_prefix(st, "profile");
+    }
+    FILE *f = o.f;
     fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"producer\": \"minfer %s\", "
                "\"dropped_events\": %zu},\n\"traceEvents\": [\n",
             MINFER_VERSION_STRING, t->dropped);
     fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, "
                "\"args\": {\"name\": \"minfer\"}}");
-    for (size_t i = 0; i < t->n; i++) {
+    for (size_t i = 0; i < t->n && !ferror(f); i++) {
         const mf_trace_event *e = &t->ev[i];
         mf_json_escape(name, sizeof name, e->name);
         fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
@@ -134,9 +149,18 @@ minfer_status mf_trace_write(mf_trace *t, const char *path) {
         fputc('}', f);
     }
     fprintf(f, "\n]}\n");
+    if ((st = mf_outfile_commit(&o)) != MINFER_OK) {
+        pthread_mutex_unlock(&t->lock);
+        return mf_error_prefix(st, "profile");
+    }
+    char *copy = mf_strdup(path);
+    if (copy) {
+        free(t->written_path);
+        t->written_path = copy;
+        t->written_n = t->n;
+        t->written_dropped = t->dropped;
+    }
     pthread_mutex_unlock(&t->lock);
-    if (fclose(f) != 0)
-        return mf_error(MINFER_ERR_IO, "error writing the profile to '%s'", path);
     return MINFER_OK;
 }
 
@@ -420,13 +444,16 @@ minfer_status mf_write_dot(minfer_session *s, FILE *f) {
 minfer_status minfer_session_write_dot(minfer_session *s, const char *path) {
     if (!s || !path)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_write_dot: NULL argument");
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return mf_error(MINFER_ERR_IO, "cannot write '%s'", path);
+    mf_outfile o;
+    minfer_status st = mf_outfile_open(&o, path);
+    if (st != MINFER_OK)
+        return st;
     pthread_mutex_lock(&s->lock);
-    minfer_status st = mf_write_dot(s, f);
+    st = mf_write_dot(s, o.f);
     pthread_mutex_unlock(&s->lock);
-    if (fclose(f) != 0 && st == MINFER_OK)
-        st = mf_error(MINFER_ERR_IO, "error writing '%s'", path);
-    return st;
+    if (st != MINFER_OK) {
+        mf_outfile_abort(&o);
+        return st;
+    }
+    return mf_outfile_commit(&o);
 }

@@ -32,7 +32,10 @@ typedef struct load_ctx {
     int drop_pages; /* raw_base is a private file mapping: drop what was read */
 } load_ctx;
 
-#define MAX_SUBGRAPH_DEPTH 32
+/* Message nesting protobuf-c may recurse through: every subgraph level
+ * (NodeProto, AttributeProto, GraphProto) and room for the types and
+ * tensors inside the deepest graph. */
+#define MAX_MESSAGE_DEPTH (3 * MF_MAX_SUBGRAPH_DEPTH + 32)
 
 static minfer_status load_graph(load_ctx *lc, const Onnx__GraphProto *gp, const mf_graph *parent,
                                 mf_graph **out);
@@ -354,9 +357,9 @@ static minfer_status load_graph(load_ctx *lc, const Onnx__GraphProto *gp, const 
     minfer_status st = MINFER_OK;
     mf_graph *g = NULL;
     *out = NULL;
-    if (++lc->depth > MAX_SUBGRAPH_DEPTH) {
+    if (++lc->depth > MF_MAX_SUBGRAPH_DEPTH) { /* mf_pb_check_nesting refused these */
         st = mf_error(MINFER_ERR_LIMIT, "%s: subgraphs nest deeper than %d", lc->errctx,
-                      MAX_SUBGRAPH_DEPTH);
+                      MF_MAX_SUBGRAPH_DEPTH);
         goto fail;
     }
     g = mf_graph_new();
@@ -557,6 +560,11 @@ minfer_status mf_load_onnx_ex(const void *data, size_t size, int mapped, const c
     if ((uint64_t)size > lc.limits.max_model_bytes)
         return mf_error(MINFER_ERR_LIMIT, "%s: the model is %zu bytes, above the limit of %llu",
                         errctx, size, (unsigned long long)lc.limits.max_model_bytes);
+    /* protobuf-c recurses once per nested message: bound the nesting
+     * before it sees the bytes (pb_depth.c). */
+    if ((st = mf_pb_check_nesting(&onnx__model_proto__descriptor, data, size, MAX_MESSAGE_DEPTH,
+                                  errctx)) != MINFER_OK)
+        return st;
     mf_pb_allocator_init(&pba, &nomem);
     /* Unpack a copy without the weights' payloads (pb_strip.c), which are
      * then read in place; if the walk fails, protobuf-c gets the original

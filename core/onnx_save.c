@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "graph.h"
 #include "internal.h"
 #include "onnx.proto3.pb-c.h"
@@ -363,15 +364,7 @@ minfer_status mf_save_onnx(const mf_graph *g, const char *path) {
     minfer_status st = mf_save_onnx_memory(g, &data, &size);
     if (st != MINFER_OK)
         return st;
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        st = mf_error(MINFER_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-    } else {
-        if (fwrite(data, 1, size, f) != size)
-            st = mf_error(MINFER_ERR_IO, "writing '%s': %s", path, strerror(errno));
-        if (fclose(f) != 0 && st == MINFER_OK)
-            st = mf_error(MINFER_ERR_IO, "writing '%s': %s", path, strerror(errno));
-    }
+    st = mf_write_file(path, data, size); /* whole or not at all (fileio.c) */
     free(data);
     return st;
 }

@@ -61,7 +61,7 @@ static size_t put_varint_at(uint8_t *dst, uint64_t v) {
     return n;
 }
 
-static int get_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out) {
+int mf_pb_get_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out) {
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
         if (*pos >= len)
@@ -76,19 +76,18 @@ static int get_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out) 
     return -1;
 }
 
-/* Skips one field's value of wire type wt; 0 on success. */
-static int skip_value(const uint8_t *p, size_t len, size_t *pos, unsigned wt) {
+int mf_pb_skip_value(const uint8_t *p, size_t len, size_t *pos, unsigned wt) {
     uint64_t v;
     switch (wt) {
     case 0:
-        return get_varint(p, len, pos, &v);
+        return mf_pb_get_varint(p, len, pos, &v);
     case 1:
         if (len - *pos < 8)
             return -1;
         *pos += 8;
         return 0;
     case 2:
-        if (get_varint(p, len, pos, &v) || v > len - *pos)
+        if (mf_pb_get_varint(p, len, pos, &v) || v > len - *pos)
             return -1;
         *pos += (size_t)v;
         return 0;
@@ -116,7 +115,7 @@ static int copy_message(walk *w, const uint8_t *p, size_t len, int level, buf *o
     while (pos < len) {
         size_t start = pos;
         uint64_t key;
-        if (get_varint(p, len, &pos, &key))
+        if (mf_pb_get_varint(p, len, &pos, &key))
             return -1;
         size_t key_end = pos;
         unsigned field = (unsigned)(key >> 3), wt = (unsigned)(key & 7);
@@ -125,7 +124,7 @@ static int copy_message(walk *w, const uint8_t *p, size_t len, int level, buf *o
         int descend = wt == 2 && ((level == 0 && field == 7) || (level == 1 && field == 5));
         if (level == 2 && wt == 2 && field == 9) {
             uint64_t n;
-            if (get_varint(p, len, &pos, &n) || n > len - pos)
+            if (mf_pb_get_varint(p, len, &pos, &n) || n > len - pos)
                 return -1;
             if (saw_raw)
                 return -1; /* repeated raw_data: leave such a file to protobuf-c */
@@ -136,12 +135,12 @@ static int copy_message(walk *w, const uint8_t *p, size_t len, int level, buf *o
             continue;
         }
         if (!descend) {
-            if (skip_value(p, len, &pos, wt) || put(out, p + start, pos - start))
+            if (mf_pb_skip_value(p, len, &pos, wt) || put(out, p + start, pos - start))
                 return -1;
             continue;
         }
         uint64_t n;
-        if (get_varint(p, len, &pos, &n) || n > len - pos)
+        if (mf_pb_get_varint(p, len, &pos, &n) || n > len - pos)
             return -1;
         if (level == 1) { /* a new initializer */
             if (w->n_refs == w->cap_refs) {

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "internal.h"
 #include "onnx.proto3.pb-c.h"
 
@@ -551,18 +552,12 @@ static minfer_status read_external(const Onnx__TensorProto *tp, const char *base
                       where, location, real, real_base);
         goto done;
     }
-    fd = open(real, O_RDONLY | O_CLOEXEC);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0) {
-        st = mf_error(MINFER_ERR_IO, "%s: cannot open external data file '%s': %s", where, path,
-                      strerror(errno));
+    /* Without blocking: a FIFO here would hang open() (fileio.c). */
+    uint64_t fsize;
+    if ((st = mf_open_regular(real, "external data file", &fd, &fsize)) != MINFER_OK) {
+        mf_error_prefix(st, "%s: external data '%s'", where, location);
         goto done;
     }
-    if (!S_ISREG(sb.st_mode)) {
-        st = mf_error(MINFER_ERR_IO, "%s: external data '%s' is not a regular file", where, path);
-        goto done;
-    }
-    uint64_t fsize = (uint64_t)sb.st_size;
     if (offset > fsize) {
         st = mf_error(MINFER_ERR_MODEL,
                       "%s: external data offset %llu is past the end of '%s' (%llu bytes)", where,
@@ -873,8 +868,7 @@ static minfer_status load_pb_file(const char *api, const char *path, int kind,
                                   minfer_tensor **out, char **name_out) {
     unsigned char *buf = NULL;
     char *dir = NULL;
-    FILE *f = NULL;
-    struct stat sb;
+    int fd = -1;
     minfer_status st;
 
     if (!path || !out)
@@ -882,30 +876,34 @@ static minfer_status load_pb_file(const char *api, const char *path, int kind,
     *out = NULL;
     if (name_out)
         *name_out = NULL;
-    f = fopen(path, "rb");
-    if (!f)
-        return mf_error(MINFER_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = mf_error(MINFER_ERR_IO, "'%s' is not a regular file", path);
-        goto done;
-    }
-    if (sb.st_size == 0) {
+    /* Without blocking: a FIFO named input_0.pb would hang open(). */
+    uint64_t fsize;
+    if ((st = mf_open_regular(path, "tensor file", &fd, &fsize)) != MINFER_OK)
+        return st;
+    if (fsize == 0) {
         st = mf_error(MINFER_ERR_IO, "'%s' is empty", path);
         goto done;
     }
-    if ((uint64_t)sb.st_size > SIZE_MAX / 2) {
+    if (fsize > SIZE_MAX / 2) {
         st = mf_error(MINFER_ERR_LIMIT, "'%s' is too large", path);
         goto done;
     }
-    size_t size = (size_t)sb.st_size;
+    size_t size = (size_t)fsize;
     buf = mf_malloc(size);
     if (!buf) {
         st = mf_error(MINFER_ERR_NOMEM, "out of memory reading '%s' (%zu bytes)", path, size);
         goto done;
     }
-    if (fread(buf, 1, size, f) != size) {
-        st = mf_error(MINFER_ERR_IO, "'%s': short read", path);
-        goto done;
+    for (size_t got = 0; got < size;) {
+        ssize_t r = read(fd, buf + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            st = mf_error(MINFER_ERR_IO, "'%s': %s", path,
+                          r < 0 ? strerror(errno) : "short read (the file shrank)");
+            goto done;
+        }
+        got += (size_t)r;
     }
     /* External data in a .pb file is resolved next to the file. */
     dir = mf_strdup(path);
@@ -925,7 +923,7 @@ static minfer_status load_pb_file(const char *api, const char *path, int kind,
 done:
     free(dir);
     free(buf);
-    fclose(f);
+    close(fd);
     return st;
 }
 
@@ -988,7 +986,6 @@ minfer_status mf_tensor_to_proto(const minfer_tensor *t, const char *name, void 
 minfer_status minfer_tensor_save_pb(const minfer_tensor *t, const char *name, const char *path) {
     Onnx__TensorProto tp;
     unsigned char *packed = NULL;
-    FILE *f = NULL;
     minfer_status st = MINFER_OK;
 
     if (!t || !path)
@@ -1004,18 +1001,7 @@ minfer_status minfer_tensor_save_pb(const minfer_tensor *t, const char *name, co
         goto done;
     }
     onnx__tensor_proto__pack(&tp, packed);
-    f = fopen(path, "wb");
-    if (!f) {
-        st = mf_error(MINFER_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-        goto done;
-    }
-    if (fwrite(packed, 1, psize, f) != psize) {
-        st = mf_error(MINFER_ERR_IO, "writing '%s': %s", path, strerror(errno));
-        fclose(f);
-        goto done;
-    }
-    if (fclose(f) != 0)
-        st = mf_error(MINFER_ERR_IO, "writing '%s': %s", path, strerror(errno));
+    st = mf_write_file(path, packed, psize); /* whole or not at all (fileio.c) */
 done:
     free(packed);
     mf_tensor_proto_clear(&tp);

@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "internal.h"
 #include "onnx.proto3.pb-c.h"
+#include "pb_strip.h"
 
 #define MAX_VALUE_DEPTH 16 /* nesting of sequences in optionals in .pb files */
 
@@ -234,6 +236,13 @@ minfer_status mf_value_from_pb(const void *data, size_t size, int kind, const ch
     const char *name = "";
     mf_pb_allocator_init(&pba, &nomem);
     *out = NULL;
+    /* Sequences nest in sequences, maps and optionals without bound, and
+     * protobuf-c recurses once per level: bound it first (pb_depth.c). */
+    st = mf_pb_check_nesting(kind == MINFER_VALUE_SEQUENCE ? &onnx__sequence_proto__descriptor
+                                                           : &onnx__optional_proto__descriptor,
+                             data, size, MAX_VALUE_DEPTH, where);
+    if (st != MINFER_OK)
+        return st;
     if (kind == MINFER_VALUE_SEQUENCE) {
         Onnx__SequenceProto *sp = onnx__sequence_proto__unpack(&pba, size, data);
         if (!sp)
@@ -332,15 +341,7 @@ minfer_status mf_value_save_pb(const minfer_tensor *t, const char *name, const c
         st = mf_error(MINFER_ERR_NOMEM, "minfer_tensor_save_pb: out of memory");
         goto done;
     }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        st = mf_error(MINFER_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-        goto done;
-    }
-    if (fwrite(packed, 1, psize, f) != psize)
-        st = mf_error(MINFER_ERR_IO, "writing '%s': %s", path, strerror(errno));
-    if (fclose(f) != 0 && st == MINFER_OK)
-        st = mf_error(MINFER_ERR_IO, "writing '%s': %s", path, strerror(errno));
+    st = mf_write_file(path, packed, psize); /* whole or not at all (fileio.c) */
 done:
     for (size_t i = 0; tps && i < n_items; i++)
         mf_tensor_proto_clear(&tps[i]);
