@@ -572,8 +572,8 @@ static void test_binary_broadcast(void **state) {
     binary_case("Sub", INTS(2, 3, 4, 5), INTS(1, 3, 1, 1));
     binary_case("Div", INTS(2, 3, 4, 5), INTS(2, 3, 4, 5));
     binary_case("Add", INTS(4, 5), INTS(2, 3, 4, 5));
-    binary_case("Max", INTS(2, 3, 4, 5), INTS(1, 3, 1, 1));
-    binary_case("Min", INTS(3, 4), INTS(3, 4));
+    /* Max and Min go to the CPU provider (oneDNN's do not propagate NaN):
+     * test_nan_order runs them on onednn,cpu. */
     tcase t;
     tc_init(&t, 13);
     tc_input(&t, "a", INTS(2, 3, 4));

@@ -95,5 +95,30 @@ int main(void) {
         printf("| minfer | %s | %d+ | %s (emitted by the Gradient expansion) |\n",
                MF_CORE_MINFER_OPS[i].op_type, MF_CORE_MINFER_OPS[i].since_version,
                MF_CORE_MINFER_OPS[i].what);
+    printf("\n"
+           "## NaN and ordering\n"
+           "\n"
+           "The sort-like ops use one total order, numpy's and PyTorch's: numbers by\n"
+           "value (-0 equal to +0, 64-bit integers compared exactly), and NaN equal to\n"
+           "every other NaN and above +inf. On every provider list (the oneDNN and\n"
+           "OpenCL providers leave these ops to the CPU provider, or follow the same\n"
+           "rules where they run them):\n"
+           "\n"
+           "- **TopK**: `largest=1` returns NaNs first, `largest=0` returns them last;\n"
+           "  equal values (NaNs among them) keep the lower index first, as ONNX\n"
+           "  requires. `TopK([3, nan, 1], k=2)` is `[nan, 3]` (indices `[1, 0]`).\n"
+           "- **Unique**: all NaNs are one unique value, as numpy's `unique` since 1.21\n"
+           "  (`equal_nan=True`): with `sorted=1` it comes last, its index is the first\n"
+           "  NaN's and its count the number of NaNs. `Unique([nan, 0, nan, 1, nan])` is\n"
+           "  `[0, 1, nan]`, counts `[1, 1, 3]`. With `axis`, slices are compared element\n"
+           "  by element in that order, so two slices with NaN in the same places and\n"
+           "  equal elsewhere are one.\n"
+           "- **ArgMax, ArgMin**: a NaN is the extreme of both, as `numpy.argmax` and\n"
+           "  `numpy.argmin`: the index of the first NaN (the last with\n"
+           "  `select_last_index=1`).\n"
+           "- **ReduceMax, ReduceMin, Max, Min**: NaN propagates (`numpy.max`,\n"
+           "  `numpy.maximum`): any NaN among the inputs gives NaN.\n"
+           "- **NonMaxSuppression**: a box whose score is NaN is never selected (NaN is\n"
+           "  not above any `score_threshold`, nor above the default of -inf).\n");
     return 0;
 }

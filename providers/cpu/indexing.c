@@ -9,6 +9,7 @@
  * Every index read from a tensor is range-checked before use; a bad index
  * is a run-time error, never a wild read.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -315,8 +316,18 @@ minfer_status cpu_compute_onehot(const cpu_exec *e) {
         return s;
     if (cpu_numel(val->rank, val->dims) != 2 || !(CPU_T(val->dtype) & (CPU_T_ALL)))
         return cpu_fail(e, MINFER_ERR_SHAPE, "values must hold [off, on]");
-    if (!(depthf >= 1 && depthf < 1e9))
-        return cpu_fail(e, MINFER_ERR_RUNTIME, "depth must be positive");
+    /* depth is truncated to an integer as ONNX casts it. Below 1 (or NaN)
+     * is a bad model; a depth whose output cannot even be counted is a
+     * size limit. An output that can be counted is checked against the
+     * tensor-size limit by the host when it is allocated. */
+    if (!(depthf >= 1))
+        return cpu_fail(e, MINFER_ERR_MODEL, "depth must be at least 1, got %g", depthf);
+    int64_t n_ind = cpu_numel(ind->rank, ind->dims);
+    if (depthf >= 0x1p62 || (n_ind && (int64_t)depthf > INT64_MAX / n_ind))
+        return cpu_fail(e, MINFER_ERR_LIMIT,
+                        "depth %.0f is too large: %lld indices x depth elements overflow the "
+                        "element count",
+                        depthf, (long long)n_ind);
     int64_t depth = (int64_t)depthf;
     int32_t orank = ind->rank + 1;
     int axis = cpu_axis(st->axis, orank);
@@ -415,26 +426,67 @@ minfer_status cpu_compute_nonzero(const cpu_exec *e) {
     return MINFER_OK;
 }
 
-/* ---- TopK ------------------------------------------------------------------ */
+/* ---- Sorting: TopK, Unique ---------------------------------------------- */
 
-typedef struct topk_item {
-    double v;
-    int64_t i;
-} topk_item;
-
-/* Larger first; equal values keep the lower index first. */
-static int by_largest(const void *a, const void *b) {
-    const topk_item *x = a, *y = b;
-    if (x->v != y->v)
-        return x->v > y->v ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
+/* The order every sort-like kernel here uses, a total one: numbers by value
+ * (-0 equal to +0), and NaN equal to NaN and above +inf, as numpy and
+ * PyTorch sort; TopK's largest puts NaN first and its smallest puts NaN
+ * last, Unique keeps one NaN (docs/operators.md). Plain < and > are not an
+ * order once NaN is in (NaN is neither above nor below anything), and
+ * qsort with such a comparator is undefined behaviour. 64-bit integers are
+ * compared exactly: a double would merge values above 2^53. */
+static int elem_cmp(const void *p, int32_t dt, size_t a, size_t b) {
+    if (dt == MINFER_DTYPE_INT64) {
+        int64_t x = ((const int64_t *)p)[a], y = ((const int64_t *)p)[b];
+        return (x > y) - (x < y);
+    }
+    if (dt == MINFER_DTYPE_UINT64) {
+        uint64_t x = ((const uint64_t *)p)[a], y = ((const uint64_t *)p)[b];
+        return (x > y) - (x < y);
+    }
+    double x = cpu_get(p, dt, a), y = cpu_get(p, dt, b);
+    int xn = x != x, yn = y != y;
+    if (xn || yn)
+        return xn - yn;
+    return (x > y) - (x < y);
 }
 
-static int by_smallest(const void *a, const void *b) {
-    const topk_item *x = a, *y = b;
-    if (x->v != y->v)
-        return x->v < y->v ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
+typedef int (*pos_cmp)(const void *ctx, size_t a, size_t b);
+
+/* Stable bottom-up merge sort of idx[0..n) by cmp (tmp: n scratch slots).
+ * The kernels start idx ascending, so equal keys keep the lower index
+ * first, as TopK's ties require. qsort has no context argument and is not
+ * stable. */
+static void sort_positions(size_t *idx, size_t *tmp, size_t n, pos_cmp cmp, const void *ctx) {
+    for (size_t w = 1; w < n; w = w > n / 2 ? n : 2 * w) {
+        for (size_t lo = 0; lo < n; lo = n - lo > 2 * w ? lo + 2 * w : n) {
+            size_t mid = n - lo > w ? lo + w : n, hi = n - mid > w ? mid + w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = cmp(ctx, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+            while (i < mid)
+                tmp[k++] = idx[i++];
+            while (j < hi)
+                tmp[k++] = idx[j++];
+        }
+        memcpy(idx, tmp, n * sizeof *idx);
+    }
+}
+
+/* ---- TopK ------------------------------------------------------------------ */
+
+/* One row of TopK's input: element j at base + j * inner. */
+typedef struct topk_row {
+    const void *d;
+    int32_t dt;
+    size_t base, inner;
+    int largest;
+} topk_row;
+
+static int topk_cmp(const void *ctx, size_t a, size_t b) {
+    const topk_row *r = ctx;
+    int c = elem_cmp(r->d, r->dt, r->base + a * r->inner, r->base + b * r->inner);
+    return r->largest ? -c : c;
 }
 
 minfer_status cpu_compute_topk(const cpu_exec *e) {
@@ -462,49 +514,54 @@ minfer_status cpu_compute_topk(const cpu_exec *e) {
     size_t outer = (size_t)cpu_numel(axis, x->dims);
     size_t inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1);
     size_t es = cpu_dtype_size(x->dtype);
-    topk_item *items = cpu_malloc(e->ctx, (len ? len : 1) * sizeof *items);
-    if (!items)
+    size_t *idx = cpu_calloc(e->ctx, len ? len : 1, 2 * sizeof *idx);
+    if (!idx)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
     const char *xd = cpu_data(x);
+    topk_row row = {xd, x->dtype, 0, inner, st->a != 0};
     for (size_t o = 0; o < outer; o++)
         for (size_t in = 0; in < inner; in++) {
-            for (size_t j = 0; j < len; j++) {
-                items[j].v = cpu_get(xd, x->dtype, (o * len + j) * inner + in);
-                items[j].i = (int64_t)j;
-            }
-            qsort(items, len, sizeof *items, st->a ? by_largest : by_smallest);
+            for (size_t j = 0; j < len; j++)
+                idx[j] = j;
+            row.base = o * len * inner + in;
+            sort_positions(idx, idx + len, len, topk_cmp, &row);
             for (size_t j = 0; j < k; j++) {
                 size_t dst = (o * k + j) * inner + in;
-                memcpy((char *)y + dst * es, xd + ((o * len + (size_t)items[j].i) * inner + in) * es,
-                       es);
-                yi[dst] = items[j].i;
+                memcpy((char *)y + dst * es, xd + (row.base + idx[j] * inner) * es, es);
+                yi[dst] = (int64_t)idx[j];
             }
         }
-    free(items);
+    free(idx);
     return MINFER_OK;
 }
 
 /* ---- Unique -------------------------------------------------------------- */
 
 /* Slices j of x viewed as [outer, len, inner], compared element by element
- * in (outer, inner) order, as numpy compares the rows of moveaxis(x, axis, 0). */
+ * in (outer, inner) order, as numpy compares the rows of moveaxis(x, axis, 0),
+ * each element in elem_cmp's order. */
 typedef struct slices {
     const void *d;
     int32_t dt;
     size_t outer, len, inner;
 } slices;
 
-static int slice_cmp(const slices *s, size_t a, size_t b) {
+static int slice_cmp(const void *ctx, size_t a, size_t b) {
+    const slices *s = ctx;
     for (size_t o = 0; o < s->outer; o++)
         for (size_t i = 0; i < s->inner; i++) {
-            double x = cpu_get(s->d, s->dt, (o * s->len + a) * s->inner + i);
-            double y = cpu_get(s->d, s->dt, (o * s->len + b) * s->inner + i);
-            if (x != y)
-                return x < y ? -1 : 1;
+            int c = elem_cmp(s->d, s->dt, (o * s->len + a) * s->inner + i,
+                             (o * s->len + b) * s->inner + i);
+            if (c)
+                return c;
         }
     return 0;
 }
 
+/* The slices are sorted (stably, so each run of equal slices starts with
+ * its first occurrence) and runs of equal ones become one unique each:
+ * O(n log n) comparisons where a scan against every unique so far was
+ * quadratic. */
 minfer_status cpu_compute_unique(const cpu_exec *e) {
     const idx_state *st = e->state;
     const minfer_tensor_view *x = cpu_input(e, 0);
@@ -527,51 +584,48 @@ minfer_status cpu_compute_unique(const cpu_exec *e) {
     }
     slices sl = {cpu_data(x), x->dtype, (size_t)cpu_numel(axis, dims), (size_t)dims[axis],
                  (size_t)cpu_numel(rank - axis - 1, dims + axis + 1)};
-    size_t len = sl.len, nu = 0;
-    /* first[u]: the first slice of unique u; inv[j]: the unique of slice j. */
-    size_t *first = cpu_malloc(e->ctx, (len ? len : 1) * sizeof *first);
-    size_t *inv = cpu_malloc(e->ctx, (len ? len : 1) * sizeof *inv);
-    size_t *rank_of = cpu_malloc(e->ctx, (len ? len : 1) * sizeof *rank_of);
-    int64_t *count = cpu_calloc(e->ctx, len ? len : 1, sizeof *count);
-    if (!first || !inv || !rank_of || !count) {
+    size_t len = sl.len, nu = 0, n1 = len ? len : 1;
+    /* idx: the slices in sorted order (and tmp, the sort's scratch);
+     * uniq[j]: the unique of slice j, by sorted rank; first[u], count[u]:
+     * unique u's first slice and its count; order[p]: the unique at output
+     * position p; pos[u]: unique u's output position. */
+    size_t *idx = cpu_calloc(e->ctx, n1, 2 * sizeof *idx);
+    size_t *uniq = cpu_calloc(e->ctx, n1, sizeof *uniq);
+    size_t *first = cpu_calloc(e->ctx, n1, sizeof *first);
+    size_t *order = cpu_calloc(e->ctx, n1, sizeof *order);
+    size_t *pos = cpu_calloc(e->ctx, n1, sizeof *pos);
+    int64_t *count = cpu_calloc(e->ctx, n1, sizeof *count);
+    if (!idx || !uniq || !first || !order || !pos || !count) {
         s = cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t j = 0; j < len; j++) {
-        size_t u = 0;
-        while (u < nu && slice_cmp(&sl, first[u], j) != 0)
-            u++;
-        if (u == nu)
-            first[nu++] = j;
-        inv[j] = u;
-        count[u]++;
+    for (size_t j = 0; j < len; j++)
+        idx[j] = j;
+    sort_positions(idx, idx + len, len, slice_cmp, &sl);
+    for (size_t r = 0; r < len; r++) {
+        if (r == 0 || slice_cmp(&sl, idx[r - 1], idx[r]) != 0)
+            first[nu++] = idx[r];
+        uniq[idx[r]] = nu - 1;
+        count[nu - 1]++;
     }
-    /* Output order: by first occurrence, or sorted (insertion sort of the
-     * uniques; rank_of maps first-occurrence order to output position). */
-    size_t *order = rank_of; /* order[p] = unique at output position p */
-    for (size_t u = 0; u < nu; u++)
-        order[u] = u;
-    if (st->a)
-        for (size_t p = 1; p < nu; p++)
-            for (size_t q = p; q > 0 && slice_cmp(&sl, first[order[q - 1]], first[order[q]]) > 0;
-                 q--) {
-                size_t t = order[q];
-                order[q] = order[q - 1];
-                order[q - 1] = t;
-            }
-    size_t *pos = cpu_malloc(e->ctx, (nu ? nu : 1) * sizeof *pos);
-    if (!pos) {
-        s = cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
-        goto done;
+    /* Output order: sorted, or by first occurrence (a scan over the slices
+     * meets each unique first at its first slice). */
+    if (st->a) {
+        for (size_t u = 0; u < nu; u++)
+            order[u] = u;
+    } else {
+        for (size_t j = 0, p = 0; j < len; j++)
+            if (first[uniq[j]] == j)
+                order[p++] = uniq[j];
     }
     for (size_t p = 0; p < nu; p++)
         pos[order[p]] = p;
-    int64_t od[CPU_MAX_RANK], n1[1] = {(int64_t)nu}, nl[1] = {(int64_t)len};
+    int64_t od[CPU_MAX_RANK], nd[1] = {(int64_t)nu}, ld[1] = {(int64_t)len};
     memcpy(od, dims, (size_t)rank * sizeof *od);
     od[axis] = (int64_t)nu;
     void *y;
     if ((s = cpu_output(e, 0, x->dtype, rank, od, &y)) != MINFER_OK)
-        goto free_pos;
+        goto done;
     size_t es = cpu_dtype_size(x->dtype);
     for (size_t o = 0; o < sl.outer; o++)
         for (size_t p = 0; p < nu; p++)
@@ -580,30 +634,30 @@ minfer_status cpu_compute_unique(const cpu_exec *e) {
                    sl.inner * es);
     int64_t *o1, *o2, *o3;
     if (cpu_out_wanted(e->args->node, 1)) {
-        if ((s = cpu_output(e, 1, MINFER_DTYPE_INT64, 1, n1, (void **)&o1)) != MINFER_OK)
-            goto free_pos;
+        if ((s = cpu_output(e, 1, MINFER_DTYPE_INT64, 1, nd, (void **)&o1)) != MINFER_OK)
+            goto done;
         for (size_t p = 0; p < nu; p++)
             o1[p] = (int64_t)first[order[p]];
     }
     if (cpu_out_wanted(e->args->node, 2)) {
-        if ((s = cpu_output(e, 2, MINFER_DTYPE_INT64, 1, nl, (void **)&o2)) != MINFER_OK)
-            goto free_pos;
+        if ((s = cpu_output(e, 2, MINFER_DTYPE_INT64, 1, ld, (void **)&o2)) != MINFER_OK)
+            goto done;
         for (size_t j = 0; j < len; j++)
-            o2[j] = (int64_t)pos[inv[j]];
+            o2[j] = (int64_t)pos[uniq[j]];
     }
     if (cpu_out_wanted(e->args->node, 3)) {
-        if ((s = cpu_output(e, 3, MINFER_DTYPE_INT64, 1, n1, (void **)&o3)) != MINFER_OK)
-            goto free_pos;
+        if ((s = cpu_output(e, 3, MINFER_DTYPE_INT64, 1, nd, (void **)&o3)) != MINFER_OK)
+            goto done;
         for (size_t p = 0; p < nu; p++)
             o3[p] = count[order[p]];
     }
-free_pos:
-    free(pos);
 done:
     free(count);
-    free(rank_of);
-    free(inv);
+    free(pos);
+    free(order);
     free(first);
+    free(uniq);
+    free(idx);
     return s;
 }
 
@@ -620,9 +674,9 @@ done:
                     size_t at = (o * len + j) * inner + i;                                 \
                     if (exclusive) {                                                       \
                         y[at] = acc;                                                       \
-                        acc = (T)(acc + x[at]);                                            \
+                        acc = CPU_WRAP_ADD(T, acc, x[at]);                                 \
                     } else {                                                               \
-                        acc = (T)(acc + x[at]);                                            \
+                        acc = CPU_WRAP_ADD(T, acc, x[at]);                                 \
                         y[at] = acc;                                                       \
                     }                                                                      \
                 }                                                                          \

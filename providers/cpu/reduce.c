@@ -293,8 +293,16 @@ typedef struct arg_job {
     int64_t *y;
 } arg_job;
 
-/* The first (or last) index of the extreme value; NaN never wins a
- * comparison, so it is only chosen when it comes first. */
+/* Whether v (converted) is NaN; through a function so that the integer
+ * instantiations are not self-comparisons. */
+static inline int is_nan(double v) {
+    return v != v;
+}
+
+/* The first (or last) index of the extreme value. NaN is the extreme of
+ * both, as in numpy's argmax and argmin and in ReduceMax/ReduceMin, which
+ * propagate it: the first NaN, or the last with select_last_index
+ * (docs/operators.md, "NaN and ordering"). */
 #define ARG(E, T, S)                                                                       \
     static void arg_##S(const arg_job *j, size_t b, size_t e) {                            \
         for (size_t it = b; it < e; it++) {                                                \
@@ -304,8 +312,10 @@ typedef struct arg_job {
             size_t bi = 0;                                                                 \
             for (size_t i = 1; i < j->len; i++) {                                          \
                 T v = x[i * j->inner];                                                     \
-                int better = j->st->is_max ? (j->st->select_last ? v >= best : v > best)   \
-                                           : (j->st->select_last ? v <= best : v < best);  \
+                int better = is_nan((double)best) ? j->st->select_last && is_nan((double)v) \
+                             : is_nan((double)v)  ? 1                                       \
+                             : j->st->is_max ? (j->st->select_last ? v >= best : v > best)  \
+                                             : (j->st->select_last ? v <= best : v < best); \
                 if (better) {                                                              \
                     best = v;                                                              \
                     bi = i;                                                                \

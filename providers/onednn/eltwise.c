@@ -204,12 +204,14 @@ minfer_status dnn_build_variadic(dnn_b *b) {
     for (size_t i = 0; i < n; i++)
         if (!dnn_in(b, i))
             return dnn_decline(b, "omitted inputs are not supported");
+    /* oneDNN's max and min return the second operand where the first is
+     * NaN; Max and Min propagate NaN (docs/operators.md, "NaN and
+     * ordering"), so the CPU provider runs them. */
+    if (strcmp(op, "Sum") != 0)
+        return dnn_decline(b, "%s would not propagate NaN", op);
     if (n == 2)
-        return binary(b, !strcmp(op, "Sum")   ? dnnl_binary_add
-                         : !strcmp(op, "Min") ? dnnl_binary_min
-                                              : dnnl_binary_max,
-                      1);
-    if (strcmp(op, "Sum") || n < 2 || n > DNN_MAX_CONCAT)
+        return binary(b, dnnl_binary_add, 1);
+    if (n < 2 || n > DNN_MAX_CONCAT)
         return dnn_decline(b, "only 2 inputs (or Sum of 3 to %d)", DNN_MAX_CONCAT);
     const minfer_value_desc *x0 = dnn_in(b, 0);
     dnnl_memory_desc_t src[DNN_MAX_CONCAT], dst_any;

@@ -24,6 +24,12 @@
 #define VSTORE CAT(vstore, VW)
 #define NR (2 * VW)
 
+/* max and min that propagate NaN, as the CPU provider's Max, Min and
+ * ReduceMax do (fmax and fmin return the other operand): where either is
+ * NaN, a + b is NaN. For scalars and vectors alike. */
+#define MAX_NAN(a, b) select(fmax(a, b), (a) + (b), isnan(a) | isnan(b))
+#define MIN_NAN(a, b) select(fmin(a, b), (a) + (b), isnan(a) | isnan(b))
+
 #ifdef FP16
 #define DT half
 #define LD(p, i) vload_half((i), (p))

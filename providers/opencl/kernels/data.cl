@@ -68,15 +68,15 @@ __kernel void reduce(__global const DT *x, int xoff, __global DT *y, int yoff, i
         int i = 0;
         for (; i + VW <= rcount; i += VW) {
             VT v = VLDG(xp + i);
-            acc = is_max ? fmax(acc, v) : acc + v;
+            acc = is_max ? MAX_NAN(acc, v) : acc + v;
         }
         float tv[VW];
         VSTORE(acc, 0, tv);
         r = tv[0];
         for (int k = 1; k < VW; k++)
-            r = is_max ? fmax(r, tv[k]) : r + tv[k];
+            r = is_max ? MAX_NAN(r, tv[k]) : r + tv[k];
         for (; i < rcount; i++)
-            r = is_max ? fmax(r, LD(xp, i)) : r + LD(xp, i);
+            r = is_max ? MAX_NAN(r, LD(xp, i)) : r + LD(xp, i);
     } else {
         r = is_max ? -INFINITY : 0.0f;
         for (int q = 0; q < rcount; q++) {
@@ -85,7 +85,7 @@ __kernel void reduce(__global const DT *x, int xoff, __global DT *y, int yoff, i
                 off += (u % red.d[k]) * red.sa[k];
                 u /= red.d[k];
             }
-            r = is_max ? fmax(r, LD(x, off)) : r + LD(x, off);
+            r = is_max ? MAX_NAN(r, LD(x, off)) : r + LD(x, off);
         }
     }
     ST(y, yoff + e, op == 1 ? r / (float)rcount : r);

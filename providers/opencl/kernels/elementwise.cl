@@ -33,8 +33,8 @@ __kernel void unary(__global const DT *x, int xoff, __global DT *y, int yoff, in
     case BIN_MUL: return a * b;                                                            \
     case BIN_DIV: return a / b;                                                            \
     case BIN_POW: return pow(a, b);                                                        \
-    case BIN_MAX: return fmax(a, b);                                                       \
-    case BIN_MIN: return fmin(a, b);                                                       \
+    case BIN_MAX: return MAX_NAN(a, b);                                                    \
+    case BIN_MIN: return MIN_NAN(a, b);                                                    \
     case BIN_PRELU: return select(a * b, a, a >= (T)0.0f);                                 \
     default: return a;                                                                     \
     }
