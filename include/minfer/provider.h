@@ -224,6 +224,112 @@ static inline size_t minfer_elem_size(int32_t dtype) {
     }
 }
 
+/* ---- Checked sizes ------------------------------------------------------
+ * Every element count and byte count in minfer, in the core and in the
+ * providers, is computed with these: a count that does not fit is an error
+ * (MINFER_ERR_LIMIT), never a product that wrapped to 0 or to a small
+ * number. They return MINFER_OK and store the result, or MINFER_ERR_LIMIT
+ * (MINFER_ERR_UNSUPPORTED for an unknown dtype) and leave *out alone; the
+ * caller sets the message, naming its node and value. Element counts are
+ * int64_t (ONNX dims), byte counts size_t. */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define MINFER_MUL_OVERFLOWS_(a, b, out) __builtin_mul_overflow((a), (b), (out))
+#define MINFER_ADD_OVERFLOWS_(a, b, out) __builtin_add_overflow((a), (b), (out))
+#define MINFER_SUB_OVERFLOWS_(a, b, out) __builtin_sub_overflow((a), (b), (out))
+#else
+#error "minfer/provider.h needs __builtin_mul_overflow (GCC or Clang)"
+#endif
+
+/* *out = a * b in size_t. */
+static inline minfer_status minfer_size_mul(size_t a, size_t b, size_t *out) {
+    size_t r;
+    if (MINFER_MUL_OVERFLOWS_(a, b, &r))
+        return MINFER_ERR_LIMIT;
+    *out = r;
+    return MINFER_OK;
+}
+
+/* *out = a + b in size_t. */
+static inline minfer_status minfer_size_add(size_t a, size_t b, size_t *out) {
+    size_t r;
+    if (MINFER_ADD_OVERFLOWS_(a, b, &r))
+        return MINFER_ERR_LIMIT;
+    *out = r;
+    return MINFER_OK;
+}
+
+/* *out = a * b in int64_t. */
+static inline minfer_status minfer_i64_mul(int64_t a, int64_t b, int64_t *out) {
+    int64_t r;
+    if (MINFER_MUL_OVERFLOWS_(a, b, &r))
+        return MINFER_ERR_LIMIT;
+    *out = r;
+    return MINFER_OK;
+}
+
+/* *out = a + b in int64_t. */
+static inline minfer_status minfer_i64_add(int64_t a, int64_t b, int64_t *out) {
+    int64_t r;
+    if (MINFER_ADD_OVERFLOWS_(a, b, &r))
+        return MINFER_ERR_LIMIT;
+    *out = r;
+    return MINFER_OK;
+}
+
+/* *out = a - b in int64_t. */
+static inline minfer_status minfer_i64_sub(int64_t a, int64_t b, int64_t *out) {
+    int64_t r;
+    if (MINFER_SUB_OVERFLOWS_(a, b, &r))
+        return MINFER_ERR_LIMIT;
+    *out = r;
+    return MINFER_OK;
+}
+
+/* Elements of a tensor of shape dims[0..rank): an error for a rank outside
+ * 0..MINFER_MAX_RANK, a negative (unknown) dim, or a product above
+ * INT64_MAX or SIZE_MAX. A 0 anywhere gives 0, whatever the other dims. */
+static inline minfer_status minfer_dims_numel(const int64_t *dims, int32_t rank, int64_t *out) {
+    if (rank < 0 || rank > MINFER_MAX_RANK || (rank > 0 && !dims))
+        return MINFER_ERR_LIMIT;
+    int empty = 0;
+    for (int32_t i = 0; i < rank; i++) {
+        if (dims[i] < 0)
+            return MINFER_ERR_LIMIT;
+        empty |= dims[i] == 0;
+    }
+    if (empty) {
+        *out = 0;
+        return MINFER_OK;
+    }
+    int64_t n = 1;
+    for (int32_t i = 0; i < rank; i++)
+        if (minfer_i64_mul(n, dims[i], &n) != MINFER_OK)
+            return MINFER_ERR_LIMIT;
+    if ((uint64_t)n > (uint64_t)SIZE_MAX)
+        return MINFER_ERR_LIMIT;
+    *out = n;
+    return MINFER_OK;
+}
+
+/* Bytes of a plain tensor of dtype and shape dims[0..rank). */
+static inline minfer_status minfer_dims_bytes(int32_t dtype, const int64_t *dims, int32_t rank,
+                                              size_t *out) {
+    size_t es = minfer_elem_size(dtype);
+    int64_t n;
+    if (es == 0)
+        return MINFER_ERR_UNSUPPORTED;
+    if (minfer_dims_numel(dims, rank, &n) != MINFER_OK)
+        return MINFER_ERR_LIMIT;
+    return minfer_size_mul((size_t)n, es, out);
+}
+
+/* Bytes of a plain tensor with the view's dtype and shape (an error for
+ * rank -1): what a kernel may touch, to check against v->nbytes. */
+static inline minfer_status minfer_view_nbytes(const minfer_tensor_view *v, size_t *out) {
+    return minfer_dims_bytes(v->dtype, v->dims, v->rank, out);
+}
+
 /* String tensors (MINFER_DTYPE_STRING): elements are char *. The host hands
  * a kernel string outputs with every element NULL; the kernel stores
  * strings allocated with the C library's malloc, and the host frees them

@@ -176,10 +176,8 @@ int cpu_const_ints(cpu_prep *p, size_t input, int64_t *out, size_t cap, size_t *
 size_t cpu_dtype_size(int32_t dtype) { return minfer_elem_size(dtype); }
 
 int64_t cpu_numel(int32_t rank, const int64_t *dims) {
-    int64_t n = 1;
-    for (int32_t i = 0; i < rank; i++)
-        n *= dims[i];
-    return n;
+    int64_t n;
+    return minfer_dims_numel(dims, rank, &n) == MINFER_OK ? n : -1;
 }
 
 int cpu_axis(int64_t axis, int32_t rank) {
@@ -217,6 +215,15 @@ minfer_status cpu_output(const cpu_exec *e, size_t i, int32_t dtype, int32_t ran
     for (int32_t d = 0; d < rank; d++)
         if (dims[d] < 0)
             return cpu_fail(e, MINFER_ERR_SHAPE, "output %zu: negative dimension", i);
+    /* The kernel writes need bytes: a shape whose count does not fit is
+     * refused here, whatever the host planned. */
+    size_t need;
+    if (minfer_dims_bytes(dtype, dims, rank, &need) != MINFER_OK) {
+        char want[160];
+        fmt_dims(want, sizeof want, rank, dims);
+        return cpu_fail(e, MINFER_ERR_LIMIT, "output %zu of shape %s has more bytes than fit in "
+                        "memory", i, want);
+    }
     minfer_tensor_view *o = &a->outputs[i];
     /* A data-dependent output whose rank the host inferred but not every
      * dimension (StringNormalizer's [?]) comes with dims of -1 and no
@@ -245,7 +252,6 @@ minfer_status cpu_output(const cpu_exec *e, size_t i, int32_t dtype, int32_t ran
                         (int)o->dtype, (int)dtype);
     if (o->layout != 0)
         return cpu_fail(e, MINFER_ERR_UNSUPPORTED, "output %zu has a non-plain layout", i);
-    size_t need = (size_t)cpu_numel(rank, dims) * cpu_dtype_size(dtype);
     if (o->nbytes < need || (need && !o->data))
         return cpu_fail(e, MINFER_ERR_RUNTIME, "output %zu buffer is %zu bytes, %zu needed", i,
                         o->nbytes, need);

@@ -124,6 +124,13 @@ const cpu_kernel *cpu_kernel_table(size_t *count);
 #define CPU_INT_TYPES(X) CPU_SINT_TYPES(X) CPU_UINT_TYPES(X)
 #define CPU_NUM_TYPES(X) CPU_FLOAT_TYPES(X) CPU_INT_TYPES(X)
 
+/* a + b in type T for any CPU_NUM_TYPES type: floats add, integers wrap
+ * modulo 2^bits through uint64_t (as integer Add does), never a signed
+ * overflow. */
+#define CPU_WRAP_ADD(T, a, b)                                                              \
+    _Generic((T)0, float: (T)((a) + (b)), double: (T)((a) + (b)),                         \
+             default: (T)((uint64_t)(a) + (uint64_t)(b)))
+
 /* ---- Errors and attributes (common.c) ----------------------------------- */
 
 /* Writes "Op: message" into p->err; returns MINFER_ERR_UNSUPPORTED. */
@@ -159,6 +166,9 @@ int cpu_const_ints(cpu_prep *p, size_t input, int64_t *out, size_t cap, size_t *
 /* ---- Tensors at run time (common.c) ------------------------------------- */
 
 size_t cpu_dtype_size(int32_t dtype);
+/* Elements of a shape, or -1 when a dim is negative or the count does not
+ * fit (minfer_dims_numel). The host's views never overflow, and outputs
+ * pass cpu_output's check before a kernel sizes anything from them. */
 int64_t cpu_numel(int32_t rank, const int64_t *dims);
 
 /* input i, or NULL when omitted. */
