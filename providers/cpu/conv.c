@@ -423,8 +423,10 @@ minfer_status cpu_prepare_convtranspose(cpu_prep *p) {
         return MINFER_ERR_MODEL;
     st->has_out_shape = r;
     for (int i = 0; i < nsp; i++)
-        if (st->stride[i] < 1 || st->dil[i] < 1 || st->pads[i] < 0 || st->pads[nsp + i] < 0)
-            return cpu_prep_fail(p, MINFER_ERR_MODEL, "bad strides, dilations or pads");
+        if (st->stride[i] < 1 || st->dil[i] < 1 || st->pads[i] < 0 || st->pads[nsp + i] < 0 ||
+            st->out_pad[i] < 0 || (st->has_out_shape && st->out_shape[i] < 0))
+            return cpu_prep_fail(p, MINFER_ERR_MODEL,
+                                 "bad strides, dilations, pads, output_padding or output_shape");
     const char *ap = cpu_attr_str(p, "auto_pad", "NOTSET");
     if (strcmp(ap, "NOTSET") == 0)
         st->auto_pad = CPU_PAD_NOTSET;
@@ -460,12 +462,23 @@ minfer_status cpu_compute_convtranspose(const cpu_exec *e) {
         int64_t kk = w->dims[2 + i];
         if (st->has_kernel && st->kernel[i] != kk)
             return cpu_fail(e, MINFER_ERR_SHAPE, "kernel_shape does not match W");
-        int64_t full = st->stride[i] * (x->dims[2 + i] - 1) + st->out_pad[i] +
-                       (kk - 1) * st->dil[i] + 1;
-        int64_t o, begin;
+        /* full = stride * (in - 1) + output_padding + (k - 1) * dilation + 1,
+         * checked: every output index the scatter computes is below it. */
+        int64_t full, span, o, begin;
+        if (minfer_i64_mul(st->stride[i], x->dims[2 + i] - 1, &full) ||
+            minfer_i64_mul(kk - 1, st->dil[i], &span) || minfer_i64_add(full, span, &full) ||
+            minfer_i64_add(full, st->out_pad[i], &full) || minfer_i64_add(full, 1, &full))
+            return cpu_fail(e, MINFER_ERR_LIMIT,
+                            "spatial dim %d: input %lld, kernel %lld, stride %lld and dilation "
+                            "%lld give no representable output size",
+                            i, (long long)x->dims[2 + i], (long long)kk,
+                            (long long)st->stride[i], (long long)st->dil[i]);
         if (st->has_out_shape || st->auto_pad == CPU_PAD_SAME_UPPER ||
             st->auto_pad == CPU_PAD_SAME_LOWER) {
-            o = st->has_out_shape ? st->out_shape[i] : x->dims[2 + i] * st->stride[i];
+            o = st->has_out_shape ? st->out_shape[i] : 0;
+            if (!st->has_out_shape && minfer_i64_mul(x->dims[2 + i], st->stride[i], &o))
+                return cpu_fail(e, MINFER_ERR_LIMIT, "spatial dim %d: %lld * stride %lld overflows",
+                                i, (long long)x->dims[2 + i], (long long)st->stride[i]);
             int64_t total = full - o;
             if (total < 0)
                 total = 0;
@@ -491,7 +504,9 @@ minfer_status cpu_compute_convtranspose(const cpu_exec *e) {
     minfer_status rc = cpu_output(e, 0, x->dtype, nsp + 2, od, &y);
     if (rc)
         return rc;
-    size_t plane = (size_t)(out[0] * out[1] * out[2]), total = (size_t)(N * M) * plane;
+    /* cpu_output checked that the output's element count fits: the
+     * accumulator and every index into it are below it. */
+    size_t total = (size_t)cpu_numel(nsp + 2, od), plane = total ? total / (size_t)(N * M) : 0;
     double *acc = cpu_calloc(e->ctx, total ? total : 1, sizeof *acc);
     if (!acc)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");

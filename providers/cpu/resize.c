@@ -121,7 +121,13 @@ static void make_taps(const resize_state *st, int64_t in, int64_t out, double sc
         double x = source_coord(st, (double)o, scale, in, out, roi);
         int64_t *idx = t->idx + o * MAX_TAPS;
         double *w = t->w + o * MAX_TAPS;
-        t->out[o] = st->coord == C_TF_CROP_AND_RESIZE && (x < 0 || x > (double)(in - 1));
+        /* A NaN coordinate (from a NaN roi) lies outside the input. */
+        t->out[o] = st->coord == C_TF_CROP_AND_RESIZE && !(x >= 0 && x <= (double)(in - 1));
+        /* Beyond +-2^62 (or NaN) the int64 conversions below are undefined;
+         * every tap is past the edge there anyway, and the clamped x keeps
+         * it so. */
+        if (!(x >= -0x1p62 && x <= 0x1p62))
+            x = x > 0 ? 0x1p62 : -0x1p62;
         /* base: the left neighbour; an integer x counts as ratio 1 from x - 1. */
         double fl = floor(x);
         int integer = fl == x;
@@ -246,18 +252,27 @@ minfer_status cpu_compute_resize(const cpu_exec *e) {
     void *y;
     if ((s = cpu_output(e, 0, x->dtype, r, od, &y)) != MINFER_OK)
         return s;
-    size_t total_out = 0;
+    /* Taps per output coordinate of every axis. An empty output computes
+     * nothing: its other axes may be huge (cpu_output checked only the
+     * product), so nothing is sized from them. */
+    size_t n = (size_t)cpu_numel(r, od);
+    if (n == 0)
+        return MINFER_OK;
+    size_t total_out = 1, taps_bytes;
     for (int32_t d = 0; d < r; d++)
-        total_out += (size_t)od[d];
-    int64_t *idx = cpu_malloc(e->ctx, (total_out + 1) * MAX_TAPS * sizeof *idx);
-    double *w = cpu_malloc(e->ctx, (total_out + 1) * MAX_TAPS * sizeof *w);
-    uint8_t *outside = cpu_malloc(e->ctx, total_out + 1);
+        total_out += (size_t)od[d]; /* each od[d] <= n, at most CPU_MAX_RANK of them */
+    if (minfer_size_mul(total_out, MAX_TAPS * sizeof(double), &taps_bytes) != MINFER_OK)
+        return cpu_fail(e, MINFER_ERR_LIMIT, "%zu output coordinates need too much scratch",
+                        total_out);
+    int64_t *idx = cpu_malloc(e->ctx, taps_bytes);
+    double *w = cpu_malloc(e->ctx, taps_bytes);
+    uint8_t *outside = cpu_malloc(e->ctx, total_out);
     taps t[CPU_MAX_RANK];
     if (!idx || !w || !outside) {
         s = cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (int32_t d = 0, off = 0; d < r; off += (int)od[d], d++) {
+    for (size_t d = 0, off = 0; d < (size_t)r; off += (size_t)od[d], d++) {
         double roi_d[2] = {roi[d], roi[r + d]};
         t[d].idx = idx + (size_t)off * MAX_TAPS;
         t[d].w = w + (size_t)off * MAX_TAPS;
@@ -266,7 +281,6 @@ minfer_status cpu_compute_resize(const cpu_exec *e) {
     }
     int64_t xs[CPU_MAX_RANK], oi[CPU_MAX_RANK];
     cpu_strides(r, x->dims, xs);
-    size_t n = (size_t)cpu_numel(r, od);
     const void *xd = cpu_data(x);
     for (size_t i = 0; i < n; i++) {
         size_t rem = i;

@@ -589,18 +589,22 @@ minfer_status cpu_compute_slice(const cpu_exec *e) {
             s += dim;
         if (en < 0)
             en += dim;
+        /* ceil(span / |k|) as (span - 1) / |k| + 1, and |INT64_MIN| in
+         * unsigned: a step near the extremes must not overflow. */
         int64_t len;
         if (k > 0) {
             s = s < 0 ? 0 : s;
             en = en < 0 ? 0 : en;
-            len = en > s ? (en - s + k - 1) / k : 0;
+            len = en > s ? (en - s - 1) / k + 1 : 0;
         } else {
             s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
             en = en < -1 ? -1 : en > dim - 1 ? dim - 1 : en;
-            len = s > en ? (s - en + (-k) - 1) / (-k) : 0;
+            len = s > en ? (int64_t)((uint64_t)(s - en - 1) / (0 - (uint64_t)k)) + 1 : 0;
         }
         lo[a] = s;
-        step[a] = k;
+        /* With one element the step is never taken; a step that large
+         * would overflow the byte stride below. */
+        step[a] = len > 1 ? k : 1;
         od[a] = len;
     }
     void *y;
