@@ -414,6 +414,10 @@ minfer_status mf_plan_infer(minfer_session *s, mf_plan *p) {
                     return st;
                 if (!out[o].dtype)
                     out[o].dtype = g->values[vi].dtype;
+                size_t bytes;
+                if (out[o].kind == MINFER_VALUE_TENSOR && mf_view_static(&out[o]) &&
+                    out[o].dtype && (st = mf_value_bytes(s, i, o, &out[o], &bytes)) != MINFER_OK)
+                    return st;
                 p->vals[vi].view = out[o];
                 p->vals[vi].known = 0;
                 p->vals[vi].dynamic = 1;
@@ -430,6 +434,12 @@ minfer_status mf_plan_infer(minfer_session *s, mf_plan *p) {
             if (vi < 0)
                 continue;
             if ((st = check_declared(s, i, o, &g->values[vi], &out[o])) != MINFER_OK)
+                return st;
+            /* Every inferred size is checked where it is made, naming the
+             * node: nothing later sees a count that wrapped. */
+            size_t bytes;
+            if (mf_view_static(&out[o]) && out[o].dtype &&
+                (st = mf_value_bytes(s, i, o, &out[o], &bytes)) != MINFER_OK)
                 return st;
             mf_vplan *vs = &p->vals[vi];
             vs->view = out[o];
@@ -458,9 +468,10 @@ minfer_status mf_plan_infer(minfer_session *s, mf_plan *p) {
         for (size_t o = 0; o < n->n_outputs; o++) {
             int64_t ne = 0;
             if (n->outputs[o] >= 0 &&
-                mf_numel(p->vals[n->outputs[o]].view.dims, p->vals[n->outputs[o]].view.rank,
-                         &ne) == MINFER_OK)
-                total += ne;
+                minfer_dims_numel(p->vals[n->outputs[o]].view.dims,
+                                  p->vals[n->outputs[o]].view.rank, &ne) == MINFER_OK &&
+                minfer_i64_add(total, ne, &total) != MINFER_OK)
+                total = INT64_MAX;
         }
         if (total > FOLD_MAX_ELEMS || !deterministic(n))
             continue;
@@ -799,7 +810,24 @@ static minfer_status plan_memory(minfer_session *s, mf_plan *p) {
                     items[n].last = p->bufs[b].last;
                     items[n].offset = 0;
                     map[n++] = (int)b;
-                    p->sum_bytes[d] += (items[n - 1].size + align - 1) / align * align;
+                    /* Every offset a planner gives is below this sum: checked
+                     * here, no placement can wrap (each size passed
+                     * max_tensor_bytes, which a user may set to 2^64 - 1). */
+                    uint64_t up;
+                    if (__builtin_add_overflow(items[n - 1].size, align - 1, &up) ||
+                        __builtin_add_overflow(p->sum_bytes[d], up / align * align,
+                                               &p->sum_bytes[d]) ||
+                        p->sum_bytes[d] > SIZE_MAX) {
+                        free(items);
+                        free(map);
+                        st = mf_error(MINFER_ERR_LIMIT,
+                                      "%s: the tensors of memory domain %zu add up to more "
+                                      "bytes than fit in memory (at value '%s')",
+                                      s->errctx, d,
+                                      p->bufs[b].value >= 0
+                                          ? g->values[p->bufs[b].value].name : "?");
+                        goto fail;
+                    }
                 }
             uint64_t arena = s->planner == MINFER_PLANNER_LINEAR
                                  ? mf_plan_linear(items, n, align)
@@ -857,7 +885,13 @@ minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_le
         mf_vplan *vs = &p->vals[v];
         uint64_t bytes = 0;
         if (mf_view_static(&vs->view)) {
-            bytes = mf_view_bytes(&vs->view);
+            size_t b = 0;
+            if (minfer_view_nbytes(&vs->view, &b) == MINFER_ERR_LIMIT) {
+                mf_plan_free(s, p);
+                return mf_error(MINFER_ERR_LIMIT, "%s: '%s' has more bytes than fit in memory",
+                                s->errctx, g->values[v].name);
+            }
+            bytes = b;
             if (bytes > s->limits.max_tensor_bytes) {
                 mf_plan_free(s, p);
                 return mf_error(MINFER_ERR_LIMIT, "%s: '%s' would take %llu bytes, above the limit of %llu",

@@ -225,13 +225,9 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
                 c->views[vi] = out[o];
             continue;
         }
-        size_t bytes = mf_view_bytes(&out[o]);
-        if (bytes > s->limits.max_tensor_bytes)
-            return mf_error(MINFER_ERR_LIMIT,
-                            "%s: %s output %zu would take %zu bytes, above the tensor limit of "
-                            "%llu bytes",
-                            s->errctx, mf_node_label(n, i, lbl, sizeof lbl), o, bytes,
-                            (unsigned long long)s->limits.max_tensor_bytes);
+        size_t bytes;
+        if ((st = mf_value_bytes(s, i, o, &out[o], &bytes)) != MINFER_OK)
+            return st;
         void *mem = mf_alloc_host(bytes);
         if (!mem)
             return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);

@@ -113,12 +113,13 @@ static minfer_status host_alloc_output(void *run, size_t index, int32_t rank, co
     if (!r || index >= r->n_outputs || rank < 0 || rank > MINFER_MAX_RANK || (rank && !dims))
         return mf_error(MINFER_ERR_INVALID_ARG, "alloc_output: bad arguments");
     minfer_tensor_view *v = &r->outputs[index];
-    if ((st = mf_numel(dims, rank, &numel)) != MINFER_OK ||
-        (st = mf_nbytes(v->dtype, numel, &bytes)) != MINFER_OK)
+    minfer_tensor_view want = *v;
+    want.rank = rank;
+    for (int d = 0; d < rank; d++)
+        want.dims[d] = dims[d];
+    if ((st = mf_value_bytes(r->s, r->node, index, &want, &bytes)) != MINFER_OK)
         return st;
-    if (bytes > r->s->limits.max_tensor_bytes)
-        return mf_error(MINFER_ERR_LIMIT, "alloc_output: %zu bytes is above the tensor limit",
-                        bytes);
+    numel = bytes / minfer_elem_size(v->dtype);
     void *mem = mf_alloc_host(bytes);
     if (!mem || mf_run_track_strings(r, mem, v->dtype == MINFER_DTYPE_STRING ? numel : 0) != 0) {
         free(mem);
@@ -170,11 +171,42 @@ int mf_view_static(const minfer_tensor_view *v) {
 }
 
 size_t mf_view_bytes(const minfer_tensor_view *v) {
-    int64_t n;
     size_t b;
-    if (mf_numel(v->dims, v->rank, &n) != MINFER_OK || mf_nbytes(v->dtype, n, &b) != MINFER_OK)
-        return 0;
-    return b;
+    /* SIZE_MAX, never 0 or a wrapped count: an allocation or a limit
+     * check on a shape that does not fit then fails instead of planning a
+     * small buffer. Sizes that can be that large go through
+     * mf_value_bytes, which says why. */
+    return minfer_view_nbytes(v, &b) == MINFER_OK ? b : SIZE_MAX;
+}
+
+minfer_status mf_value_bytes(const minfer_session *s, int node, size_t o,
+                             const minfer_tensor_view *v, size_t *out) {
+    char lbl[512], shape[160];
+    const mf_node *n = &s->g->nodes[node];
+    int vi = n->outputs[o];
+    const char *name = vi >= 0 ? s->g->values[vi].name : "";
+    size_t bytes;
+    minfer_status st = minfer_view_nbytes(v, &bytes);
+    if (st == MINFER_ERR_UNSUPPORTED)
+        return mf_error(st, "%s: %s output %zu '%s' has element type %d, which has no size",
+                        s->errctx, mf_node_label(n, node, lbl, sizeof lbl), o, name,
+                        (int)v->dtype);
+    if (st != MINFER_OK)
+        return mf_error(MINFER_ERR_LIMIT,
+                        "%s: %s output %zu '%s' of shape %s and type %s has more elements or "
+                        "bytes than fit in memory",
+                        s->errctx, mf_node_label(n, node, lbl, sizeof lbl), o, name,
+                        mf_shape_str(v->dims, v->rank, shape, sizeof shape),
+                        minfer_dtype_name((minfer_dtype)v->dtype));
+    if (bytes > s->limits.max_tensor_bytes)
+        return mf_error(MINFER_ERR_LIMIT,
+                        "%s: %s output %zu '%s' of shape %s would take %zu bytes, above the "
+                        "tensor limit of %llu bytes",
+                        s->errctx, mf_node_label(n, node, lbl, sizeof lbl), o, name,
+                        mf_shape_str(v->dims, v->rank, shape, sizeof shape), bytes,
+                        (unsigned long long)s->limits.max_tensor_bytes);
+    *out = bytes;
+    return MINFER_OK;
 }
 
 /* ---- provider selection -------------------------------------------------- */

@@ -180,16 +180,15 @@ minfer_status mf_numel(const int64_t *dims, int32_t rank, int64_t *out) {
         return mf_error(MINFER_ERR_LIMIT, "rank %d is not in 0..%d", (int)rank, MINFER_MAX_RANK);
     if (rank > 0 && !dims)
         return mf_error(MINFER_ERR_INVALID_ARG, "dims is NULL for rank %d", (int)rank);
-    int64_t n = 1;
-    for (int32_t i = 0; i < rank; i++) {
+    for (int32_t i = 0; i < rank; i++)
         if (dims[i] < 0)
             return mf_error(MINFER_ERR_LIMIT, "dimension %d is negative (%lld)", (int)i,
                             (long long)dims[i]);
-        if (dims[i] != 0 && n > INT64_MAX / dims[i])
-            return mf_error(MINFER_ERR_LIMIT, "element count overflows int64");
-        n *= dims[i];
+    if (minfer_dims_numel(dims, rank, out) != MINFER_OK) {
+        char shape[160];
+        return mf_error(MINFER_ERR_LIMIT, "the element count of shape %s overflows",
+                        mf_shape_str(dims, rank, shape, sizeof shape));
     }
-    *out = n;
     return MINFER_OK;
 }
 
@@ -199,10 +198,9 @@ minfer_status mf_nbytes(int32_t dtype, int64_t numel, size_t *out) {
         return mf_error(MINFER_ERR_UNSUPPORTED, "element type %d is not supported", (int)dtype);
     if (numel < 0)
         return mf_error(MINFER_ERR_LIMIT, "negative element count %lld", (long long)numel);
-    if ((uint64_t)numel > SIZE_MAX / es)
+    if ((uint64_t)numel > SIZE_MAX || minfer_size_mul((size_t)numel, es, out) != MINFER_OK)
         return mf_error(MINFER_ERR_LIMIT, "%lld elements of %s overflow the address space",
                         (long long)numel, minfer_dtype_name((minfer_dtype)dtype));
-    *out = (size_t)numel * es;
     return MINFER_OK;
 }
 
