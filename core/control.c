@@ -423,7 +423,7 @@ static minfer_status take(const minfer_tensor *t, int axis, int64_t start, int64
 /* Joins items along axis (a new axis of size 1 per item when stack),
  * last item first when reverse. */
 static minfer_status join(minfer_tensor *const *items, size_t n, int axis, int stack, int reverse,
-                          const char *what, minfer_tensor **out) {
+                          uint64_t max_bytes, const char *what, minfer_tensor **out) {
     const minfer_tensor *t0 = items[0];
     int rank = t0->view.rank + (stack ? 1 : 0);
     int64_t dims[MINFER_MAX_RANK], total = 0;
@@ -455,6 +455,13 @@ static minfer_status join(minfer_tensor *const *items, size_t n, int axis, int s
         dims[d] = d == axis ? total : t0->view.dims[src];
         src++;
     }
+    int64_t numel;
+    uint64_t esz = minfer_dtype_size((minfer_dtype)t0->view.dtype);
+    if (mf_numel(dims, rank, &numel) != MINFER_OK || (esz && (uint64_t)numel > max_bytes / esz))
+        return mf_error(MINFER_ERR_LIMIT, "%s: joining %zu elements gives %s %s, above the tensor "
+                        "limit of %llu bytes", what, n,
+                        minfer_dtype_name((minfer_dtype)t0->view.dtype),
+                        mf_shape_str(dims, rank, a, sizeof a), (unsigned long long)max_bytes);
     minfer_status st = mf_tensor_new(t0->view.dtype, dims, rank, out);
     if (st != MINFER_OK)
         return st;
@@ -488,8 +495,9 @@ static void free_all(minfer_tensor **v, size_t n) {
 
 /* Runs subgraph session k of node i on its formal inputs and the node's
  * captured inputs; out receives its outputs (owned). */
-static minfer_status run_sub(minfer_session *s, int i, size_t k, const minfer_tensor *const *formal,
-                             const minfer_tensor_view *node_in, minfer_tensor **out) {
+static minfer_status run_sub(minfer_session *s, mf_budget *b, int i, size_t k,
+                             const minfer_tensor *const *formal, const minfer_tensor_view *node_in,
+                             minfer_tensor **out) {
     const mf_core_sub *sub = &s->subs[2 * i + k];
     minfer_session *child = sub->s;
     const mf_graph *cg = child->g;
@@ -537,7 +545,7 @@ static minfer_status run_sub(minfer_session *s, int i, size_t k, const minfer_te
     }
     for (size_t o = 0; o < cg->n_outputs; o++)
         out[o] = NULL;
-    st = minfer_session_run(child, names, ins, n_in, NULL, out, cg->n_outputs);
+    st = mf_session_run_sub(child, b, names, ins, n_in, out, cg->n_outputs);
 done:
     if (names != names_stack) {
         free(names);
@@ -551,6 +559,7 @@ done:
 
 typedef struct core_call {
     minfer_session *s;
+    mf_budget *b; /* the run's */
     int i;
     const mf_node *n;
     const minfer_tensor_view *in;
@@ -685,7 +694,8 @@ static minfer_status op_sequence(core_call *cc) {
                             (long long)axis, (long long)rank);
             if (axis < 0)
                 axis += rank;
-            st = join(seq->items, seq->count, (int)axis, stack, 0, cc->lbl, &r);
+            st = join(seq->items, seq->count, (int)axis, stack, 0, cc->s->limits.max_tensor_bytes,
+                      cc->lbl, &r);
         } else { /* SplitToSequence */
             if (!present(cc, 0) || cc->in[0].kind != MINFER_VALUE_TENSOR)
                 return FAIL(cc, MINFER_ERR_TYPE, "input 0 is not a tensor");
@@ -798,7 +808,50 @@ static minfer_status op_if(core_call *cc) {
     if (!present(cc, 0) || scalar_bool(&cc->in[0], &cond) != MINFER_OK)
         return FAIL(cc, MINFER_ERR_TYPE, "the condition must be a bool tensor of one element");
     /* the branch session's messages name the node and the branch */
-    return run_sub(cc->s, cc->i, cond ? 0 : 1, NULL, cc->in, cc->out);
+    minfer_status st = run_sub(cc->s, cc->b, cc->i, cond ? 0 : 1, NULL, cc->in, cc->out);
+    if (st != MINFER_OK)
+        return st;
+    /* A branch must give what the graph declares for the If's outputs (and
+     * what inference promised from the then-branch): callers read
+     * output_info and the types the plan gave downstream nodes. */
+    static const char *const kinds[] = {"a tensor", "a sequence", "an optional"};
+    const minfer_session *s = cc->s;
+    char a[160], b[160];
+    for (size_t o = 0; o < cc->n->n_outputs; o++) {
+        int vi = cc->n->outputs[o];
+        const minfer_tensor *t = cc->out[o];
+        if (vi < 0 || !t)
+            continue;
+        const mf_value *v = &s->g->values[vi];
+        const minfer_tensor_view *inf = s->build ? &s->build->vals[vi].view : NULL;
+        int32_t want = v->dtype ? v->dtype : inf ? inf->dtype : 0;
+        const char *branch = cond ? "then_branch" : "else_branch";
+        /* a value declared optional may come as the value it holds; an
+         * undeclared one (dtype 0) has no kind to check */
+        if (v->dtype && t->view.kind != v->kind &&
+            !(v->kind == MINFER_VALUE_OPTIONAL && t->view.kind == v->contained))
+            st = FAIL(cc, MINFER_ERR_TYPE, "%s output %zu is %s, but '%s' is declared %s", branch,
+                      o, kinds[t->view.kind % 3], v->name, kinds[v->kind % 3]);
+        else if (want && t->view.dtype != want)
+            st = FAIL(cc, MINFER_ERR_TYPE, "%s output %zu is %s, but '%s' is declared %s", branch,
+                      o, minfer_dtype_name((minfer_dtype)t->view.dtype), v->name,
+                      minfer_dtype_name((minfer_dtype)want));
+        else if (t->view.kind == MINFER_VALUE_TENSOR && v->rank >= 0) {
+            int bad = t->view.rank != v->rank;
+            for (int d = 0; !bad && d < v->rank; d++)
+                bad = v->dims[d] >= 0 && t->view.dims[d] != v->dims[d];
+            if (bad)
+                st = FAIL(cc, MINFER_ERR_SHAPE, "%s output %zu has shape %s, but '%s' is "
+                          "declared %s", branch, o,
+                          mf_shape_str(t->view.dims, t->view.rank, a, sizeof a), v->name,
+                          mf_shape_str(v->dims, v->rank, b, sizeof b));
+        }
+        if (st != MINFER_OK) {
+            free_all(cc->out, cc->n->n_outputs);
+            return st;
+        }
+    }
+    return MINFER_OK;
 }
 
 /* Loop: body(iteration, condition, carried...) -> (condition, carried...,
@@ -834,19 +887,15 @@ static minfer_status op_loop(core_call *cc) {
         (st = new_scalar(MINFER_DTYPE_BOOL, cond, &cond_t)) != MINFER_OK)
         goto done;
     for (int64_t it = 0; cond && (trip < 0 || it < trip); it++) {
-        if ((uint64_t)it >= s->limits.max_loop_iterations) {
-            st = FAIL(cc, MINFER_ERR_LIMIT,
-                      "more than %llu iterations (the loop limit; trip count %lld)",
-                      (unsigned long long)s->limits.max_loop_iterations, (long long)trip);
+        if ((st = mf_budget_iteration(cc->b, s, cc->i)) != MINFER_OK)
             goto done;
-        }
         *(int64_t *)iter_t->view.data = it;
         *(unsigned char *)cond_t->view.data = (unsigned char)cond;
         bin[0] = iter_t;
         bin[1] = cond_t;
         for (size_t k = 0; k < n_carried; k++)
             bin[2 + k] = carried[k];
-        if ((st = run_sub(s, cc->i, 0, bin, cc->in, bout)) != MINFER_OK) {
+        if ((st = run_sub(s, cc->b, cc->i, 0, bin, cc->in, bout)) != MINFER_OK) {
             mf_error_prefix(st, "iteration %lld", (long long)it);
             goto done;
         }
@@ -873,6 +922,27 @@ static minfer_status op_loop(core_call *cc) {
                 }
                 scans_owner = grown;
                 cap_iter = cap;
+            }
+            /* The stacked scan outputs are tensors of this node: bounded
+             * by the tensor limit as they grow, and counted as produced. */
+            for (size_t k = 0; k < n_scan; k++) {
+                minfer_tensor *item = bout[1 + n_carried + k];
+                uint64_t bytes = mf_value_elements(&item->view) *
+                                 (uint64_t)minfer_dtype_size((minfer_dtype)item->view.dtype);
+                if (bytes && n_iter + 1 > s->limits.max_tensor_bytes / bytes) {
+                    st = FAIL(cc, MINFER_ERR_LIMIT,
+                              "scan output %zu would exceed the tensor limit of %llu bytes at "
+                              "iteration %lld (%llu bytes per iteration)",
+                              k, (unsigned long long)s->limits.max_tensor_bytes, (long long)it,
+                              (unsigned long long)bytes);
+                    free_all(bout + 1 + n_carried, n_scan);
+                    goto done;
+                }
+                if ((st = mf_budget_elements(cc->b, s, cc->i, mf_value_elements(&item->view))) !=
+                    MINFER_OK) {
+                    free_all(bout + 1 + n_carried, n_scan);
+                    goto done;
+                }
             }
             for (size_t k = 0; k < n_scan; k++) {
                 scans_owner[n_iter * n_scan + k] = bout[1 + n_carried + k];
@@ -907,7 +977,8 @@ static minfer_status op_loop(core_call *cc) {
         } else if (col[0]->view.kind != MINFER_VALUE_TENSOR)
             st = FAIL(cc, MINFER_ERR_TYPE, "scan output %zu is not a tensor", k);
         else
-            st = join(col, n_iter, 0, 1, 0, cc->lbl, &cc->out[n_carried + k]);
+            st = join(col, n_iter, 0, 1, 0, s->limits.max_tensor_bytes, cc->lbl,
+                      &cc->out[n_carried + k]);
         free(col);
         if (st != MINFER_OK)
             goto done;
@@ -959,6 +1030,8 @@ static minfer_status scan_once(core_call *cc, const minfer_tensor *const *state,
         if ((st = mf_tensor_clone(state[k], &cur[k])) != MINFER_OK)
             goto done;
     for (int64_t t = 0; t < len; t++) {
+        if ((st = mf_budget_iteration(cc->b, s, cc->i)) != MINFER_OK)
+            goto done;
         for (size_t j = 0; j < m; j++) {
             const minfer_tensor *x = scan_in[j];
             int64_t axis = j < n_in_axes ? in_axes[j] : 0;
@@ -973,7 +1046,7 @@ static minfer_status scan_once(core_call *cc, const minfer_tensor *const *state,
             bin[k] = cur[k];
         for (size_t j = 0; j < m; j++)
             bin[n_state + j] = slices[j];
-        st = run_sub(s, cc->i, 0, bin, cc->in, bout);
+        st = run_sub(s, cc->b, cc->i, 0, bin, cc->in, bout);
         free_all(slices, m);
         if (st != MINFER_OK) {
             mf_error_prefix(st, "iteration %lld", (long long)t);
@@ -1014,7 +1087,7 @@ static minfer_status scan_once(core_call *cc, const minfer_tensor *const *state,
                           (long long)(k < n_out_axes ? out_axes[k] : 0));
             else
                 st = join(col, (size_t)len, (int)axis, 1, k < n_out_dirs && out_dirs[k] == 1,
-                          cc->lbl, &out[n_state + k]);
+                          s->limits.max_tensor_bytes, cc->lbl, &out[n_state + k]);
         }
         free(col);
         if (st != MINFER_OK)
@@ -1128,7 +1201,8 @@ static minfer_status op_scan(core_call *cc) {
         }
         for (int64_t b = 0; b < batch; b++)
             col[b] = per[(size_t)b * n_out + o];
-        st = batch > 0 ? join(col, (size_t)batch, 0, 1, 0, cc->lbl, &cc->out[o])
+        st = batch > 0 ? join(col, (size_t)batch, 0, 1, 0, cc->s->limits.max_tensor_bytes,
+                              cc->lbl, &cc->out[o])
                        : FAIL(cc, MINFER_ERR_SHAPE, "an empty batch");
         free(col);
     }
@@ -1170,11 +1244,13 @@ static minfer_status op_sequence_map(core_call *cc) {
             goto fail;
     }
     for (size_t e = 0; e < seq0->count; e++) {
+        if ((st = mf_budget_iteration(cc->b, s, cc->i)) != MINFER_OK)
+            goto fail;
         for (size_t j = 0; j < cc->nin; j++) {
             const minfer_tensor *q = seq_in(cc, j);
             bin[j] = q ? q->items[e] : handle(&cc->in[j], &tmps[j]);
         }
-        if ((st = run_sub(s, cc->i, 0, bin, cc->in, bout)) != MINFER_OK) {
+        if ((st = run_sub(s, cc->b, cc->i, 0, bin, cc->in, bout)) != MINFER_OK) {
             mf_error_prefix(st, "element %zu", e);
             goto fail;
         }
@@ -1285,10 +1361,11 @@ static minfer_status op_grad_helper(core_call *cc) {
     return MINFER_OK;
 }
 
-minfer_status mf_core_exec(minfer_session *s, int i, const minfer_tensor_view *in,
+minfer_status mf_core_exec(minfer_session *s, mf_budget *b, int i, const minfer_tensor_view *in,
                            minfer_tensor **out) {
     core_call cc;
     cc.s = s;
+    cc.b = b;
     cc.i = i;
     cc.n = &s->g->nodes[i];
     cc.in = in;

@@ -58,6 +58,7 @@ const char *minfer_status_str(minfer_status status) {
     case MINFER_ERR_NOT_FOUND: return "not found";
     case MINFER_ERR_LIMIT: return "limit exceeded";
     case MINFER_ERR_RUNTIME: return "runtime error";
+    case MINFER_ERR_DEADLINE: return "deadline passed";
     }
     return "unknown status";
 }

@@ -1,6 +1,7 @@
 /* Session options. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "session.h"
 
@@ -141,9 +142,52 @@ minfer_status minfer_options_set_limits(minfer_options *opt, const minfer_limits
     return MINFER_OK;
 }
 
+/* A quarter of physical memory, at most MF_DEFAULT_MAX_TENSOR_BYTES and at
+ * least 256 MiB: a 16-byte input asking for a tensor the size of the
+ * machine fails with MINFER_ERR_LIMIT instead of filling memory. */
+static uint64_t default_tensor_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0)
+        return MF_DEFAULT_MAX_TENSOR_BYTES;
+    uint64_t quarter = (uint64_t)pages / 4 * (uint64_t)page;
+    if (quarter > MF_DEFAULT_MAX_TENSOR_BYTES)
+        return MF_DEFAULT_MAX_TENSOR_BYTES;
+    return quarter < ((uint64_t)256 << 20) ? (uint64_t)256 << 20 : quarter;
+}
+
+minfer_status minfer_options_set_run_limits(minfer_options *opt, const minfer_run_limits *limits) {
+    if (!opt || !limits)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_run_limits: NULL argument");
+    if (limits->struct_size < sizeof(uint32_t) || limits->struct_size > 4096)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_options_set_run_limits: struct_size %u is not the size of a "
+                        "minfer_run_limits (set it to sizeof(minfer_run_limits))",
+                        (unsigned)limits->struct_size);
+    /* Members past the caller's struct_size were not in its header: they
+     * keep their defaults (0). */
+    minfer_run_limits l;
+    memset(&l, 0, sizeof l);
+    memcpy(&l, limits, limits->struct_size < sizeof l ? limits->struct_size : sizeof l);
+    l.struct_size = sizeof l;
+    opt->run_limits = l;
+    return MINFER_OK;
+}
+
+minfer_run_limits mf_options_run_limits(const minfer_options *opt) {
+    minfer_run_limits l;
+    memset(&l, 0, sizeof l);
+    l.struct_size = sizeof l;
+    l.max_run_elements = MF_DEFAULT_MAX_RUN_ELEMENTS;
+    if (opt && opt->run_limits.max_run_elements)
+        l.max_run_elements = opt->run_limits.max_run_elements;
+    if (opt)
+        l.deadline_ms = opt->run_limits.deadline_ms;
+    return l;
+}
+
 minfer_limits mf_options_limits(const minfer_options *opt) {
-    minfer_limits l = {MF_DEFAULT_MAX_MODEL_BYTES, MF_DEFAULT_MAX_TENSOR_BYTES,
-                       MF_DEFAULT_MAX_NODES, MF_DEFAULT_MAX_LOOP_ITERATIONS};
+    minfer_limits l = {MF_DEFAULT_MAX_MODEL_BYTES, default_tensor_bytes(), MF_DEFAULT_MAX_NODES,
+                       MF_DEFAULT_MAX_LOOP_ITERATIONS};
     if (opt && opt->limits.max_model_bytes)
         l.max_model_bytes = opt->limits.max_model_bytes;
     if (opt && opt->limits.max_tensor_bytes)

@@ -232,7 +232,7 @@ static minfer_status fold_node(minfer_session *s, mf_plan *p, int i, int *done) 
         st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory folding constants", s->errctx);
         goto done;
     }
-    mf_run rc = {s, p, i, out, n->n_outputs, NULL, NULL, NULL, 0, 0};
+    mf_run rc = {s, p, i, out, n->n_outputs, NULL, NULL, NULL, 0, 0, NULL};
     minfer_exec_args args = {sizeof args, &rc, &ns->desc, in, n->n_inputs, out, n->n_outputs,
                              work, prep.workspace_bytes, 0};
     mf_error_clear();

@@ -68,6 +68,92 @@ void mf_run_free_temps(mf_run *r) {
     r->n_temps = r->cap_temps = 0;
 }
 
+/* ---- the run's budget ----------------------------------------------------
+ *
+ * One budget per minfer_session_run, handed down to the runs of its
+ * subgraphs (Loop, Scan, If, SequenceMap bodies), so the limits hold for
+ * the whole run however deeply loops nest: loop iterations and elements
+ * add up across nesting, and the deadline is the top run's. */
+
+static void budget_init(mf_budget *b, const minfer_session *s) {
+    memset(b, 0, sizeof *b);
+    b->max_iterations = s->limits.max_loop_iterations;
+    b->max_elements = s->run_limits.max_run_elements;
+    b->deadline_ms = s->run_limits.deadline_ms;
+    if (b->deadline_ms)
+        b->deadline = mf_now_ms() + (double)b->deadline_ms;
+}
+
+static const char *node_lbl(const minfer_session *s, int i, char *buf, size_t size) {
+    if (i < 0)
+        return "the run";
+    return mf_node_label(&s->g->nodes[i], i, buf, size);
+}
+
+minfer_status mf_budget_time(mf_budget *b, minfer_session *s, int i) {
+    char lbl[512];
+    if (!b->deadline || mf_now_ms() <= b->deadline)
+        return MINFER_OK;
+    return mf_error(MINFER_ERR_DEADLINE,
+                    "%s: the run's deadline of %llu ms passed before %s (run limit deadline_ms)",
+                    s->errctx, (unsigned long long)b->deadline_ms, node_lbl(s, i, lbl, sizeof lbl));
+}
+
+minfer_status mf_budget_iteration(mf_budget *b, minfer_session *s, int i) {
+    char lbl[512];
+    if (b->iterations >= b->max_iterations)
+        return mf_error(MINFER_ERR_LIMIT,
+                        "%s: %s: over the loop limit of %llu iterations in one run "
+                        "(max_loop_iterations counts Loop, Scan and SequenceMap body runs of "
+                        "the whole run, nested ones included)",
+                        s->errctx, node_lbl(s, i, lbl, sizeof lbl),
+                        (unsigned long long)b->max_iterations);
+    b->iterations++;
+    return mf_budget_time(b, s, i);
+}
+
+minfer_status mf_budget_elements(mf_budget *b, minfer_session *s, int i, uint64_t n) {
+    char lbl[512];
+    if (n > b->max_elements - b->elements)
+        return mf_error(MINFER_ERR_LIMIT,
+                        "%s: %s: over the run's element budget of %llu (max_run_elements): "
+                        "%llu produced or charged so far, %llu more here",
+                        s->errctx, node_lbl(s, i, lbl, sizeof lbl),
+                        (unsigned long long)b->max_elements, (unsigned long long)b->elements,
+                        (unsigned long long)n);
+    b->elements += n;
+    return MINFER_OK;
+}
+
+minfer_status mf_host_charge_work(void *run, uint64_t work) {
+    mf_run *r = run;
+    if (!r || !r->budget) /* evaluation at build: no run to charge */
+        return MINFER_OK;
+    return mf_budget_elements(r->budget, r->s, r->node, work);
+}
+
+uint64_t mf_value_elements(const minfer_tensor_view *v) {
+    if (v->kind != MINFER_VALUE_TENSOR) {
+        const minfer_tensor *t = v->data;
+        uint64_t sum = 0;
+        for (size_t k = 0; t && k < t->count; k++) {
+            uint64_t e = mf_value_elements(&t->items[k]->view);
+            sum = e > UINT64_MAX - sum ? UINT64_MAX : sum + e;
+        }
+        return sum;
+    }
+    if (v->rank < 0)
+        return 0;
+    uint64_t n = 1;
+    for (int d = 0; d < v->rank && d < MINFER_MAX_RANK; d++) {
+        uint64_t k = v->dims[d] > 0 ? (uint64_t)v->dims[d] : 0;
+        if (k && n > UINT64_MAX / k)
+            return UINT64_MAX;
+        n *= k;
+    }
+    return n;
+}
+
 static void free_arena(minfer_session *s, mf_exec_ctx *c, size_t d) {
     if (!c->arena[d])
         return;
@@ -302,11 +388,11 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
 
 /* Runs node i in the core (control flow, sequences, optionals) and keeps
  * its outputs as the run's storage of those values. */
-static minfer_status run_core_node(minfer_session *s, mf_exec_ctx *c, int i,
+static minfer_status run_core_node(minfer_session *s, mf_exec_ctx *c, mf_budget *b, int i,
                                    const minfer_tensor_view *in, minfer_tensor_view *out) {
     const mf_node *n = &s->g->nodes[i];
     minfer_tensor *made[64];
-    minfer_status st = mf_core_exec(s, i, in, made);
+    minfer_status st = mf_core_exec(s, b, i, in, made);
     if (st != MINFER_OK)
         return st;
     for (size_t o = 0; o < n->n_outputs; o++) {
@@ -402,7 +488,7 @@ static void node_args(minfer_session *s, int i, const minfer_tensor_view *in, si
 }
 
 static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                             const minfer_tensor *const *bound) {
+                             mf_budget *b, const minfer_tensor *const *bound) {
     const mf_graph *g = s->g;
     char lbl[512];
     minfer_tensor_view in[64], out[64];
@@ -459,6 +545,8 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
         mf_nplan *ns = &p->nodes[i];
         if (ns->folded)
             continue;
+        if ((st = mf_budget_time(b, s, i)) != MINFER_OK)
+            return st;
         for (size_t m = 0; m < p->n_copies; m++) {
             const mf_copy *cp = &p->copies[m];
             if (cp->at_step != (int)k)
@@ -521,7 +609,7 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
         r->n_outputs = n->n_outputs;
         double t0 = s->trace ? mf_now_ms() : 0;
         if (ns->core) {
-            if ((st = run_core_node(s, c, i, in, out)) != MINFER_OK)
+            if ((st = run_core_node(s, c, b, i, in, out)) != MINFER_OK)
                 return st;
             goto after;
         }
@@ -562,6 +650,10 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
         }
         if (s->check_nan && (st = check_nan(s, i, out, n->n_outputs, r)) != MINFER_OK)
             return st;
+        for (size_t o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0 &&
+                (st = mf_budget_elements(b, s, i, mf_value_elements(&out[o]))) != MINFER_OK)
+                return st;
         /* Run-time storage of values with run-time shapes, dead now. */
         for (size_t j = 0; j < n->n_inputs; j++) {
             int u = n->inputs[j];
@@ -852,12 +944,11 @@ done:
     return st;
 }
 
-minfer_status minfer_session_run(minfer_session *s, const char *const *input_names,
-                                 const minfer_tensor *const *inputs, size_t n_inputs,
-                                 const char *const *output_names, minfer_tensor **outputs,
-                                 size_t n_outputs) {
-    if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && !outputs))
-        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_run: NULL argument");
+/* A run spending budget b (the caller's own, or its parent run's). */
+static minfer_status run_budget(minfer_session *s, mf_budget *b, const char *const *input_names,
+                                const minfer_tensor *const *inputs, size_t n_inputs,
+                                const char *const *output_names, minfer_tensor **outputs,
+                                size_t n_outputs) {
     const mf_graph *g = s->g;
     const minfer_tensor *bound_stack[MAX_STACK_INPUTS];
     int64_t sig_stack[MAX_STACK_INPUTS * (MINFER_MAX_RANK + 2)];
@@ -869,7 +960,7 @@ minfer_status minfer_session_run(minfer_session *s, const char *const *input_nam
     minfer_status st = MINFER_OK;
     mf_plan *p = NULL;
     mf_exec_ctx *c = NULL;
-    mf_run r = {s, NULL, -1, NULL, 0, NULL, NULL, NULL, 0, 0};
+    mf_run r = {s, NULL, -1, NULL, 0, NULL, NULL, NULL, 0, 0, b};
 
     if (!output_names && n_outputs != g->n_outputs)
         return mf_error(MINFER_ERR_INVALID_ARG,
@@ -914,10 +1005,14 @@ minfer_status minfer_session_run(minfer_session *s, const char *const *input_nam
     if ((st = ctx_fit(s, c, p)) != MINFER_OK)
         goto done;
     double t_run = mf_now_ms();
-    st = execute(s, p, c, &r, bound);
+    st = execute(s, p, c, &r, b, bound);
     for (size_t o = 0; st == MINFER_OK && o < n_outputs; o++) {
+        /* delivering copies: a body passing a large value through costs
+         * a copy per iteration */
         made[o] = outputs[o] == NULL;
-        st = deliver_output(s, p, c, out_vi[o], &outputs[o]);
+        if ((st = mf_budget_elements(b, s, -1, mf_value_elements(&c->views[out_vi[o]]))) ==
+            MINFER_OK)
+            st = deliver_output(s, p, c, out_vi[o], &outputs[o]);
     }
     if (st == MINFER_OK) {
         double dt = mf_now_ms() - t_run;
@@ -949,6 +1044,23 @@ done:
         free(sig);
     }
     return st;
+}
+
+minfer_status minfer_session_run(minfer_session *s, const char *const *input_names,
+                                 const minfer_tensor *const *inputs, size_t n_inputs,
+                                 const char *const *output_names, minfer_tensor **outputs,
+                                 size_t n_outputs) {
+    if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && !outputs))
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_run: NULL argument");
+    mf_budget b;
+    budget_init(&b, s);
+    return run_budget(s, &b, input_names, inputs, n_inputs, output_names, outputs, n_outputs);
+}
+
+minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, const char *const *input_names,
+                                 const minfer_tensor *const *inputs, size_t n_inputs,
+                                 minfer_tensor **outputs, size_t n_outputs) {
+    return run_budget(s, b, input_names, inputs, n_inputs, NULL, outputs, n_outputs);
 }
 
 /* ---- memory reports ----------------------------------------------------- */

@@ -612,6 +612,7 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
                                                        : MINFER_PLANNER_GREEDY;
     s->plan_cache_size = opt && opt->plan_cache_size ? opt->plan_cache_size : MF_DEFAULT_PLAN_CACHE;
     s->limits = mf_options_limits(opt);
+    s->run_limits = mf_options_run_limits(opt);
     s->log_fn = opt ? opt->log_fn : NULL;
     s->log_user = opt ? opt->log_user : NULL;
     s->strict = opt ? opt->strict : 0;
@@ -658,6 +659,7 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     s->api.num_threads = host_num_threads;
     s->api.parallel_for = host_parallel_for;
     s->api.alloc_output = host_alloc_output;
+    s->api.charge_work = mf_host_charge_work;
 
     t = now_ms();
     if ((st = open_providers(s, opt)) != MINFER_OK)

@@ -19,6 +19,7 @@ struct minfer_options {
     int planner;      /* -1: not set (MINFER_PLANNER or greedy) */
     size_t plan_cache_size; /* 0: default */
     minfer_limits limits;   /* 0 fields: defaults */
+    minfer_run_limits run_limits; /* 0 fields: defaults */
     minfer_log_fn log_fn;
     void *log_user;
     int strict;             /* strict placement */
@@ -30,15 +31,19 @@ struct minfer_options {
 };
 
 #define MF_DEFAULT_MAX_MODEL_BYTES ((uint64_t)2 << 30)
-#define MF_DEFAULT_MAX_TENSOR_BYTES ((uint64_t)16 << 30)
+/* The tensor-bytes default: a quarter of physical memory, at most this */
+#define MF_DEFAULT_MAX_TENSOR_BYTES ((uint64_t)4 << 30)
 #define MF_DEFAULT_MAX_NODES ((uint64_t)1000000)
 #define MF_DEFAULT_MAX_LOOP_ITERATIONS ((uint64_t)1000000)
+#define MF_DEFAULT_MAX_RUN_ELEMENTS ((uint64_t)1 << 34)
 #define MF_DEFAULT_PLAN_CACHE 4
 
 /* The option string for a provider ("" when none). */
 const char *mf_options_provider_options(const minfer_options *opt, const char *provider);
 /* Effective limits: opt's non-zero fields, else the defaults. */
 minfer_limits mf_options_limits(const minfer_options *opt);
+/* Effective run budgets: opt's non-zero fields, else the defaults. */
+minfer_run_limits mf_options_run_limits(const minfer_options *opt);
 
 /* ---- Plans (plan.c) ------------------------------------------------------
  *
@@ -152,6 +157,7 @@ struct minfer_session {
     int planner;
     size_t plan_cache_size;
     minfer_limits limits;
+    minfer_run_limits run_limits;
     mf_pool *pool;
     int pool_shared;           /* a subgraph session borrows its parent's pool */
     mf_core_sub *subs;         /* 2 per node (If: then, else; others: body), or NULL */
@@ -222,6 +228,7 @@ typedef struct mf_run {
     void **temps;                /* run-time allocations, freed by the run */
     int64_t *temp_strings;       /* per temp: string elements to free first */
     size_t n_temps, cap_temps;
+    struct mf_budget *budget;    /* the run's (charge_work), or NULL at build */
 } mf_run;
 int mf_run_track(mf_run *r, void *ptr);
 /* As mf_run_track, for storage of `strings` string elements (0: none). */
@@ -260,9 +267,34 @@ minfer_status mf_core_infer(minfer_session *s, int i, const minfer_tensor_view *
  * plan's inference, which gives the types of captured values). */
 minfer_status mf_core_build(minfer_session *s, const minfer_options *opt);
 void mf_core_free(minfer_session *s);
+/* What one minfer_session_run may still spend, shared by the subgraph runs
+ * it makes (run.c). A run is executed by one thread, so plain counters. */
+typedef struct mf_budget {
+    uint64_t iterations, max_iterations; /* Loop, Scan, SequenceMap body runs */
+    uint64_t elements, max_elements;     /* produced or charged */
+    double deadline;                     /* mf_now_ms() time, or 0: none */
+    uint64_t deadline_ms;
+} mf_budget;
+/* Counts one body run of core node i (and checks the deadline). */
+minfer_status mf_budget_iteration(mf_budget *b, minfer_session *s, int i);
+/* minfer_host_api.charge_work: work charged by the running node. */
+minfer_status mf_host_charge_work(void *run, uint64_t work);
+/* Charges n elements produced (or work) by node i; i < 0: the run itself. */
+minfer_status mf_budget_elements(mf_budget *b, minfer_session *s, int i, uint64_t n);
+/* Fails when the run's deadline has passed, naming node i (< 0: none). */
+minfer_status mf_budget_time(mf_budget *b, minfer_session *s, int i);
+/* Elements a value holds: a tensor's, or the sum over a sequence's or an
+ * optional's items (saturating). */
+uint64_t mf_value_elements(const minfer_tensor_view *v);
+/* minfer_session_run for a subgraph session, spending the parent run's
+ * budget. */
+minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, const char *const *input_names,
+                                 const minfer_tensor *const *inputs, size_t n_inputs,
+                                 minfer_tensor **outputs, size_t n_outputs);
+
 /* Runs core node i on host inputs; out[o] receives an owned value (tensor,
  * sequence or optional) for every output the node has. */
-minfer_status mf_core_exec(minfer_session *s, int i, const minfer_tensor_view *in,
+minfer_status mf_core_exec(minfer_session *s, mf_budget *b, int i, const minfer_tensor_view *in,
                            minfer_tensor **out);
 
 /* Creates a session from a graph; takes ownership of g in every case.

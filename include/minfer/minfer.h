@@ -63,7 +63,8 @@ typedef enum minfer_status {
     MINFER_ERR_NOMEM,         /* an allocation failed */
     MINFER_ERR_NOT_FOUND,     /* a name that is not in the model */
     MINFER_ERR_LIMIT,         /* a size beyond a configured or built-in limit */
-    MINFER_ERR_RUNTIME        /* a kernel failed while running */
+    MINFER_ERR_RUNTIME,       /* a kernel failed while running */
+    MINFER_ERR_DEADLINE       /* a run went past its deadline (minfer_run_limits) */
 } minfer_status;
 
 /* A short fixed description of a status code. The string is static. */
@@ -219,14 +220,41 @@ MINFER_API minfer_status minfer_options_set_planner(minfer_options *opt, minfer_
  * default 4, at least 1. */
 MINFER_API minfer_status minfer_options_set_plan_cache_size(minfer_options *opt, size_t plans);
 
-/* Resource limits for untrusted models; 0 keeps the default. */
+/* Resource limits for untrusted models; 0 keeps the default. The layout
+ * of this struct is frozen (callers pass it by pointer, compiled against
+ * this header): new limits go into minfer_run_limits, which carries its
+ * size. docs/reliability.md lists every limit and what it protects. */
 typedef struct minfer_limits {
     uint64_t max_model_bytes;  /* model file or buffer; default 2 GiB */
-    uint64_t max_tensor_bytes; /* any one tensor; default 16 GiB */
+    uint64_t max_tensor_bytes; /* any one tensor; default a quarter of physical
+                                  memory, at most 4 GiB */
     uint64_t max_nodes;        /* nodes in a graph, subgraphs included; default 1,000,000 */
-    uint64_t max_loop_iterations; /* of one Loop node in one run; default 1,000,000 */
+    uint64_t max_loop_iterations; /* body runs of Loop, Scan and SequenceMap in one
+                                     run, nested ones included; default 1,000,000 */
 } minfer_limits;
 MINFER_API minfer_status minfer_options_set_limits(minfer_options *opt, const minfer_limits *limits);
+
+/* Budgets of one minfer_session_run (subgraph runs included); 0 keeps the
+ * default. Set struct_size to sizeof(minfer_run_limits): members a caller's
+ * older header did not have keep their defaults, so members are only ever
+ * appended.
+ *
+ *     minfer_run_limits rl = {sizeof rl};
+ *     rl.deadline_ms = 500;
+ *     minfer_options_set_run_limits(opt, &rl);
+ */
+typedef struct minfer_run_limits {
+    uint32_t struct_size;
+    uint64_t max_run_elements; /* elements the run's nodes produce (outputs, Loop scan
+                                  outputs, sequence items) plus the work kernels
+                                  charge for (an Einsum's products); over it, the run
+                                  fails with MINFER_ERR_LIMIT; default 2^34 */
+    uint64_t deadline_ms;      /* wall-clock time of one run, checked before each
+                                  node and loop iteration; over it, the run fails with
+                                  MINFER_ERR_DEADLINE; default none */
+} minfer_run_limits;
+MINFER_API minfer_status minfer_options_set_run_limits(minfer_options *opt,
+                                                       const minfer_run_limits *limits);
 
 /* An option string handed to one provider's init, e.g. for "opencl":
  * "device=1" (the provider's documentation lists its keys). */

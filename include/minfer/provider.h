@@ -190,6 +190,12 @@ typedef struct minfer_host_api {
      * malloc, and freed with free(), but counted by the host, so its
      * allocation-failure tests reach the provider. NULL when it fails. */
     void *(*alloc)(void *host, size_t bytes);
+    /* Charges work to the run's budget (minfer_run_limits.max_run_elements)
+     * before a kernel whose cost is not proportional to its outputs starts
+     * it (an Einsum's products); run is minfer_exec_args.run. Returns
+     * MINFER_ERR_LIMIT, with the message set, when the run cannot afford
+     * it: the kernel then fails with that status. */
+    minfer_status (*charge_work)(void *run, uint64_t work);
 } minfer_host_api;
 
 /* Bytes per element of a minfer_dtype (sizeof(char *) for strings), 0 for

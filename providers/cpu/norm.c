@@ -541,7 +541,10 @@ minfer_status cpu_compute_mvn(const cpu_exec *e) {
 }
 
 /* LRN across channels: x / (bias + alpha / size * sum of squares)^beta, the
- * sum over channels [c - floor((size-1)/2), c + ceil((size-1)/2)]. */
+ * sum over channels [c - floor((size-1)/2), c + ceil((size-1)/2)]. The sum
+ * slides along the channels (one square enters, one leaves per step), so
+ * the work is O(N * C * plane) whatever size is: a window wider than the
+ * channels covers them all, which is what a size of 2^31-1 does. */
 minfer_status cpu_compute_lrn(const cpu_exec *e) {
     const norm2_state *st = e->state;
     const minfer_tensor_view *x = cpu_input(e, 0);
@@ -554,19 +557,28 @@ minfer_status cpu_compute_lrn(const cpu_exec *e) {
     int64_t N = x->dims[0], C = x->dims[1], lo = (st->size - 1) / 2, hi = st->size - 1 - lo;
     size_t plane = (size_t)cpu_numel(x->rank - 2, x->dims + 2);
     const void *xd = cpu_data(x);
+    double scale = st->alpha / (double)st->size;
+#define SQ(k) (cpu_get(xd, x->dtype, (size_t)(n * C + (k)) * plane + i) * \
+               cpu_get(xd, x->dtype, (size_t)(n * C + (k)) * plane + i))
     for (int64_t n = 0; n < N; n++)
-        for (int64_t c = 0; c < C; c++)
-            for (size_t i = 0; i < plane; i++) {
-                double sq = 0;
-                for (int64_t k = c - lo; k <= c + hi; k++)
-                    if (k >= 0 && k < C) {
-                        double v = cpu_get(xd, x->dtype, (size_t)(n * C + k) * plane + i);
-                        sq += v * v;
-                    }
+        for (size_t i = 0; i < plane; i++) {
+            /* the window of channel 0: [-lo, hi] clipped to [0, C) */
+            double sq = 0;
+            for (int64_t k = 0; k < C && k <= hi; k++)
+                sq += SQ(k);
+            for (int64_t c = 0; c < C; c++) {
                 size_t at = (size_t)(n * C + c) * plane + i;
+                /* squares are >= 0: a rounding below 0 after a subtraction is 0 */
+                double sum = sq > 0 ? sq : 0;
                 cpu_set(y, x->dtype, at,
-                        cpu_get(xd, x->dtype, at) /
-                            pow(st->bias + st->alpha / (double)st->size * sq, st->beta));
+                        cpu_get(xd, x->dtype, at) / pow(st->bias + scale * sum, st->beta));
+                /* slide to channel c + 1: c - lo leaves, c + 1 + hi enters */
+                if (c - lo >= 0)
+                    sq -= SQ(c - lo);
+                if (c + 1 + hi < C)
+                    sq += SQ(c + 1 + hi);
             }
+        }
+#undef SQ
     return MINFER_OK;
 }

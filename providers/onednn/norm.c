@@ -69,6 +69,17 @@ minfer_status dnn_build_lrn(dnn_b *b) {
     int64_t size = dnn_attr_int(b, "size", 0);
     if (size < 1 || size % 2 == 0)
         return dnn_decline(b, "only odd sizes (oneDNN centres the window)");
+    /* A window reaching past every channel on both sides sums them all:
+     * the same as a window of 2C-1 with alpha scaled to keep alpha / size,
+     * and oneDNN would otherwise walk all of it (size 2^31-1). */
+    float alpha = dnn_attr_float(b, "alpha", 1e-4f);
+    int64_t C = x->dims[1];
+    if (C < 1 && size > 4096)
+        return dnn_decline(b, "a window this wide needs a known channel count");
+    if (C >= 1 && (size - 1) / 2 > C - 1) {
+        alpha = (float)((double)alpha * (double)(2 * C - 1) / (double)size);
+        size = 2 * C - 1;
+    }
     minfer_status st = dnn_check_out(b, 0, x->rank, x->dims);
     if (st != MINFER_OK)
         return st;
@@ -77,8 +88,8 @@ minfer_status dnn_build_lrn(dnn_b *b) {
         return dnn_decline(b, "bad input layout");
     dnnl_lrn_desc_t ld;
     dnnl_status_t s = dnnl_lrn_forward_desc_init(
-        &ld, dnnl_forward_inference, dnnl_lrn_across_channels, &md, size,
-        dnn_attr_float(b, "alpha", 1e-4f), dnn_attr_float(b, "beta", 0.75f),
+        &ld, dnnl_forward_inference, dnnl_lrn_across_channels, &md, size, alpha,
+        dnn_attr_float(b, "beta", 0.75f),
         dnn_attr_float(b, "bias", 1.0f));
     if (s != dnnl_success)
         return dnn_fail(b, s, "LRN descriptor");
