@@ -107,10 +107,8 @@ minfer_status dnn_require_float(dnn_b *b, int n_float) {
 }
 
 int64_t dnn_numel(int32_t rank, const int64_t *dims) {
-    int64_t n = 1;
-    for (int32_t i = 0; i < rank; i++)
-        n *= dims[i];
-    return n;
+    int64_t n;
+    return minfer_dims_numel(dims, rank, &n) == MINFER_OK ? n : -1;
 }
 
 int dnn_axis(int64_t axis, int32_t rank) {

@@ -179,6 +179,7 @@ int dnn_out_wanted(const dnn_b *b, size_t o);
 /* Declines unless every present input (the first n_float, when n_float
  * > 0) and every output is float. */
 minfer_status dnn_require_float(dnn_b *b, int n_float);
+/* Elements of a shape; -1 for a negative dim or a count that overflows. */
 int64_t dnn_numel(int32_t rank, const int64_t *dims);
 /* Normalizes axis to [0, rank); -1 when out of range. */
 int dnn_axis(int64_t axis, int32_t rank);

@@ -998,7 +998,12 @@ static size_t dnn_tensor_bytes(void *vctx, const minfer_tensor_view *v) {
     if (l)
         return dnnl_memory_desc_get_size(&l->md);
     int64_t n = dnn_numel(v->rank > 0 ? v->rank : 0, v->dims);
-    return (size_t)(n > 0 ? n : 0) * dtype_size(v->dtype);
+    size_t bytes;
+    /* SIZE_MAX, never a wrapped count, when it does not fit: the host
+     * then refuses the plan. */
+    if (n < 0 || minfer_size_mul((size_t)n, dtype_size(v->dtype), &bytes) != MINFER_OK)
+        return SIZE_MAX;
+    return bytes;
 }
 
 /* Runs a registered layout's reorder between src and dst. */

@@ -233,10 +233,12 @@ minfer_status dnn_build_slice(dnn_b *b) {
         int64_t e = en[k] < 0 ? en[k] + n : en[k];
         a = a < 0 ? 0 : a > n ? n : a;
         e = e < 0 ? 0 : e > n ? n : e;
-        if ((e > a ? (e - a + s - 1) / s : 0) != od[d])
+        /* ceil((e - a) / s) without e - a + s overflowing for s near INT64_MAX */
+        int64_t len = e > a ? (e - a - 1) / s + 1 : 0;
+        if (len != od[d])
             return dnn_decline(b, "output shape differs from the slice's");
         start[d] = a;
-        step[d] = s;
+        step[d] = len > 1 ? s : 1; /* one element: the step is never taken */
     }
     int64_t xs[MINFER_MAX_RANK], off = 0;
     dnnl_dims_t vd, vs;

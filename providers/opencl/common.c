@@ -212,10 +212,8 @@ minfer_status ocl_need_float(ocl_prep *p, size_t i) {
 }
 
 int64_t ocl_numel(int32_t rank, const int64_t *dims) {
-    int64_t n = 1;
-    for (int32_t i = 0; i < rank; i++)
-        n *= dims[i];
-    return n;
+    int64_t n;
+    return minfer_dims_numel(dims, rank, &n) == MINFER_OK ? n : -1;
 }
 
 minfer_status ocl_check_size(ocl_prep *p, const minfer_value_desc *d) {
@@ -224,13 +222,12 @@ minfer_status ocl_check_size(ocl_prep *p, const minfer_value_desc *d) {
     if (d->rank > OCL_MAX_RANK)
         return ocl_decline(p, "rank %d is above %d", (int)d->rank, OCL_MAX_RANK);
     int64_t n = 1;
-    for (int32_t i = 0; i < d->rank; i++) {
+    for (int32_t i = 0; i < d->rank; i++)
         if (d->dims[i] < 0)
             return MINFER_OK; /* not known yet: checked again at prepare */
-        n *= d->dims[i];
-    }
     /* Kernels index with 32-bit ints, and one tensor must fit one allocation. */
-    if ((uint64_t)n * 4 > p->ctx->max_alloc || n > INT32_MAX / 2)
+    if (minfer_dims_numel(d->dims, d->rank, &n) != MINFER_OK || n > INT32_MAX / 2 ||
+        (uint64_t)n * 4 > p->ctx->max_alloc)
         return ocl_decline(p, "tensor '%s' of %lld elements exceeds the device's largest "
                            "buffer (%llu bytes)", d->name ? d->name : "",
                            (long long)n, (unsigned long long)p->ctx->max_alloc);
@@ -337,7 +334,10 @@ minfer_status ocl_output(const ocl_exec *e, size_t i, int32_t rank, const int64_
     size_t es = ocl_esize(e->ctx, o->dtype);
     if (!es)
         return ocl_fail(e, MINFER_ERR_RUNTIME, "output %zu: element type %d", i, (int)o->dtype);
-    size_t need = (size_t)ocl_numel(rank, dims) * es;
+    int64_t count = ocl_numel(rank, dims);
+    size_t need;
+    if (count < 0 || minfer_size_mul((size_t)count, es, &need) != MINFER_OK)
+        return ocl_fail(e, MINFER_ERR_LIMIT, "output %zu: the shape's byte count overflows", i);
     if (need > o->nbytes || (need && !o->data))
         return ocl_fail(e, MINFER_ERR_RUNTIME, "output %zu holds %zu bytes, %zu needed", i,
                         o->nbytes, need);

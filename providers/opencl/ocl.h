@@ -179,6 +179,7 @@ uint16_t ocl_f2h(float f);
 float ocl_h2f(uint16_t h);
 /* Declines unless input i (when present) is float; what names it. */
 minfer_status ocl_need_float(ocl_prep *p, size_t i);
+/* Elements of a shape; -1 for a negative dim or a count that overflows. */
 int64_t ocl_numel(int32_t rank, const int64_t *dims);
 /* Declines a value larger than the device's largest allocation. */
 minfer_status ocl_check_size(ocl_prep *p, const minfer_value_desc *d);

@@ -621,13 +621,16 @@ static minfer_status ocl_copy_from_host(void *vctx, const void *src, size_t src_
  * fp16, every other type its plain size. */
 static size_t ocl_tensor_bytes(void *vctx, const minfer_tensor_view *desc) {
     const ocl_ctx *ctx = vctx;
-    size_t n = 1;
-    for (int32_t i = 0; i < desc->rank; i++)
-        n *= desc->dims[i] > 0 ? (size_t)desc->dims[i] : 0;
-    size_t es = ocl_esize(ctx, desc->dtype);
+    int64_t n;
+    size_t es = ocl_esize(ctx, desc->dtype), bytes;
     if (!es) /* no op of this provider makes one; never less than the host counts */
         es = desc->dtype == MINFER_DTYPE_COMPLEX128 ? 16 : 8;
-    return n * es;
+    /* SIZE_MAX, never a wrapped count, when it does not fit: the host
+     * then refuses the plan. */
+    if (minfer_dims_numel(desc->dims, desc->rank, &n) != MINFER_OK ||
+        minfer_size_mul((size_t)n, es, &bytes) != MINFER_OK)
+        return SIZE_MAX;
+    return bytes;
 }
 
 static minfer_status ocl_synchronize(void *vctx) {
