@@ -111,6 +111,46 @@ static void test_random_against_optimum(void **state) {
     assert_true(losses > 0);
 }
 
+/* Many items with mixed lifetimes, so the planner's lifetime index (not a
+ * scan of every placed item) finds the neighbours: still valid, never
+ * below the bound. */
+static void test_random_large_valid(void **state) {
+    (void)state;
+    enum { N = 1500 };
+    static mf_plan_item g[N];
+    uint64_t seed = 777;
+    for (size_t i = 0; i < N; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int a = (int)((seed >> 20) % 3000), len = (int)((seed >> 40) % (i % 7 ? 20 : 2000));
+        g[i].size = 1 + (seed >> 33) % 200;
+        g[i].first = a;
+        g[i].last = a + len;
+        g[i].offset = 0;
+    }
+    uint64_t arena = mf_plan_greedy(g, N, 8);
+    assert_valid(g, N, arena, 8);
+    assert_true(mf_plan_lower_bound(g, N, 8) <= arena);
+}
+
+/* A chain of 200k buffers, each alive for two steps: two slots suffice.
+ * (Placing against every placed buffer would take minutes; the test's
+ * timeout catches a return to that.) */
+static void test_long_chain(void **state) {
+    (void)state;
+    enum { N = 200000 };
+    mf_plan_item *g = calloc(N, sizeof *g);
+    assert_non_null(g);
+    for (size_t i = 0; i < N; i++) {
+        g[i].size = 100;
+        g[i].first = (int32_t)i;
+        g[i].last = (int32_t)i + 1;
+    }
+    assert_int_equal(mf_plan_greedy(g, N, 64), 256);
+    for (size_t i = 1; i < N; i++)
+        assert_true(g[i].offset != g[i - 1].offset);
+    free(g);
+}
+
 static void test_empty(void **state) {
     (void)state;
     assert_int_equal(mf_plan_greedy(NULL, 0, 64), 0);
@@ -123,6 +163,7 @@ int main(void) {
         cmocka_unit_test(test_chain_reuses),     cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_linear_is_sum),    cmocka_unit_test(test_lower_bound_peak),
         cmocka_unit_test(test_greedy_not_optimal), cmocka_unit_test(test_random_against_optimum),
+        cmocka_unit_test(test_random_large_valid), cmocka_unit_test(test_long_chain),
         cmocka_unit_test(test_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
