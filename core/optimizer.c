@@ -214,7 +214,8 @@ int mf_opt_single_consumer(const mf_opt *o, int v) {
 void mf_opt_kill(mf_opt *o, int i) {
     if (i >= 0 && (size_t)i < o->cap_dead)
         o->dead[i] = 1;
-    o->info_dirty = 1;
+    if (!o->info_keep)
+        o->info_dirty = 1;
 }
 
 void mf_opt_replace_uses(mf_opt *o, int from, int to) {
@@ -826,6 +827,8 @@ static minfer_status eval_scratch(mf_opt *o, const mf_node *n, minfer_tensor **o
     sn->n_inputs = n->n_inputs;
     sn->n_outputs = n->n_outputs;
     st = o->ctx->eval_node(o->ctx->user, s, 0, outs);
+    if (o->ctx->report)
+        o->ctx->report->evaluations++;
 done:
     scratch_release(ps);
     return st;
@@ -953,6 +956,8 @@ static void probe_run(mf_opt *o, int run, const int *order, size_t n_order, prob
             pv->view.dims[d] = dim;
         }
     }
+    if (o->ctx->report)
+        o->ctx->report->analysis_nodes += n_order;
     for (size_t oi = 0; oi < n_order; oi++) {
         const mf_node *n = &g->nodes[order[oi]];
         if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO)
@@ -1207,6 +1212,7 @@ minfer_status mf_optimize(mf_graph *g, const mf_opt_ctx *ctx, const char *errctx
         local.fold_max_bytes = DEFAULT_FOLD_BYTES;
     if (local.report) {
         local.report->n_passes = 0;
+        local.report->analysis_nodes = local.report->evaluations = 0;
         local.report->nodes_before = local.report->nodes_after = g->n_nodes;
     }
     if (local.level < 0 || local.level > 3)

@@ -37,6 +37,10 @@ typedef struct mf_opt_report { /* per pass: name and how many times it fired */
         size_t fired;
     } passes[64];
     size_t nodes_before, nodes_after;
+    /* Work counts, for tests that the optimizer scales linearly: nodes the
+     * shape analysis visited (each probe run of each node counts once), and
+     * evaluations of a node by ctx->eval_node (folding and the analysis'). */
+    size_t analysis_nodes, evaluations;
 } mf_opt_report;
 
 typedef struct mf_opt_ctx {
@@ -103,6 +107,8 @@ typedef struct mf_opt {
     mf_vinfo *info;      /* per value, NULL until asked for */
     size_t n_info;
     int info_dirty;
+    int info_keep;       /* a pass whose edits change no value's type or shape (folding):
+                            they leave the analysis as it is */
     unsigned name_seq;   /* for fresh value names */
     mf_probe_state *probe; /* the analysis' buffers and memo, NULL until asked for */
     int nomem; /* the analysis ran out of memory: the pass fails when it returns */

@@ -307,27 +307,38 @@ static int known_too_big(mf_opt *o, const mf_node *n) {
     return 0;
 }
 
+/* Folding replaces a node by what it computes: no value's type or shape
+ * changes, so the analysis made before the first fold stays true for the
+ * whole pass (o->info_keep), and a chain of n foldable nodes costs one
+ * analysis, not n (each recomputed over the whole graph). It is only
+ * consulted for sizes known to be over the cap, which the evaluation would
+ * refuse anyway. */
 minfer_status mf_pass_fold_constants(mf_opt *o, size_t *fired) {
     mf_graph *g = o->g;
+    minfer_status st = MINFER_OK;
     if (!o->ctx->eval_node)
         return MINFER_OK;
+    o->info_keep = 1;
     for (size_t k = 0; k < g->n_nodes; k++) {
         int i = g->order[k];
         const mf_node *n = &g->nodes[i];
         if (!live(o, (size_t)i) || !foldable(o, n) || known_too_big(o, n))
             continue;
         minfer_tensor *outs[64] = {0};
-        minfer_status st = o->ctx->eval_node(o->ctx->user, g, i, outs);
+        st = o->ctx->eval_node(o->ctx->user, g, i, outs);
+        if (o->ctx->report)
+            o->ctx->report->evaluations++;
         int ok = st == MINFER_OK;
         for (size_t j = 0; ok && j < n->n_outputs; j++)
             ok = n->outputs[j] < 0 ||
                  (outs[j] && (uint64_t)outs[j]->view.nbytes <= o->ctx->fold_max_bytes);
         if (!ok) {
-            if (st == MINFER_ERR_NOMEM)
-                return st;
-            mf_error_clear(); /* the session reports a real problem with this node */
             for (size_t j = 0; j < n->n_outputs; j++)
                 minfer_tensor_free(outs[j]);
+            if (st == MINFER_ERR_NOMEM)
+                break;
+            st = MINFER_OK;
+            mf_error_clear(); /* the session reports a real problem with this node */
             continue;
         }
         for (size_t j = 0; j < n->n_outputs; j++) {
@@ -339,7 +350,9 @@ minfer_status mf_pass_fold_constants(mf_opt *o, size_t *fired) {
         mf_opt_kill(o, i);
         (*fired)++;
     }
-    return MINFER_OK;
+    o->info_keep = 0;
+    o->info_dirty |= *fired != 0;
+    return st;
 }
 
 /* ---- reshape_chains ------------------------------------------------------- */
