@@ -359,7 +359,7 @@ minfer_status ocl_set_args(const ocl_exec *e, int k, int n, ...) {
     for (i = 0; i < n && err == CL_SUCCESS; i++) {
         size_t size = va_arg(ap, size_t);
         const void *ptr = va_arg(ap, const void *);
-        err = clSetKernelArg(e->ctx->kernels[k], (cl_uint)i, size, ptr);
+        err = clSetKernelArg(e->k[k], (cl_uint)i, size, ptr);
     }
     va_end(ap);
     if (err != CL_SUCCESS)
@@ -383,7 +383,7 @@ minfer_status ocl_enqueue(const ocl_exec *e, int k, int dims, const size_t *glob
     if (total > e->ctx->kernel_wg[k])
         return ocl_fail(e, MINFER_ERR_LIMIT, "work-group of %zu items exceeds the kernel's "
                         "limit of %zu on this device", total, e->ctx->kernel_wg[k]);
-    cl_int err = clEnqueueNDRangeKernel(e->ctx->queue, e->ctx->kernels[k], (cl_uint)dims, NULL,
+    cl_int err = clEnqueueNDRangeKernel(e->ctx->queue, e->k[k], (cl_uint)dims, NULL,
                                         g, l, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return ocl_fail(e, MINFER_ERR_PROVIDER, "enqueueing a kernel: %s", ocl_err_str(err));

@@ -19,12 +19,24 @@
  * NULL it only decides whether the node is supported (shapes may be -1 and
  * no device memory is touched), otherwise it also uploads or packs the
  * constant inputs. execute (ocl_exec) enqueues kernels and never waits.
+ *
+ * Concurrent runs (docs/opencl.md): the OpenCL API is thread-safe except
+ * for calls that change a cl_kernel, clSetKernelArg among them, and
+ * argument values are captured when a launch is enqueued. So each
+ * execute_node borrows a set of kernel objects from the instance's pool
+ * (ocl_kset_take), sets arguments and enqueues on its own set only, and
+ * gives it back (ocl_kset_give); the pool grows to the number of nodes
+ * executing at once. Everything else execute touches is read-only after
+ * prepare (op states, the program) or belongs to the run (its arena,
+ * workspace and staging blocks); the one in-order queue is shared, which
+ * OpenCL allows, and keeps each run's commands in the order it enqueued them.
  */
 #ifndef MINFER_PROVIDER_OPENCL_H
 #define MINFER_PROVIDER_OPENCL_H
 
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,6 +91,14 @@ typedef struct ocl_win3 {
     cl_int i[3], o[3], k[3], s[3], p[3], d[3], e[3];
 } ocl_win3;
 
+/* One kernel object of each kernel of the program, used by one
+ * execute_node at a time. */
+typedef struct ocl_kset {
+    struct ocl_kset *next_free; /* in the pool's free list */
+    struct ocl_kset *next_all;  /* in the list of every set */
+    cl_kernel k[OCL_K_COUNT];
+} ocl_kset;
+
 /* One provider instance (one per session). */
 typedef struct ocl_ctx {
     const minfer_host_api *api;
@@ -88,8 +108,12 @@ typedef struct ocl_ctx {
     cl_context context;
     cl_command_queue queue;
     cl_program program; /* NULL until the first prepare_node */
-    cl_kernel kernels[OCL_K_COUNT];
     size_t kernel_wg[OCL_K_COUNT]; /* CL_KERNEL_WORK_GROUP_SIZE */
+    pthread_mutex_t lock;   /* the program's build and the kernel-set pool */
+    int lock_ready;         /* lock was initialised */
+    ocl_kset *free_sets;    /* sets no execute_node holds */
+    ocl_kset *all_sets;     /* every set, released with the program */
+    size_t n_sets;
     char device_name[256];
     char driver_version[128];
     char platform_name[256];
@@ -124,6 +148,7 @@ typedef struct ocl_exec {
     ocl_ctx *ctx;
     void *state;
     const minfer_exec_args *args;
+    cl_kernel *k; /* this call's kernel objects (a borrowed ocl_kset) */
 } ocl_exec;
 
 typedef minfer_status (*ocl_prepare_fn)(ocl_prep *p);
@@ -148,9 +173,16 @@ typedef struct ocl_state_head {
 
 /* ---- program.c ----------------------------------------------------------- */
 
-/* Builds (or loads from the disk cache) the program and creates the kernels. */
+/* Builds (or loads from the disk cache) the program and creates the first
+ * kernel set; the caller holds ctx->lock. */
 minfer_status ocl_build_program(ocl_ctx *ctx);
+/* Releases every kernel set and the program (no execute_node running). */
 void ocl_release_program(ocl_ctx *ctx);
+/* A kernel set for one execute_node: a free one, else a new one; NULL
+ * with the host's error set when the kernels cannot be created. */
+ocl_kset *ocl_kset_take(ocl_ctx *ctx);
+/* Returns a set taken with ocl_kset_take, once its launches are enqueued. */
+void ocl_kset_give(ocl_ctx *ctx, ocl_kset *ks);
 
 /* ---- common.c ------------------------------------------------------------ */
 

@@ -11,7 +11,11 @@
  *    reports the build log.
  * 4. After a source build the binary is written to a temporary file and
  *    renamed into place, so concurrent sessions never read half a file.
- * 5. Every kernel is created once, with its work-group limit.
+ * 5. One set of kernel objects is created with the program, and the
+ *    work-group limit of each kernel read from it; more sets are created
+ *    when concurrent runs execute more nodes at once than there are sets
+ *    (ocl_kset_take; OpenCL 1.2 has no clCloneKernel, and a clone would
+ *    only save the name lookup).
  * 6. PoCL also compiles each kernel for its launch configuration at the
  *    first enqueue (about 4 s for the whole set here); that code is not in
  *    the program binary but in PoCL's own kernel cache (POCL_CACHE_DIR,
@@ -28,6 +32,12 @@
 #include "ocl.h"
 
 extern const char minfer_ocl_source[];
+
+static const char *const kernel_names[OCL_K_COUNT] = {
+#define X(k) #k,
+    OCL_KERNELS(X)
+#undef X
+};
 
 static uint64_t fnv1a(uint64_t h, const char *s) {
     for (; *s; s++) {
@@ -109,7 +119,9 @@ static void save_binary(ocl_ctx *ctx, cl_program prog, const char *path) {
     unsigned char *bin = malloc(len);
     unsigned char *bins[1] = {bin};
     char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    /* Unique to this instance: two sessions of one process may save the
+     * same binary at once. */
+    snprintf(tmp, sizeof tmp, "%s.%ld.%p.tmp", path, (long)getpid(), (void *)ctx);
     FILE *f = NULL;
     if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS &&
         (f = fopen(tmp, "wb"))) {
@@ -121,6 +133,32 @@ static void save_binary(ocl_ctx *ctx, cl_program prog, const char *path) {
         }
     }
     free(bin);
+}
+
+/* A new kernel set, in the list of every set (the caller holds ctx->lock);
+ * NULL with the host's error set. */
+static ocl_kset *new_kset(ocl_ctx *ctx) {
+    ocl_kset *ks = calloc(1, sizeof *ks);
+    if (!ks) {
+        ctx->api->set_error(ctx->host, "opencl: out of memory for kernel objects");
+        return NULL;
+    }
+    for (int i = 0; i < OCL_K_COUNT; i++) {
+        cl_int err;
+        ks->k[i] = clCreateKernel(ctx->program, kernel_names[i], &err);
+        if (err != CL_SUCCESS) {
+            ctx->api->set_error(ctx->host, "opencl: creating kernel %s (set %zu): %s",
+                                kernel_names[i], ctx->n_sets + 1, ocl_err_str(err));
+            for (int j = 0; j < i; j++)
+                clReleaseKernel(ks->k[j]);
+            free(ks);
+            return NULL;
+        }
+    }
+    ks->next_all = ctx->all_sets;
+    ctx->all_sets = ks;
+    ctx->n_sets++;
+    return ks;
 }
 
 minfer_status ocl_build_program(ocl_ctx *ctx) {
@@ -166,26 +204,20 @@ minfer_status ocl_build_program(ocl_ctx *ctx) {
         if (path[0])
             save_binary(ctx, prog, path);
     }
-    static const char *const names[OCL_K_COUNT] = {
-#define X(k) #k,
-        OCL_KERNELS(X)
-#undef X
-    };
+    ctx->program = prog;
+    ocl_kset *ks = new_kset(ctx);
+    if (!ks) {
+        ocl_release_program(ctx);
+        return MINFER_ERR_PROVIDER;
+    }
     for (int i = 0; i < OCL_K_COUNT; i++) {
-        ctx->kernels[i] = clCreateKernel(prog, names[i], &err);
-        if (err != CL_SUCCESS) {
-            ctx->api->set_error(ctx->host, "opencl: creating kernel %s: %s", names[i],
-                                ocl_err_str(err));
-            ctx->program = prog;
-            ocl_release_program(ctx);
-            return MINFER_ERR_PROVIDER;
-        }
         size_t wg = 1;
-        clGetKernelWorkGroupInfo(ctx->kernels[i], ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
-                                 sizeof wg, &wg, NULL);
+        clGetKernelWorkGroupInfo(ks->k[i], ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg,
+                                 &wg, NULL);
         ctx->kernel_wg[i] = wg ? wg : 1;
     }
-    ctx->program = prog;
+    ks->next_free = ctx->free_sets;
+    ctx->free_sets = ks;
     ctx->build_ms = now_ms() - t0;
 
     ctx->api->log(ctx->host, MINFER_LOG_INFO, "opencl: kernels ready in %.0f ms (%s%s%s)",
@@ -195,12 +227,36 @@ minfer_status ocl_build_program(ocl_ctx *ctx) {
     return MINFER_OK;
 }
 
+ocl_kset *ocl_kset_take(ocl_ctx *ctx) {
+    pthread_mutex_lock(&ctx->lock);
+    ocl_kset *ks = ctx->free_sets;
+    if (ks)
+        ctx->free_sets = ks->next_free;
+    else if (ctx->program)
+        ks = new_kset(ctx);
+    else
+        ctx->api->set_error(ctx->host, "opencl: no program (no node was prepared)");
+    pthread_mutex_unlock(&ctx->lock);
+    return ks;
+}
+
+void ocl_kset_give(ocl_ctx *ctx, ocl_kset *ks) {
+    pthread_mutex_lock(&ctx->lock);
+    ks->next_free = ctx->free_sets;
+    ctx->free_sets = ks;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
 void ocl_release_program(ocl_ctx *ctx) {
-    for (int i = 0; i < OCL_K_COUNT; i++)
-        if (ctx->kernels[i]) {
-            clReleaseKernel(ctx->kernels[i]);
-            ctx->kernels[i] = NULL;
-        }
+    while (ctx->all_sets) {
+        ocl_kset *ks = ctx->all_sets;
+        ctx->all_sets = ks->next_all;
+        for (int i = 0; i < OCL_K_COUNT; i++)
+            clReleaseKernel(ks->k[i]);
+        free(ks);
+    }
+    ctx->free_sets = NULL;
+    ctx->n_sets = 0;
     if (ctx->program)
         clReleaseProgram(ctx->program);
     ctx->program = NULL;

@@ -14,6 +14,8 @@
  *    session, binaries cached on disk), then runs the op's prepare, which
  *    uploads or packs constant inputs once.
  * 4. execute_node enqueues kernels and returns; synchronize waits for them.
+ *    It sets kernel arguments only on a kernel set it borrowed for the call
+ *    (ocl.h), so concurrent runs of one session do not race.
  *    copy_to_host and copy_from_host are blocking; where the device shares
  *    host memory they map the buffer instead of a read or write transfer.
  *    With fp16 they convert float tensors between float and half, and
@@ -251,6 +253,8 @@ static void ocl_shutdown(void *vctx) {
         clReleaseCommandQueue(ctx->queue);
     if (ctx->context)
         clReleaseContext(ctx->context);
+    if (ctx->lock_ready)
+        pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }
 
@@ -313,6 +317,12 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
     ctx->api = api;
     ctx->host = host;
     ctx->use_cache = 1;
+    if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
+        free(ctx);
+        api->set_error(host, "opencl: cannot create a mutex");
+        return MINFER_ERR_PROVIDER;
+    }
+    ctx->lock_ready = 1;
     char device[256];
     int fp16 = -1;
     minfer_status st = parse_options(ctx, options, device, sizeof device, &fp16);
@@ -449,8 +459,12 @@ static minfer_status ocl_prepare_node(void *vctx, const minfer_node_desc *node,
         ctx->api->set_error(ctx->host, "opencl: node '%s': %s", node->name, why);
         return MINFER_ERR_UNSUPPORTED;
     }
-    minfer_status st;
-    if (!ctx->program && (st = ocl_build_program(ctx)) != MINFER_OK)
+    /* The host builds plans one at a time, but the provider does not rely
+     * on it: the program is built once, under the instance's lock. */
+    pthread_mutex_lock(&ctx->lock);
+    minfer_status st = ctx->program ? MINFER_OK : ocl_build_program(ctx);
+    pthread_mutex_unlock(&ctx->lock);
+    if (st != MINFER_OK)
         return st;
     ocl_node *n = calloc(1, sizeof *n);
     if (!n) {
@@ -483,7 +497,7 @@ static minfer_status ocl_execute_node(void *vctx, void *node_state,
                                       const minfer_exec_args *args) {
     ocl_ctx *ctx = vctx;
     ocl_node *n = node_state;
-    ocl_exec e = {ctx, n ? n->op_state : NULL, args};
+    ocl_exec e = {ctx, n ? n->op_state : NULL, args, NULL};
     if (!n)
         return ocl_fail(&e, MINFER_ERR_RUNTIME, "node was not prepared");
     for (size_t i = 0; i < args->n_inputs; i++) {
@@ -498,7 +512,13 @@ static minfer_status ocl_execute_node(void *vctx, void *node_state,
         if (!v->data && !uploaded && ocl_numel(v->rank, v->dims) > 0)
             return ocl_fail(&e, MINFER_ERR_RUNTIME, "input %zu has no device buffer", i);
     }
-    return n->entry->execute(&e);
+    ocl_kset *ks = ocl_kset_take(ctx);
+    if (!ks)
+        return MINFER_ERR_PROVIDER;
+    e.k = ks->k;
+    minfer_status st = n->entry->execute(&e);
+    ocl_kset_give(ctx, ks);
+    return st;
 }
 
 /* ---- Memory domain ------------------------------------------------------------------- */
