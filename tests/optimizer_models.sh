@@ -36,7 +36,7 @@ for level in 0 1 2 3; do
 done
 # Fusion counts at level 3 (op counts "after" from minfer optimize).
 count() { # model op
-    "$minfer" optimize "$models/$1/model.onnx" -o "$tmp/count.onnx" --level 3 |
+    "$minfer" optimize "$models/$1/model.onnx" -o "$tmp/count.onnx" --force --level 3 |
         awk -v op="$2" '$1 == op { print $3 }'
 }
 expect() { # model op expected

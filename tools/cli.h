@@ -60,6 +60,30 @@ minfer_status cli_random_input(const char *cmd, const minfer_value_info *info, u
 /* Creates a directory and its parents; 0 on success. */
 int cli_mkdirs(const char *path);
 
+/* A file a command writes (run --outputs files, optimize -o, --profile,
+ * info --dot/--svg). The library (or Graphviz) writes a temporary file
+ * beside path; cli_out_commit then moves it into place, so path ends up
+ * with the whole new contents or is left as it was. Without force an
+ * existing path is refused; a directory, device or FIFO (or a link to one)
+ * is refused even with force; a symbolic link is replaced, never written
+ * through. */
+typedef struct cli_out {
+    char *path, *tmp; /* tmp: where the writer writes */
+    int force;
+} cli_out;
+
+/* Checks path (so a bad one fails before any work) and creates the
+ * temporary file. what names the file in messages ("the profile"). Returns
+ * 0, or CLI_FAIL after printing "minfer CMD: cannot write WHAT to 'PATH':
+ * REASON". */
+int cli_out_begin(const char *cmd, const char *what, const char *path, int force, cli_out *o);
+/* Moves the written temporary file to path (refusing, without force, a
+ * path that appeared meanwhile). Returns 0, or CLI_FAIL after one line;
+ * either way the temporary file is gone and o is finished with. */
+int cli_out_commit(const char *cmd, const char *what, cli_out *o);
+/* Removes the temporary file (if any) and frees o; a no-op on a zeroed o. */
+void cli_out_abort(cli_out *o);
+
 int cmd_run(int argc, char **argv);
 int cmd_test(int argc, char **argv);
 int cmd_info(int argc, char **argv);
@@ -72,11 +96,18 @@ int cmd_optimize(int argc, char **argv);
 extern int cli_opt_level;
 
 /* Sets the diagnostics flags run, bench, test and info share: --profile
- * FILE (NULL: not given; the file is created now, so a bad path fails before
- * any work), --check-nan and --strict (0: not given, so that MINFER_PROFILE
- * and MINFER_CHECK_NAN still apply). Returns 0, or CLI_FAIL after printing
- * one line. */
-int cli_set_diagnostics(const char *cmd, minfer_options *opt, const char *profile, int check_nan,
-                        int strict);
+ * FILE (NULL: not given; checked and begun now, as cli_out_begin does, so a
+ * bad path fails before any work; the session records into prof->tmp),
+ * --check-nan and --strict (0: not given, so that MINFER_PROFILE and
+ * MINFER_CHECK_NAN still apply). Returns 0, or CLI_FAIL after printing one
+ * line. */
+int cli_set_diagnostics(const char *cmd, minfer_options *opt, const char *profile, int force,
+                        cli_out *prof, int check_nan, int strict);
+/* Frees the session *s (NULL afterwards) and, when cli_set_diagnostics
+ * began a profile, writes it first (checking every error, which the
+ * session's own write at free could only log) and moves it into place,
+ * printing "minfer CMD: profile written to FILE" or one line saying why
+ * not. Returns 0 or CLI_FAIL. Without a session, the profile is given up. */
+int cli_finish_profile(const char *cmd, minfer_session **s, cli_out *prof);
 
 #endif

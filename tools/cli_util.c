@@ -1,10 +1,12 @@
 /* Argument parsing, number and shape formatting shared by the commands. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -372,20 +374,117 @@ minfer_status cli_random_input(const char *cmd, const minfer_value_info *info, u
     return MINFER_OK;
 }
 
-int cli_set_diagnostics(const char *cmd, minfer_options *opt, const char *profile, int check_nan,
-                        int strict) {
-    minfer_status st = MINFER_OK;
-    if (profile) {
-        /* The session writes the trace only when it is freed, where a bad
-         * path could merely be logged: find out now. */
-        FILE *f = fopen(profile, "w");
-        if (!f) {
-            fprintf(stderr, "minfer %s: cannot write the profile to '%s': %s\n", cmd, profile,
-                    strerror(errno));
-            return CLI_FAIL;
+static const char *kind_name(mode_t m) {
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
+}
+
+/* NULL when path may be written (with force if it exists), else why not. */
+static const char *refuse_reason(const char *path, int force, char *buf, size_t size) {
+    struct stat sb, tb;
+    if (lstat(path, &sb) != 0)
+        return errno == ENOENT ? NULL : strerror(errno);
+    if (S_ISLNK(sb.st_mode) && stat(path, &tb) == 0 && !S_ISREG(tb.st_mode)) {
+        snprintf(buf, size, "it is a link to %s", kind_name(tb.st_mode));
+        return buf;
+    }
+    if (!S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode)) {
+        snprintf(buf, size, "it is %s, not a regular file", kind_name(sb.st_mode));
+        return buf;
+    }
+    return force ? NULL : "it exists (--force replaces it)";
+}
+
+int cli_out_begin(const char *cmd, const char *what, const char *path, int force, cli_out *o) {
+    static unsigned counter;
+    char why[128];
+    const char *reason = refuse_reason(path, force, why, sizeof why);
+    int fd = -1;
+    o->path = o->tmp = NULL;
+    o->force = force;
+    if (reason) {
+        fprintf(stderr, "minfer %s: cannot write %s to '%s': %s\n", cmd, what, path, reason);
+        return CLI_FAIL;
+    }
+    /* ".NAME.PID-N.part" beside path: rename() and link() need the same
+     * file system. Mode 0666 less the umask, as a plain fopen() gives. */
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash - path) + 1 : 0;
+    size_t cap = strlen(path) + 48;
+    o->path = strdup(path);
+    o->tmp = malloc(cap);
+    for (int tries = 0; o->path && o->tmp && fd < 0 && tries < 100; tries++) {
+        snprintf(o->tmp, cap, "%.*s.%s.%ld-%u.part", dir_len, path, path + dir_len,
+                 (long)getpid(), counter++);
+        fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        const char *e = o->path && o->tmp ? strerror(errno) : "out of memory";
+        fprintf(stderr, "minfer %s: cannot write %s to '%s': %s\n", cmd, what, path, e);
+        free(o->tmp);
+        o->tmp = NULL; /* not created: not ours to remove */
+        cli_out_abort(o);
+        return CLI_FAIL;
+    }
+    close(fd);
+    return 0;
+}
+
+int cli_out_commit(const char *cmd, const char *what, cli_out *o) {
+    char why[128];
+    const char *reason = refuse_reason(o->path, o->force, why, sizeof why);
+    int rc = CLI_FAIL;
+    if (!reason) {
+        if (o->force) {
+            if (rename(o->tmp, o->path) == 0)
+                rc = 0;
+            else
+                reason = strerror(errno);
+        } else if (link(o->tmp, o->path) == 0) {
+            rc = 0; /* link() never replaces: a file made meanwhile stays */
+        } else if (errno == EEXIST) {
+            reason = "it exists (--force replaces it)";
+        } else if (errno == EPERM || errno == ENOTSUP || errno == EMLINK || errno == ENOSYS) {
+            /* A file system without hard links: checked just above. */
+            if (rename(o->tmp, o->path) == 0)
+                rc = 0;
+            else
+                reason = strerror(errno);
+        } else {
+            reason = strerror(errno);
         }
-        fclose(f);
-        st = minfer_options_set_profiling(opt, profile);
+    }
+    if (reason)
+        fprintf(stderr, "minfer %s: cannot write %s to '%s': %s\n", cmd, what, o->path, reason);
+    cli_out_abort(o); /* after link(), removes the temporary name; after rename(), nothing */
+    return rc;
+}
+
+void cli_out_abort(cli_out *o) {
+    if (o->tmp)
+        unlink(o->tmp);
+    free(o->tmp);
+    free(o->path);
+    o->tmp = o->path = NULL;
+}
+
+int cli_set_diagnostics(const char *cmd, minfer_options *opt, const char *profile, int force,
+                        cli_out *prof, int check_nan, int strict) {
+    minfer_status st = MINFER_OK;
+    if (prof)
+        prof->path = prof->tmp = NULL;
+    if (profile) {
+        /* The session writes the trace only when asked or freed: find out
+         * now whether the path can take it. */
+        if (!prof || cli_out_begin(cmd, "the profile", profile, force, prof) != 0)
+            return CLI_FAIL;
+        st = minfer_options_set_profiling(opt, prof->tmp);
     }
     if (st == MINFER_OK && check_nan)
         st = minfer_options_set_check_nan(opt, 1);
@@ -393,7 +492,35 @@ int cli_set_diagnostics(const char *cmd, minfer_options *opt, const char *profil
         st = minfer_options_set_strict_placement(opt, 1);
     if (st != MINFER_OK) {
         fprintf(stderr, "minfer %s: %s\n", cmd, cli_error(st));
+        if (prof)
+            cli_out_abort(prof);
         return CLI_FAIL;
     }
     return 0;
+}
+
+int cli_finish_profile(const char *cmd, minfer_session **s, cli_out *prof) {
+    int rc = *s ? 0 : CLI_FAIL; /* no session, no profile */
+    if (prof && prof->tmp && *s) {
+        minfer_status st = minfer_session_write_profile(*s, prof->tmp);
+        if (st != MINFER_OK) {
+            fprintf(stderr, "minfer %s: cannot write the profile to '%s': %s\n", cmd,
+                    prof->path, cli_error(st));
+            rc = CLI_FAIL;
+        }
+    }
+    minfer_session_free(*s); /* its own write finds nothing new */
+    *s = NULL;
+    if (!prof || !prof->tmp)
+        return 0;
+    if (rc != 0) {
+        cli_out_abort(prof);
+        return rc;
+    }
+    char *path = strdup(prof->path);
+    rc = cli_out_commit(cmd, "the profile", prof);
+    if (rc == 0)
+        fprintf(stderr, "minfer %s: profile written to %s\n", cmd, path ? path : "");
+    free(path);
+    return rc;
 }

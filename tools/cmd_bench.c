@@ -31,9 +31,10 @@ static void print_help(void) {
            "  --runs N          timed runs (default 20)\n"
            "  --warmup N        untimed runs first (default 3)\n"
            "  --inputs DIR      inputs from DIR/input_K.pb (default: random, symbolic dims 1)\n"
-           "  --json            print one JSON object\n"
+           "  --json            print one JSON object (to standard output)\n"
            "  --profile FILE    write a Chrome trace-event JSON profile to FILE (open it in\n"
            "                    Perfetto or chrome://tracing) and print time per op type\n"
+           "  --force           replace the --profile file if it exists\n"
            "  --check-nan       fail naming the first node whose float output has a NaN/Inf\n"
            "  -h, --help        show this help\n");
 }
@@ -134,12 +135,13 @@ static void json_str(const char *s) {
 int cmd_bench(int argc, char **argv) {
     const char *providers = NULL, *threads_s = NULL, *runs_s = NULL, *warm_s = NULL,
                *in_dir = NULL, *profile = NULL;
-    int json = 0, help = 0, threads = -1, runs = 20, warmup = 3, check_nan = 0, rc;
+    int json = 0, help = 0, threads = -1, runs = 20, warmup = 3, check_nan = 0, force = 0, rc;
     const cli_opt opts[] = {
         {"providers", 0, &providers, NULL}, {"threads", 0, &threads_s, NULL},
         {"runs", 0, &runs_s, NULL},         {"warmup", 0, &warm_s, NULL},
         {"inputs", 0, &in_dir, NULL},       {"json", 0, NULL, &json},
         {"profile", 0, &profile, NULL},     {"check-nan", 0, NULL, &check_nan},
+        {"force", 0, NULL, &force},
     };
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0, n_in = 0, n_out = 0;
@@ -150,6 +152,7 @@ int cmd_bench(int argc, char **argv) {
     double *lat = NULL;
     op_row *rows = NULL;
     size_t n_rows = 0;
+    cli_out prof = {0};
     minfer_status st;
 
     if (!pos) {
@@ -179,7 +182,7 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "minfer bench: %s\n", cli_error(st));
         goto done;
     }
-    if (cli_set_diagnostics(CMD, opt, profile, check_nan, 0) != 0)
+    if (cli_set_diagnostics(CMD, opt, profile, force, &prof, check_nan, 0) != 0)
         goto done;
     double t0 = now_ms();
     if ((st = minfer_session_create(pos[0], opt, &s)) != MINFER_OK) {
@@ -311,7 +314,7 @@ int cmd_bench(int argc, char **argv) {
             double per_run = 0;
             for (size_t i = 0; i < n_rows; i++)
                 per_run += rows[i].ms_per_run;
-            printf("profile:         %s (written when the session is freed)\n", profile);
+            printf("profile:         %s (written at the end)\n", profile);
             printf("time per op type (%d profiled runs, warm-up included; the nodes add up to "
                    "%.3f ms a run):\n",
                    warmup + runs, per_run);
@@ -338,7 +341,8 @@ done:
     free(names);
     free(lat);
     free(rows);
-    minfer_session_free(s); /* writes the profile */
+    if (cli_finish_profile(CMD, &s, &prof) != 0)
+        rc = CLI_FAIL;
     minfer_options_free(opt);
     free(pos);
     return rc;

@@ -178,7 +178,8 @@ static int have_dot(void) {
 }
 
 /* Writes the session's DOT to a temporary file and renders it with
- * `dot -Tsvg -o svg_path`. 0 on success, else one line printed. */
+ * `dot -Tsvg -o svg_path` (cmd_info's temporary file for the picture). 0
+ * on success, else one line printed. */
 static int render_svg(minfer_session *s, const char *svg_path) {
     char tmp[] = "/tmp/minfer-info-XXXXXX";
     int fd = mkstemp(tmp), status = 0, rc = -1;
@@ -226,6 +227,7 @@ static void print_help(void) {
            "                    node, coloured by provider, boundary copies in red\n"
            "  --svg FILE        the same picture rendered to SVG (needs Graphviz's 'dot',\n"
            "                    Debian package graphviz)\n"
+           "  --force           replace the --dot or --svg file if it exists\n"
            "  -h, --help        show this help\n"
            "\n"
            "MINFER_LOG=verbose also logs each node's inferred shapes and every provider's\n"
@@ -234,8 +236,9 @@ static void print_help(void) {
 
 int cmd_info(int argc, char **argv) {
     const char *providers = NULL, *dot_path = NULL, *svg_path = NULL;
-    int verbose = 0, strict = 0;
+    int verbose = 0, strict = 0, force = 0;
     const cli_opt opts[] = {{"providers", 0, &providers, NULL},
+                            {"force", 0, NULL, &force},
                             {"verbose", 'v', NULL, &verbose},
                             {"strict", 0, NULL, &strict},
                             {"dot", 0, &dot_path, NULL},
@@ -246,6 +249,7 @@ int cmd_info(int argc, char **argv) {
     minfer_options *opt = NULL;
     minfer_session *s = NULL;
     count *ops = NULL, *prov = NULL;
+    cli_out dot_out = {0}, svg_out = {0};
     minfer_status st;
 
     if (!pos) {
@@ -276,7 +280,11 @@ int cmd_info(int argc, char **argv) {
         fprintf(stderr, "minfer info: %s\n", cli_error(st));
         goto done;
     }
-    if (cli_set_diagnostics(CMD, opt, NULL, 0, strict) != 0)
+    if (cli_set_diagnostics(CMD, opt, NULL, 0, NULL, 0, strict) != 0)
+        goto done;
+    /* Before the work, so that a path that exists fails at once. */
+    if ((dot_path && cli_out_begin(CMD, "the graph", dot_path, force, &dot_out) != 0) ||
+        (svg_path && cli_out_begin(CMD, "the picture", svg_path, force, &svg_out) != 0))
         goto done;
     if ((st = minfer_session_create(pos[0], opt, &s)) != MINFER_OK) {
         fprintf(stderr, "minfer info: %s\n", cli_error(st));
@@ -329,19 +337,24 @@ int cmd_info(int argc, char **argv) {
         goto done;
     /* After print_memory: the picture shows the planned shapes. */
     if (dot_path) {
-        if ((st = minfer_session_write_dot(s, dot_path)) != MINFER_OK) {
-            fprintf(stderr, "minfer info: %s\n", cli_error(st));
+        if ((st = minfer_session_write_dot(s, dot_out.tmp)) != MINFER_OK) {
+            fprintf(stderr, "minfer info: cannot write the graph to '%s': %s\n", dot_path,
+                    cli_error(st));
             goto done;
         }
+        if (cli_out_commit(CMD, "the graph", &dot_out) != 0)
+            goto done;
         printf("graph written to %s\n", dot_path);
     }
     if (svg_path) {
-        if (render_svg(s, svg_path) != 0)
+        if (render_svg(s, svg_out.tmp) != 0 || cli_out_commit(CMD, "the picture", &svg_out) != 0)
             goto done;
         printf("picture written to %s\n", svg_path);
     }
     rc = CLI_OK;
 done:
+    cli_out_abort(&dot_out);
+    cli_out_abort(&svg_out);
     free_counts(ops, n_ops);
     free_counts(prov, n_prov);
     minfer_session_free(s);

@@ -21,6 +21,7 @@ static void print_help(void) {
            "\n"
            "options:\n"
            "  -o, --output FILE  where to write the optimized model (required)\n"
+           "  --force            replace FILE if it exists\n"
            "  --level N          optimization level 0..3 (default: --opt-level, else\n"
            "                     MINFER_OPT_LEVEL, else 3)\n"
            "  -h, --help         show this help\n");
@@ -58,11 +59,15 @@ static void print_summary(const minfer_opt_summary *s) {
 
 int cmd_optimize(int argc, char **argv) {
     const char *out = NULL, *level_s = NULL;
-    const cli_opt opts[] = {{"output", 'o', &out, NULL}, {"level", 0, &level_s, NULL}};
+    int force = 0;
+    const cli_opt opts[] = {{"output", 'o', &out, NULL},
+                            {"level", 0, &level_s, NULL},
+                            {"force", 0, NULL, &force}};
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0;
     int help = 0, rc, level = cli_opt_level;
     minfer_opt_summary *sum = NULL;
+    cli_out file = {0};
 
     if (!pos) {
         fprintf(stderr, "minfer optimize: out of memory\n");
@@ -89,15 +94,20 @@ int cmd_optimize(int argc, char **argv) {
         fprintf(stderr, "minfer optimize: out of memory\n");
         goto done;
     }
-    minfer_status st = minfer_optimize_model(pos[0], out, level, sum);
+    if (cli_out_begin(CMD, "the optimized model", out, force, &file) != 0)
+        goto done;
+    minfer_status st = minfer_optimize_model(pos[0], file.tmp, level, sum);
     if (st != MINFER_OK) {
         fprintf(stderr, "minfer optimize: %s\n", cli_error(st));
         goto done;
     }
+    if (cli_out_commit(CMD, "the optimized model", &file) != 0)
+        goto done;
     print_summary(sum);
     printf("wrote %s\n", out);
     rc = CLI_OK;
 done:
+    cli_out_abort(&file);
     free(sum);
     free(pos);
     return rc;

@@ -26,6 +26,7 @@ static void print_help(void) {
            "  --providers LIST  provider preference, e.g. 'opencl,cpu'\n"
            "  --inputs DIR      read inputs from DIR/input_K.pb, K in session input order\n"
            "  --outputs DIR     write DIR/output_K.pb (created if missing) instead of a summary\n"
+           "  --force           replace output files (--outputs, --profile) that exist\n"
            "  --threads N       threads for the session's pool (0: one per CPU)\n"
            "  --profile FILE    write a Chrome trace-event JSON profile (build phases and\n"
            "                    every node) to FILE; open it in Perfetto or chrome://tracing\n"
@@ -124,8 +125,9 @@ static void summarize_tensor(const minfer_tensor *t) {
 int cmd_run(int argc, char **argv) {
     const char *providers = NULL, *in_dir = NULL, *out_dir = NULL, *threads_s = NULL,
                *profile = NULL;
-    int check_nan = 0, strict = 0;
+    int check_nan = 0, strict = 0, force = 0;
     const cli_opt opts[] = {
+        {"force", 0, NULL, &force},
         {"providers", 0, &providers, NULL},
         {"inputs", 0, &in_dir, NULL},
         {"outputs", 0, &out_dir, NULL},
@@ -141,6 +143,7 @@ int cmd_run(int argc, char **argv) {
     minfer_session *s = NULL;
     minfer_tensor **ins = NULL, **outs = NULL;
     const char **in_names = NULL;
+    cli_out prof = {0}, *files = NULL;
     size_t n_in = 0, n_out = 0;
     minfer_status st;
 
@@ -169,7 +172,7 @@ int cmd_run(int argc, char **argv) {
         fail("%s", cli_error(st));
         goto done;
     }
-    if (cli_set_diagnostics(CMD, opt, profile, check_nan, strict) != 0)
+    if (cli_set_diagnostics(CMD, opt, profile, force, &prof, check_nan, strict) != 0)
         goto done;
     if ((st = minfer_session_create(pos[0], opt, &s)) != MINFER_OK) {
         fail("%s", cli_error(st));
@@ -181,9 +184,23 @@ int cmd_run(int argc, char **argv) {
     ins = calloc(n_in + 1, sizeof *ins);
     in_names = calloc(n_in + 1, sizeof *in_names);
     outs = calloc(n_out + 1, sizeof *outs);
-    if (!ins || !in_names || !outs) {
+    files = calloc(n_out + 1, sizeof *files);
+    if (!ins || !in_names || !outs || !files) {
         fail("out of memory");
         goto done;
+    }
+    /* Output files are checked before the run, so that one that exists
+     * fails the command before any work. */
+    if (out_dir && cli_mkdirs(out_dir) != 0) {
+        fail("cannot create output directory '%s': %s", out_dir, strerror(errno));
+        goto done;
+    }
+    for (size_t k = 0; out_dir && k < n_out; k++) {
+        char path[4096], what[64];
+        snprintf(path, sizeof path, "%s/output_%zu.pb", out_dir, k);
+        snprintf(what, sizeof what, "output %zu", k);
+        if (cli_out_begin(CMD, what, path, force, &files[k]) != 0)
+            goto done;
     }
     uint64_t seed = 0x6d696e666572ull; /* "minfer" */
     for (size_t k = 0; k < n_in; k++) {
@@ -232,10 +249,6 @@ int cmd_run(int argc, char **argv) {
         goto done;
     }
 
-    if (out_dir && cli_mkdirs(out_dir) != 0) {
-        fail("cannot create output directory '%s': %s", out_dir, strerror(errno));
-        goto done;
-    }
     for (size_t k = 0; k < n_out; k++) {
         minfer_value_info info;
         if ((st = minfer_session_output_info(s, k, &info)) != MINFER_OK) {
@@ -243,12 +256,14 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
         if (out_dir) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/output_%zu.pb", out_dir, k);
-            if ((st = minfer_tensor_save_pb(outs[k], info.name, path)) != MINFER_OK) {
-                fail("%s", cli_error(st));
+            char what[64];
+            snprintf(what, sizeof what, "output %zu", k);
+            if ((st = minfer_tensor_save_pb(outs[k], info.name, files[k].tmp)) != MINFER_OK) {
+                fail("cannot write output %zu to '%s': %s", k, files[k].path, cli_error(st));
                 goto done;
             }
+            if (cli_out_commit(CMD, what, &files[k]) != 0)
+                goto done;
         } else {
             summarize(k, info.name, outs[k]);
         }
@@ -265,9 +280,11 @@ done:
     free(ins);
     free(outs);
     free(in_names);
-    minfer_session_free(s); /* writes the profile */
-    if (profile && rc == CLI_OK)
-        fprintf(stderr, "minfer run: profile written to %s\n", profile);
+    for (size_t k = 0; files && k < n_out; k++)
+        cli_out_abort(&files[k]); /* those not committed */
+    free(files);
+    if (cli_finish_profile(CMD, &s, &prof) != 0)
+        rc = CLI_FAIL;
     minfer_options_free(opt);
     free(pos);
     return rc;

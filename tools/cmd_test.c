@@ -30,8 +30,39 @@ static const char *CMD = "test";
 
 
 
-/* Directory recursion stops here, so a symlink loop cannot run away. */
+/* Directory nesting the walk follows at most. */
 #define MAX_DEPTH 32
+
+/* The directories the walk has entered, by device and inode: a symbolic
+ * link back to one of them (three links to '.' make 3^32 paths) is not
+ * followed again, so every directory is read once. */
+typedef struct seen_dirs {
+    struct {
+        dev_t dev;
+        ino_t ino;
+    } *v;
+    size_t n, cap;
+} seen_dirs;
+
+/* 1 if the directory sb describes was entered before, else records it and
+ * returns 0; -1 when out of memory. */
+static int seen_before(seen_dirs *seen, const struct stat *sb) {
+    for (size_t i = 0; i < seen->n; i++)
+        if (seen->v[i].dev == sb->st_dev && seen->v[i].ino == sb->st_ino)
+            return 1;
+    if (seen->n == seen->cap) {
+        size_t cap = seen->cap ? seen->cap * 2 : 64;
+        void *v = realloc(seen->v, cap * sizeof *seen->v);
+        if (!v)
+            return -1;
+        seen->v = v;
+        seen->cap = cap;
+    }
+    seen->v[seen->n].dev = sb->st_dev;
+    seen->v[seen->n].ino = sb->st_ino;
+    seen->n++;
+    return 0;
+}
 
 typedef struct strlist {
     char **v;
@@ -92,9 +123,13 @@ static int list_dir(const char *dir, strlist *out) {
     return 0;
 }
 
-/* Appends the cases under path (path itself if it is one) to cases. */
-static void find_cases(const char *path, int depth, strlist *cases) {
+/* Appends the cases under path (path itself if it is one) to cases,
+ * entering each directory once however many links lead to it. */
+static void find_cases(const char *path, int depth, seen_dirs *seen, strlist *cases) {
     char buf[4096];
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || seen_before(seen, &sb) != 0)
+        return;
     snprintf(buf, sizeof buf, "%s/model.onnx", path);
     if (is_file(buf)) {
         strlist_add(cases, path);
@@ -108,7 +143,7 @@ static void find_cases(const char *path, int depth, strlist *cases) {
             snprintf(buf, sizeof buf, "%s%s%s", path,
                      path[strlen(path) - 1] == '/' ? "" : "/", names.v[i]);
             if (names.v[i][0] != '.' && is_dir(buf))
-                find_cases(buf, depth + 1, cases);
+                find_cases(buf, depth + 1, seen, cases);
         }
     strlist_free(&names);
 }
@@ -558,7 +593,8 @@ static void print_help(void) {
            "\n"
            "Runs ONNX test cases. PATH is a case directory (model.onnx and\n"
            "test_data_set_N/ with input_K.pb and output_K.pb) or a directory searched\n"
-           "recursively for cases. Prints a line per failed or skipped data set,\n"
+           "recursively for cases (each directory once, however many symbolic links\n"
+           "lead to it). Prints a line per failed or skipped data set,\n"
            "then 'N passed, N failed, N skipped', counting data sets; exits 1 if\n"
            "any failed. Sequence and optional outputs are compared element by\n"
            "element. A case whose outputs are a random draw (Bernoulli, Random*,\n"
@@ -591,6 +627,7 @@ int cmd_test(int argc, char **argv) {
     tally t = {0, 0, 0};
     minfer_options *opt = NULL;
     strlist cases = {0};
+    seen_dirs seen = {0};
     test_cfg cfg = {NULL, 1e-3, 1e-7, 0, NULL};
 
     if (!pos) {
@@ -621,7 +658,7 @@ int cmd_test(int argc, char **argv) {
         rc = CLI_FAIL;
         goto done;
     }
-    if ((rc = cli_set_diagnostics(CMD, opt, NULL, check_nan, strict)) != 0)
+    if ((rc = cli_set_diagnostics(CMD, opt, NULL, 0, NULL, check_nan, strict)) != 0)
         goto done;
     cfg.opt = opt;
     for (size_t i = 0; i < n_pos; i++) {
@@ -633,7 +670,8 @@ int cmd_test(int argc, char **argv) {
             continue;
         }
         size_t before = cases.n;
-        find_cases(pos[i], 0, &cases);
+        seen.n = 0; /* each PATH is walked whole */
+        find_cases(pos[i], 0, &seen, &cases);
         if (cases.n == before)
             fprintf(stderr, "minfer test: no test cases (model.onnx) under '%s'\n", pos[i]);
     }
@@ -642,6 +680,7 @@ int cmd_test(int argc, char **argv) {
     printf("%zu passed, %zu failed, %zu skipped\n", t.passed, t.failed, t.skipped);
     rc = t.failed || cases.n == 0 ? CLI_FAIL : CLI_OK;
 done:
+    free(seen.v);
     strlist_free(&cases);
     minfer_options_free(opt);
     free(pos);

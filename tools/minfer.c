@@ -1,4 +1,5 @@
 /* The `minfer` command: dispatches to run, test, info and providers. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,10 +21,29 @@ static void usage(FILE *f) {
             "  -h, --help   show this help (minfer <command> --help for a command)\n"
             "  --version    print the library version\n"
             "  --opt-level N  graph optimization level 0..3 for any command (default:\n"
-            "               MINFER_OPT_LEVEL, else 3)\n");
+            "               MINFER_OPT_LEVEL, else 3)\n"
+            "\n"
+            "Files a command writes (run --outputs, optimize -o, --profile, info --dot\n"
+            "and --svg) appear whole or not at all; one that exists is replaced only\n"
+            "with --force, and a device, FIFO or directory never is.\n");
 }
 
+static int dispatch(int argc, char **argv);
+
+/* A command whose standard output could not be written (a full disk, a
+ * closed pipe) has failed, whatever it printed. */
 int main(int argc, char **argv) {
+    int rc = dispatch(argc, argv);
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "minfer: error writing standard output: %s\n",
+                errno ? strerror(errno) : "write error");
+        return CLI_FAIL;
+    }
+    return rc;
+}
+
+static int dispatch(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "minfer: no command given (try 'minfer --help')\n");
         return CLI_USAGE;
