@@ -144,4 +144,18 @@ foreach(_name IN LISTS _minfer_providers)
     "minfer ${_name} execution provider\nThe ${_name} provider library for minfer, found by libminfer at run time\nin <libdir>/${MINFER_INSTALL_PROVIDER_SUBDIR}; sessions use it when their provider\nlist names it.")
 endforeach()
 
+# python3-minfer: the Python package (python/CMakeLists.txt), when it was
+# built. Its extension is for one CPython version and numpy's ABI.
+if(TARGET minfer_python)
+  list(APPEND CPACK_COMPONENTS_ALL python)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-minfer)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+  set(CPACK_COMPONENT_PYTHON_DEPENDS runtime)
+  math(EXPR _minfer_py_next "${MINFER_PYTHON_VERSION_MINOR} + 1")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
+    "python3 (>= ${MINFER_PYTHON_VERSION_MAJOR}.${MINFER_PYTHON_VERSION_MINOR}), python3 (<< ${MINFER_PYTHON_VERSION_MAJOR}.${_minfer_py_next}), python3-numpy")
+  set(CPACK_COMPONENT_PYTHON_DESCRIPTION
+    "minfer for Python\nimport minfer: ONNX Runtime's Python API (InferenceSession, SessionOptions,\n...) over libminfer, with numpy arrays in and out, and python3 -m minfer.")
+endif()
+
 include(CPack)

@@ -100,6 +100,8 @@ expected=(minfer minfer-dev minfer-tools)
 for p in "${others[@]}"; do
     expected+=("minfer-provider-${p//_/-}")
 done
+# The Python package, when it was built (python/tests/test_install.sh tests it).
+[[ -d $build/python/minfer ]] && expected+=(python3-minfer)
 for pkg in "${expected[@]}"; do
     deb=$(deb_of "$pkg") || fail "cpack made no package '$pkg'"
     deps=$(dpkg-deb -f "$deb" Depends)

@@ -114,7 +114,7 @@ def test_model_from_bytes_and_pathlike(add_model):
         np.testing.assert_array_equal(sess.run(["C"], {"A": a, "B": a})[0], 2 * a)
 
 
-def test_provider_names(add_model):
+def test_provider_names(add_model, capfd):
     sess = minfer.InferenceSession(add_model, providers=["CPUExecutionProvider"])
     assert sess.get_providers() == ["CPUExecutionProvider"]
     assert sess.info()["providers"] == ["cpu"]
@@ -127,15 +127,11 @@ def test_provider_names(add_model):
     if "onednn" in [p["name"] for p in minfer.providers() if p["usable"]]:
         sess = minfer.InferenceSession(add_model, providers=[("DnnlExecutionProvider", {}), "cpu"])
         assert sess.get_providers()[0] == "DnnlExecutionProvider"
-        with pytest.raises(minfer.Fail, match="bogus"):
-            minfer.InferenceSession(add_model, sess_options=_strict(),
-                                    providers=[("DnnlExecutionProvider", {"bogus": 1})])
-
-
-def _strict():
-    so = minfer.SessionOptions()
-    so.add_session_config_entry("minfer.strict_placement", "1")
-    return so
+        # Options it refuses: minfer skips the provider, saying why, and goes on.
+        capfd.readouterr()
+        sess = minfer.InferenceSession(add_model, providers=[("DnnlExecutionProvider", {"bogus": 1})])
+        assert sess.get_providers() == ["CPUExecutionProvider"]
+        assert "unknown provider options 'bogus=1'" in capfd.readouterr().err
 
 
 def test_session_options(add_model, dynamic_model):

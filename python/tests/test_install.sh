@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The Python package's installs, each used from outside the build tree:
+#
+#   test_install.sh BUILD_DIR SOURCE_DIR PYTHON CPACK
+#
+#  1. the python3-minfer Debian package from cpack: Depends on minfer (= the
+#     version), python3 and python3-numpy; unpacked with minfer into a fresh
+#     root (dpkg-deb -x, as tests/test_packaging.sh does), `import minfer`
+#     from that root loads that root's libminfer and cpu provider and runs;
+#  2. `pip install --no-build-isolation --no-index` into a virtual
+#     environment, offline, with libminfer from the build tree (MINFER_BUILD_DIR):
+#     the package holds its own libminfer and providers;
+#  3. the same against the unpacked minfer-dev through pkg-config.
+# A copy of python/ and include/ is built, so the source tree stays clean.
+set -euo pipefail
+
+if [[ $# -ne 4 ]]; then
+    echo "usage: $0 BUILD_DIR SOURCE_DIR PYTHON CPACK" >&2
+    exit 2
+fi
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+python=$3
+cpack=$4
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/minfer-python-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+unset MINFER_PROVIDERS MINFER_PROVIDER_PATH LD_LIBRARY_PATH PKG_CONFIG_PATH PYTHONPATH
+export PYTHONDONTWRITEBYTECODE=1 PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+step() { echo "--- [${SECONDS}s] $*"; }
+
+# Checks, from $tmp (not the source or build tree), that `import minfer` with
+# the given python comes from under ROOT, that the libminfer it loaded is
+# under LIBROOT, and that the cpu provider runs an Add.
+check_import() { # PYTHON ROOT LIBROOT
+    (cd "$tmp" && "$1" - "$2" "$3" <<'EOF') || fail "import minfer from $2"
+import sys
+import numpy as np
+import minfer
+
+root, libroot = sys.argv[1], sys.argv[2]
+assert minfer.__file__.startswith(root), minfer.__file__
+with open("/proc/self/maps") as f:
+    libs = {line.split()[-1] for line in f if "libminfer.so" in line}
+assert libs and all(p.startswith(libroot) for p in libs), libs
+cpu = [p for p in minfer.providers() if p["name"] == "cpu"]
+assert cpu and cpu[0]["usable"] and cpu[0]["path"].startswith(libroot), cpu
+b = minfer.Builder(13)
+b.add_input("a", "float", [1, 10])
+b.add_input("b", "float", [1, 10])
+b.add_node("Add", ["a", "b"], ["c"])
+b.add_output("c")
+s = b.session(providers=["CPUExecutionProvider"])
+x = np.arange(10, dtype=np.float32).reshape(1, 10)
+np.testing.assert_array_equal(s.run(None, {"a": x, "b": x})[0], 2 * x)
+print("ok:", minfer.__file__, sorted(libs))
+EOF
+}
+
+# ---- 1. the Debian package -------------------------------------------------------
+step "cpack"
+(cd "$build" && "$cpack" -G DEB -B "$tmp/pkgs" >"$tmp/cpack.log" 2>&1) ||
+    { cat "$tmp/cpack.log" >&2; fail "cpack failed"; }
+deb_of() {
+    local f
+    for f in "$tmp"/pkgs/*.deb; do
+        [[ $(dpkg-deb -f "$f" Package) == "$1" ]] && { echo "$f"; return 0; }
+    done
+    return 1
+}
+pydeb=$(deb_of python3-minfer) || fail "cpack made no python3-minfer"
+version=$(dpkg-deb -f "$(deb_of minfer)" Version)
+deps=$(dpkg-deb -f "$pydeb" Depends)
+echo "python3-minfer: Depends: $deps"
+for want in "minfer (= $version)" "python3 (>= " "python3-numpy"; do
+    [[ $deps == *"$want"* ]] || fail "python3-minfer does not depend on $want"
+done
+files=$(dpkg-deb -c "$pydeb" | awk '$1 !~ /^d/ {print $6}')
+for f in minfer/__init__.py minfer/__main__.py minfer/capi/onnxruntime_pybind11_state.py; do
+    grep -q "/dist-packages/$f\$" <<<"$files" || fail "python3-minfer lacks $f: $files"
+done
+grep -q '/dist-packages/minfer/_minfer\.cpython-.*\.so$' <<<"$files" ||
+    fail "python3-minfer lacks the extension: $files"
+
+step "import minfer from the unpacked python3-minfer and minfer"
+root=$tmp/root
+for pkg in minfer python3-minfer; do
+    dpkg-deb -x "$(deb_of $pkg)" "$root"
+done
+site=$(dirname "$(dirname "$(find "$root" -path '*/dist-packages/minfer/__init__.py')")")
+PYTHONPATH=$site check_import "$python" "$root" "$root"
+out=$(cd "$tmp" && PYTHONPATH=$site "$python" -m minfer info "$src/python/tests/conftest.py" 2>&1) &&
+    fail "python3 -m minfer info on a non-model succeeded: $out"
+[[ $out == "minfer info: "* ]] || fail "python3 -m minfer info: want a one-line reason, got: $out"
+
+# ---- 2. pip, with libminfer from the build tree -----------------------------------
+step "pip install (MINFER_BUILD_DIR)"
+mkdir -p "$tmp/src"
+cp -r "$src/python" "$src/include" "$tmp/src/"
+"$python" -m venv --system-site-packages "$tmp/venv" || fail "python3 -m venv (python3-venv)"
+MINFER_BUILD_DIR=$build "$tmp/venv/bin/pip" install -q --no-build-isolation "$tmp/src/python" \
+    >"$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log" >&2; fail "pip install"; }
+check_import "$tmp/venv/bin/python" "$tmp/venv" "$tmp/venv"
+
+# ---- 3. pip, against the unpacked minfer-dev through pkg-config -------------------
+step "pip install (pkg-config minfer)"
+dpkg-deb -x "$(deb_of minfer-dev)" "$root"
+pc=$(dirname "$(find "$root" -name minfer.pc)")
+rm -rf "$tmp/src/python/build"
+"$python" -m venv --system-site-packages "$tmp/venv2"
+PKG_CONFIG_PATH=$pc "$tmp/venv2/bin/pip" install -q --no-build-isolation "$tmp/src/python" \
+    >"$tmp/pip2.log" 2>&1 || { cat "$tmp/pip2.log" >&2; fail "pip install against minfer-dev"; }
+check_import "$tmp/venv2/bin/python" "$tmp/venv2" "$root"
+echo "python_install: all checks passed"
