@@ -24,6 +24,12 @@ packages=(
     python3   # tests/check_trace.py validates profiling traces
     python3-onnx   # tests/verify_with_onnx.py reads the test suite's .pb files
     python3-numpy  # ... and compares minfer run's outputs with them
+    python3-dev    # the Python package (python/): its extension's headers ...
+    python3-pytest # ... its tests (ctest's `python`)
+    python3-setuptools  # ... and `pip install` of it, offline (ctest's `python_install`)
+    python3-wheel
+    python3-pip
+    python3-venv
 )
 
 as_root=()
