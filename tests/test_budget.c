@@ -484,6 +484,66 @@ static void test_lrn_huge_size(void **state) {
     minfer_tensor_free(x);
 }
 
+/* ---- pools --------------------------------------------------------------------- */
+
+/* A window of 2^31-1 taps, nearly all over padding, on a 4-element input:
+ * the work is what the input holds. */
+static void test_pool_huge_kernel(void **state) {
+    (void)state;
+    int64_t dims[3] = {1, 1, 4}, kernel = 2147483647, pads[2] = {1073741822, 1073741821};
+    minfer_tensor *x = NULL;
+    assert_ok(minfer_tensor_create(MINFER_DTYPE_FLOAT, dims, 3, &x));
+    float xv[4] = {3, 9, -2, 5};
+    memcpy(minfer_tensor_data(x), xv, sizeof xv);
+    struct {
+        const char *op;
+        int include_pad, indices;
+        float want;
+    } cases[] = {
+        {"MaxPool", 0, 0, 9},
+        {"MaxPool", 0, 1, 9},
+        {"AveragePool", 0, 0, 3.75f},
+        {"AveragePool", 1, 0, (float)(15.0 / 2147483647.0)},
+    };
+    for (int p = 0; p < n_provider_lists; p++)
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            minfer_graph_builder *b = NULL;
+            minfer_session *s = NULL;
+            minfer_options *opt = NULL;
+            size_t node;
+            assert_ok(minfer_builder_create(13, &b));
+            assert_ok(minfer_builder_add_input(b, "x", MINFER_DTYPE_FLOAT, dims, 3, NULL));
+            assert_ok(minfer_builder_add_node(b, cases[k].op, NULL, "pool", (const char *[]){"x"},
+                                              1, (const char *[]){"y", "i"},
+                                              cases[k].indices ? 2 : 1, &node));
+            assert_ok(minfer_builder_set_attr_ints(b, node, "kernel_shape", &kernel, 1));
+            assert_ok(minfer_builder_set_attr_ints(b, node, "pads", pads, 2));
+            if (cases[k].include_pad)
+                assert_ok(minfer_builder_set_attr_int(b, node, "count_include_pad", 1));
+            assert_ok(minfer_builder_add_output(b, "y"));
+            if (cases[k].indices)
+                assert_ok(minfer_builder_add_output(b, "i"));
+            assert_ok(minfer_options_create(&opt));
+            assert_ok(minfer_options_set_providers_str(opt, provider_lists[p]));
+            assert_ok(minfer_session_create_from_builder(b, opt, &s));
+            minfer_options_free(opt);
+            minfer_builder_free(b);
+            minfer_tensor *out[2] = {NULL, NULL};
+            const char *names[] = {"x"};
+            assert_ok(minfer_session_run(s, names, (const minfer_tensor *const *)&x, 1, NULL, out,
+                                         cases[k].indices ? 2 : 1));
+            assert_int_equal(minfer_tensor_numel(out[0]), 1);
+            float got = *(const float *)minfer_tensor_data(out[0]);
+            assert_float_equal(got, cases[k].want, 1e-6 * fabs(cases[k].want) + 1e-12);
+            if (cases[k].indices)
+                assert_int_equal(*(const int64_t *)minfer_tensor_data(out[1]), 1);
+            minfer_tensor_free(out[0]);
+            minfer_tensor_free(out[1]);
+            minfer_session_free(s);
+        }
+    minfer_tensor_free(x);
+}
+
 /* ---- Einsum -------------------------------------------------------------------- */
 
 /* An Einsum session on inputs a, b (b NULL: one input), or the status of
@@ -632,7 +692,7 @@ static void test_einsum_bad_equations(void **state) {
         {"ab,bc->ad", a, b, "output label 'd' is in no input"},
         {"abc,bc->ac", a, b, "term 0"},
         {"ab,bc->ac", a, c, "label 'b'"},
-        {"ab,bc,cd->ad", a, b, "more terms than the 2 inputs"},
+        {"ab,bc,cd->ad", a, b, "3 terms for 2 inputs"},
         {"ab->ab", a, b, "1 terms for 2 inputs"},
         {"a...b...,bc->ac", a, b, "more than one ellipsis"},
         {"a.b,bc->ac", a, b, "'.'"},
@@ -659,6 +719,71 @@ static void test_einsum_bad_equations(void **state) {
     minfer_tensor_free(a);
     minfer_tensor_free(b);
     minfer_tensor_free(c);
+}
+
+/* The output shape is known at creation (the equation is inferred there)
+ * and the kernel agrees with it: the implicit form orders letters as ASCII
+ * (upper case first), ellipsis dims broadcast and stay symbolic. */
+static void test_einsum_inferred(void **state) {
+    (void)state;
+    int64_t d23[2] = {2, 3};
+    minfer_tensor *a = filled(d23, 2, 1);
+    const float *A = minfer_tensor_data(a);
+    float at[6];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            at[j * 2 + i] = A[i * 3 + j];
+    for (int p = 0; p < n_provider_lists; p++) {
+        minfer_status st;
+        /* "aB": the implicit output is "Ba", a transpose */
+        minfer_session *s = einsum_session(provider_lists[p], "aB", a, NULL, NULL, &st);
+        assert_ok(st);
+        minfer_value_info info;
+        assert_ok(minfer_session_output_info(s, 0, &info));
+        assert_int_equal(info.rank, 2);
+        assert_int_equal(info.dims[0], 3);
+        assert_int_equal(info.dims[1], 2);
+        minfer_tensor *y = NULL;
+        assert_ok(einsum_run(s, a, NULL, &y));
+        assert_tensor_f32(y, ((int64_t[]){3, 2}), 2, at);
+        minfer_tensor_free(y);
+        minfer_session_free(s);
+    }
+    /* a symbolic batch dim broadcast against 1 */
+    minfer_graph_builder *g = NULL;
+    minfer_session *s = NULL;
+    assert_ok(minfer_builder_create(13, &g));
+    assert_ok(minfer_builder_add_input(g, "x", MINFER_DTYPE_FLOAT, (int64_t[]){-1, 2, 3}, 3,
+                                       (const char *[]){"N", NULL, NULL}));
+    assert_ok(minfer_builder_add_input(g, "z", MINFER_DTYPE_FLOAT, (int64_t[]){1, 3, 4}, 3, NULL));
+    assert_ok(minfer_builder_add_node(g, "Einsum", NULL, "einsum", (const char *[]){"x", "z"}, 2,
+                                      (const char *[]){"y"}, 1, NULL));
+    assert_ok(minfer_builder_set_attr_string(g, 0, "equation", "...ij,...jk"));
+    assert_ok(minfer_builder_add_output(g, "y"));
+    assert_ok(minfer_session_create_from_builder(g, NULL, &s));
+    minfer_builder_free(g);
+    int64_t dx[3] = {5, 2, 3}, dz[3] = {1, 3, 4};
+    minfer_tensor *x = filled(dx, 3, 2), *z = filled(dz, 3, 3), *y = NULL;
+    assert_ok(einsum_run(s, x, z, &y));
+    assert_int_equal(minfer_tensor_rank(y), 3);
+    assert_int_equal(minfer_tensor_dims(y)[0], 5);
+    assert_int_equal(minfer_tensor_dims(y)[1], 2);
+    assert_int_equal(minfer_tensor_dims(y)[2], 4);
+    const float *X = minfer_tensor_data(x), *Z = minfer_tensor_data(z),
+                *Y = minfer_tensor_data(y);
+    for (int n = 0; n < 5; n++)
+        for (int i = 0; i < 2; i++)
+            for (int k = 0; k < 4; k++) {
+                float want = 0;
+                for (int j = 0; j < 3; j++)
+                    want += X[n * 6 + i * 3 + j] * Z[j * 4 + k];
+                assert_float_equal(Y[n * 8 + i * 4 + k], want, 1e-5);
+            }
+    minfer_tensor_free(x);
+    minfer_tensor_free(z);
+    minfer_tensor_free(y);
+    minfer_session_free(s);
+    minfer_tensor_free(a);
 }
 
 /* A contraction that cannot be factored is charged to the run's budget. */
@@ -704,9 +829,11 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_run_limits_abi),
         cmocka_unit_test(test_if_branch_type),
         cmocka_unit_test(test_lrn_huge_size),
+        cmocka_unit_test(test_pool_huge_kernel),
         cmocka_unit_test(test_einsum_factored),
         cmocka_unit_test(test_einsum_values),
         cmocka_unit_test(test_einsum_bad_equations),
+        cmocka_unit_test(test_einsum_inferred),
         cmocka_unit_test(test_einsum_charged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -165,16 +165,17 @@ static minfer_status max_indices(const cpu_exec *e, const pool_geom *g,
                              (int64_t)(o / g->out[2] % g->out[1]), (int64_t)(o % g->out[2])};
             int64_t best = -1;
             double bv = 0;
-            for (size_t k = 0; k < g->k[0] * g->k[1] * g->k[2]; k++) {
-                int64_t kc[3] = {(int64_t)(k / (g->k[1] * g->k[2])), (int64_t)(k / g->k[2] % g->k[1]),
-                                 (int64_t)(k % g->k[2])}, ic[3];
-                int in = 1;
-                for (int d = 0; d < 3; d++) {
-                    ic[d] = oc[d] * g->stride[d] + kc[d] * g->dil[d] - g->pad[d];
-                    in &= ic[d] >= 0 && ic[d] < (int64_t)g->in[d];
-                }
-                if (!in)
-                    continue;
+            /* only the taps inside the input, in the window's order: a
+             * kernel of 2^31 over padding costs what the input does */
+            int64_t f[3], c[3];
+            for (int d = 0; d < 3; d++) {
+                int64_t st0 = oc[d] * g->stride[d] - g->pad[d];
+                clip_taps(st0, (int64_t)g->k[d], g->dil[d], 0, (int64_t)g->in[d], &f[d], &c[d]);
+                f[d] = st0 + f[d] * g->dil[d];
+            }
+            for (int64_t k = 0; k < c[0] * c[1] * c[2]; k++) {
+                int64_t ic[3] = {f[0] + k / (c[1] * c[2]) * g->dil[0],
+                                 f[1] + k / c[2] % c[1] * g->dil[1], f[2] + k % c[2] * g->dil[2]};
                 int64_t flat = st->storage_order
                                    ? ic[0] * (int64_t)(g->in[1] * g->in[2]) + ic[2] * (int64_t)g->in[1] + ic[1]
                                    : (ic[0] * (int64_t)g->in[1] + ic[1]) * (int64_t)g->in[2] + ic[2];
