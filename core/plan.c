@@ -592,6 +592,16 @@ static minfer_status plan_memory(minfer_session *s, mf_plan *p) {
         }
         ns->prepared = 1;
         ns->workspace = prep.workspace_bytes;
+        /* Scratch is memory like a tensor: the same limit holds. */
+        if (prep.workspace_bytes > s->limits.max_tensor_bytes) {
+            st = mf_error(MINFER_ERR_LIMIT,
+                          "%s: provider '%s' asks %zu bytes of workspace for %s, above the "
+                          "tensor limit of %llu bytes",
+                          s->errctx, pi->name, prep.workspace_bytes,
+                          mf_node_label(n, i, lbl, sizeof lbl),
+                          (unsigned long long)s->limits.max_tensor_bytes);
+            goto fail;
+        }
         int dom = mf_dom_of_prov(s, s->assign[i]);
         for (size_t o = 0; o < n->n_outputs; o++)
             if (n->outputs[o] >= 0)

@@ -75,28 +75,21 @@ static const char *shape_str(const int64_t *d, int32_t r, char *buf, size_t size
 
 #define SHAPE_BUF 160
 
-/* ---- Checked arithmetic ----------------------------------------------- */
+/* ---- Checked arithmetic -----------------------------------------------
+ * Through the helpers of minfer/provider.h, as every size in minfer: 1 and
+ * the result, or 0 when it does not fit in int64. */
 
 static int add_i64(int64_t a, int64_t b, int64_t *r) {
-    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b))
-        return 0;
-    *r = a + b;
-    return 1;
+    return minfer_i64_add(a, b, r) == MINFER_OK;
 }
 
 static int sub_i64(int64_t a, int64_t b, int64_t *r) {
-    if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b))
-        return 0;
-    *r = a - b;
-    return 1;
+    return minfer_i64_sub(a, b, r) == MINFER_OK;
 }
 
 /* Both operands non-negative. */
 static int mul_nn(int64_t a, int64_t b, int64_t *r) {
-    if (a != 0 && b > INT64_MAX / a)
-        return 0;
-    *r = a * b;
-    return 1;
+    return minfer_i64_mul(a, b, r) == MINFER_OK;
 }
 
 static minfer_status overflow(ictx *c) {
@@ -115,9 +108,9 @@ static minfer_status numel_of(ictx *c, const int64_t *d, int32_t r, int64_t *out
             *out = -1;
             return MINFER_OK;
         }
-    for (int32_t i = 0; i < r; i++)
-        if (!mul_nn(n, d[i], &n))
-            return overflow(c);
+    /* An empty shape is empty whatever its other dims. */
+    if (minfer_dims_numel(d, r, &n) != MINFER_OK)
+        return overflow(c);
     *out = n;
     return MINFER_OK;
 }
@@ -818,6 +811,13 @@ static minfer_status inf_pool(ictx *c) {
     d[1] = x->rank >= 0 ? x->dims[1] : -1;
     for (int32_t i = 0; i < r - 2; i++)
         if ((st = window_out(c, &win, i, r - 2, x->rank >= 0 ? x->dims[2 + i] : -1, ceil_mode,
+                             &d[2 + i])))
+            return st;
+    if ((st = set_out(c, 0, x->dtype, r, d)))
+        return st;
+    return strcmp(c->op, "MaxPool") ? MINFER_OK : set_out(c, 1, MINFER_DTYPE_INT64, r, d);
+}
+
 /* Einsum: the equation is checked in full here, at session build, so a
  * kernel never sees a malformed one: only letters, ',' between terms, at
  * most one "..." per term and one "->"; one term per input; a term's
@@ -1002,13 +1002,6 @@ static minfer_status inf_einsum(ictx *c) {
             }
     }
     return set_out(c, 0, dtype, r, d);
-}
-
-                             &d[2 + i])))
-            return st;
-    if ((st = set_out(c, 0, x->dtype, r, d)))
-        return st;
-    return strcmp(c->op, "MaxPool") ? MINFER_OK : set_out(c, 1, MINFER_DTYPE_INT64, r, d);
 }
 
 static minfer_status inf_global_pool(ictx *c) {
@@ -2045,10 +2038,13 @@ static minfer_status inf_depth_space(ictx *c) {
         return fail(c, MINFER_ERR_SHAPE, "input must be 4-D, not rank %d", (int)x->rank);
     d[0] = x->dims[0];
     if (to_space) {
-        if (x->dims[1] >= 0 && x->dims[1] % (b * b))
+        int64_t bb;
+        if (!mul_nn(b, b, &bb))
+            return overflow(c);
+        if (x->dims[1] >= 0 && x->dims[1] % bb)
             return fail(c, MINFER_ERR_SHAPE, "channels %lld not divisible by blocksize^2",
                         (long long)x->dims[1]);
-        d[1] = x->dims[1] < 0 ? -1 : x->dims[1] / (b * b);
+        d[1] = x->dims[1] < 0 ? -1 : x->dims[1] / bb;
         if ((x->dims[2] >= 0 && !mul_nn(x->dims[2], b, &d[2])) ||
             (x->dims[3] >= 0 && !mul_nn(x->dims[3], b, &d[3])))
             return overflow(c);
@@ -2059,7 +2055,8 @@ static minfer_status inf_depth_space(ictx *c) {
             if (x->dims[i] >= 0 && x->dims[i] % b)
                 return fail(c, MINFER_ERR_SHAPE, "spatial dim %lld not divisible by blocksize",
                             (long long)x->dims[i]);
-        if (x->dims[1] >= 0 && !mul_nn(x->dims[1], b * b, &d[1]))
+        int64_t bb;
+        if (!mul_nn(b, b, &bb) || (x->dims[1] >= 0 && !mul_nn(x->dims[1], bb, &d[1])))
             return overflow(c);
         d[1] = x->dims[1] < 0 ? -1 : d[1];
         d[2] = x->dims[2] < 0 ? -1 : x->dims[2] / b;
@@ -2239,10 +2236,10 @@ static const struct rule {
     {"CumSum", inf_same_type_shape},
     {"DepthToSpace", inf_depth_space},
     {"DequantizeLinear", inf_dequantize},
-    {"Einsum", inf_einsum},
     {"Det", inf_det},
     {"Div", inf_binary},
     {"Dropout", inf_dropout},
+    {"Einsum", inf_einsum},
     {"Elu", inf_unary},
     {"Equal", inf_binary},
     {"Erf", inf_unary},

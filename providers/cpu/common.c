@@ -215,15 +215,6 @@ minfer_status cpu_output(const cpu_exec *e, size_t i, int32_t dtype, int32_t ran
     for (int32_t d = 0; d < rank; d++)
         if (dims[d] < 0)
             return cpu_fail(e, MINFER_ERR_SHAPE, "output %zu: negative dimension", i);
-    /* The kernel writes need bytes: a shape whose count does not fit is
-     * refused here, whatever the host planned. */
-    size_t need;
-    if (minfer_dims_bytes(dtype, dims, rank, &need) != MINFER_OK) {
-        char want[160];
-        fmt_dims(want, sizeof want, rank, dims);
-        return cpu_fail(e, MINFER_ERR_LIMIT, "output %zu of shape %s has more bytes than fit in "
-                        "memory", i, want);
-    }
     minfer_tensor_view *o = &a->outputs[i];
     /* A data-dependent output whose rank the host inferred but not every
      * dimension (StringNormalizer's [?]) comes with dims of -1 and no
@@ -239,6 +230,16 @@ minfer_status cpu_output(const cpu_exec *e, size_t i, int32_t dtype, int32_t ran
         minfer_status st = e->ctx->api->alloc_output(a->run, i, rank, dims);
         if (st != MINFER_OK)
             return st;
+    }
+    /* The kernel writes need bytes: a shape whose count does not fit is
+     * refused here, whatever the host planned (alloc_output, above,
+     * refuses it first, naming the value). */
+    size_t need;
+    if (minfer_dims_bytes(dtype, dims, rank, &need) != MINFER_OK) {
+        char want[160];
+        fmt_dims(want, sizeof want, rank, dims);
+        return cpu_fail(e, MINFER_ERR_LIMIT, "output %zu of shape %s has more bytes than fit in "
+                        "memory", i, want);
     }
     if (o->rank != rank || (rank > 0 && memcmp(o->dims, dims, (size_t)rank * sizeof *dims) != 0)) {
         char want[160], got[160];

@@ -92,15 +92,21 @@ minfer_status cpu_window_parse(cpu_prep *p, cpu_window *w, int nsp, const int64_
 }
 
 int cpu_window_out(const cpu_window *w, const int64_t *in, int64_t *out, int64_t *pad_begin) {
+    /* Checked throughout: attributes near INT64_MAX are a -1, not an
+     * overflow. */
     for (int i = 0; i < w->nsp; i++) {
-        int64_t dk = (w->kernel[i] - 1) * w->dilation[i] + 1, s = w->stride[i];
-        if (in[i] < 0)
+        int64_t dk, s = w->stride[i], span;
+        if (in[i] < 0 || minfer_i64_mul(w->kernel[i] - 1, w->dilation[i], &dk) ||
+            minfer_i64_add(dk, 1, &dk))
             return -1;
         switch (w->auto_pad) {
         case CPU_PAD_SAME_UPPER:
         case CPU_PAD_SAME_LOWER: {
-            out[i] = (in[i] + s - 1) / s;
-            int64_t total = (out[i] - 1) * s + dk - in[i];
+            out[i] = in[i] / s + (in[i] % s != 0);
+            int64_t total;
+            if (minfer_i64_mul(out[i] - 1, s, &total) ||
+                minfer_i64_add(total, dk - in[i], &total))
+                return -1;
             if (total < 0)
                 total = 0;
             pad_begin[i] = w->auto_pad == CPU_PAD_SAME_UPPER ? total / 2 : total - total / 2;
@@ -113,10 +119,11 @@ int cpu_window_out(const cpu_window *w, const int64_t *in, int64_t *out, int64_t
             pad_begin[i] = 0;
             break;
         default: {
-            int64_t span = in[i] + w->pads[i] + w->pads[w->nsp + i] - dk;
-            if (span < 0)
+            if (minfer_i64_add(in[i], w->pads[i], &span) ||
+                minfer_i64_add(span, w->pads[w->nsp + i], &span) || span < dk)
                 return -1;
-            out[i] = (w->ceil_mode ? (span + s - 1) / s : span / s) + 1;
+            span -= dk;
+            out[i] = (w->ceil_mode ? span / s + (span % s != 0) : span / s) + 1;
             pad_begin[i] = w->pads[i];
             break;
         }
@@ -167,14 +174,23 @@ static int conv_geometry(const conv_state *st, int32_t xrank, const int64_t *xd,
         g->stride[i] = s >= 0 ? st->w.stride[s] : 1;
         g->dil[i] = s >= 0 ? st->w.dilation[s] : 1;
         g->pad[i] = s >= 0 ? pb[s] : 0;
-        g->in_plane *= g->in[i];
-        g->out_plane *= g->out[i];
-        g->kvol *= g->k[i];
+        /* Products of dims of an empty tensor are not bounded by its size. */
+        if (minfer_size_mul(g->in_plane, g->in[i], &g->in_plane) ||
+            minfer_size_mul(g->out_plane, g->out[i], &g->out_plane) ||
+            minfer_size_mul(g->kvol, g->k[i], &g->kvol))
+            return -1;
         if (g->k[i] != 1 || g->stride[i] != 1 || g->pad[i] != 0 || g->out[i] != g->in[i])
             g->direct = 0;
     }
-    g->rows = g->Cg * g->kvol;
-    return 0;
+    return minfer_size_mul(g->Cg, g->kvol, &g->rows) ? -1 : 0;
+}
+
+/* Bytes of the im2col workspace: slices of rows x out_plane elements. */
+static minfer_status im2col_bytes(const conv_geom *g, size_t slices, size_t es, size_t *out) {
+    size_t n;
+    if (minfer_size_mul(g->rows, g->out_plane, &n) || minfer_size_mul(n, slices, &n))
+        return MINFER_ERR_LIMIT;
+    return minfer_size_mul(n, es, out);
 }
 
 /* Whether groups run in parallel, each with a workspace slice. */
@@ -213,11 +229,12 @@ minfer_status cpu_prepare_conv(cpu_prep *p) {
     int known = x->rank == rank && w->rank == rank;
     for (int i = 0; known && i < rank; i++)
         known = x->dims[i] >= 0 && w->dims[i] >= 0;
-    if (known && conv_geometry(st, x->rank, x->dims, w->dims, &g) == 0 && !g.direct) {
-        size_t es = cpu_dtype_size(x->dtype);
-        size_t slices = conv_by_group(&g, st->threads) ? (size_t)st->threads : 1;
-        p->prep->workspace_bytes = slices * g.rows * g.out_plane * es;
-    }
+    if (known && conv_geometry(st, x->rank, x->dims, w->dims, &g) == 0 && !g.direct &&
+        im2col_bytes(&g, conv_by_group(&g, st->threads) ? (size_t)st->threads : 1,
+                     cpu_dtype_size(x->dtype), &p->prep->workspace_bytes) != MINFER_OK)
+        return cpu_prep_fail(p, MINFER_ERR_LIMIT,
+                             "the im2col workspace (%zu rows of %zu) has more bytes than fit "
+                             "in memory", g.rows, g.out_plane);
     return MINFER_OK;
 }
 
@@ -355,7 +372,10 @@ minfer_status cpu_compute_conv(const cpu_exec *e) {
     int by_group = conv_by_group(&g, st->threads);
     if (by_group)
         j.slices = (size_t)st->threads;
-    size_t need = g.direct ? 0 : j.slices * g.rows * g.out_plane * cpu_dtype_size(x->dtype);
+    size_t need = 0;
+    if (!g.direct && im2col_bytes(&g, j.slices, cpu_dtype_size(x->dtype), &need) != MINFER_OK)
+        return cpu_fail(e, MINFER_ERR_LIMIT, "the im2col workspace has more bytes than fit in "
+                        "memory");
     if (e->args->workspace_bytes < need || (need && !e->args->workspace))
         return cpu_fail(e, MINFER_ERR_RUNTIME, "workspace of %zu bytes, %zu needed",
                         e->args->workspace_bytes, need);

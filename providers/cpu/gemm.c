@@ -182,17 +182,18 @@ minfer_status cpu_prepare_gemm(cpu_prep *p) {
     st->legacy_no_broadcast = p->since < 7 && cpu_attr_int(p, "broadcast", 0) == 0;
     if (!p->prep)
         return MINFER_OK;
-    size_t es = cpu_dtype_size(b->dtype);
-    if (packed && es && b->dims[0] >= 0 && b->dims[1] >= 0 &&
-        (size_t)(b->dims[0] * b->dims[1]) * es == packed) {
+    size_t es = cpu_dtype_size(b->dtype), b_bytes = 0;
+    int b_known = es && b->rank == 2 &&
+                  minfer_dims_bytes(b->dtype, b->dims, 2, &b_bytes) == MINFER_OK;
+    if (packed && b_known && b_bytes == packed) {
         /* B is N x K: store it K x N once, so runs read rows. */
         transpose2d(st->packed, b->const_data, (size_t)b->dims[0], (size_t)b->dims[1], es);
         st->packed_n = packed;
         st->packed_dtype = b->dtype;
         st->packed_dims[0] = b->dims[0];
         st->packed_dims[1] = b->dims[1];
-    } else if (trans_b && b->rank == 2 && b->dims[0] >= 0 && b->dims[1] >= 0 && es) {
-        st->ws_pack_b = (size_t)(b->dims[0] * b->dims[1]) * es;
+    } else if (trans_b && b_known) {
+        st->ws_pack_b = b_bytes;
         p->prep->workspace_bytes = st->ws_pack_b;
     }
     return MINFER_OK;
