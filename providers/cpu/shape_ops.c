@@ -1109,9 +1109,10 @@ minfer_status cpu_prepare_range(cpu_prep *p) {
         if (delta == 0)                                                                    \
             return cpu_fail(e, MINFER_ERR_RUNTIME, "delta is 0");                          \
         double span = ceil(((double)limit - (double)start) / (double)delta);               \
-        int64_t n = span > 0 ? (int64_t)span : 0;                                          \
+        /* Checked before the conversion: an infinite span has no int64. */                \
         if (span > 1e12)                                                                   \
             return cpu_fail(e, MINFER_ERR_LIMIT, "range of %g elements", span);            \
+        int64_t n = span > 0 ? (int64_t)span : 0;                                          \
         T *y;                                                                              \
         minfer_status s = cpu_output(e, 0, E, 1, &n, (void **)&y);                         \
         for (int64_t i = 0; !s && i < n; i++)                                              \
@@ -1128,11 +1129,16 @@ static minfer_status range_i64(const cpu_exec *e, const int64_t *a, const int64_
     int64_t start = *a, limit = *l, delta = *d, n = 0;
     if (delta == 0)
         return cpu_fail(e, MINFER_ERR_RUNTIME, "delta is 0");
+    /* ceil(span / |delta|) as (span - 1) / |delta| + 1 in uint64: span may
+     * be up to 2^64 - 1, where span + |delta| - 1 would wrap. */
+    uint64_t count = 0;
     if (delta > 0 && limit > start)
-        n = (int64_t)(((uint64_t)limit - (uint64_t)start + (uint64_t)delta - 1) / (uint64_t)delta);
+        count = ((uint64_t)limit - (uint64_t)start - 1) / (uint64_t)delta + 1;
     else if (delta < 0 && limit < start)
-        n = (int64_t)(((uint64_t)start - (uint64_t)limit + (0 - (uint64_t)delta) - 1) /
-                      (0 - (uint64_t)delta));
+        count = ((uint64_t)start - (uint64_t)limit - 1) / (0 - (uint64_t)delta) + 1;
+    if (count > INT64_MAX)
+        return cpu_fail(e, MINFER_ERR_LIMIT, "range of %llu elements", (unsigned long long)count);
+    n = (int64_t)count;
     int64_t *y;
     minfer_status s = cpu_output(e, 0, MINFER_DTYPE_INT64, 1, &n, (void **)&y);
     for (int64_t i = 0; !s && i < n; i++)
@@ -1184,7 +1190,9 @@ minfer_status cpu_compute_tile(const cpu_exec *e) {
     for (int d = 0; d < x->rank; d++) {
         if (rep[d] < 0)
             return cpu_fail(e, MINFER_ERR_SHAPE, "negative repeat");
-        od[d] = x->dims[d] * rep[d];
+        if (minfer_i64_mul(x->dims[d], rep[d], &od[d]))
+            return cpu_fail(e, MINFER_ERR_LIMIT, "dim %d: %lld repeated %lld times overflows", d,
+                            (long long)x->dims[d], (long long)rep[d]);
     }
     void *y;
     s = cpu_output(e, 0, x->dtype, x->rank, od, &y);
