@@ -332,6 +332,15 @@ minfer_status ocl_prepare_pool(ocl_prep *p) {
         return ocl_prep_fail(p, MINFER_ERR_MODEL, "kernel_shape does not match the input");
     if ((s = parse_window(p, &st->w, (int)nk, NULL)))
         return s;
+    /* The pool kernel walks every tap of the window: one wider than the
+     * input (a 2^31-tap kernel over padding) would take seconds per
+     * element. The CPU provider visits only the taps inside the input. */
+    for (size_t i = 0; i < nk && i < MAX_SP; i++) {
+        int64_t in = x->rank >= 0 ? x->dims[2 + i] : -1;
+        if (st->w.k[i] > (in >= 0 ? in : 4096))
+            return ocl_decline(p, "a window of %lld taps is wider than the input",
+                               (long long)st->w.k[i]);
+    }
     st->cip = ocl_attr_int(p, "count_include_pad", 0) != 0;
     return MINFER_OK;
 }
