@@ -144,6 +144,10 @@ uint64_t mf_value_elements(const minfer_tensor_view *v) {
     }
     if (v->rank < 0)
         return 0;
+    /* Empty whatever the other dims ([2^40, 2^40, 0] is 0, not saturated). */
+    for (int d = 0; d < v->rank && d < MINFER_MAX_RANK; d++)
+        if (v->dims[d] <= 0)
+            return 0;
     uint64_t n = 1;
     for (int d = 0; d < v->rank && d < MINFER_MAX_RANK; d++) {
         uint64_t k = v->dims[d] > 0 ? (uint64_t)v->dims[d] : 0;
