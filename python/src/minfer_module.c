@@ -923,13 +923,14 @@ static PyObject *Session_outputs(SessionObject *self, PyObject *unused) {
     return value_infos(self, 1);
 }
 
-/* The converted feed of a run or prepare: names point into the dict's keys,
- * which the caller's reference to the dict keeps alive. */
+/* The converted feed of a run or prepare: names point into the keys of a
+ * snapshot of the dict's items, which keep holds with the arrays whose memory
+ * the tensors wrap. */
 typedef struct {
     size_t n;
     const char **names;
     minfer_tensor **values;
-    PyObject *keep; /* arrays whose memory the tensors wrap */
+    PyObject *keep; /* the items, and the arrays whose memory the tensors wrap */
 } feed;
 
 static void feed_free(feed *f) {
@@ -950,19 +951,27 @@ static int feed_make(minfer_session *s, PyObject *dict, feed *f) {
                      Py_TYPE(dict)->tp_name);
         return -1;
     }
-    Py_ssize_t n = PyDict_Size(dict);
+    /* A snapshot of the items: converting a value can run Python code that
+     * changes the dict, and the names point into the keys' UTF-8. */
+    PyObject *items = PyDict_Items(dict);
+    if (!items)
+        return -1;
+    Py_ssize_t n = PyList_GET_SIZE(items);
     f->names = PyMem_Calloc((size_t)(n ? n : 1), sizeof *f->names);
     f->values = PyMem_Calloc((size_t)(n ? n : 1), sizeof *f->values);
     f->keep = PyList_New(0);
-    if (!f->names || !f->values || !f->keep) {
+    if (!f->names || !f->values || !f->keep || PyList_Append(f->keep, items) < 0) {
+        Py_DECREF(items);
         feed_free(f);
-        PyErr_NoMemory();
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
         return -1;
     }
+    Py_DECREF(items); /* keep holds it */
     size_t n_in = minfer_session_input_count(s);
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(dict, &pos, &k, &v)) {
+    for (Py_ssize_t item = 0; item < n; item++) {
+        PyObject *k = PyTuple_GET_ITEM(PyList_GET_ITEM(items, item), 0);
+        PyObject *v = PyTuple_GET_ITEM(PyList_GET_ITEM(items, item), 1);
         const char *name = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
         if (!name) {
             if (!PyErr_Occurred())

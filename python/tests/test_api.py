@@ -299,3 +299,20 @@ def test_unknown_keyword_is_an_error(add_model):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         minfer.InferenceSession(add_model, providers=["cpu"], disabled_optimizers=[])
+
+
+def test_feed_changed_while_converting(add_model):
+    """A value whose conversion empties the feed dict does not pull names or
+    arrays from under the run."""
+    sess = minfer.InferenceSession(add_model, providers=["cpu"])
+    feed = {}
+
+    class Clears:
+        def __array__(self, dtype=None):
+            feed.clear()
+            return np.ones((1, 10), np.float32)
+
+    feed.update({"A": Clears(), "B": np.ones((1, 10), np.float32)})
+    (c,) = sess.run(None, feed)
+    np.testing.assert_array_equal(c, np.full((1, 10), 2, np.float32))
+    assert feed == {}
