@@ -101,6 +101,8 @@ out=$(cd "$tmp" && PYTHONPATH=$site "$python" -m minfer info "$src/python/tests/
 step "pip install (MINFER_BUILD_DIR)"
 mkdir -p "$tmp/src"
 cp -r "$src/python" "$src/include" "$tmp/src/"
+# Not a user's earlier in-tree pip build.
+rm -rf "$tmp/src/python/build" "$tmp/src/python/"*.egg-info
 "$python" -m venv --system-site-packages "$tmp/venv" || fail "python3 -m venv (python3-venv)"
 MINFER_BUILD_DIR=$build "$tmp/venv/bin/pip" install -q --no-build-isolation "$tmp/src/python" \
     >"$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log" >&2; fail "pip install"; }
