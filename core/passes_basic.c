@@ -109,11 +109,12 @@ minfer_status mf_pass_constant_nodes(mf_opt *o, size_t *fired) {
 
 /* ---- identity_removal -------------------------------------------------- */
 
-static int dropout_is_identity(mf_opt *o, const mf_node *n) {
+/* uses: live consumer slots per value, as the pass keeps them. */
+static int dropout_is_identity(mf_opt *o, const mf_node *n, const size_t *uses) {
     if (n->n_inputs < 1 || n->n_outputs < 1)
         return 0;
     if (n->n_outputs > 1 && n->outputs[1] >= 0 &&
-        (mf_opt_nuses(o, n->outputs[1]) || o->pinned[n->outputs[1]]))
+        (uses[n->outputs[1]] || o->pinned[n->outputs[1]]))
         return 0;
     if (n->opset < 7 && mf_attr_int(n, "is_test", 0) == 0)
         return 0; /* the old training-mode form */
@@ -126,23 +127,90 @@ static int dropout_is_identity(mf_opt *o, const mf_node *n) {
     return 1;
 }
 
+/* The value v now stands for (fwd: per value, -1 for itself), with path
+ * halving. */
+static int forwarded(int *fwd, int v) {
+    while (v >= 0 && fwd[v] >= 0) {
+        if (fwd[fwd[v]] >= 0)
+            fwd[v] = fwd[fwd[v]];
+        v = fwd[v];
+    }
+    return v;
+}
+
+/* Removes the nodes one at a time in index order, as mf_opt_bypass would
+ * (readers of the output read the input; a pinned output is handed to the
+ * input's producer), but without rewriting every node and rebuilding the
+ * index after each removal, which made a chain of n Identity nodes cost n
+ * passes over the graph: "readers of `from` read `to`" is recorded as
+ * fwd[from] = to, a node's inputs are resolved through fwd when it is
+ * looked at and every node's at the end, and the producers and use counts
+ * the decisions need are updated in place. */
 minfer_status mf_pass_identity(mf_opt *o, size_t *fired) {
     mf_graph *g = o->g;
+    size_t nv = g->n_values;
+    size_t *uses = mf_malloc((nv + 1) * sizeof *uses);
+    int *fwd = mf_malloc((nv + 1) * sizeof *fwd);
+    if (!uses || !fwd) {
+        free(uses);
+        free(fwd);
+        return mf_error(MINFER_ERR_NOMEM, "%s: optimizer: out of memory", o->errctx);
+    }
+    for (size_t v = 0; v < nv; v++) {
+        uses[v] = mf_opt_nuses(o, (int)v);
+        fwd[v] = -1;
+    }
     for (size_t i = 0; i < g->n_nodes; i++) {
-        const mf_node *n = &g->nodes[i];
+        mf_node *n = &g->nodes[i];
         if (!live(o, i) || !default_domain(n) || n->n_inputs < 1)
             continue;
         int is_id = strcmp(n->op_type, "Identity") == 0 && n->n_outputs == 1;
-        if (!is_id && !(strcmp(n->op_type, "Dropout") == 0 && dropout_is_identity(o, n)))
+        if (!is_id && strcmp(n->op_type, "Dropout") != 0)
             continue;
-        if (mf_opt_bypass(o, (int)i)) {
-            (*fired)++;
-            minfer_status st = mf_opt_reindex(o);
-            if (st != MINFER_OK)
-                return st;
+        for (size_t k = 0; k < n->n_inputs; k++)
+            n->inputs[k] = forwarded(fwd, n->inputs[k]);
+        if (!is_id && !dropout_is_identity(o, n, uses))
+            continue;
+        int x = n->inputs[0], y = n->outputs[0], from, to;
+        if (x < 0 || y < 0 || x == y)
+            continue;
+        if (!o->pinned[y]) {
+            from = y;
+            to = x;
+        } else {
+            /* y keeps its name: x's producer writes y, x's readers read y. */
+            int p = o->prod[x];
+            if (p < 0 || o->pinned[x])
+                continue;
+            mf_node *pn = &g->nodes[p];
+            for (size_t k = 0; k < pn->n_outputs; k++)
+                if (pn->outputs[k] == x)
+                    pn->outputs[k] = y;
+            o->prod[y] = p;
+            from = x;
+            to = y;
         }
+        mf_opt_kill(o, (int)i);
+        for (size_t k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0 && uses[n->inputs[k]])
+                uses[n->inputs[k]]--;
+        for (size_t k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0 && n->outputs[k] != to)
+                o->prod[n->outputs[k]] = -1;
+        o->prod[from] = -1;
+        uses[to] += uses[from];
+        uses[from] = 0;
+        fwd[from] = to;
+        (*fired)++;
     }
-    return MINFER_OK;
+    for (size_t i = 0; *fired && i < g->n_nodes; i++) {
+        mf_node *n = &g->nodes[i];
+        for (size_t k = 0; live(o, i) && k < n->n_inputs; k++)
+            n->inputs[k] = forwarded(fwd, n->inputs[k]);
+    }
+    free(uses);
+    free(fwd);
+    return mf_opt_reindex(o);
 }
 
 /* ---- dead_nodes ---------------------------------------------------------- */
