@@ -21,6 +21,7 @@
  * work is bounded, and ctest's timeout catches a regression.
  */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "fuzz/onnx_build.h"
 #include "minfer/builder.h"
@@ -361,6 +362,54 @@ static void test_run_limits_abi(void **state) {
     minfer_session_free(s);
     minfer_builder_free(b);
     minfer_options_free(opt);
+}
+
+/* The default tensor limit follows the machine: a quarter of physical
+ * memory, at most 4 GiB, at least 256 MiB. A 5 GiB ConstantOfShape asked
+ * for by an 8-byte input fails instead of filling memory. */
+static void test_default_tensor_limit(void **state) {
+    (void)state;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    uint64_t want = (uint64_t)4 << 30;
+    if (pages > 0 && page > 0 && (uint64_t)pages / 4 * (uint64_t)page < want)
+        want = (uint64_t)pages / 4 * (uint64_t)page;
+    if (want < ((uint64_t)256 << 20))
+        want = (uint64_t)256 << 20;
+    char says[96];
+    snprintf(says, sizeof says, "above the tensor limit of %llu bytes", (unsigned long long)want);
+    for (int p = 0; p < n_provider_lists; p++) {
+        minfer_graph_builder *b = NULL;
+        minfer_session *s = NULL;
+        minfer_options *opt = NULL;
+        int64_t one = 1;
+        assert_ok(minfer_builder_create(13, &b));
+        assert_ok(minfer_builder_add_input(b, "shape", MINFER_DTYPE_INT64, &one, 1, NULL));
+        assert_ok(minfer_builder_add_node(b, "ConstantOfShape", NULL, "fill",
+                                          (const char *[]){"shape"}, 1, (const char *[]){"y"}, 1,
+                                          NULL));
+        assert_ok(minfer_builder_add_output(b, "y"));
+        assert_ok(minfer_options_create(&opt));
+        assert_ok(minfer_options_set_providers_str(opt, provider_lists[p]));
+        assert_ok(minfer_session_create_from_builder(b, opt, &s));
+        minfer_options_free(opt);
+        minfer_builder_free(b);
+        minfer_tensor *shape = NULL, *y = NULL;
+        assert_ok(minfer_tensor_create(MINFER_DTYPE_INT64, &one, 1, &shape));
+        *(int64_t *)minfer_tensor_data(shape) = (int64_t)(want / 4 + 1); /* just over */
+        const char *names[] = {"shape"};
+        assert_int_equal(minfer_session_run(s, names, (const minfer_tensor *const *)&shape, 1,
+                                            NULL, &y, 1),
+                         MINFER_ERR_LIMIT);
+        assert_error_mentions(says);
+        assert_null(y);
+        *(int64_t *)minfer_tensor_data(shape) = 1000; /* and the session still runs */
+        assert_ok(minfer_session_run(s, names, (const minfer_tensor *const *)&shape, 1, NULL, &y,
+                                     1));
+        assert_int_equal(minfer_tensor_numel(y), 1000);
+        minfer_tensor_free(y);
+        minfer_tensor_free(shape);
+        minfer_session_free(s);
+    }
 }
 
 /* ---- If ---------------------------------------------------------------------- */
@@ -827,6 +876,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_sequence_elements),
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_run_limits_abi),
+        cmocka_unit_test(test_default_tensor_limit),
         cmocka_unit_test(test_if_branch_type),
         cmocka_unit_test(test_lrn_huge_size),
         cmocka_unit_test(test_pool_huge_kernel),
