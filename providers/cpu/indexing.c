@@ -37,6 +37,14 @@ static int64_t fix_index(int64_t k, int64_t dim) {
     return k < 0 ? k + dim : k;
 }
 
+/* Copies x's elements to y; an empty tensor may have no data pointer at
+ * all, which memcpy must not be given even for 0 bytes. */
+static void copy_data(void *y, const minfer_tensor_view *x, size_t es) {
+    size_t bytes = (size_t)cpu_numel(x->rank, x->dims) * es;
+    if (bytes)
+        memcpy(y, cpu_data(x), bytes);
+}
+
 static int is_index_type(int32_t dt) {
     return dt == MINFER_DTYPE_INT32 || dt == MINFER_DTYPE_INT64;
 }
@@ -188,7 +196,7 @@ minfer_status cpu_compute_scatter_elements(const cpu_exec *e) {
     if (s)
         return s;
     size_t es = cpu_dtype_size(x->dtype), n = (size_t)cpu_numel(ind->rank, ind->dims);
-    memcpy(y, cpu_data(x), (size_t)cpu_numel(x->rank, x->dims) * es);
+    copy_data(y, x, es);
     int64_t xs[CPU_MAX_RANK], idx[CPU_MAX_RANK];
     cpu_strides(x->rank, x->dims, xs);
     const void *id = cpu_data(ind);
@@ -281,7 +289,7 @@ minfer_status cpu_compute_scatter_nd(const cpu_exec *e) {
     if (s)
         return s;
     size_t es = cpu_dtype_size(x->dtype);
-    memcpy(y, cpu_data(x), (size_t)cpu_numel(x->rank, x->dims) * es);
+    copy_data(y, x, es);
     int64_t xs[CPU_MAX_RANK];
     cpu_strides(x->rank, x->dims, xs);
     size_t T = (size_t)cpu_numel((int32_t)(q - 1), ind->dims);

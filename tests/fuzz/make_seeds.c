@@ -6,6 +6,10 @@
  *       few kilobytes (resnet18 is 46 MB with its weights).
  *   fuzz_seeds builder DIR
  *       Deterministic pseudo-random programs for fuzz_builder.
+ *   fuzz_seeds graph DIR
+ *       Programs for fuzz_graph: each op of its schema table first (the
+ *       op is the program's third byte), three times, with
+ *       pseudo-random rest.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,11 +79,32 @@ static int builder(const char *dir) {
     return 0;
 }
 
+static int graph(const char *dir) {
+    uint64_t s = 777;
+    for (int k = 0; k < 64 * 3; k++) {
+        uint8_t prog[96];
+        for (size_t i = 0; i < sizeof prog; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            prog[i] = (uint8_t)(s >> 56);
+        }
+        prog[0] = (uint8_t)(k / 64); /* opset 13, 11, 17 */
+        prog[1] = 0;                 /* one node */
+        prog[2] = (uint8_t)(k % 64); /* its op */
+        char path[4096];
+        snprintf(path, sizeof path, "%s/seed-%03d", dir, k);
+        if (ob_write(path, prog, sizeof prog))
+            return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "skeleton") == 0)
         return skeleton(argv[2], argv[3]);
     if (argc == 3 && strcmp(argv[1], "builder") == 0)
         return builder(argv[2]);
-    fprintf(stderr, "usage: fuzz_seeds skeleton IN OUT | builder DIR\n");
+    if (argc == 3 && strcmp(argv[1], "graph") == 0)
+        return graph(argv[2]);
+    fprintf(stderr, "usage: fuzz_seeds skeleton IN OUT | builder DIR | graph DIR\n");
     return 2;
 }

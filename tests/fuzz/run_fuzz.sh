@@ -19,7 +19,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 rm -rf "$work"
-for t in model tensor builder; do mkdir -p "$work/$t/corpus" "$work/$t/crashes"; done
+for t in model tensor builder graph; do mkdir -p "$work/$t/corpus" "$work/$t/crashes"; done
 
 # model: the node test models, the cases' small models, and skeletons
 # of the shared models.
@@ -40,20 +40,23 @@ for m in "$models"/*/model.onnx; do
   done
 done
 "$build/tests/fuzz/fuzz_seeds" builder "$work/builder/corpus"
+"$build/tests/fuzz/fuzz_seeds" graph "$work/graph/corpus"
 
 status=0
-for t in model tensor builder; do
+for t in model tensor builder graph; do
   bin=$build/tests/fuzz/fuzz_$t
   reg=$here/regressions/$t
   if [ -d "$reg" ] && [ -n "$(ls -A "$reg" 2>/dev/null)" ]; then
     echo "fuzz_$t: replaying $(ls "$reg" | wc -l) regression inputs"
-    "$bin" -runs=0 "$reg"/* > "$work/$t/regressions.log" 2>&1 || { echo "fuzz_$t: a regression input fails"; tail -40 "$work/$t/regressions.log"; status=1; }
+    # The same per-input time limit as the fuzzing below: some inputs
+    # were hangs.
+    "$bin" -runs=0 -timeout=20 -rss_limit_mb=4096 "$reg"/* > "$work/$t/regressions.log" 2>&1 || { echo "fuzz_$t: a regression input fails"; tail -40 "$work/$t/regressions.log"; status=1; }
   fi
   # FUZZ_DETERMINISTIC=1 (CI): a fixed seed and a fixed number of runs per
   # target instead of a time limit, so a CI run explores exactly what a run
   # here explored and cannot fail on a machine's speed or luck.
   if [ "${FUZZ_DETERMINISTIC:-0}" = 1 ]; then
-    case $t in model) n=60000 ;; tensor) n=3000000 ;; *) n=150000 ;; esac
+    case $t in model) n=60000 ;; tensor) n=3000000 ;; graph) n=20000 ;; *) n=150000 ;; esac
     limit="-seed=1 -runs=$n"
   else
     limit="-max_total_time=$secs"
