@@ -6,7 +6,9 @@
  * keeps one NaN; ArgMax/ArgMin pick a NaN (the first, or the last with
  * select_last_index) as numpy's argmax/argmin do; ReduceMax/ReduceMin and
  * Max/Min propagate NaN. Also 64-bit integers beyond 2^53 compared
- * exactly, and OneHot's depth messages.
+ * exactly, OneHot's depth messages, and ScatterElements / ScatterND on
+ * empty data (which handed memcpy a NULL pointer: UBSan in the sanitizer
+ * build; found by fuzz_graph).
  *
  * Every case runs on each provider list given as an argument (CMake passes
  * cpu, and onednn,cpu and opencl,cpu when those providers are built; none:
@@ -69,14 +71,16 @@ static minfer_session *session_on(const minfer_graph_builder *b, const char *lis
 static minfer_tensor *f32(const int64_t *dims, size_t rank, const float *v) {
     minfer_tensor *t = NULL;
     assert_int_equal(minfer_tensor_create(MINFER_DTYPE_FLOAT, dims, rank, &t), MINFER_OK);
-    memcpy(minfer_tensor_data(t), v, minfer_tensor_nbytes(t));
+    if (minfer_tensor_nbytes(t))
+        memcpy(minfer_tensor_data(t), v, minfer_tensor_nbytes(t));
     return t;
 }
 
 static minfer_tensor *i64(const int64_t *dims, size_t rank, const int64_t *v) {
     minfer_tensor *t = NULL;
     assert_int_equal(minfer_tensor_create(MINFER_DTYPE_INT64, dims, rank, &t), MINFER_OK);
-    memcpy(minfer_tensor_data(t), v, minfer_tensor_nbytes(t));
+    if (minfer_tensor_nbytes(t))
+        memcpy(minfer_tensor_data(t), v, minfer_tensor_nbytes(t));
     return t;
 }
 
@@ -457,6 +461,35 @@ static void onehot_depth_messages(void **state) {
     }
 }
 
+/* ---- Scatter on empty data ----------------------------------------------- */
+
+static void check_empty(const char *list, minfer_tensor **out) {
+    (void)list;
+    assert_int_equal(minfer_tensor_numel(out[0]), 0);
+}
+
+static void scatter_empty_data(void **state) {
+    (void)state;
+    static const char *const ops[2] = {"ScatterElements", "ScatterND"};
+    for (int o = 0; o < 2; o++) {
+        int64_t d0 = 0, id[2] = {0, 1};
+        minfer_graph_builder *b = NULL;
+        assert_int_equal(minfer_builder_create(13, &b), MINFER_OK);
+        assert_int_equal(minfer_builder_add_input(b, "x", MINFER_DTYPE_FLOAT, &d0, 1, NULL),
+                         MINFER_OK);
+        minfer_tensor *ind = i64(id, o ? 2 : 1, NULL), *upd = f32(&d0, 1, NULL);
+        assert_int_equal(minfer_builder_add_initializer(b, "i", ind), MINFER_OK);
+        assert_int_equal(minfer_builder_add_initializer(b, "u", upd), MINFER_OK);
+        minfer_tensor_free(ind);
+        minfer_tensor_free(upd);
+        assert_int_equal(minfer_builder_add_node(b, ops[o], NULL, "n", IN("x", "i", "u"),
+                                                 IN("y"), NULL),
+                         MINFER_OK);
+        assert_int_equal(minfer_builder_add_output(b, "y"), MINFER_OK);
+        run_lists(b, f32(&d0, 1, NULL), 1, check_empty);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) {
         lists = (const char **)(argv + 1);
@@ -476,6 +509,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(reduce_propagates_nan),
         cmocka_unit_test(maxmin_propagate_nan),
         cmocka_unit_test(onehot_depth_messages),
+        cmocka_unit_test(scatter_empty_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
