@@ -134,10 +134,13 @@ minfer_status mf_host_charge_work(void *run, uint64_t work) {
 
 uint64_t mf_value_elements(const minfer_tensor_view *v) {
     if (v->kind != MINFER_VALUE_TENSOR) {
+        /* Each item counts one besides its elements: copying a sequence
+         * of a million empty tensors is work too. */
         const minfer_tensor *t = v->data;
         uint64_t sum = 0;
         for (size_t k = 0; t && k < t->count; k++) {
             uint64_t e = mf_value_elements(&t->items[k]->view);
+            e = e == UINT64_MAX ? e : e + 1;
             sum = e > UINT64_MAX - sum ? UINT64_MAX : sum + e;
         }
         return sum;

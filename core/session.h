@@ -284,7 +284,7 @@ minfer_status mf_budget_elements(mf_budget *b, minfer_session *s, int i, uint64_
 /* Fails when the run's deadline has passed, naming node i (< 0: none). */
 minfer_status mf_budget_time(mf_budget *b, minfer_session *s, int i);
 /* Elements a value holds: a tensor's, or the sum over a sequence's or an
- * optional's items (saturating). */
+ * optional's items, each counting one more (saturating). */
 uint64_t mf_value_elements(const minfer_tensor_view *v);
 /* minfer_session_run for a subgraph session, spending the parent run's
  * budget. */
