@@ -172,10 +172,13 @@ int mf_view_static(const minfer_tensor_view *v) {
 
 size_t mf_view_bytes(const minfer_tensor_view *v) {
     size_t b;
-    /* SIZE_MAX, never 0 or a wrapped count: an allocation or a limit
-     * check on a shape that does not fit then fails instead of planning a
-     * small buffer. Sizes that can be that large go through
+    /* 0 for a view whose shape or type is not known (nothing is stored
+     * yet); SIZE_MAX, never 0 or a wrapped count, for a shape that does
+     * not fit: an allocation or a limit check then fails instead of
+     * planning a small buffer. Sizes that can be that large go through
      * mf_value_bytes, which says why. */
+    if (!mf_view_static(v) || minfer_elem_size(v->dtype) == 0)
+        return 0;
     return minfer_view_nbytes(v, &b) == MINFER_OK ? b : SIZE_MAX;
 }
 

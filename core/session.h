@@ -194,8 +194,9 @@ struct minfer_session {
 void mf_log(const minfer_session *s, int level, const char *fmt, ...) MF_PRINTF(3, 4);
 /* "node 'x' (op Conv, domain ai.onnx, opset 13)" */
 const char *mf_node_label(const mf_node *n, int idx, char *buf, size_t size);
-/* Bytes of a plain tensor with v's shape; SIZE_MAX (never a wrapped
- * count) when they do not fit. For views whose size is already checked. */
+/* Bytes of a plain tensor with v's shape: 0 when the shape or type is not
+ * known, SIZE_MAX (never a wrapped count) when they do not fit. For views
+ * whose size is already checked. */
 size_t mf_view_bytes(const minfer_tensor_view *v);
 /* Bytes of node's output o with shape v, checked: MINFER_ERR_LIMIT naming
  * the node, the value and the shape when the count overflows or is above
