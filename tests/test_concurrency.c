@@ -315,7 +315,7 @@ static void run_model(const char *name, int runs) {
 
 static void test_tiny_encoder(void **state) {
     (void)state;
-    run_model("tiny_encoder", 40);
+    run_model("tiny_encoder", 16);
 }
 
 static void test_squeezenet(void **state) {
