@@ -301,10 +301,10 @@ static void test_sequence_elements(void **state) {
         assert_error_mentions("max_run_elements");
         minfer_tensor_free(x);
         minfer_session_free(s);
-        /* 20,000 empty items: about 60,000 for the nodes and deliveries,
-         * 2 * 10^8 for the copies of the growing sequence */
-        rl.max_run_elements = 10000000;
-        s = open_model(seq_loop(20000), provider_lists[p], NULL, &rl);
+        /* 2,000 empty items: about 6,000 for the nodes and deliveries,
+         * 2 * 10^6 for the copies of the growing sequence */
+        rl.max_run_elements = 1000000;
+        s = open_model(seq_loop(2000), provider_lists[p], NULL, &rl);
         x = vec_f32(0, 1);
         assert_int_equal(run_x(s, x, &y), MINFER_ERR_LIMIT);
         assert_error_mentions("'collect'");
