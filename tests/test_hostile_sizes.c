@@ -146,6 +146,25 @@ static Onnx__ModelProto *window_op(const int64_t *arg) {
     return m;
 }
 
+/* MaxUnpool of a [1,1,2,2] X with strides arg[0]; arg[1]: with a run-time
+ * output_shape input of 4 entries. */
+static Onnx__ModelProto *maxunpool(const int64_t *arg) {
+    Onnx__ModelProto *m = ob_model(11);
+    int64_t dims[4] = {1, 1, 2, 2}, four = 4;
+    float x[4] = {1, 2, 3, 4};
+    int64_t idx[4] = {0, 0, 0, 0};
+    ob_init(m->graph, "x", T_FLOAT, 4, dims, x, sizeof x);
+    ob_init(m->graph, "i", T_INT64, 4, dims, idx, sizeof idx);
+    if (arg[1])
+        ob_input(m->graph, "shape", T_INT64, 1, &four);
+    Onnx__NodeProto *n = named(ob_node(m->graph, "MaxUnpool", arg[1] ? "x i shape" : "x i", "y"));
+    int64_t k[2] = {1, 1}, strides[2] = {arg[0], arg[0]};
+    ob_attr_ints(n, "kernel_shape", 2, k);
+    ob_attr_ints(n, "strides", 2, strides);
+    ob_output(m->graph, "y", T_FLOAT);
+    return m;
+}
+
 /* ConstantOfShape of a constant shape arg[0..arg[3]) (float 1s). */
 static Onnx__ModelProto *constant_of_shape(const int64_t *arg) {
     Onnx__ModelProto *m = ob_model(13);
@@ -168,8 +187,9 @@ static Onnx__ModelProto *constant_of_shape_rt(const int64_t *arg) {
     return m;
 }
 
-/* op(x, p) with x a constant float [1]*arg[0] and p a run-time int64
- * input of arg[1] entries; arg[2]: also a float 0 constant_value (Pad). */
+/* op(x, p) with x a constant float tensor of arg[0] dims of 1 and p a
+ * run-time int64 input of arg[1] entries (Expand's shape, Tile's repeats,
+ * Pad's pads). */
 static Onnx__ModelProto *unary_rt(const char *op, const int64_t *arg) {
     Onnx__ModelProto *m = ob_model(13);
     one_float(m->graph, "x", (int)arg[0]);
@@ -239,6 +259,10 @@ static const hostile_case cases[] = {
     {"Conv padded by INT64_MAX with stride INT64_MAX", window_op, {INT64_MAX, 0, INT64_MAX, 0},
      {{0}}, OVERFLOW},
     {"MaxPool padded to [2^32 + 1, 2^32 + 1]", window_op, {P2(31), P2(31), 1, 1}, {{0}}, NULL},
+    {"MaxUnpool with strides 2^62", maxunpool, {P2(62), 0}, {{0}}, NULL},
+    {"MaxUnpool with strides 2^63 - 1", maxunpool, {INT64_MAX, 0}, {{0}}, "overflows"},
+    {"MaxUnpool with strides 2^63 - 1 to a run-time output_shape", maxunpool, {INT64_MAX, 1},
+     {RT("shape", 1, 1, 2, 2)}, "overflows"},
     {"ConstantOfShape [2^31, 2^31]", constant_of_shape, {P2(31), P2(31), 0, 2}, {{0}}, NULL},
     {"ConstantOfShape [2^62 + 1]", constant_of_shape, {P2(62) + 1, 0, 0, 1}, {{0}}, NULL},
     {"ConstantOfShape [2^32, 2^32, 2]", constant_of_shape, {P2(32), P2(32), 2, 3}, {{0}}, NULL},

@@ -367,9 +367,15 @@ minfer_status cpu_compute_maxunpool(const cpu_exec *e) {
     size_t n;
     minfer_status s;
     dd[0] = x->dims[0], dd[1] = x->dims[1];
-    for (int i = 0; i < nsp; i++)
-        dd[2 + i] = (x->dims[2 + i] - 1) * st->w.stride[i] + st->w.kernel[i] - st->w.pads[i] -
-                    st->w.pads[nsp + i];
+    for (int i = 0; i < nsp; i++) {
+        int64_t v;
+        if (minfer_i64_mul(x->dims[2 + i] - 1, st->w.stride[i], &v) ||
+            minfer_i64_add(v, st->w.kernel[i], &v) || minfer_i64_sub(v, st->w.pads[i], &v) ||
+            minfer_i64_sub(v, st->w.pads[nsp + i], &v))
+            return cpu_fail(e, MINFER_ERR_LIMIT, "spatial dim %d of the unpooled shape overflows",
+                            i);
+        dd[2 + i] = v;
+    }
     if (os) {
         if ((s = cpu_read_ints(e, os, "output_shape", od, CPU_MAX_RANK, &n)) != MINFER_OK)
             return s;
@@ -384,6 +390,8 @@ minfer_status cpu_compute_maxunpool(const cpu_exec *e) {
     for (int d = 0; d < x->rank; d++)
         if (dd[d] < 1)
             return cpu_fail(e, MINFER_ERR_SHAPE, "the pooling geometry gives an empty output");
+    if (cpu_numel(x->rank, dd) < 0)
+        return cpu_fail(e, MINFER_ERR_LIMIT, "the unpooled shape has more elements than fit");
     size_t total = (size_t)cpu_numel(x->rank, od), es = cpu_dtype_size(x->dtype);
     size_t dtotal = (size_t)cpu_numel(x->rank, dd), cnt = (size_t)cpu_numel(x->rank, x->dims);
     memset(y, 0, total * es);
