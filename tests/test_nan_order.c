@@ -7,8 +7,8 @@
  * select_last_index) as numpy's argmax/argmin do; ReduceMax/ReduceMin and
  * Max/Min propagate NaN. Also 64-bit integers beyond 2^53 compared
  * exactly, OneHot's depth messages, and ScatterElements / ScatterND on
- * empty data (which handed memcpy a NULL pointer: UBSan in the sanitizer
- * build; found by fuzz_graph).
+ * empty data and Unique of empty slices (which computed with a NULL
+ * pointer: UBSan in the sanitizer build; found by fuzz_graph).
  *
  * Every case runs on each provider list given as an argument (CMake passes
  * cpu, and onednn,cpu and opencl,cpu when those providers are built; none:
@@ -303,6 +303,26 @@ static void unique_int64_exact(void **state) {
               4, check_unique_int64);
 }
 
+/* Unique along axis 0 of a [3, 0]: three empty slices, one unique. */
+static void check_unique_empty_slices(const char *list, minfer_tensor **out) {
+    (void)list;
+    assert_int_equal(minfer_tensor_rank(out[0]), 2);
+    assert_int_equal(minfer_tensor_dims(out[0])[0], 1);
+    assert_int_equal(minfer_tensor_dims(out[0])[1], 0);
+    expect_i64(out[1], (const int64_t[]){0}, 1, "Unique empty slices indices");
+    expect_i64(out[2], (const int64_t[]){0, 0, 0}, 3, "Unique empty slices inverse");
+    expect_i64(out[3], (const int64_t[]){3}, 1, "Unique empty slices counts");
+}
+
+static void unique_empty_slices(void **state) {
+    (void)state;
+    int64_t d[2] = {3, 0};
+    size_t n;
+    minfer_graph_builder *b = one_node("Unique", MINFER_DTYPE_FLOAT, d, 2, NULL, 4, &n);
+    assert_int_equal(minfer_builder_set_attr_int(b, n, "axis", 0), MINFER_OK);
+    run_lists(b, f32(d, 2, NULL), 4, check_unique_empty_slices);
+}
+
 /* ---- ArgMax / ArgMin, ReduceMax / ReduceMin, Max / Min ------------------- */
 
 static const float arg_x[5] = {1, NAN, INFINITY, NAN, -INFINITY};
@@ -505,6 +525,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(unique_unsorted_one_nan),
         cmocka_unit_test(unique_rows_nan),
         cmocka_unit_test(unique_int64_exact),
+        cmocka_unit_test(unique_empty_slices),
         cmocka_unit_test(argminmax_pick_nan),
         cmocka_unit_test(reduce_propagates_nan),
         cmocka_unit_test(maxmin_propagate_nan),

@@ -635,7 +635,8 @@ minfer_status cpu_compute_unique(const cpu_exec *e) {
     if ((s = cpu_output(e, 0, x->dtype, rank, od, &y)) != MINFER_OK)
         goto done;
     size_t es = cpu_dtype_size(x->dtype);
-    for (size_t o = 0; o < sl.outer; o++)
+    /* Slices of no elements (a 0 off the axis) leave y empty: no pointer. */
+    for (size_t o = 0; o < sl.outer && sl.inner; o++)
         for (size_t p = 0; p < nu; p++)
             memcpy((char *)y + (o * nu + p) * sl.inner * es,
                    (const char *)sl.d + (o * len + first[order[p]]) * sl.inner * es,

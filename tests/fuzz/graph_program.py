@@ -289,6 +289,10 @@ PROGRAMS = {
     "scatterelements-empty": (13, [
         ("ScatterElements", [("d", "float", [0], []), ("n", [0], []), ("d", "float", [0], [])],
          1, {})]),
+    # Found by fuzz_graph: Unique along an axis of slices with no elements
+    # computed NULL + 0 for its empty output.
+    "unique-empty-slices": (13, [
+        ("Unique", [("d", "float", [2, 0], [])], 1, {"axis": 0})]),
     "constantofshape-numel-overflow": (13, [
         ("ConstantOfShape", [("i", [2**62, 2**62, 4])], 1, {"value": ("float", 1.0)})]),
 }
