@@ -368,7 +368,7 @@ int cpu_bcast_init(cpu_bcast *b, int n_in, const int32_t *in_rank,
             int32_t j = d - (out_rank - in_rank[k]);
             int64_t id = j >= 0 ? in_dims[k][j] : 1, s = 1;
             for (int32_t q = j + 1; q < in_rank[k]; q++)
-                s *= in_dims[k][q];
+                s = cpu_stride_mul(s, in_dims[k][q]);
             str[k][r] = id == 1 ? 0 : s;
         }
         r++;
@@ -387,10 +387,10 @@ int cpu_bcast_init(cpu_bcast *b, int n_in, const int32_t *in_rank,
     for (int d = r - 2; d >= 0; d--) {
         int merge = 1;
         for (int k = 0; k < n_in; k++)
-            if (str[k][d] != b->stride[k][m] * b->dims[m])
+            if (str[k][d] != cpu_stride_mul(b->stride[k][m], b->dims[m]))
                 merge = 0;
         if (merge) {
-            b->dims[m] *= dims[d];
+            b->dims[m] = cpu_stride_mul(b->dims[m], dims[d]);
         } else {
             m--;
             b->dims[m] = dims[d];
@@ -561,7 +561,7 @@ void cpu_strides(int32_t rank, const int64_t *dims, int64_t *strides) {
     int64_t s = 1;
     for (int32_t d = rank - 1; d >= 0; d--) {
         strides[d] = s;
-        s *= dims[d];
+        s = cpu_stride_mul(s, dims[d]);
     }
 }
 

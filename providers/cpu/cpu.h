@@ -170,6 +170,14 @@ size_t cpu_dtype_size(int32_t dtype);
  * fit (minfer_dims_numel). The host's views never overflow, and outputs
  * pass cpu_output's check before a kernel sizes anything from them. */
 int64_t cpu_numel(int32_t rank, const int64_t *dims);
+/* stride * dim for row-major strides, saturating at INT64_MAX. Only an
+ * empty tensor ([0, 2^40, 2^40]) has strides that do not fit, and no
+ * element of it is ever addressed: the saturated value keeps the
+ * arithmetic defined. */
+static inline int64_t cpu_stride_mul(int64_t stride, int64_t dim) {
+    int64_t r;
+    return minfer_i64_mul(stride, dim, &r) == MINFER_OK ? r : INT64_MAX;
+}
 
 /* input i, or NULL when omitted. */
 const minfer_tensor_view *cpu_input(const cpu_exec *e, size_t i);

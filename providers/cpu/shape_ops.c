@@ -368,10 +368,13 @@ static void strided_copy(const cpu_ctx *ctx, size_t es, int rank, const int64_t 
     j.src = src;
     j.dst = dst;
     j.es = es;
-    /* Drop unit dims, then merge dims whose source strides chain. */
-    for (int d = 0; d < rank; d++) {
+    /* Nothing to copy from an empty tensor, whose other dims may be too
+     * large to multiply. */
+    for (int d = 0; d < rank; d++)
         if (dims[d] == 0)
             return;
+    /* Drop unit dims, then merge dims whose source strides chain. */
+    for (int d = 0; d < rank; d++) {
         if (dims[d] == 1)
             continue;
         if (j.rank > 0 && j.istr[j.rank - 1] == istr[d] * dims[d]) {
@@ -395,7 +398,7 @@ static void contiguous_strides(int32_t rank, const int64_t *dims, int64_t *str) 
     int64_t s = 1;
     for (int d = rank - 1; d >= 0; d--) {
         str[d] = s;
-        s *= dims[d];
+        s = cpu_stride_mul(s, dims[d]);
     }
 }
 

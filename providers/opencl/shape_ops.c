@@ -110,7 +110,10 @@ minfer_status ocl_execute_transpose(const ocl_exec *e) {
     int64_t acc = 1;
     for (int i = r - 1; i >= 0; i--) {
         stride[i] = acc;
-        acc *= x->dims[i];
+        /* Saturating: only an empty input ([0, 2^40, 2^40]) overflows,
+         * and nothing of it is copied. */
+        if (minfer_i64_mul(acc, x->dims[i], &acc) != MINFER_OK)
+            acc = INT64_MAX;
     }
     ocl_shape8 sh;
     memset(&sh, 0, sizeof sh);
