@@ -7,8 +7,9 @@
  * select_last_index) as numpy's argmax/argmin do; ReduceMax/ReduceMin and
  * Max/Min propagate NaN. Also 64-bit integers beyond 2^53 compared
  * exactly, OneHot's depth messages, and ScatterElements / ScatterND on
- * empty data and Unique of empty slices (which computed with a NULL
- * pointer: UBSan in the sanitizer build; found by fuzz_graph).
+ * empty data and Unique, GatherND and Compress of empty slices (which
+ * computed with a NULL pointer: UBSan in the sanitizer build; found by
+ * fuzz_graph), and DepthToSpace's blocksize^2 overflowing.
  *
  * Every case runs on each provider list given as an argument (CMake passes
  * cpu, and onednn,cpu and opencl,cpu when those providers are built; none:
@@ -510,6 +511,71 @@ static void scatter_empty_data(void **state) {
     }
 }
 
+/* GatherND and Compress on data whose slices are empty: empty outputs. */
+static void gathernd_compress_empty(void **state) {
+    (void)state;
+    for (int o = 0; o < 2; o++) {
+        int64_t d[2] = {2, 0}, id[2] = {2, 1}, two = 2;
+        minfer_graph_builder *b = NULL;
+        assert_int_equal(minfer_builder_create(13, &b), MINFER_OK);
+        assert_int_equal(minfer_builder_add_input(b, "x", MINFER_DTYPE_FLOAT, d, 2, NULL),
+                         MINFER_OK);
+        minfer_tensor *k = NULL;
+        if (o == 0) {
+            k = i64(id, 2, (const int64_t[]){0, 1});
+        } else {
+            assert_int_equal(minfer_tensor_create(MINFER_DTYPE_BOOL, &two, 1, &k), MINFER_OK);
+            memset(minfer_tensor_data(k), 1, 2);
+        }
+        assert_int_equal(minfer_builder_add_initializer(b, "k", k), MINFER_OK);
+        minfer_tensor_free(k);
+        size_t n;
+        assert_int_equal(minfer_builder_add_node(b, o ? "Compress" : "GatherND", NULL, "n",
+                                                 IN("x", "k"), IN("y"), &n),
+                         MINFER_OK);
+        if (o)
+            assert_int_equal(minfer_builder_set_attr_int(b, n, "axis", 0), MINFER_OK);
+        assert_int_equal(minfer_builder_add_output(b, "y"), MINFER_OK);
+        run_lists(b, f32(d, 2, NULL), 1, check_empty);
+    }
+}
+
+/* DepthToSpace with blocksize 2^32 on a constant (so that the kernel runs
+ * when the session folds it): blocksize^2 overflows; a clear error. */
+static void depth_to_space_huge_blocksize(void **state) {
+    (void)state;
+    for (size_t l = 0; l < n_lists; l++) {
+        int64_t d[4] = {1, 1, 1, 1};
+        minfer_graph_builder *b = NULL;
+        assert_int_equal(minfer_builder_create(13, &b), MINFER_OK);
+        minfer_tensor *x = f32(d, 4, (const float[]){1});
+        assert_int_equal(minfer_builder_add_initializer(b, "x", x), MINFER_OK);
+        minfer_tensor_free(x);
+        size_t n;
+        assert_int_equal(minfer_builder_add_node(b, "DepthToSpace", NULL, "n", IN("x"), IN("y"),
+                                                 &n),
+                         MINFER_OK);
+        assert_int_equal(minfer_builder_set_attr_int(b, n, "blocksize", (int64_t)1 << 32),
+                         MINFER_OK);
+        assert_int_equal(minfer_builder_add_output(b, "y"), MINFER_OK);
+        minfer_options *opt = NULL;
+        minfer_session *s = NULL;
+        assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+        assert_int_equal(minfer_options_set_providers_str(opt, lists[l]), MINFER_OK);
+        assert_int_equal(minfer_options_set_log_level(opt, MINFER_LOG_ERROR), MINFER_OK);
+        minfer_status st = minfer_session_create_from_builder(b, opt, &s);
+        if (st == MINFER_OK) {
+            minfer_tensor *y = NULL;
+            st = minfer_session_run(s, NULL, NULL, 0, NULL, &y, 1);
+            minfer_tensor_free(y);
+        }
+        assert_int_not_equal(st, MINFER_OK);
+        minfer_session_free(s);
+        minfer_options_free(opt);
+        minfer_builder_free(b);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) {
         lists = (const char **)(argv + 1);
@@ -531,6 +597,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(maxmin_propagate_nan),
         cmocka_unit_test(onehot_depth_messages),
         cmocka_unit_test(scatter_empty_data),
+        cmocka_unit_test(gathernd_compress_empty),
+        cmocka_unit_test(depth_to_space_huge_blocksize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -253,6 +253,8 @@ minfer_status cpu_compute_gather_nd(const cpu_exec *e) {
     size_t bstride = (size_t)cpu_numel((int32_t)(r - b), x->dims + b);
     const void *id = cpu_data(ind);
     const char *src = cpu_data(x);
+    /* Empty slices (a 0 in the data's trailing dims) leave y empty, with
+     * no pointer to offset; the indices are still checked. */
     for (size_t bi = 0; bi < B; bi++)
         for (size_t m = 0; m < M; m++) {
             size_t t = bi * M + m, off = bi * bstride;
@@ -263,7 +265,8 @@ minfer_status cpu_compute_gather_nd(const cpu_exec *e) {
                     return cpu_fail(e, MINFER_ERR_RUNTIME, "index out of range");
                 off += (size_t)(v * xs[b + j]);
             }
-            memcpy((char *)y + t * slice * es, src + off * es, slice * es);
+            if (slice)
+                memcpy((char *)y + t * slice * es, src + off * es, slice * es);
         }
     return MINFER_OK;
 }
@@ -402,7 +405,7 @@ minfer_status cpu_compute_compress(const cpu_exec *e) {
     size_t inner = (size_t)cpu_numel(rank - axis - 1, dims + axis + 1) * es;
     const char *src = cpu_data(x);
     char *dst = y;
-    for (size_t o = 0; o < outer; o++)
+    for (size_t o = 0; o < outer && inner; o++) /* inner 0: y is empty, no pointer */
         for (int64_t i = 0; i < c->dims[0]; i++)
             if (cd[i]) {
                 memcpy(dst, src + (o * (size_t)len + (size_t)i) * inner, inner);
@@ -810,6 +813,11 @@ minfer_status cpu_compute_depth_space(const cpu_exec *e) {
         return cpu_fail(e, MINFER_ERR_SHAPE, "input must be 4-D");
     int64_t b = st->a, N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
     int64_t od[4];
+    /* b*b, and C*b*b for SpaceToDepth, are checked before they are formed:
+     * blocksize is the model's. */
+    if (b > INT64_MAX / b || (!to_space && C > INT64_MAX / (b * b)))
+        return cpu_fail(e, MINFER_ERR_LIMIT, "blocksize %lld is too large for %lld channels",
+                        (long long)b, (long long)C);
     if (to_space) {
         if (C % (b * b))
             return cpu_fail(e, MINFER_ERR_SHAPE, "channels not divisible by blocksize^2");

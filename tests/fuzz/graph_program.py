@@ -293,6 +293,16 @@ PROGRAMS = {
     # computed NULL + 0 for its empty output.
     "unique-empty-slices": (13, [
         ("Unique", [("d", "float", [2, 0], [])], 1, {"axis": 0})]),
+    # Found by reading indexing.c after those: the same NULL + 0 in GatherND
+    # and Compress on empty slices; DepthToSpace's blocksize squared
+    # overflowing (in core/shape_infer.c before the fixes; the
+    # kernel checks it too now).
+    "gathernd-empty-slices": (13, [
+        ("GatherND", [("d", "float", [2, 0], []), ("n", [2, 1], [0, 1])], 1, {})]),
+    "compress-empty-slices": (13, [
+        ("Compress", [("d", "float", [2, 0], []), ("c", [1, 1])], 1, {"axis": 0})]),
+    "depthtospace-blocksize-2p32": (13, [
+        ("DepthToSpace", [("d", "float", [1, 1, 1, 1], [1.0])], 1, {"blocksize": 2**32})]),
     "constantofshape-numel-overflow": (13, [
         ("ConstantOfShape", [("i", [2**62, 2**62, 4])], 1, {"value": ("float", 1.0)})]),
 }
