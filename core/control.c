@@ -1057,6 +1057,20 @@ static minfer_status scan_once(core_call *cc, const minfer_tensor *const *state,
             cur[k] = bout[k];
             bout[k] = NULL;
         }
+        /* scan outputs grow under the tensor limit, as a Loop's do */
+        for (size_t k = 0; k < k_out; k++) {
+            const minfer_tensor *item = bout[n_state + k];
+            uint64_t bytes = mf_value_elements(&item->view) *
+                             (uint64_t)minfer_dtype_size((minfer_dtype)item->view.dtype);
+            if (bytes && (uint64_t)t + 1 > s->limits.max_tensor_bytes / bytes) {
+                st = FAIL(cc, MINFER_ERR_LIMIT,
+                          "scan output %zu would exceed the tensor limit of %llu bytes at "
+                          "iteration %lld (%llu bytes per iteration)",
+                          k, (unsigned long long)s->limits.max_tensor_bytes, (long long)t,
+                          (unsigned long long)bytes);
+                goto done;
+            }
+        }
         for (size_t k = 0; k < k_out; k++) {
             cols[(size_t)t * k_out + k] = bout[n_state + k];
             bout[n_state + k] = NULL;

@@ -197,6 +197,23 @@ static Onnx__ModelProto *scan_loop(int64_t trips) {
     return m;
 }
 
+/* Scan over steps: each step's scan output is x (float[n], captured). */
+static Onnx__ModelProto *scan_node(int64_t steps) {
+    Onnx__ModelProto *m = ob_model(13);
+    Onnx__GraphProto *g = m->graph;
+    ob_input(g, "x", T_FLOAT, 1, (int64_t[]){-1});
+    ob_init(g, "steps", T_FLOAT, 1, &steps, NULL, (size_t)steps * sizeof(float));
+    Onnx__GraphProto *b = sub_graph("body");
+    ob_input(b, "s", T_FLOAT, 0, NULL);
+    ob_node(b, "Identity", "x", "item");
+    ob_output(b, "item", T_FLOAT);
+    Onnx__NodeProto *n = named(ob_node(g, "Scan", "steps", "stacked"), "scan");
+    ob_attr_int(n, "num_scan_inputs", 1);
+    attr_graph(n, "body", b);
+    ob_output(g, "stacked", T_FLOAT);
+    return m;
+}
+
 static minfer_tensor *vec_f32(int64_t n, float v) {
     minfer_tensor *t = NULL;
     assert_ok(minfer_tensor_create(MINFER_DTYPE_FLOAT, &n, 1, &t));
@@ -223,6 +240,19 @@ static void test_scan_outputs_under_tensor_limit(void **state) {
         assert_error_mentions("scan output 0 would exceed the tensor limit of 65536 bytes at "
                               "iteration 16");
         assert_null(y);
+        minfer_session_free(s);
+        /* Scan's scan outputs the same */
+        s = open_model(scan_node(16), provider_lists[p], &lim, NULL);
+        assert_ok(run_x(s, x, &y));
+        assert_int_equal(minfer_tensor_numel(y), 16 * 1024);
+        minfer_tensor_free(y);
+        y = NULL;
+        minfer_session_free(s);
+        s = open_model(scan_node(1000), provider_lists[p], &lim, NULL);
+        assert_int_equal(run_x(s, x, &y), MINFER_ERR_LIMIT);
+        assert_error_mentions("'scan'");
+        assert_error_mentions("scan output 0 would exceed the tensor limit of 65536 bytes at "
+                              "iteration 16");
         minfer_tensor_free(x);
         minfer_session_free(s);
     }
