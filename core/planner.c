@@ -41,18 +41,52 @@ typedef struct live_index {
     size_t n_pool, cap_pool;
 } live_index;
 
-/* What the near list is sorted by: offset, then placement rank (the order
- * the old insertion sort kept), so ties place as they always did. */
+/* A placed neighbour: its offset, and which item it is. */
 typedef struct near_item {
     uint64_t offset;
-    size_t rank, item;
+    size_t item;
 } near_item;
 
-static int near_cmp(const void *a, const void *b) {
-    const near_item *x = a, *y = b;
-    if (x->offset != y->offset)
-        return x->offset < y->offset ? -1 : 1;
-    return x->rank < y->rank ? -1 : x->rank > y->rank;
+/* Sorts a[0..n) by offset; tmp has room for n. Ties may come in any order:
+ * first fit's answer does not depend on it (see place_in_order). Short
+ * lists by insertion, long ones by LSD radix on the bytes that differ, so
+ * that a graph with thousands of buffers alive together (a wide one) pays
+ * O(k), not O(k log k) through qsort's callbacks, for each of its k-neighbour
+ * placements. */
+static void sort_near(near_item *a, near_item *tmp, size_t n) {
+    if (n < 64) {
+        for (size_t i = 1; i < n; i++) {
+            near_item x = a[i];
+            size_t j = i;
+            for (; j > 0 && a[j - 1].offset > x.offset; j--)
+                a[j] = a[j - 1];
+            a[j] = x;
+        }
+        return;
+    }
+    uint64_t diff = 0;
+    for (size_t i = 1; i < n; i++)
+        diff |= a[i].offset ^ a[0].offset;
+    near_item *src = a, *dst = tmp;
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        size_t count[256] = {0}, at = 0;
+        if (!((diff >> shift) & 0xff))
+            continue;
+        for (size_t i = 0; i < n; i++)
+            count[(src[i].offset >> shift) & 0xff]++;
+        for (size_t d = 0; d < 256; d++) {
+            size_t c = count[d];
+            count[d] = at;
+            at += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[count[(src[i].offset >> shift) & 0xff]++] = src[i];
+        near_item *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, n * sizeof *a);
 }
 
 static int step_cmp(const void *a, const void *b) {
@@ -178,11 +212,16 @@ static size_t live_index_near(const live_index *ix, const mf_plan_item *it, size
 
 /* ---- first fit ------------------------------------------------------------ */
 
-/* First-fit placement of items[order[0..n)] in that order. `rank` (per
- * item), `found` and `near` are scratch of n entries; ix, when not NULL,
- * indexes the placed items (else they are scanned). Returns the arena size. */
+/* First-fit placement of items[order[0..n)] in that order. `found` and
+ * `near` (2n entries) are scratch; ix, when not NULL, indexes the placed
+ * items (else they are scanned). Returns the arena size.
+ *
+ * The neighbours are visited by offset; among neighbours of equal offset
+ * the order does not matter: once one of them does not leave room below
+ * its offset, `at` reaches at least that offset, so none of the others
+ * does either, and `at` ends at the largest of their ends in any order. */
 static uint64_t place_in_order(mf_plan_item *items, const size_t *order, size_t n, uint64_t align,
-                               live_index *ix, size_t *rank, size_t *found, near_item *near) {
+                               live_index *ix, size_t *found, near_item *near) {
     uint64_t arena = 0;
     if (ix)
         live_index_clear(ix);
@@ -199,10 +238,9 @@ static uint64_t place_in_order(mf_plan_item *items, const size_t *order, size_t 
         }
         for (size_t j = 0; j < n_near; j++) {
             near[j].offset = items[found[j]].offset;
-            near[j].rank = rank[found[j]];
             near[j].item = found[j];
         }
-        qsort(near, n_near, sizeof *near, near_cmp);
+        sort_near(near, near + n, n_near);
         uint64_t at = 0;
         for (size_t j = 0; j < n_near; j++) {
             const mf_plan_item *o = &items[near[j].item];
@@ -215,7 +253,6 @@ static uint64_t place_in_order(mf_plan_item *items, const size_t *order, size_t 
         it->offset = at;
         if (at + size > arena)
             arena = at + size;
-        rank[order[k]] = k;
         if (ix)
             live_index_add(ix, items, order[k]);
     }
@@ -277,32 +314,33 @@ static void sort_order(const mf_plan_item *items, int how, size_t *order, size_t
 /* Greedy by size, as TFLite does; and because it is a heuristic, the same
  * first-fit placement in three other orders (by size x lifetime, by
  * lifetime, by first use), keeping the smallest arena. Each order costs
- * O(n log n + K log K), K the number of pairs of buffers alive together
- * (the lifetime index above); n is the number of buffers of one domain. */
+ * O((n + K) log n), K the number of pairs of buffers alive together
+ * (the lifetime index and sort_near above); n is the number of buffers of
+ * one domain. */
 uint64_t mf_plan_greedy(mf_plan_item *items, size_t n, uint64_t align) {
     if (n == 0)
         return 0;
-    size_t *order = mf_malloc(4 * n * sizeof *order);
-    near_item *near = mf_malloc(n * sizeof *near);
+    size_t *order = mf_malloc(3 * n * sizeof *order);
+    near_item *near = mf_malloc(2 * n * sizeof *near);
     live_index ix;
     if (!order || !near || !live_index_init(&ix, items, n)) {
         free(order);
         free(near);
         return UINT64_MAX;
     }
-    size_t *tmp = order + n, *rank = order + 2 * n, *found = order + 3 * n;
+    size_t *tmp = order + n, *found = order + 2 * n;
     uint64_t best = UINT64_MAX;
     int best_how = BY_SIZE;
     for (int how = 0; how < N_ORDERS; how++) {
         sort_order(items, how, order, tmp, n);
-        uint64_t arena = place_in_order(items, order, n, align, &ix, rank, found, near);
+        uint64_t arena = place_in_order(items, order, n, align, &ix, found, near);
         if (arena < best) {
             best = arena;
             best_how = how;
         }
     }
     sort_order(items, best_how, order, tmp, n);
-    place_in_order(items, order, n, align, &ix, rank, found, near);
+    place_in_order(items, order, n, align, &ix, found, near);
     live_index_free(&ix);
     free(near);
     free(order);
@@ -357,12 +395,12 @@ uint64_t mf_plan_optimal(mf_plan_item *items, size_t n, uint64_t align) {
         return 0;
     if (n > 9)
         return UINT64_MAX;
-    size_t order[9], c[9] = {0}, rank[9], found[9], best_order[9];
-    near_item near[9];
+    size_t order[9], c[9] = {0}, found[9], best_order[9];
+    near_item near[18];
     uint64_t best;
     for (size_t i = 0; i < n; i++)
         order[i] = i;
-    best = place_in_order(items, order, n, align, NULL, rank, found, near);
+    best = place_in_order(items, order, n, align, NULL, found, near);
     memcpy(best_order, order, sizeof order);
     size_t i = 1;
     while (i < n) {
@@ -370,7 +408,7 @@ uint64_t mf_plan_optimal(mf_plan_item *items, size_t n, uint64_t align) {
             size_t j = i % 2 ? c[i] : 0, t = order[j];
             order[j] = order[i];
             order[i] = t;
-            uint64_t a = place_in_order(items, order, n, align, NULL, rank, found, near);
+            uint64_t a = place_in_order(items, order, n, align, NULL, found, near);
             if (a < best) {
                 best = a;
                 memcpy(best_order, order, sizeof order);
@@ -382,6 +420,6 @@ uint64_t mf_plan_optimal(mf_plan_item *items, size_t n, uint64_t align) {
             i++;
         }
     }
-    place_in_order(items, best_order, n, align, NULL, rank, found, near);
+    place_in_order(items, best_order, n, align, NULL, found, near);
     return best;
 }
