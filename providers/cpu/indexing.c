@@ -444,29 +444,39 @@ minfer_status cpu_compute_nonzero(const cpu_exec *e) {
  * PyTorch sort; TopK's largest puts NaN first and its smallest puts NaN
  * last, Unique keeps one NaN (docs/operators.md). Plain < and > are not an
  * order once NaN is in (NaN is neither above nor below anything), and
- * qsort with such a comparator is undefined behaviour. 64-bit integers are
- * compared exactly: a double would merge values above 2^53. */
+ * qsort with such a comparator is undefined behaviour.
+ *
+ * Element i as an unsigned key in that order, so that comparing is one
+ * integer compare: 64-bit integers exactly (a double would merge values
+ * above 2^53, int64 with its sign bit flipped), every other type through
+ * its exact double, whose bits order like the numbers once negative ones
+ * are inverted and positive ones get the top bit; every NaN is the one key
+ * above +inf's. */
+static uint64_t order_key(const void *p, int32_t dt, size_t i) {
+    if (dt == MINFER_DTYPE_INT64)
+        return (uint64_t)((const int64_t *)p)[i] ^ (UINT64_C(1) << 63);
+    if (dt == MINFER_DTYPE_UINT64)
+        return ((const uint64_t *)p)[i];
+    double v = cpu_get(p, dt, i);
+    if (v != v)
+        return UINT64_MAX;
+    if (v == 0)
+        v = 0; /* -0 as +0 */
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return u >> 63 ? ~u : u | (UINT64_C(1) << 63);
+}
+
 static int elem_cmp(const void *p, int32_t dt, size_t a, size_t b) {
-    if (dt == MINFER_DTYPE_INT64) {
-        int64_t x = ((const int64_t *)p)[a], y = ((const int64_t *)p)[b];
-        return (x > y) - (x < y);
-    }
-    if (dt == MINFER_DTYPE_UINT64) {
-        uint64_t x = ((const uint64_t *)p)[a], y = ((const uint64_t *)p)[b];
-        return (x > y) - (x < y);
-    }
-    double x = cpu_get(p, dt, a), y = cpu_get(p, dt, b);
-    int xn = x != x, yn = y != y;
-    if (xn || yn)
-        return xn - yn;
+    uint64_t x = order_key(p, dt, a), y = order_key(p, dt, b);
     return (x > y) - (x < y);
 }
 
 typedef int (*pos_cmp)(const void *ctx, size_t a, size_t b);
 
-/* Stable bottom-up merge sort of idx[0..n) by cmp (tmp: n scratch slots).
- * The kernels start idx ascending, so equal keys keep the lower index
- * first, as TopK's ties require. qsort has no context argument and is not
+/* Stable bottom-up merge sort of idx[0..n) by cmp (tmp: n scratch slots),
+ * for Unique's slices: started ascending, each run of equal slices starts
+ * with its first occurrence. qsort has no context argument and is not
  * stable. */
 static void sort_positions(size_t *idx, size_t *tmp, size_t n, pos_cmp cmp, const void *ctx) {
     for (size_t w = 1; w < n; w = w > n / 2 ? n : 2 * w) {
@@ -486,18 +496,25 @@ static void sort_positions(size_t *idx, size_t *tmp, size_t n, pos_cmp cmp, cons
 
 /* ---- TopK ------------------------------------------------------------------ */
 
-/* One row of TopK's input: element j at base + j * inner. */
-typedef struct topk_row {
-    const void *d;
-    int32_t dt;
-    size_t base, inner;
-    int largest;
-} topk_row;
+typedef struct topk_item {
+    uint64_t key; /* order_key */
+    int64_t i;
+} topk_item;
 
-static int topk_cmp(const void *ctx, size_t a, size_t b) {
-    const topk_row *r = ctx;
-    int c = elem_cmp(r->d, r->dt, r->base + a * r->inner, r->base + b * r->inner);
-    return r->largest ? -c : c;
+/* Larger (smaller) first; equal keys keep the lower index first, as ONNX
+ * requires. With the index as the last word these are total orders. */
+static int by_largest(const void *a, const void *b) {
+    const topk_item *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key > y->key ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+static int by_smallest(const void *a, const void *b) {
+    const topk_item *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
 }
 
 minfer_status cpu_compute_topk(const cpu_exec *e) {
@@ -525,24 +542,23 @@ minfer_status cpu_compute_topk(const cpu_exec *e) {
     size_t outer = (size_t)cpu_numel(axis, x->dims);
     size_t inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1);
     size_t es = cpu_dtype_size(x->dtype);
-    size_t *idx = cpu_calloc(e->ctx, len ? len : 1, 2 * sizeof *idx);
-    if (!idx)
+    topk_item *items = cpu_calloc(e->ctx, len ? len : 1, sizeof *items);
+    if (!items)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
     const char *xd = cpu_data(x);
-    topk_row row = {xd, x->dtype, 0, inner, st->a != 0};
-    for (size_t o = 0; o < outer; o++)
+    for (size_t o = 0; o < outer && k; o++)
         for (size_t in = 0; in < inner; in++) {
+            size_t base = o * len * inner + in;
             for (size_t j = 0; j < len; j++)
-                idx[j] = j;
-            row.base = o * len * inner + in;
-            sort_positions(idx, idx + len, len, topk_cmp, &row);
+                items[j] = (topk_item){order_key(xd, x->dtype, base + j * inner), (int64_t)j};
+            qsort(items, len, sizeof *items, st->a ? by_largest : by_smallest);
             for (size_t j = 0; j < k; j++) {
                 size_t dst = (o * k + j) * inner + in;
-                memcpy((char *)y + dst * es, xd + (row.base + idx[j] * inner) * es, es);
-                yi[dst] = (int64_t)idx[j];
+                memcpy((char *)y + dst * es, xd + (base + (size_t)items[j].i * inner) * es, es);
+                yi[dst] = items[j].i;
             }
         }
-    free(idx);
+    free(items);
     return MINFER_OK;
 }
 
