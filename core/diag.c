@@ -307,6 +307,10 @@ minfer_status minfer_session_stats(const minfer_session *cs, minfer_run_stats *o
     return MINFER_OK;
 }
 
+int minfer_session_thread_count(const minfer_session *s) {
+    return s ? mf_pool_threads(s->pool) : 0;
+}
+
 minfer_status minfer_session_reset_stats(minfer_session *s) {
     if (!s)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_reset_stats: NULL session");

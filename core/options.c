@@ -1,4 +1,5 @@
 /* Session options. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,6 +38,9 @@ void minfer_options_free(minfer_options *opt) {
     free(opt->prov_opt_names);
     free(opt->prov_opt_values);
     free(opt->profile_path);
+    for (size_t i = 0; i < opt->n_dims; i++)
+        free(opt->dims[i].name);
+    free(opt->dims);
     free(opt);
 }
 
@@ -270,5 +274,124 @@ minfer_status minfer_options_set_check_nan(minfer_options *opt, int on) {
     if (!opt)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_check_nan: NULL options");
     opt->check_nan = on != 0;
+    return MINFER_OK;
+}
+
+/* ---- free-dimension overrides ---------------------------------------------- */
+
+#define MAX_DIM_VALUE ((int64_t)1 << 40) /* larger sizes fail the tensor limit anyway */
+
+static minfer_status add_dim(minfer_options *opt, const char *fn, const char *name, int by_input,
+                             int axis, int64_t value) {
+    if (!opt || !name || !name[0])
+        return mf_error(MINFER_ERR_INVALID_ARG, "%s: NULL options or empty name", fn);
+    if (value < 0 || value > MAX_DIM_VALUE)
+        return mf_error(MINFER_ERR_INVALID_ARG, "%s: size %lld for '%s' is not in 0..2^40", fn,
+                        (long long)value, name);
+    if (by_input && (axis < 0 || axis >= MINFER_MAX_RANK))
+        return mf_error(MINFER_ERR_INVALID_ARG, "%s: axis %d of input '%s' is not in 0..%d", fn,
+                        axis, name, MINFER_MAX_RANK - 1);
+    /* Setting one again replaces its value. */
+    for (size_t i = 0; i < opt->n_dims; i++) {
+        mf_dim_override *d = &opt->dims[i];
+        if (d->by_input == by_input && strcmp(d->name, name) == 0 && (!by_input || d->axis == axis)) {
+            d->value = value;
+            return MINFER_OK;
+        }
+    }
+    mf_dim_override *v = mf_realloc(opt->dims, (opt->n_dims + 1) * sizeof *v);
+    if (!v)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", fn);
+    opt->dims = v;
+    char *copy = mf_strdup(name);
+    if (!copy)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", fn);
+    v[opt->n_dims++] = (mf_dim_override){copy, by_input, axis, value};
+    return MINFER_OK;
+}
+
+minfer_status minfer_options_set_dim(minfer_options *opt, const char *name, int64_t value) {
+    return add_dim(opt, "minfer_options_set_dim", name, 0, 0, value);
+}
+
+minfer_status minfer_options_set_input_dim(minfer_options *opt, const char *input, int axis,
+                                           int64_t value) {
+    return add_dim(opt, "minfer_options_set_input_dim", input, 1, axis, value);
+}
+
+/* Whether a dimension of an input before (k, d) has this symbolic name. */
+static int named_before(const mf_graph *g, size_t k, int d, const char *name) {
+    for (size_t k2 = 0; k2 <= k; k2++) {
+        const mf_value *v = &g->values[g->inputs[k2]];
+        for (int d2 = 0; d2 < (k2 == k ? d : v->rank); d2++)
+            if (v->dim_params[d2] && strcmp(v->dim_params[d2], name) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+/* The graph inputs' names, or their symbolic dimension names, for a message. */
+static void list_inputs(const mf_graph *g, int symbolic, char *buf, size_t size) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < g->n_inputs; k++) {
+        const mf_value *v = &g->values[g->inputs[k]];
+        for (int d = 0; d < (symbolic ? v->rank : 1); d++) {
+            const char *name = symbolic ? v->dim_params[d] : v->name;
+            if (!name || (symbolic && named_before(g, k, d, name)))
+                continue;
+            int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", name);
+            if (w < 0 || (size_t)w >= size - used)
+                return;
+            used += (size_t)w;
+        }
+    }
+    if (!used)
+        snprintf(buf, size, "none");
+}
+
+minfer_status mf_apply_dim_overrides(mf_graph *g, const minfer_options *opt, const char *errctx) {
+    char list[1024];
+    for (size_t i = 0; opt && i < opt->n_dims; i++) {
+        const mf_dim_override *o = &opt->dims[i];
+        size_t hits = 0;
+        for (size_t k = 0; k < g->n_inputs; k++) {
+            mf_value *v = &g->values[g->inputs[k]];
+            if (o->by_input && strcmp(v->name, o->name) != 0)
+                continue;
+            if (o->by_input) {
+                hits++;
+                if (v->kind != MINFER_VALUE_TENSOR || v->rank < 0 || o->axis >= v->rank)
+                    return mf_error(MINFER_ERR_SHAPE,
+                                    "%s: cannot set axis %d of input '%s': it %s", errctx,
+                                    o->axis, v->name,
+                                    v->kind != MINFER_VALUE_TENSOR ? "is not a tensor"
+                                    : v->rank < 0 ? "declares no shape"
+                                                  : "has fewer dimensions");
+                if (v->dims[o->axis] >= 0 && v->dims[o->axis] != o->value)
+                    return mf_error(MINFER_ERR_SHAPE,
+                                    "%s: cannot set axis %d of input '%s' to %lld: the model "
+                                    "fixes it at %lld",
+                                    errctx, o->axis, v->name, (long long)o->value,
+                                    (long long)v->dims[o->axis]);
+                v->dims[o->axis] = o->value;
+                continue;
+            }
+            for (int d = 0; d < v->rank; d++)
+                if (v->dim_params[d] && strcmp(v->dim_params[d], o->name) == 0) {
+                    v->dims[d] = o->value;
+                    hits++;
+                }
+        }
+        if (!hits) {
+            list_inputs(g, !o->by_input, list, sizeof list);
+            return mf_error(MINFER_ERR_NOT_FOUND,
+                            o->by_input ? "%s: cannot set a dimension of '%s': no input has that "
+                                          "name (inputs: %s)"
+                                        : "%s: cannot set dimension '%s': no input has a "
+                                          "dimension of that name (symbolic dimensions: %s)",
+                            errctx, o->name, list);
+        }
+    }
     return MINFER_OK;
 }

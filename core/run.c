@@ -677,6 +677,24 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
     return MINFER_OK;
 }
 
+/* A declared shape as `minfer info` shows it: "[N,3,224,224]", symbolic
+ * dimensions by name. */
+static const char *declared_shape_str(const mf_value *v, char *buf, size_t size) {
+    size_t used = 0;
+    if (v->rank < 0)
+        return mf_shape_str(v->dims, v->rank, buf, size);
+    for (int d = 0; d < v->rank && used < size; d++) {
+        int w = v->dims[d] >= 0 ? snprintf(buf + used, size - used, "%s%lld", d ? "," : "[",
+                                           (long long)v->dims[d])
+                                : snprintf(buf + used, size - used, "%s%s", d ? "," : "[",
+                                           v->dim_params[d] ? v->dim_params[d] : "?");
+        used += w > 0 ? (size_t)w : 0;
+    }
+    if (used < size)
+        snprintf(buf + used, size - used, "%s]", v->rank ? "" : "[");
+    return buf;
+}
+
 static minfer_status check_inputs(minfer_session *s, const char *const *names,
                                   const minfer_tensor *const *inputs, size_t n,
                                   const minfer_tensor **bound, int64_t *sig, size_t *sig_len) {
@@ -750,7 +768,7 @@ static minfer_status check_inputs(minfer_session *s, const char *const *names,
             bad = v->dims[d] >= 0 && t->view.dims[d] != v->dims[d];
         if (bad)
             return mf_error(MINFER_ERR_SHAPE, "%s: run: input '%s' expects shape %s, got %s",
-                            s->errctx, v->name, mf_shape_str(v->dims, v->rank, a, sizeof a),
+                            s->errctx, v->name, declared_shape_str(v, a, sizeof a),
                             mf_shape_str(t->view.dims, t->view.rank, b, sizeof b));
         /* The same symbolic name must mean the same size everywhere. */
         for (int d = 0; v->rank >= 0 && d < v->rank; d++) {
@@ -981,9 +999,20 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, const char *con
             continue;
         }
         int vi = output_names[o] ? mf_graph_find(g, output_names[o]) : -1;
-        if (vi < 0 || !g->values[vi].is_output)
-            return mf_error(MINFER_ERR_NOT_FOUND, "%s: run: '%s' is not an output of the model",
-                            s->errctx, output_names[o] ? output_names[o] : "(null)");
+        if (vi < 0 || !g->values[vi].is_output) {
+            char list[512] = "";
+            size_t used = 0;
+            for (size_t j = 0; j < g->n_outputs; j++) {
+                int w = snprintf(list + used, sizeof list - used, "%s'%s'", j ? ", " : "",
+                                 g->values[g->outputs[j]].name);
+                if (w < 0 || (size_t)w >= sizeof list - used)
+                    break;
+                used += (size_t)w;
+            }
+            return mf_error(MINFER_ERR_NOT_FOUND,
+                            "%s: run: '%s' is not an output of the model (outputs: %s)",
+                            s->errctx, output_names[o] ? output_names[o] : "(null)", list);
+        }
         out_vi[o] = vi;
     }
     if (g->n_inputs > MAX_STACK_INPUTS) {

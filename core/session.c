@@ -600,6 +600,12 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_create: out is NULL");
     }
     *out = NULL;
+    /* Free-dimension overrides make the declared shapes what every later
+     * step (inference, placement, the build plan) sees. */
+    if (!parent && (st = mf_apply_dim_overrides(g, opt, errctx)) != MINFER_OK) {
+        mf_graph_free(g);
+        return st;
+    }
     s = mf_calloc(1, sizeof *s);
     if (!s) {
         mf_graph_free(g);

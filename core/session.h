@@ -28,7 +28,23 @@ struct minfer_options {
     char **prov_opt_names;  /* per-provider option strings */
     char **prov_opt_values;
     size_t n_prov_opts;
+    struct mf_dim_override *dims; /* free-dimension overrides, in the order set */
+    size_t n_dims;
 };
+
+/* minfer_options_set_dim (input NULL: by symbolic name) and
+ * minfer_options_set_input_dim (name is the input's, at axis). */
+typedef struct mf_dim_override {
+    char *name;
+    int by_input;
+    int axis;
+    int64_t value;
+} mf_dim_override;
+
+/* Fixes the graph inputs' dimensions the options override (create's first
+ * step, top-level sessions only): an unknown name, an axis out of range or
+ * a fixed dimension given another size is an error naming them. */
+minfer_status mf_apply_dim_overrides(mf_graph *g, const minfer_options *opt, const char *errctx);
 
 #define MF_DEFAULT_MAX_MODEL_BYTES ((uint64_t)2 << 30)
 /* The tensor-bytes default: a quarter of physical memory, at most this */

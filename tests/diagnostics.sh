@@ -3,7 +3,7 @@
 #  1. bench --profile on ResNet-18 writes a trace that `python3 -m json.tool`
 #     accepts and check_trace.py validates (one event per node per run, with
 #     op, provider, shapes and FLOPs; Conv FLOPs > 0; build and run events);
-#     bench prints the session's statistics and the per-op-type table, and
+#     bench prints one latency line and the per-op-type table, and
 #     its --json output stays valid JSON with those figures;
 #  2. run --profile and --check-nan; an unwritable profile path fails early;
 #  3. MINFER_LOG=verbose info --providers fakerefuse,cpu logs the reason the
@@ -57,10 +57,10 @@ python3 -m json.tool "$trace" >/dev/null || bad "python3 -m json.tool rejects th
 # warm-up and timed runs are all profiled
 python3 "$check_trace" "$trace" --runs 3 --nodes "$nodes" --flops-op Conv ||
     bad "check_trace.py rejects the bench trace"
-grep -q '^session stats: *2 runs: mean .* ms, min .* p50 .* p90 .* runs/s$' <<<"$out" ||
-    bad "bench prints no session statistics for 2 runs: $out"
+grep -q '^latency: *min .* ms, median .* p90 .* mean .* max .* runs/s$' <<<"$out" ||
+    bad "bench prints no latency for 2 runs: $out"
 grep -q '^time per op type' <<<"$out" || bad "bench --profile prints no op-type table"
-grep -Eq '^  (minfer:Fused)?Conv +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+$' <<<"$out" ||
+grep -Eq '^  (minfer::Fused)?Conv +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+$' <<<"$out" ||
     bad "the op-type table has no Conv row with count, time, share and GFLOPS"
 json=$("$cli" bench --providers cpu --runs 2 --warmup 0 --json --profile "$tmp/b2.json" "$squeeze") ||
     bad "bench --json --profile failed"

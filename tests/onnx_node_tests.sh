@@ -26,7 +26,7 @@ done
 out=$(mktemp "${TMPDIR:-/tmp}/minfer-node-tests.XXXXXX")
 trap 'rm -f "$out"' EXIT
 rc=0
-"$minfer" test --providers cpu "${dirs[@]}" | tee "$out" || rc=$?
+"$minfer" test --providers cpu --atol 1e-7 "${dirs[@]}" | tee "$out" || rc=$?
 summary=$(tail -n 1 "$out")
 if ((rc != 0)); then
     echo "onnx_node_tests: minfer test exited with $rc" >&2

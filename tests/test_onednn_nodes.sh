@@ -26,7 +26,7 @@ done
 out=$(mktemp "${TMPDIR:-/tmp}/minfer-onednn-nodes.XXXXXX")
 trap 'rm -f "$out"' EXIT
 rc=0
-"$minfer" test --providers onednn,cpu "${dirs[@]}" | tee "$out" || rc=$?
+"$minfer" test --providers onednn,cpu --atol 1e-7 "${dirs[@]}" | tee "$out" || rc=$?
 summary=$(tail -n 1 "$out")
 if ((rc != 0)); then
     echo "test_onednn_nodes: minfer test exited with $rc" >&2

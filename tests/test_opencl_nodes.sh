@@ -40,7 +40,7 @@ done
 out=$(mktemp "${TMPDIR:-/tmp}/minfer-ocl-nodes.XXXXXX")
 trap 'rm -f "$out"' EXIT
 rc=0
-"$minfer" test --providers opencl,cpu "${dirs[@]}" | tee "$out" || rc=$?
+"$minfer" test --providers opencl,cpu --atol 1e-7 "${dirs[@]}" | tee "$out" || rc=$?
 summary=$(tail -n 1 "$out")
 if ((rc != 0)) || [[ "$summary" != "$sets passed, 0 failed, 0 skipped" ]]; then
     echo "test_opencl_nodes: exit $rc, summary '$summary', want '$sets passed, 0 failed, 0 skipped'" >&2

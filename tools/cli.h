@@ -4,19 +4,30 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
 
 #include "minfer/minfer.h"
 
 /* Exit statuses of every command. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
+/* The values of an option that may be given several times (--dim). */
+typedef struct cli_list {
+    const char **v;
+    size_t n;
+} cli_list;
+
 /* One option a command accepts. An option with an argument stores it in
- * *value ("--name V" or "--name=V"); a flag sets *flag to 1. */
+ * *value ("--name V" or "--name=V"), or appends it to *list; a flag sets
+ * *flag to 1. */
 typedef struct cli_opt {
     const char *name; /* long name without "--" */
     char short_name;  /* 0 for none */
     const char **value;
     int *flag;
+    cli_list *list;
 } cli_opt;
 
 /* Parses argv[0..argc) (after the command word) into options and positional
@@ -25,7 +36,8 @@ typedef struct cli_opt {
 int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, size_t n_opts,
               char **pos, size_t *n_pos, int *help);
 
-/* Strict number parsing; 0 on success, else CLI_USAGE with one line printed. */
+/* Strict number parsing; 0 on success, else CLI_USAGE with one line printed
+ * ("minfer CMD: ...", or "minfer: ..." for cmd NULL). */
 int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, int *out);
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out);
 
@@ -56,6 +68,28 @@ uint16_t cli_float_to_half(float f);
  * in [0, 10)); notes on stderr what it had to assume. */
 minfer_status cli_random_input(const char *cmd, const minfer_value_info *info, uint64_t *seed,
                                minfer_tensor **out);
+
+/* --dim NAME=V (minfer_options_set_dim) and --shape INPUT=1x3x224x224
+ * (minfer_options_set_input_dim for each axis) into opt. Returns 0, or
+ * CLI_USAGE after one line naming the bad argument. */
+int cli_set_shapes(const char *cmd, minfer_options *opt, const cli_list *dims,
+                   const cli_list *shapes);
+/* After creation: each --shape gives as many dimensions as its input has.
+ * Returns 0, or CLI_USAGE after one line. */
+int cli_check_shapes(const char *cmd, const minfer_session *s, const cli_list *shapes);
+/* Prints "inputs: NAME TYPE [dims], ..." for the tensors a command feeds. */
+void cli_print_inputs(FILE *f, const char *const *names, minfer_tensor *const *ins, size_t n);
+
+/* Prints a JSON value (jansson, the project's one JSON library) to
+ * standard output, indented, and frees it. NULL (an allocation failed on
+ * the way) is reported. Returns 0 or CLI_FAIL. */
+int cli_json_print(const char *cmd, json_t *root);
+/* A JSON string of s (from a model: any bytes), each byte that is not
+ * part of valid UTF-8 replaced by '?'. */
+json_t *cli_json_str(const char *s);
+/* The shape of a tensor as a JSON array of numbers (symbolic names as
+ * strings, null when unknown); null for an unknown rank. */
+json_t *cli_json_shape(const int64_t *dims, const char *const *dim_names, int rank);
 
 /* Creates a directory and its parents; 0 on success. */
 int cli_mkdirs(const char *path);

@@ -54,7 +54,7 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, size_
                     cmd);
             return CLI_USAGE;
         }
-        if (o->flag) {
+        if (o->flag && !o->list) {
             if (inline_val) {
                 fprintf(stderr, "minfer %s: option '--%s' takes no value\n", cmd, o->name);
                 return CLI_USAGE;
@@ -69,7 +69,16 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, size_
             }
             inline_val = argv[++i];
         }
-        *o->value = inline_val;
+        if (o->list) {
+            const char **v = realloc(o->list->v, (o->list->n + 1) * sizeof *v);
+            if (!v) {
+                fprintf(stderr, "minfer %s: out of memory\n", cmd);
+                return CLI_FAIL;
+            }
+            o->list->v = v;
+            v[o->list->n++] = inline_val;
+        } else
+            *o->value = inline_val;
     }
     return 0;
 }
@@ -79,7 +88,8 @@ int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "minfer %s: %s '%s' is not an integer in %ld..%ld\n", cmd, opt, s, lo, hi);
+        fprintf(stderr, "minfer%s%s: %s '%s' is not an integer in %ld..%ld\n", cmd ? " " : "",
+                cmd ? cmd : "", opt, s, lo, hi);
         return CLI_USAGE;
     }
     *out = (int)v;
@@ -247,6 +257,153 @@ size_t cli_scalar_count(const minfer_tensor *t) {
     return dt == MINFER_DTYPE_COMPLEX64 || dt == MINFER_DTYPE_COMPLEX128 ? 2 * n : n;
 }
 
+/* Splits "NAME=REST" at its last '=' into name (malloc'd) and rest. */
+static char *split_eq(const char *arg, const char **rest) {
+    const char *eq = strrchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return NULL;
+    *rest = eq + 1;
+    return strndup(arg, (size_t)(eq - arg));
+}
+
+static int parse_size(const char *s, const char **end, int64_t *out) {
+    char *e = NULL;
+    errno = 0;
+    long long v = strtoll(s, &e, 10);
+    if (errno || e == s || v < 0 || *s == '-' || *s == '+')
+        return -1;
+    *out = v;
+    *end = e;
+    return 0;
+}
+
+int cli_set_shapes(const char *cmd, minfer_options *opt, const cli_list *dims,
+                   const cli_list *shapes) {
+    for (size_t i = 0; dims && i < dims->n; i++) {
+        const char *rest, *end;
+        int64_t v;
+        char *name = split_eq(dims->v[i], &rest);
+        if (!name || parse_size(rest, &end, &v) != 0 || *end) {
+            fprintf(stderr, "minfer %s: --dim '%s' is not NAME=SIZE (e.g. batch=8)\n", cmd,
+                    dims->v[i]);
+            free(name);
+            return CLI_USAGE;
+        }
+        minfer_status st = minfer_options_set_dim(opt, name, v);
+        free(name);
+        if (st != MINFER_OK) {
+            fprintf(stderr, "minfer %s: --dim '%s': %s\n", cmd, dims->v[i], cli_error(st));
+            return CLI_USAGE;
+        }
+    }
+    for (size_t i = 0; shapes && i < shapes->n; i++) {
+        const char *rest, *p;
+        char *name = split_eq(shapes->v[i], &rest);
+        int axis = 0, ok = name != NULL;
+        for (p = rest; ok && *p; axis++) {
+            int64_t v;
+            const char *end;
+            ok = axis < MINFER_MAX_RANK && parse_size(p, &end, &v) == 0 &&
+                 (*end == '\0' || (*end == 'x' && end[1])) &&
+                 minfer_options_set_input_dim(opt, name, axis, v) == MINFER_OK;
+            p = *end ? end + 1 : end;
+        }
+        free(name);
+        if (!ok) {
+            fprintf(stderr,
+                    "minfer %s: --shape '%s' is not INPUT=DIMS with up to %d sizes joined by 'x' "
+                    "(e.g. input=1x3x224x224)\n",
+                    cmd, shapes->v[i], MINFER_MAX_RANK);
+            return CLI_USAGE;
+        }
+    }
+    return 0;
+}
+
+int cli_check_shapes(const char *cmd, const minfer_session *s, const cli_list *shapes) {
+    for (size_t i = 0; shapes && i < shapes->n; i++) {
+        const char *eq = strrchr(shapes->v[i], '=');
+        int given = 1;
+        for (const char *p = eq + 1; *p; p++)
+            given += *p == 'x';
+        for (size_t k = 0; k < minfer_session_input_count(s); k++) {
+            minfer_value_info info;
+            if (minfer_session_input_info(s, k, &info) != MINFER_OK ||
+                strlen(info.name) != (size_t)(eq - shapes->v[i]) ||
+                strncmp(info.name, shapes->v[i], (size_t)(eq - shapes->v[i])) != 0)
+                continue;
+            if (info.rank != given) {
+                char shape[256];
+                fprintf(stderr, "minfer %s: --shape '%s' gives %d dimensions; input '%s' has %d %s\n",
+                        cmd, shapes->v[i], given, info.name, info.rank,
+                        cli_shape_str(info.dims, info.dim_names, info.rank, shape, sizeof shape));
+                return CLI_USAGE;
+            }
+        }
+    }
+    return 0;
+}
+
+void cli_print_inputs(FILE *f, const char *const *names, minfer_tensor *const *ins, size_t n) {
+    fprintf(f, "inputs:         ");
+    for (size_t k = 0; k < n; k++) {
+        char shape[256];
+        const minfer_tensor *t = ins[k];
+        if (minfer_value_kind_of(t) != MINFER_VALUE_TENSOR)
+            snprintf(shape, sizeof shape, "(%s)",
+                     minfer_value_kind_of(t) == MINFER_VALUE_SEQUENCE ? "sequence" : "optional");
+        else
+            cli_shape_str(minfer_tensor_dims(t), NULL, (int)minfer_tensor_rank(t), shape,
+                          sizeof shape);
+        fprintf(f, "%s %s %s %s", k ? "," : "", names[k],
+                minfer_dtype_name(minfer_tensor_dtype(t)), shape);
+    }
+    fprintf(f, "%s\n", n ? "" : " (none)");
+}
+
+int cli_json_print(const char *cmd, json_t *root) {
+    if (!root) {
+        fprintf(stderr, "minfer %s: out of memory building the JSON output\n", cmd);
+        return CLI_FAIL;
+    }
+    int rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+    json_decref(root);
+    if (rc != 0) {
+        fprintf(stderr, "minfer %s: cannot write the JSON output\n", cmd);
+        return CLI_FAIL;
+    }
+    putchar('\n');
+    return 0;
+}
+
+json_t *cli_json_str(const char *s) {
+    json_t *j = json_string(s ? s : "");
+    if (j)
+        return j;
+    /* Not UTF-8: keep the ASCII, mark the rest. */
+    char *copy = strdup(s);
+    if (!copy)
+        return NULL;
+    for (char *p = copy; *p; p++)
+        if ((unsigned char)*p >= 0x80)
+            *p = '?';
+    j = json_string(copy);
+    free(copy);
+    return j;
+}
+
+json_t *cli_json_shape(const int64_t *dims, const char *const *dim_names, int rank) {
+    if (rank < 0)
+        return json_null();
+    json_t *a = json_array();
+    for (int d = 0; a && d < rank; d++)
+        json_array_append_new(a, dims[d] >= 0 ? json_integer(dims[d])
+                                 : dim_names && dim_names[d] && dim_names[d][0]
+                                     ? json_string(dim_names[d])
+                                     : json_null());
+    return a;
+}
+
 int cli_mkdirs(const char *path) {
     char buf[4096];
     struct stat sb;
@@ -318,8 +475,17 @@ minfer_status cli_random_input(const char *cmd, const minfer_value_info *info, u
                 info->name);
         rank = 0;
     }
-    for (int d = 0; d < rank; d++)
+    for (int d = 0; d < rank; d++) {
         dims[d] = info->dims[d] < 0 ? 1 : info->dims[d];
+        if (info->dims[d] < 0 && info->dim_names && info->dim_names[d] && info->dim_names[d][0])
+            fprintf(stderr,
+                    "minfer %s: note: input '%s' dimension '%s' set to 1 (--dim %s=N sets it)\n",
+                    cmd, info->name, info->dim_names[d], info->dim_names[d]);
+        else if (info->dims[d] < 0)
+            fprintf(stderr,
+                    "minfer %s: note: input '%s' axis %d set to 1 (--shape %s=... sets it)\n",
+                    cmd, info->name, d, info->name);
+    }
     minfer_status st = minfer_tensor_create(info->dtype, dims, (size_t)rank, out);
     if (st != MINFER_OK)
         return st;

@@ -1,9 +1,10 @@
 /*
- * minfer bench MODEL: session creation time, per-run latency (min, median,
- * p90, mean over --runs after --warmup), the session's own run statistics
- * (minfer_session_stats, reset after the warm-up), the memory plan's figures
- * and the process's peak resident memory; with --profile also a table of
- * time and GFLOPS per op type. --json prints one JSON object instead.
+ * minfer bench MODEL: the input shapes, the providers that run nodes, the
+ * thread count, session creation time, per-run latency (min, median, p90,
+ * mean, max over --runs after --warmup), the memory plan's figures and the
+ * process's peak resident memory; with --profile also a table of time and
+ * GFLOPS per op type. --json prints one JSON object instead (with the
+ * session's own statistics, minfer_session_stats, as "stats").
  *
  * Figures are for comparing in one run on one machine (alternating with the
  * thing compared); a single absolute time on a shared machine means little.
@@ -22,7 +23,8 @@ static void print_help(void) {
     printf("usage: minfer bench MODEL [options]\n"
            "\n"
            "Creates a session, runs it --warmup times, then --runs times, and prints\n"
-           "the session creation time, run latency (min, median, p90, mean), the memory\n"
+           "the input shapes used, the providers that run nodes, the thread count, the\n"
+           "session creation time, run latency (min, median, p90, mean, max), the memory\n"
            "plan (arena, all intermediates, lower bound) and the peak resident memory.\n"
            "\n"
            "options:\n"
@@ -31,6 +33,9 @@ static void print_help(void) {
            "  --runs N          timed runs (default 20)\n"
            "  --warmup N        untimed runs first (default 3)\n"
            "  --inputs DIR      inputs from DIR/input_K.pb (default: random, symbolic dims 1)\n"
+           "  --dim NAME=N      set the symbolic dimension NAME of every input to N\n"
+           "                    (repeatable; e.g. --dim seq=128)\n"
+           "  --shape IN=DIMS   fix input IN's shape, e.g. --shape input=1x3x224x224\n"
            "  --json            print one JSON object (to standard output)\n"
            "  --profile FILE    write a Chrome trace-event JSON profile to FILE (open it in\n"
            "                    Perfetto or chrome://tracing) and print time per op type\n"
@@ -79,7 +84,7 @@ static int cmp_row(const void *a, const void *b) {
     return x > y ? -1 : x < y;
 }
 
-/* Groups the node profiles by op type ("domain:op" outside the default
+/* Groups the node profiles by op type ("domain::op" outside the default
  * domain), sorted by time. Nodes folded into constants never run and are
  * left out. *n_rows is 0 when profiling is off. */
 static op_row *op_profile(const minfer_session *s, size_t *n_rows, double *total_ms) {
@@ -98,7 +103,7 @@ static op_row *op_profile(const minfer_session *s, size_t *n_rows, double *total
             minfer_session_node_profile(s, i, &ms, &runs, &flops) != MINFER_OK || runs == 0)
             continue;
         snprintf(key, sizeof key, "%s%s%s", p.domain && p.domain[0] ? p.domain : "",
-                 p.domain && p.domain[0] ? ":" : "", p.op_type);
+                 p.domain && p.domain[0] ? "::" : "", p.op_type);
         size_t r = 0;
         while (r < n && strcmp(rows[r].op, key) != 0)
             r++;
@@ -119,29 +124,18 @@ static double gflops(const op_row *r) {
     return r->total_ms > 0 ? r->flops_x_runs / (r->total_ms * 1e6) : 0;
 }
 
-static void json_str(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", (unsigned char)*s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
-
 int cmd_bench(int argc, char **argv) {
     const char *providers = NULL, *threads_s = NULL, *runs_s = NULL, *warm_s = NULL,
                *in_dir = NULL, *profile = NULL;
     int json = 0, help = 0, threads = -1, runs = 20, warmup = 3, check_nan = 0, force = 0, rc;
+    cli_list dims = {0}, shapes = {0};
     const cli_opt opts[] = {
-        {"providers", 0, &providers, NULL}, {"threads", 0, &threads_s, NULL},
-        {"runs", 0, &runs_s, NULL},         {"warmup", 0, &warm_s, NULL},
-        {"inputs", 0, &in_dir, NULL},       {"json", 0, NULL, &json},
-        {"profile", 0, &profile, NULL},     {"check-nan", 0, NULL, &check_nan},
-        {"force", 0, NULL, &force},
+        {"providers", 0, &providers, NULL, NULL}, {"threads", 0, &threads_s, NULL, NULL},
+        {"runs", 0, &runs_s, NULL, NULL},         {"warmup", 0, &warm_s, NULL, NULL},
+        {"inputs", 0, &in_dir, NULL, NULL},       {"json", 0, NULL, &json, NULL},
+        {"profile", 0, &profile, NULL, NULL},     {"check-nan", 0, NULL, &check_nan, NULL},
+        {"force", 0, NULL, &force, NULL},         {"dim", 0, NULL, NULL, &dims},
+        {"shape", 0, NULL, NULL, &shapes},
     };
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0, n_in = 0, n_out = 0;
@@ -182,6 +176,9 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "minfer bench: %s\n", cli_error(st));
         goto done;
     }
+    if ((rc = cli_set_shapes(CMD, opt, &dims, &shapes)) != 0)
+        goto done;
+    rc = CLI_FAIL;
     if (cli_set_diagnostics(CMD, opt, profile, force, &prof, check_nan, 0) != 0)
         goto done;
     double t0 = now_ms();
@@ -190,6 +187,9 @@ int cmd_bench(int argc, char **argv) {
         goto done;
     }
     double create_ms = now_ms() - t0;
+    if ((rc = cli_check_shapes(CMD, s, &shapes)) != 0)
+        goto done;
+    rc = CLI_FAIL;
 
     n_in = minfer_session_input_count(s);
     n_out = minfer_session_output_count(s);
@@ -250,53 +250,101 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "minfer bench: out of memory\n");
         goto done;
     }
+    /* The providers that run nodes (a provider that loaded but took none
+     * is left out), with their node counts. */
+    size_t n_prov = minfer_session_provider_count(s), *used = calloc(n_prov + 1, sizeof *used);
+    if (!used) {
+        fprintf(stderr, "minfer bench: out of memory\n");
+        goto done;
+    }
+    for (size_t i = 0; i < minfer_session_node_count(s); i++) {
+        minfer_node_placement p;
+        if (minfer_session_node_placement(s, i, &p) != MINFER_OK)
+            continue;
+        for (size_t j = 0; j < n_prov; j++)
+            if (strcmp(p.provider, minfer_session_provider_name(s, j)) == 0)
+                used[j]++;
+    }
+    int n_threads = minfer_session_thread_count(s);
+    /* One latency: the times measured around minfer_session_run here (the
+     * session's own statistics, in --json's "stats", time the same runs
+     * from inside and differ by the call's overhead). */
+    double median = percentile(lat, (size_t)runs, 0.5), p90 = percentile(lat, (size_t)runs, 0.9);
     if (json) {
-        printf("{\"model\": ");
-        json_str(pos[0]);
-        printf(", \"providers\": [");
-        for (size_t i = 0; i < minfer_session_provider_count(s); i++) {
-            printf("%s", i ? ", " : "");
-            json_str(minfer_session_provider_name(s, i));
+        json_t *root = json_object(), *jp = json_array(), *ji = json_array(), *jst = json_object();
+        json_object_set_new(root, "model", cli_json_str(pos[0]));
+        for (size_t k = 0; k < n_in; k++) {
+            json_t *o = json_object();
+            json_object_set_new(o, "name", cli_json_str(names[k]));
+            json_object_set_new(o, "type", json_string(minfer_dtype_name(minfer_tensor_dtype(ins[k]))));
+            json_object_set_new(o, "shape", cli_json_shape(minfer_tensor_dims(ins[k]), NULL,
+                                                           (int)minfer_tensor_rank(ins[k])));
+            json_array_append_new(ji, o);
         }
-        printf("], \"create_ms\": %.3f, \"runs\": %d, \"warmup\": %d, \"min_ms\": %.3f, "
-               "\"median_ms\": %.3f, \"p90_ms\": %.3f, \"mean_ms\": %.3f, \"arena_bytes\": %llu, "
-               "\"device_arena_bytes\": %llu, \"intermediate_bytes\": %llu, "
-               "\"lower_bound_bytes\": %llu, \"peak_rss_bytes\": %lld",
-               create_ms, runs, warmup, lat[0], percentile(lat, (size_t)runs, 0.5),
-               percentile(lat, (size_t)runs, 0.9), sum / runs,
-               (unsigned long long)mem.arena_bytes, (unsigned long long)mem.device_arena_bytes,
-               (unsigned long long)mem.intermediate_bytes,
-               (unsigned long long)mem.lower_bound_bytes, (long long)rss * 1024);
-        printf(", \"stats\": {\"runs\": %llu, \"mean_ms\": %.3f, \"min_ms\": %.3f, "
-               "\"max_ms\": %.3f, \"p50_ms\": %.3f, \"p90_ms\": %.3f, "
-               "\"throughput_per_s\": %.3f}",
-               (unsigned long long)rs.runs, rs.mean_ms, rs.min_ms, rs.max_ms, rs.p50_ms,
-               rs.p90_ms, rs.throughput);
+        json_object_set_new(root, "inputs", ji);
+        for (size_t j = 0; j < n_prov; j++)
+            if (used[j])
+                json_array_append_new(jp, cli_json_str(minfer_session_provider_name(s, j)));
+        json_object_set_new(root, "providers", jp);
+        json_object_set_new(root, "threads", json_integer(n_threads));
+        json_object_set_new(root, "create_ms", json_real(create_ms));
+        json_object_set_new(root, "runs", json_integer(runs));
+        json_object_set_new(root, "warmup", json_integer(warmup));
+        json_object_set_new(root, "min_ms", json_real(lat[0]));
+        json_object_set_new(root, "median_ms", json_real(median));
+        json_object_set_new(root, "p90_ms", json_real(p90));
+        json_object_set_new(root, "mean_ms", json_real(sum / runs));
+        json_object_set_new(root, "max_ms", json_real(lat[runs - 1]));
+        json_object_set_new(root, "arena_bytes", json_integer((json_int_t)mem.arena_bytes));
+        json_object_set_new(root, "device_arena_bytes",
+                            json_integer((json_int_t)mem.device_arena_bytes));
+        json_object_set_new(root, "intermediate_bytes",
+                            json_integer((json_int_t)mem.intermediate_bytes));
+        json_object_set_new(root, "lower_bound_bytes",
+                            json_integer((json_int_t)mem.lower_bound_bytes));
+        json_object_set_new(root, "peak_rss_bytes", json_integer((json_int_t)rss * 1024));
+        json_object_set_new(jst, "runs", json_integer((json_int_t)rs.runs));
+        json_object_set_new(jst, "mean_ms", json_real(rs.mean_ms));
+        json_object_set_new(jst, "min_ms", json_real(rs.min_ms));
+        json_object_set_new(jst, "max_ms", json_real(rs.max_ms));
+        json_object_set_new(jst, "p50_ms", json_real(rs.p50_ms));
+        json_object_set_new(jst, "p90_ms", json_real(rs.p90_ms));
+        json_object_set_new(jst, "throughput_per_s", json_real(rs.throughput));
+        json_object_set_new(root, "stats", jst);
         if (profile) {
-            printf(", \"profile\": ");
-            json_str(profile);
-            printf(", \"op_types\": [");
+            json_t *ops = json_array();
+            json_object_set_new(root, "profile", cli_json_str(profile));
             for (size_t i = 0; i < n_rows; i++) {
-                printf("%s{\"op\": ", i ? ", " : "");
-                json_str(rows[i].op);
-                printf(", \"count\": %zu, \"total_ms\": %.3f, \"ms_per_run\": %.4f, "
-                       "\"share\": %.4f, \"gflops\": %.3f}",
-                       rows[i].count, rows[i].total_ms, rows[i].ms_per_run,
-                       prof_ms > 0 ? rows[i].total_ms / prof_ms : 0, gflops(&rows[i]));
+                json_t *o = json_object();
+                json_object_set_new(o, "op", cli_json_str(rows[i].op));
+                json_object_set_new(o, "count", json_integer((json_int_t)rows[i].count));
+                json_object_set_new(o, "total_ms", json_real(rows[i].total_ms));
+                json_object_set_new(o, "ms_per_run", json_real(rows[i].ms_per_run));
+                json_object_set_new(o, "share",
+                                    json_real(prof_ms > 0 ? rows[i].total_ms / prof_ms : 0));
+                json_object_set_new(o, "gflops", json_real(gflops(&rows[i])));
+                json_array_append_new(ops, o);
             }
-            printf("]");
+            json_object_set_new(root, "op_types", ops);
         }
-        printf("}\n");
+        free(used);
+        if (cli_json_print(CMD, root) != 0)
+            goto done;
     } else {
         printf("model:           %s\n", pos[0]);
-        printf("providers:      ");
-        for (size_t i = 0; i < minfer_session_provider_count(s); i++)
-            printf(" %s", minfer_session_provider_name(s, i));
-        printf("\nsession create:  %.2f ms\n", create_ms);
+        cli_print_inputs(stdout, names, ins, n_in);
+        printf("providers used: ");
+        for (size_t j = 0, k = 0; j < n_prov; j++)
+            if (used[j])
+                printf("%s %s (%zu nodes)", k++ ? "," : "", minfer_session_provider_name(s, j),
+                       used[j]);
+        printf("\nthreads:         %d\n", n_threads);
+        free(used);
+        printf("session create:  %.2f ms\n", create_ms);
         printf("runs:            %d (after %d warm-up)\n", runs, warmup);
-        printf("latency:         min %.3f ms, median %.3f ms, p90 %.3f ms, mean %.3f ms\n",
-               lat[0], percentile(lat, (size_t)runs, 0.5), percentile(lat, (size_t)runs, 0.9),
-               sum / runs);
+        printf("latency:         min %.3f ms, median %.3f ms, p90 %.3f ms, mean %.3f ms, "
+               "max %.3f ms; %.2f runs/s\n",
+               lat[0], median, p90, sum / runs, lat[runs - 1], sum > 0 ? runs * 1e3 / sum : 0.0);
         printf("arena:           %.2f MiB host", (double)mem.arena_bytes / 1048576.0);
         if (mem.device_arena_bytes)
             printf(", %.2f MiB device", (double)mem.device_arena_bytes / 1048576.0);
@@ -304,27 +352,25 @@ int cmd_bench(int argc, char **argv) {
                (double)mem.intermediate_bytes / 1048576.0,
                (double)mem.lower_bound_bytes / 1048576.0);
         printf("peak RSS:        %.1f MiB\n", (double)rss / 1024.0);
-        printf("session stats:   %llu runs: mean %.3f ms, min %.3f ms, max %.3f ms, p50 %.3f ms, "
-               "p90 %.3f ms; %.2f runs/s\n",
-               (unsigned long long)rs.runs, rs.mean_ms, rs.min_ms, rs.max_ms, rs.p50_ms,
-               rs.p90_ms, rs.throughput);
         if (profile) {
             /* Node times cover every profiled run, the warm-up included;
              * ms/run is each node's mean, so the two agree per run. */
             double per_run = 0;
-            for (size_t i = 0; i < n_rows; i++)
+            int wop = 28;
+            for (size_t i = 0; i < n_rows; i++) {
                 per_run += rows[i].ms_per_run;
+                wop = (int)strlen(rows[i].op) > wop ? (int)strlen(rows[i].op) : wop;
+            }
             printf("profile:         %s (written at the end)\n", profile);
             printf("time per op type (%d profiled runs, warm-up included; the nodes add up to "
                    "%.3f ms a run):\n",
                    warmup + runs, per_run);
-            printf("  %-28s %6s %12s %10s %7s %9s\n", "op", "nodes", "total ms", "ms/run",
+            printf("  %-*s %6s %12s %10s %7s %9s\n", wop, "op", "nodes", "total ms", "ms/run",
                    "share", "GFLOPS");
             for (size_t i = 0; i < n_rows; i++)
-                printf("  %-28s %6zu %12.3f %10.4f %6.1f%% %9.2f\n", rows[i].op, rows[i].count,
-                       rows[i].total_ms, rows[i].ms_per_run,
-                       prof_ms > 0 ? 100.0 * rows[i].total_ms / prof_ms : 0.0,
-                       gflops(&rows[i]));
+                printf("  %-*s %6zu %12.3f %10.4f %6.1f%% %9.2f\n", wop, rows[i].op,
+                       rows[i].count, rows[i].total_ms, rows[i].ms_per_run,
+                       prof_ms > 0 ? 100.0 * rows[i].total_ms / prof_ms : 0.0, gflops(&rows[i]));
         }
     }
     rc = CLI_OK;
@@ -344,6 +390,8 @@ done:
     if (cli_finish_profile(CMD, &s, &prof) != 0)
         rc = CLI_FAIL;
     minfer_options_free(opt);
+    free(dims.v);
+    free(shapes.v);
     free(pos);
     return rc;
 }

@@ -222,6 +222,8 @@ static void print_help(void) {
            "options:\n"
            "  --providers LIST  provider preference, e.g. 'opencl,cpu'\n"
            "  -v, --verbose     also list every planned buffer: offset, size, lifetime\n"
+           "  --dim NAME=N      set the symbolic dimension NAME of every input to N\n"
+           "  --shape IN=DIMS   fix input IN's shape, e.g. --shape input=1x3x224x224\n"
            "  --strict          fail if any node falls back past the first provider\n"
            "  --dot FILE        write the graph as Graphviz DOT: op and output shape per\n"
            "                    node, coloured by provider, boundary copies in red\n"
@@ -237,12 +239,15 @@ static void print_help(void) {
 int cmd_info(int argc, char **argv) {
     const char *providers = NULL, *dot_path = NULL, *svg_path = NULL;
     int verbose = 0, strict = 0, force = 0;
-    const cli_opt opts[] = {{"providers", 0, &providers, NULL},
-                            {"force", 0, NULL, &force},
-                            {"verbose", 'v', NULL, &verbose},
-                            {"strict", 0, NULL, &strict},
-                            {"dot", 0, &dot_path, NULL},
-                            {"svg", 0, &svg_path, NULL}};
+    cli_list dims = {0}, shapes = {0};
+    const cli_opt opts[] = {{"providers", 0, &providers, NULL, NULL},
+                            {"dim", 0, NULL, NULL, &dims},
+                            {"shape", 0, NULL, NULL, &shapes},
+                            {"force", 0, NULL, &force, NULL},
+                            {"verbose", 'v', NULL, &verbose, NULL},
+                            {"strict", 0, NULL, &strict, NULL},
+                            {"dot", 0, &dot_path, NULL, NULL},
+                            {"svg", 0, &svg_path, NULL, NULL}};
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0, n_ops = 0, n_prov = 0;
     int help = 0, rc;
@@ -280,6 +285,9 @@ int cmd_info(int argc, char **argv) {
         fprintf(stderr, "minfer info: %s\n", cli_error(st));
         goto done;
     }
+    if ((rc = cli_set_shapes(CMD, opt, &dims, &shapes)) != 0)
+        goto done;
+    rc = CLI_FAIL;
     if (cli_set_diagnostics(CMD, opt, NULL, 0, NULL, 0, strict) != 0)
         goto done;
     /* Before the work, so that a path that exists fails at once. */
@@ -290,6 +298,9 @@ int cmd_info(int argc, char **argv) {
         fprintf(stderr, "minfer info: %s\n", cli_error(st));
         goto done;
     }
+    if ((rc = cli_check_shapes(CMD, s, &shapes)) != 0)
+        goto done;
+    rc = CLI_FAIL;
 
     printf("model: %s\n", pos[0]);
     print_values(s, 0);
@@ -359,6 +370,8 @@ done:
     free_counts(prov, n_prov);
     minfer_session_free(s);
     minfer_options_free(opt);
+    free(dims.v);
+    free(shapes.v);
     free(pos);
     return rc;
 }

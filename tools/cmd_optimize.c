@@ -60,9 +60,9 @@ static void print_summary(const minfer_opt_summary *s) {
 int cmd_optimize(int argc, char **argv) {
     const char *out = NULL, *level_s = NULL;
     int force = 0;
-    const cli_opt opts[] = {{"output", 'o', &out, NULL},
-                            {"level", 0, &level_s, NULL},
-                            {"force", 0, NULL, &force}};
+    const cli_opt opts[] = {{"output", 'o', &out, NULL, NULL},
+                            {"level", 0, &level_s, NULL, NULL},
+                            {"force", 0, NULL, &force, NULL}};
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0;
     int help = 0, rc, level = cli_opt_level;

@@ -28,6 +28,9 @@ static void print_help(void) {
            "  --outputs DIR     write DIR/output_K.pb (created if missing) instead of a summary\n"
            "  --force           replace output files (--outputs, --profile) that exist\n"
            "  --threads N       threads for the session's pool (0: one per CPU)\n"
+           "  --dim NAME=N      set the symbolic dimension NAME of every input to N\n"
+           "                    (repeatable; e.g. --dim batch=8)\n"
+           "  --shape IN=DIMS   fix input IN's shape, e.g. --shape input=1x3x224x224\n"
            "  --profile FILE    write a Chrome trace-event JSON profile (build phases and\n"
            "                    every node) to FILE; open it in Perfetto or chrome://tracing\n"
            "  --check-nan       fail naming the first node whose float output has a NaN/Inf\n"
@@ -126,15 +129,18 @@ int cmd_run(int argc, char **argv) {
     const char *providers = NULL, *in_dir = NULL, *out_dir = NULL, *threads_s = NULL,
                *profile = NULL;
     int check_nan = 0, strict = 0, force = 0;
+    cli_list dims = {0}, shapes = {0};
     const cli_opt opts[] = {
-        {"force", 0, NULL, &force},
-        {"providers", 0, &providers, NULL},
-        {"inputs", 0, &in_dir, NULL},
-        {"outputs", 0, &out_dir, NULL},
-        {"threads", 0, &threads_s, NULL},
-        {"profile", 0, &profile, NULL},
-        {"check-nan", 0, NULL, &check_nan},
-        {"strict", 0, NULL, &strict},
+        {"dim", 0, NULL, NULL, &dims},
+        {"shape", 0, NULL, NULL, &shapes},
+        {"force", 0, NULL, &force, NULL},
+        {"providers", 0, &providers, NULL, NULL},
+        {"inputs", 0, &in_dir, NULL, NULL},
+        {"outputs", 0, &out_dir, NULL, NULL},
+        {"threads", 0, &threads_s, NULL, NULL},
+        {"profile", 0, &profile, NULL, NULL},
+        {"check-nan", 0, NULL, &check_nan, NULL},
+        {"strict", 0, NULL, &strict, NULL},
     };
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0;
@@ -172,12 +178,18 @@ int cmd_run(int argc, char **argv) {
         fail("%s", cli_error(st));
         goto done;
     }
+    if ((rc = cli_set_shapes(CMD, opt, &dims, &shapes)) != 0)
+        goto done;
+    rc = CLI_FAIL;
     if (cli_set_diagnostics(CMD, opt, profile, force, &prof, check_nan, strict) != 0)
         goto done;
     if ((st = minfer_session_create(pos[0], opt, &s)) != MINFER_OK) {
         fail("%s", cli_error(st));
         goto done;
     }
+    if ((rc = cli_check_shapes(CMD, s, &shapes)) != 0)
+        goto done;
+    rc = CLI_FAIL;
 
     n_in = minfer_session_input_count(s);
     n_out = minfer_session_output_count(s);
@@ -212,12 +224,21 @@ int cmd_run(int argc, char **argv) {
         in_names[k] = info.name;
         if (in_dir) {
             char path[4096];
+            char *pb_name = NULL;
             snprintf(path, sizeof path, "%s/input_%zu.pb", in_dir, k);
-            st = minfer_value_load_pb(path, (minfer_value_kind)info.kind, &ins[k], NULL);
+            st = minfer_value_load_pb(path, (minfer_value_kind)info.kind, &ins[k], &pb_name);
             if (st != MINFER_OK) {
                 fail("input %zu '%s': %s", k, info.name, cli_error(st));
                 goto done;
             }
+            /* Files are read in input order; a tensor named otherwise is
+             * most likely in the wrong file. */
+            if (pb_name && pb_name[0] && strcmp(pb_name, info.name) != 0)
+                fprintf(stderr,
+                        "minfer run: warning: %s holds a tensor named '%s'; it is fed to input "
+                        "%zu '%s' by position\n",
+                        path, pb_name, k, info.name);
+            free(pb_name);
             /* ONNX's older test data stores bfloat16 as uint16 bits, as
              * minfer test also accepts. */
             if (info.dtype == MINFER_DTYPE_BFLOAT16 &&
@@ -239,6 +260,8 @@ int cmd_run(int argc, char **argv) {
         }
     }
 
+    if (!out_dir)
+        cli_print_inputs(stdout, in_names, ins, n_in);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     st = minfer_session_run(s, in_names, (const minfer_tensor *const *)ins, n_in, NULL, outs,
@@ -286,6 +309,8 @@ done:
     if (cli_finish_profile(CMD, &s, &prof) != 0)
         rc = CLI_FAIL;
     minfer_options_free(opt);
+    free(dims.v);
+    free(shapes.v);
     free(pos);
     return rc;
 }

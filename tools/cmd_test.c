@@ -604,7 +604,8 @@ static void print_help(void) {
            "options:\n"
            "  --providers LIST  provider preference, e.g. 'opencl,cpu'\n"
            "  --rtol R          relative tolerance for floats (default 1e-3)\n"
-           "  --atol A          absolute tolerance for floats (default 1e-7)\n"
+           "  --atol A          absolute tolerance for floats (default 1e-5, ONNX Runtime's\n"
+           "                    test runner's; the ONNX backend node tests use 1e-7)\n"
            "  --threads N       threads for each session's pool (0: one per CPU)\n"
            "  -v, --verbose     also print 'ok CASE/DATASET' for passing data sets\n"
            "  --check-nan       fail a data set whose run makes a NaN/Inf, naming the node\n"
@@ -617,10 +618,10 @@ int cmd_test(int argc, char **argv) {
     const char *providers = NULL, *rtol_s = NULL, *atol_s = NULL, *threads_s = NULL;
     int verbose = 0, help = 0, threads = -1, check_nan = 0, strict = 0, rc;
     const cli_opt opts[] = {
-        {"providers", 0, &providers, NULL}, {"rtol", 0, &rtol_s, NULL},
-        {"atol", 0, &atol_s, NULL},         {"threads", 0, &threads_s, NULL},
-        {"verbose", 'v', NULL, &verbose},   {"check-nan", 0, NULL, &check_nan},
-        {"strict", 0, NULL, &strict},
+        {"providers", 0, &providers, NULL, NULL}, {"rtol", 0, &rtol_s, NULL, NULL},
+        {"atol", 0, &atol_s, NULL, NULL},         {"threads", 0, &threads_s, NULL, NULL},
+        {"verbose", 'v', NULL, &verbose, NULL},   {"check-nan", 0, NULL, &check_nan, NULL},
+        {"strict", 0, NULL, &strict, NULL},
     };
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0;
@@ -628,7 +629,10 @@ int cmd_test(int argc, char **argv) {
     minfer_options *opt = NULL;
     strlist cases = {0};
     seen_dirs seen = {0};
-    test_cfg cfg = {NULL, 1e-3, 1e-7, 0, NULL};
+    /* ONNX Runtime's onnx_test_runner defaults: whole models in float32
+     * differ from a reference by ~1e-6 in outputs near 1e-4, beyond
+     * the node tests' atol 1e-7. */
+    test_cfg cfg = {NULL, 1e-3, 1e-5, 0, NULL};
 
     if (!pos) {
         fprintf(stderr, "minfer test: out of memory\n");

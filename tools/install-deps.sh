@@ -13,6 +13,7 @@ packages=(
     libprotobuf-c-dev
     protobuf-c-compiler
     libcmocka-dev
+    libjansson-dev  # the one JSON library: profiles, --json, bench --json
     libdnnl-dev
     ocl-icd-opencl-dev
     opencl-c-headers

@@ -64,7 +64,7 @@ static int dispatch(int argc, char **argv) {
             argv[w++] = argv[r];
             continue;
         }
-        if (cli_parse_int("minfer", "--opt-level", val, 0, 3, &cli_opt_level) != 0)
+        if (cli_parse_int(NULL, "--opt-level", val, 0, 3, &cli_opt_level) != 0)
             return CLI_USAGE;
     }
     argc = w;

@@ -256,6 +256,18 @@ typedef struct minfer_run_limits {
 MINFER_API minfer_status minfer_options_set_run_limits(minfer_options *opt,
                                                        const minfer_run_limits *limits);
 
+/* Free-dimension overrides (ONNX Runtime's, perf_test's -f): every input
+ * dimension with the symbolic name `name` ("batch") becomes `value`, so the
+ * session plans for that shape at creation and runs take inputs of it.
+ * Creation fails with MINFER_ERR_NOT_FOUND when no input has such a
+ * dimension. Setting a name again replaces its value. */
+MINFER_API minfer_status minfer_options_set_dim(minfer_options *opt, const char *name,
+                                                int64_t value);
+/* The same for one axis of the input named `input`, symbolic or unnamed;
+ * creation fails when the model fixes that axis at another size. */
+MINFER_API minfer_status minfer_options_set_input_dim(minfer_options *opt, const char *input,
+                                                      int axis, int64_t value);
+
 /* An option string handed to one provider's init, e.g. for "opencl":
  * "device=1" (the provider's documentation lists its keys). */
 MINFER_API minfer_status minfer_options_set_provider_options(minfer_options *opt,
@@ -408,6 +420,8 @@ typedef struct minfer_run_stats {
 } minfer_run_stats;
 MINFER_API minfer_status minfer_session_stats(const minfer_session *s, minfer_run_stats *out);
 MINFER_API minfer_status minfer_session_reset_stats(minfer_session *s);
+/* Threads of the session's pool (the calling thread included); 0 for NULL. */
+MINFER_API int minfer_session_thread_count(const minfer_session *s);
 
 /* With profiling on: the time node `index` (execution order, as in
  * minfer_session_node_placement) has taken over all profiled runs, how many

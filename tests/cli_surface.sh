@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The CLI's user-facing surface (issue 24):
+#  1. `minfer test` passes the shared models at its default tolerances;
+#  2. --dim NAME=N and --shape IN=DIMS on run, bench and info: the shapes
+#     used are printed; bad names, sizes and ranks fail naming them;
+#     bench on tiny_encoder with --dim runs the real inputs' shape;
+#  3. message slips: --opt-level 7, an input file holding another name, a
+#     shape error names symbolic dims as info does, a wrong output name;
+#  4. bench prints one latency, the providers used, threads and shapes.
+#
+# usage: cli_surface.sh MINFER_CLI MODELS_DIR
+set -uo pipefail
+
+cli=$1
+models=$2
+squeeze=$models/squeezenet1_1/model.onnx
+encoder=$models/tiny_encoder/model.onnx
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/minfer-surface.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+bad() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+
+# ---- 1. shared models at the defaults ------------------------------------------
+out=$("$cli" test --providers cpu "$models" 2>&1) || bad "minfer test at its defaults: $out"
+[[ $(tail -n 1 <<<"$out") =~ ^[1-9][0-9]*\ passed,\ 0\ failed ]] || bad "test summary: $out"
+echo "test at the defaults: ok ($(tail -n 1 <<<"$out"))"
+
+# ---- 2. --dim and --shape ----------------------------------------------------------
+out=$("$cli" run --providers cpu --dim N=2 "$squeeze" 2>&1) || bad "run --dim N=2: $out"
+grep -q '^inputs: *input float \[2,3,224,224\]$' <<<"$out" || bad "run --dim N=2 inputs line: $out"
+grep -q "^output 0 'output': float \[2,1000\]$" <<<"$out" || bad "run --dim N=2 output: $out"
+out=$("$cli" run --providers cpu --shape input=3x3x224x224 "$squeeze" 2>&1) ||
+    bad "run --shape: $out"
+grep -q "^output 0 'output': float \[3,1000\]$" <<<"$out" || bad "run --shape output: $out"
+out=$("$cli" run --providers cpu "$squeeze" 2>&1) || bad "run squeezenet: $out"
+grep -q "note: input 'input' dimension 'N' set to 1 (--dim N=N sets it)" <<<"$out" ||
+    bad "run without --dim does not say N is 1: $out"
+out=$("$cli" info --providers cpu --dim N=4 "$squeeze" 2>&1) || bad "info --dim: $out"
+grep -Eq '^  input +float +\[4,3,224,224\]$' <<<"$out" || bad "info --dim N=4 input: $out"
+grep -q '^memory plan:$' <<<"$out" || bad "info --dim N=4 plans for the fixed shape: $out"
+
+check_fail() { # expected-rc expected-text command...
+    local want=$1 text=$2
+    shift 2
+    local err rc
+    err=$("$@" 2>&1 >/dev/null)
+    rc=$?
+    [[ $rc -eq $want && $err == *"$text"* && $(wc -l <<<"$err") -eq 1 ]] ||
+        bad "'${*:2}': rc $rc (want $want), '$err' (want '$text')"
+}
+check_fail 1 "cannot set dimension 'bogus': no input has a dimension of that name (symbolic dimensions: N)" \
+    "$cli" run --providers cpu --dim bogus=2 "$squeeze"
+check_fail 1 "cannot set a dimension of 'data': no input has that name (inputs: input)" \
+    "$cli" run --providers cpu --shape data=1x3x224x224 "$squeeze"
+check_fail 1 "cannot set axis 1 of input 'input' to 4: the model fixes it at 3" \
+    "$cli" bench --providers cpu --shape input=1x4x224x224 "$squeeze"
+check_fail 2 "--shape 'input=1x3x224' gives 3 dimensions; input 'input' has 4" \
+    "$cli" info --providers cpu --shape input=1x3x224 "$squeeze"
+check_fail 2 "--dim 'N' is not NAME=SIZE" "$cli" run --dim N "$squeeze"
+check_fail 2 "--dim 'N=-1' is not NAME=SIZE" "$cli" run --dim N=-1 "$squeeze"
+check_fail 2 "--shape 'input=1xx3' is not INPUT=DIMS" "$cli" run --shape input=1xx3 "$squeeze"
+
+# tiny_encoder: [batch,seq] runs at 1x1 unless told; --dim gives the real
+# inputs' shape, and bench then reports the same shape as with them.
+data=$models/tiny_encoder/test_data_set_0
+real=$("$cli" bench --providers cpu --runs 2 --warmup 1 --inputs "$data" "$encoder" 2>&1) ||
+    bad "bench tiny_encoder --inputs: $real"
+shape=$(sed -n 's/^inputs: *input_ids int64 \(\[[0-9,]*\]\)$/\1/p' <<<"$real")
+[[ -n $shape && $shape != "[1,1]" ]] || bad "bench --inputs prints no input shape: $real"
+seq=${shape#*,}
+seq=${seq%]}
+batch=${shape#[}
+batch=${batch%%,*}
+out=$("$cli" bench --providers cpu --runs 2 --warmup 1 --dim "batch=$batch" --dim "seq=$seq" \
+    "$encoder" 2>&1) || bad "bench tiny_encoder --dim: $out"
+grep -q "^inputs: *input_ids int64 \\$shape$" <<<"$out" ||
+    bad "bench --dim batch=$batch --dim seq=$seq does not run $shape: $out"
+out=$("$cli" bench --providers cpu --runs 1 --warmup 0 "$encoder" 2>&1) || bad "bench tiny_encoder"
+grep -q "note: input 'input_ids' dimension 'seq' set to 1 (--dim seq=N sets it)" <<<"$out" ||
+    bad "bench without --dim does not say seq is 1: $out"
+echo "--dim/--shape: ok (tiny_encoder $shape)"
+
+# ---- 3. message slips ------------------------------------------------------------------
+err=$("$cli" --opt-level 7 info "$squeeze" 2>&1)
+[[ $? -eq 2 && $err == "minfer: --opt-level '7' is not an integer in 0..3" ]] ||
+    bad "--opt-level 7: '$err'"
+mkdir -p "$tmp/wrong"
+"$cli" run --providers cpu --outputs "$tmp/wrong" "$squeeze" >/dev/null 2>&1 || bad "run --outputs"
+# output_0.pb holds 'output': fed as the input, the name does not match.
+mv "$tmp/wrong/output_0.pb" "$tmp/wrong/input_0.pb"
+err=$("$cli" run --providers cpu --inputs "$tmp/wrong" "$squeeze" 2>&1 >/dev/null)
+[[ $err == *"holds a tensor named 'output'; it is fed to input 0 'input' by position"* ]] ||
+    bad "an input file holding another name is fed silently: '$err'"
+# (its shape [1,1000] then fails, naming the dims as info does)
+[[ $err == *"input 'input' expects shape [N,3,224,224], got [1,1000]"* ]] ||
+    bad "a shape error does not name the symbolic dim: '$err'"
+echo "message slips: ok"
+
+# ---- 4. bench's report ------------------------------------------------------------------
+out=$("$cli" bench --providers cpu --threads 2 --runs 3 --warmup 1 "$squeeze" 2>/dev/null) ||
+    bad "bench squeezenet"
+[[ $(grep -c 'ms' <<<"$(grep -i 'latency\|p50\|stats' <<<"$out")") -eq 1 ]] ||
+    bad "bench prints latency more than once: $out"
+grep -Eq '^latency: +min [0-9.]+ ms, median [0-9.]+ ms, p90 [0-9.]+ ms, mean [0-9.]+ ms, max [0-9.]+ ms; [0-9.]+ runs/s$' <<<"$out" ||
+    bad "bench latency line: $out"
+grep -Eq '^providers used: +cpu \([0-9]+ nodes\)$' <<<"$out" || bad "bench providers used: $out"
+grep -q '^threads: *2$' <<<"$out" || bad "bench threads: $out"
+grep -q '^inputs: *input float \[1,3,224,224\]$' <<<"$out" || bad "bench inputs: $out"
+echo "bench report: ok"
+
+if [[ $fails -ne 0 ]]; then
+    echo "cli_surface: $fails failure(s)"
+    exit 1
+fi
+echo "cli_surface: all passed"
