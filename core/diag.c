@@ -56,7 +56,7 @@ void mf_trace_free(mf_trace *t) {
         return;
     for (size_t i = 0; i < t->n; i++) {
         free(t->ev[i].name);
-        free(t->ev[i].args);
+        json_decref(t->ev[i].args);
     }
     free(t->ev);
     free(t->written_path);
@@ -65,17 +65,18 @@ void mf_trace_free(mf_trace *t) {
 }
 
 void mf_trace_add(mf_trace *t, const char *name, const char *cat, double start_ms, double dur_ms,
-                  const char *args_json) {
-    if (!t)
+                  json_t *args) {
+    if (!t) {
+        json_decref(args);
         return;
+    }
     char *n = mf_strdup(name ? name : "");
-    char *a = args_json ? mf_strdup(args_json) : NULL;
     pthread_mutex_lock(&t->lock);
-    if (!n || (args_json && !a) || t->n >= MAX_EVENTS) {
+    if (!n || t->n >= MAX_EVENTS) {
         t->dropped++;
         pthread_mutex_unlock(&t->lock);
         free(n);
-        free(a);
+        json_decref(args);
         return;
     }
     if (t->n == t->cap) {
@@ -85,7 +86,7 @@ void mf_trace_add(mf_trace *t, const char *name, const char *cat, double start_m
             t->dropped++;
             pthread_mutex_unlock(&t->lock);
             free(n);
-            free(a);
+            json_decref(args);
             return;
         }
         t->ev = e;
@@ -97,31 +98,54 @@ void mf_trace_add(mf_trace *t, const char *name, const char *cat, double start_m
     e->ts_us = (start_ms - t->t0) * 1e3;
     e->dur_us = dur_ms * 1e3;
     e->tid = mf_thread_id();
-    e->args = a;
+    e->args = args;
     pthread_mutex_unlock(&t->lock);
 }
 
-void mf_json_escape(char *dst, size_t size, const char *src) {
-    size_t o = 0;
-    if (!size)
-        return;
-    for (; src && *src && o + 7 < size; src++) {
-        unsigned char c = (unsigned char)*src;
-        if (c == '"' || c == '\\') {
-            dst[o++] = '\\';
-            dst[o++] = (char)c;
-        } else if (c < 0x20)
-            o += (size_t)snprintf(dst + o, size - o, "\\u%04x", c);
-        else
-            dst[o++] = (char)c;
+json_t *mf_json_str(const char *s) {
+    json_t *j = json_string(s ? s : "");
+    if (j)
+        return j;
+    /* Not UTF-8 (json_string checks): keep each valid sequence, replace
+     * each other byte with U+FFFD. */
+    size_t len = strlen(s), o = 0;
+    char *buf = mf_malloc(3 * len + 1);
+    if (!buf)
+        return NULL;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        for (size_t m = 1; k && m < k; m++)
+            if (i + m >= len || ((unsigned char)s[i + m] & 0xc0) != 0x80)
+                k = 0;
+        if (k) {
+            memcpy(buf + o, s + i, k);
+            o += k;
+            i += k;
+        } else {
+            memcpy(buf + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
     }
-    dst[o] = '\0';
+    j = json_stringn(buf, o);
+    if (!j) { /* overlong forms and surrogates: keep the ASCII only */
+        o = 0;
+        for (size_t i = 0; i < len; i++)
+            if ((unsigned char)s[i] < 0x80)
+                buf[o++] = s[i];
+        j = json_stringn(buf, o);
+    }
+    free(buf);
+    return j;
 }
 
+/* The trace file: the envelope's keys, then the events one at a time (the
+ * trace can hold millions; jansson writes each one's JSON). */
 minfer_status mf_trace_write(mf_trace *t, const char *path) {
     mf_outfile o;
-    char name[1024];
     minfer_status st;
+    int bad = 0;
     pthread_mutex_lock(&t->lock);
     if (t->written_path && strcmp(t->written_path, path) == 0 && t->written_n == t->n &&
         t->written_dropped == t->dropped) {
@@ -133,22 +157,36 @@ minfer_status mf_trace_write(mf_trace *t, const char *path) {
         return mf_error_prefix(st, "profile");
     }
     FILE *f = o.f;
-    fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"producer\": \"minfer %s\", "
-               "\"dropped_events\": %zu},\n\"traceEvents\": [\n",
-            MINFER_VERSION_STRING, t->dropped);
-    fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, "
-               "\"args\": {\"name\": \"minfer\"}}");
-    for (size_t i = 0; i < t->n && !ferror(f); i++) {
+    /* ", " and ": " on one line per event; times to 12 digits (ns for a
+     * trace of hours). */
+    const size_t flags = JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12);
+    json_t *other = json_pack("{s:s+, s:I}", "producer", "minfer ", MINFER_VERSION_STRING,
+                              "dropped_events", (json_int_t)t->dropped);
+    json_t *meta = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "process_name", "ph", "M",
+                             "pid", 1, "tid", 0, "args", "name", "minfer");
+    fputs("{\"displayTimeUnit\": \"ms\", \"otherData\": ", f);
+    bad |= !other || json_dumpf(other, f, flags) != 0;
+    fputs(",\n\"traceEvents\": [\n", f);
+    bad |= !meta || json_dumpf(meta, f, flags) != 0;
+    json_decref(other);
+    json_decref(meta);
+    for (size_t i = 0; i < t->n && !bad && !ferror(f); i++) {
         const mf_trace_event *e = &t->ev[i];
-        mf_json_escape(name, sizeof name, e->name);
-        fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
-                   "\"dur\": %.3f, \"pid\": 1, \"tid\": %d",
-                name, e->cat, e->ts_us, e->dur_us, e->tid);
-        if (e->args)
-            fprintf(f, ", \"args\": %s", e->args);
-        fputc('}', f);
+        json_t *ev = json_pack("{s:o, s:s, s:s, s:f, s:f, s:i, s:i}", "name", mf_json_str(e->name),
+                               "cat", e->cat, "ph", "X", "ts", e->ts_us, "dur", e->dur_us, "pid",
+                               1, "tid", e->tid);
+        if (ev && e->args)
+            json_object_set(ev, "args", e->args);
+        fputs(",\n", f);
+        bad |= !ev || json_dumpf(ev, f, flags) != 0;
+        json_decref(ev);
     }
-    fprintf(f, "\n]}\n");
+    fputs("\n]}\n", f);
+    if (bad) {
+        mf_outfile_abort(&o);
+        pthread_mutex_unlock(&t->lock);
+        return mf_error(MINFER_ERR_NOMEM, "profile: out of memory writing '%s'", path);
+    }
     if ((st = mf_outfile_commit(&o)) != MINFER_OK) {
         pthread_mutex_unlock(&t->lock);
         return mf_error_prefix(st, "profile");
@@ -356,8 +394,17 @@ const char *mf_provider_colour(int p) {
     return p < 0 ? "#e0e0e0" : palette[(size_t)p % (sizeof palette / sizeof palette[0])];
 }
 
+/* s as the inside of a DOT string: '"' and '\\' escaped, control
+ * characters as spaces; cut to size (labels, not keys: ids are n<index>). */
 static void dot_id(char *out, size_t size, const char *s) {
-    mf_json_escape(out, size, s); /* DOT strings escape like JSON's for " and \ */
+    size_t o = 0;
+    for (; s && *s && o + 2 < size; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            out[o++] = '\\';
+        out[o++] = c < 0x20 ? ' ' : (char)c;
+    }
+    out[o] = '\0';
 }
 
 minfer_status mf_write_dot(minfer_session *s, FILE *f) {

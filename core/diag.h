@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "graph.h"
 #include "minfer/minfer.h"
 
@@ -13,7 +15,7 @@ typedef struct mf_trace_event {
     const char *cat; /* static: "build", "node", "copy", "run" */
     double ts_us, dur_us;
     int tid;
-    char *args; /* a JSON object, or NULL */
+    json_t *args; /* a JSON object, or NULL */
 } mf_trace_event;
 
 typedef struct mf_trace mf_trace;
@@ -24,12 +26,15 @@ int mf_thread_id(void);
 /* A trace whose time zero is t0_ms (mf_now_ms() clock). */
 mf_trace *mf_trace_new(double t0_ms);
 void mf_trace_free(mf_trace *t);
-/* Records a complete event; thread-safe. */
+/* Records a complete event; thread-safe. The trace takes args (a JSON
+ * object, or NULL) whether or not it keeps the event. */
 void mf_trace_add(mf_trace *t, const char *name, const char *cat, double start_ms, double dur_ms,
-                  const char *args_json);
+                  json_t *args);
 minfer_status mf_trace_write(mf_trace *t, const char *path);
-/* Copies src into dst as the inside of a JSON string. */
-void mf_json_escape(char *dst, size_t size, const char *src);
+/* A JSON string of s, whole (names from a model can be any bytes: each
+ * byte that is not part of valid UTF-8 becomes U+FFFD); NULL when out of
+ * memory. */
+json_t *mf_json_str(const char *s);
 
 /* Estimated floating-point operations of one node for these shapes:
  * 2*MACs for Conv/Gemm/MatMul/Attention, window size per output for pools,

@@ -59,6 +59,7 @@ const char *minfer_status_str(minfer_status status) {
     case MINFER_ERR_LIMIT: return "limit exceeded";
     case MINFER_ERR_RUNTIME: return "runtime error";
     case MINFER_ERR_DEADLINE: return "deadline passed";
+    case MINFER_CANCELLED: return "cancelled";
     }
     return "unknown status";
 }

@@ -395,3 +395,65 @@ minfer_status mf_apply_dim_overrides(mf_graph *g, const minfer_options *opt, con
     }
     return MINFER_OK;
 }
+
+/* ---- run options ---------------------------------------------------------- */
+
+minfer_status minfer_run_options_create(minfer_run_options **out) {
+    if (!out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_run_options_create: out is NULL");
+    *out = mf_calloc(1, sizeof **out);
+    if (!*out)
+        return mf_error(MINFER_ERR_NOMEM, "minfer_run_options_create: out of memory");
+    (*out)->log_level = -1;
+    atomic_init(&(*out)->terminate, 0);
+    return MINFER_OK;
+}
+
+void minfer_run_options_free(minfer_run_options *ro) {
+    if (!ro)
+        return;
+    free(ro->tag);
+    free(ro);
+}
+
+minfer_status minfer_run_options_set_tag(minfer_run_options *ro, const char *tag) {
+    if (!ro)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_run_options_set_tag: NULL run options");
+    char *copy = NULL;
+    if (tag && tag[0] && !(copy = mf_strdup(tag)))
+        return mf_error(MINFER_ERR_NOMEM, "minfer_run_options_set_tag: out of memory");
+    free(ro->tag);
+    ro->tag = copy;
+    return MINFER_OK;
+}
+
+minfer_status minfer_run_options_set_log_level(minfer_run_options *ro, minfer_log_level level) {
+    if (!ro || level < MINFER_LOG_ERROR || level > MINFER_LOG_VERBOSE)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_run_options_set_log_level: bad level %d",
+                        (int)level);
+    ro->log_level = (int)level;
+    return MINFER_OK;
+}
+
+minfer_status minfer_run_options_set_deadline_ms(minfer_run_options *ro, uint64_t ms) {
+    if (!ro)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_run_options_set_deadline_ms: NULL run options");
+    ro->deadline_ms = ms;
+    return MINFER_OK;
+}
+
+minfer_status minfer_run_options_terminate(minfer_run_options *ro) {
+    if (!ro)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_run_options_terminate: NULL run options");
+    atomic_store_explicit(&ro->terminate, 1, memory_order_relaxed);
+    return MINFER_OK;
+}
+
+minfer_status minfer_run_options_unset_terminate(minfer_run_options *ro) {
+    if (!ro)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_run_options_unset_terminate: NULL run options");
+    atomic_store_explicit(&ro->terminate, 0, memory_order_relaxed);
+    return MINFER_OK;
+}

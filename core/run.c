@@ -75,11 +75,16 @@ void mf_run_free_temps(mf_run *r) {
  * the whole run however deeply loops nest: loop iterations and elements
  * add up across nesting, and the deadline is the top run's. */
 
-static void budget_init(mf_budget *b, const minfer_session *s) {
+/* The deadline is the sooner of the session's run limit and the run
+ * options' own. */
+static void budget_init(mf_budget *b, const minfer_session *s, const minfer_run_options *ro) {
     memset(b, 0, sizeof *b);
+    b->ro = ro;
     b->max_iterations = s->limits.max_loop_iterations;
     b->max_elements = s->run_limits.max_run_elements;
     b->deadline_ms = s->run_limits.deadline_ms;
+    if (ro && ro->deadline_ms && (!b->deadline_ms || ro->deadline_ms < b->deadline_ms))
+        b->deadline_ms = ro->deadline_ms;
     if (b->deadline_ms)
         b->deadline = mf_now_ms() + (double)b->deadline_ms;
 }
@@ -92,6 +97,12 @@ static const char *node_lbl(const minfer_session *s, int i, char *buf, size_t si
 
 minfer_status mf_budget_time(mf_budget *b, minfer_session *s, int i) {
     char lbl[512];
+    if (b->ro && atomic_load_explicit(&((minfer_run_options *)b->ro)->terminate,
+                                      memory_order_relaxed))
+        return mf_error(MINFER_CANCELLED, "%s: run%s%s%s cancelled before %s "
+                        "(minfer_run_options_terminate)",
+                        s->errctx, b->ro->tag ? " '" : "", b->ro->tag ? b->ro->tag : "",
+                        b->ro->tag ? "'" : "", node_lbl(s, i, lbl, sizeof lbl));
     if (!b->deadline || mf_now_ms() <= b->deadline)
         return MINFER_OK;
     return mf_error(MINFER_ERR_DEADLINE,
@@ -465,33 +476,24 @@ static minfer_status check_nan(minfer_session *s, int i, const minfer_tensor_vie
     return MINFER_OK;
 }
 
-/* The JSON args of a node's profile event. */
-static void node_args(minfer_session *s, int i, const minfer_tensor_view *in, size_t n_in,
-                      const minfer_tensor_view *out, size_t n_out, double flops, char *buf,
-                      size_t size) {
+/* The args of a node's profile event: op, provider, shapes, FLOPs. */
+static json_t *node_args(minfer_session *s, int i, const minfer_tensor_view *in, size_t n_in,
+                         const minfer_tensor_view *out, size_t n_out, double flops) {
     const mf_node *n = &s->g->nodes[i];
-    char shp[160], esc[512];
-    size_t used = 0;
-    int w;
-    mf_json_escape(esc, sizeof esc, n->op_type);
-    w = snprintf(buf, size, "{\"op\": \"%s%s%s\", \"provider\": \"%s\", \"inputs\": [",
-                 n->domain[0] ? n->domain : "", n->domain[0] ? "::" : "", esc,
-                 s->assign[i] >= 0                ? s->provs[s->assign[i]].name
-                 : s->assign[i] == MF_ASSIGN_CORE ? "core"
-                                                  : "(constant)");
-    used = w > 0 && (size_t)w < size ? (size_t)w : size - 1;
-    for (size_t k = 0; k < n_in + n_out; k++) {
+    char shp[160], op[512];
+    snprintf(op, sizeof op, "%s%s%s", n->domain[0] ? n->domain : "", n->domain[0] ? "::" : "",
+             n->op_type);
+    json_t *ins = json_array(), *outs = json_array();
+    for (size_t k = 0; ins && outs && k < n_in + n_out; k++) {
         const minfer_tensor_view *v = k < n_in ? &in[k] : &out[k - n_in];
-        if (k == n_in) {
-            w = snprintf(buf + used, size - used, "], \"outputs\": [");
-            used = w > 0 && (size_t)w < size - used ? used + (size_t)w : size - 1;
-        }
-        w = snprintf(buf + used, size - used, "%s\"%s\"", (k == 0 || k == n_in) ? "" : ", ",
-                     mf_shape_str(v->dims, v->rank, shp, sizeof shp));
-        used = w > 0 && (size_t)w < size - used ? used + (size_t)w : size - 1;
+        json_array_append_new(k < n_in ? ins : outs,
+                              json_string(mf_shape_str(v->dims, v->rank, shp, sizeof shp)));
     }
-    snprintf(buf + used, size - used, "%s], \"flops\": %.0f}", n_out ? "" : "], \"outputs\": [",
-             flops);
+    return json_pack("{s:o, s:s, s:o, s:o, s:f}", "op", mf_json_str(op), "provider",
+                     s->assign[i] >= 0                ? s->provs[s->assign[i]].name
+                     : s->assign[i] == MF_ASSIGN_CORE ? "core"
+                                                      : "(constant)",
+                     "inputs", ins, "outputs", outs, "flops", flops);
 }
 
 static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
@@ -572,15 +574,14 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
                 MINFER_OK)
                 return mf_error_prefix(st, "%s: copying '%s' between memory domains", s->errctx,
                                        g->values[cp->value].name);
-            if (s->trace) {
-                char args[256], esc[160];
-                mf_json_escape(esc, sizeof esc, g->values[cp->value].name);
-                snprintf(args, sizeof args, "{\"value\": \"%s\", \"bytes\": %zu, \"from\": \"%s\", "
-                         "\"to\": \"%s\"}", esc, mf_view_bytes(&c->views[cp->value]),
-                         from ? s->provs[from - 1].vt->memory_domain : "host",
-                         cp->to_dom ? s->provs[cp->to_dom - 1].vt->memory_domain : "host");
-                mf_trace_add(s->trace, "copy", "copy", tc, mf_now_ms() - tc, args);
-            }
+            if (s->trace)
+                mf_trace_add(s->trace, "copy", "copy", tc, mf_now_ms() - tc,
+                             json_pack("{s:o, s:I, s:s, s:s}", "value",
+                                       mf_json_str(g->values[cp->value].name), "bytes",
+                                       (json_int_t)mf_view_bytes(&c->views[cp->value]), "from",
+                                       from ? s->provs[from - 1].vt->memory_domain : "host", "to",
+                                       cp->to_dom ? s->provs[cp->to_dom - 1].vt->memory_domain
+                                                  : "host"));
         }
         for (size_t j = 0; j < n->n_inputs; j++) {
             int u = n->inputs[j];
@@ -647,9 +648,8 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
             if (pi2 && !pi2->host_memory && MF_VT_HAS(pi2->vt, synchronize))
                 pi2->vt->synchronize(pi2->ctx);
             double dt = mf_now_ms() - t0;
-            char args[2048];
-            node_args(s, i, in, n->n_inputs, out, n->n_outputs, ns->flops, args, sizeof args);
-            mf_trace_add(s->trace, n->name[0] ? n->name : n->op_type, "node", t0, dt, args);
+            mf_trace_add(s->trace, n->name[0] ? n->name : n->op_type, "node", t0, dt,
+                         node_args(s, i, in, n->n_inputs, out, n->n_outputs, ns->flops));
             pthread_mutex_lock(&s->lock);
             s->node_ms[i] += dt;
             s->node_runs[i]++;
@@ -845,14 +845,11 @@ static minfer_status deliver_output(minfer_session *s, const mf_plan *p, mf_exec
             return mf_error_prefix(st, "%s: copying output '%s' from provider '%s'", s->errctx,
                                    v->name, pi->name);
         }
-        if (s->trace) {
-            char args[256], esc[160];
-            mf_json_escape(esc, sizeof esc, v->name);
-            snprintf(args, sizeof args,
-                     "{\"value\": \"%s\", \"bytes\": %zu, \"from\": \"%s\", \"to\": \"host\"}",
-                     esc, bytes, pi->vt->memory_domain);
-            mf_trace_add(s->trace, "copy", "copy", tc, mf_now_ms() - tc, args);
-        }
+        if (s->trace)
+            mf_trace_add(s->trace, "copy", "copy", tc, mf_now_ms() - tc,
+                         json_pack("{s:o, s:I, s:s, s:s}", "value", mf_json_str(v->name),
+                                   "bytes", (json_int_t)bytes, "from", pi->vt->memory_domain,
+                                   "to", "host"));
     } else if (src->dtype == MINFER_DTYPE_STRING) {
         char **dst = t->view.data;
         char *const *from = src->data;
@@ -1055,7 +1052,9 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, const char *con
         pthread_mutex_lock(&s->lock);
         mf_stats_add(&s->stats, dt);
         pthread_mutex_unlock(&s->lock);
-        mf_trace_add(s->trace, "run", "run", t_run, dt, NULL);
+        mf_trace_add(s->trace, "run", "run", t_run, dt,
+                     b->ro && b->ro->tag ? json_pack("{s:o}", "tag", mf_json_str(b->ro->tag))
+                                         : NULL);
     }
     if (st != MINFER_OK)
         for (size_t o = 0; o < n_outputs; o++)
@@ -1086,11 +1085,25 @@ minfer_status minfer_session_run(minfer_session *s, const char *const *input_nam
                                  const minfer_tensor *const *inputs, size_t n_inputs,
                                  const char *const *output_names, minfer_tensor **outputs,
                                  size_t n_outputs) {
+    return minfer_session_run_with_options(s, NULL, input_names, inputs, n_inputs, output_names,
+                                           outputs, n_outputs);
+}
+
+minfer_status minfer_session_run_with_options(minfer_session *s, const minfer_run_options *ro,
+                                              const char *const *input_names,
+                                              const minfer_tensor *const *inputs, size_t n_inputs,
+                                              const char *const *output_names,
+                                              minfer_tensor **outputs, size_t n_outputs) {
     if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && !outputs))
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_run: NULL argument");
     mf_budget b;
-    budget_init(&b, s);
-    return run_budget(s, &b, input_names, inputs, n_inputs, output_names, outputs, n_outputs);
+    budget_init(&b, s, ro);
+    const minfer_run_options *outer = mf_current_run;
+    mf_current_run = ro;
+    minfer_status st =
+        run_budget(s, &b, input_names, inputs, n_inputs, output_names, outputs, n_outputs);
+    mf_current_run = outer;
+    return st;
 }
 
 minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, const char *const *input_names,

@@ -45,18 +45,24 @@ static const char *level_name(int level) {
     return level >= 0 && level <= 3 ? names[level] : "log";
 }
 
+_Thread_local const minfer_run_options *mf_current_run;
+
+/* Inside a run with minfer_run_options, its log level applies and its tag
+ * opens the message: "[tag] ...". */
 static void vlog_msg(const minfer_session *s, int level, const char *fmt, va_list ap) {
-    if (s && level > s->log_level)
+    const minfer_run_options *ro = mf_current_run;
+    int max = ro && ro->log_level >= 0 ? ro->log_level : s ? s->log_level : MINFER_LOG_WARN;
+    if (level > max)
         return;
+    char msg[2048];
+    int k = ro && ro->tag ? snprintf(msg, sizeof msg, "[%s] ", ro->tag) : 0;
+    k = k > 0 && (size_t)k < sizeof msg ? k : 0;
+    vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap);
     if (s && s->log_fn) {
-        char msg[2048];
-        vsnprintf(msg, sizeof msg, fmt, ap);
         s->log_fn(s->log_user, (minfer_log_level)level, msg);
         return;
     }
     /* One fprintf, so lines from concurrent runs do not interleave. */
-    char msg[2048];
-    vsnprintf(msg, sizeof msg, fmt, ap);
     fprintf(stderr, "minfer %s: %s\n", level_name(level), msg);
 }
 

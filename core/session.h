@@ -3,6 +3,7 @@
 #define MINFER_CORE_SESSION_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "diag.h"
 #include "graph.h"
@@ -291,7 +292,19 @@ typedef struct mf_budget {
     uint64_t elements, max_elements;     /* produced or charged */
     double deadline;                     /* mf_now_ms() time, or 0: none */
     uint64_t deadline_ms;
+    const minfer_run_options *ro;        /* the caller's, or NULL */
 } mf_budget;
+
+/* minfer_run_options (options.c); only terminate changes during a run. */
+struct minfer_run_options {
+    char *tag;            /* NULL: none */
+    int log_level;        /* -1: the session's */
+    uint64_t deadline_ms; /* 0: only the session's run limit */
+    atomic_int terminate;
+};
+/* The options of the run this thread is in (NULL outside one): mf_log
+ * uses its log level and tag. */
+extern _Thread_local const minfer_run_options *mf_current_run;
 /* Counts one body run of core node i (and checks the deadline). */
 minfer_status mf_budget_iteration(mf_budget *b, minfer_session *s, int i);
 /* minfer_host_api.charge_work: work charged by the running node. */

@@ -1,10 +1,20 @@
 /*
- * The API's user-facing surface (issue 24): free-dimension overrides,
- * messages that list what there is.
+ * The API's user-facing surface (issue 24): free-dimension overrides, run
+ * options (tag, per-run log level, terminate, deadline), messages that
+ * list what there is.
  */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "fuzz/onnx_build.h"
+#include "minfer/builder.h"
 #include "test_util.h"
 
-#include <stdlib.h>
+#define T_FLOAT ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+#define T_BOOL ONNX__TENSOR_PROTO__DATA_TYPE__BOOL
+#define T_INT64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
 
 /* y = Relu(x), x float [batch, 3] ("batch" symbolic), or [batch, seq] when
  * two_names. */
@@ -155,6 +165,236 @@ static void test_thread_count(void **state) {
     minfer_options_free(opt);
 }
 
+/* Runs x = {-1, 2, -3} (shape [1, 3]) with ro; *y gets Relu(x). */
+static minfer_status run_ro(minfer_session *s, const minfer_run_options *ro, minfer_tensor **y) {
+    minfer_tensor *x = NULL;
+    const int64_t dims[] = {1, 3};
+    const float v[] = {-1, 2, -3};
+    assert_ok(minfer_tensor_create(MINFER_DTYPE_FLOAT, dims, 2, &x));
+    memcpy(minfer_tensor_data(x), v, sizeof v);
+    const char *names[] = {"x"};
+    const minfer_tensor *ins[] = {x};
+    *y = NULL;
+    minfer_status st = minfer_session_run_with_options(s, ro, names, ins, 1, NULL, y, 1);
+    minfer_tensor_free(x);
+    return st;
+}
+
+static void test_run_options_terminate(void **state) {
+    (void)state;
+    minfer_options *opt = cpu_options();
+    minfer_session *s = NULL;
+    minfer_run_options *ro = NULL;
+    minfer_tensor *y = NULL;
+    const int64_t dims[] = {1, 3};
+    const float want[] = {0, 2, 0};
+    assert_ok(create(relu_graph(0), opt, &s));
+    assert_ok(minfer_run_options_create(&ro));
+    assert_ok(minfer_run_options_set_tag(ro, "job-7"));
+    assert_ok(minfer_run_options_terminate(ro));
+    assert_int_equal(run_ro(s, ro, &y), MINFER_CANCELLED);
+    assert_null(y);
+    assert_error_mentions("run 'job-7' cancelled before node 'relu_node'");
+    assert_string_equal(minfer_status_str(MINFER_CANCELLED), "cancelled");
+    /* the session stays usable */
+    assert_ok(minfer_run_options_unset_terminate(ro));
+    assert_ok(run_ro(s, ro, &y));
+    assert_tensor_f32(y, dims, 2, want);
+    minfer_tensor_free(y);
+    assert_ok(run_ro(s, NULL, &y));
+    assert_tensor_f32(y, dims, 2, want);
+    minfer_tensor_free(y);
+    minfer_run_options_free(ro);
+    minfer_run_options_free(NULL);
+    minfer_session_free(s);
+    minfer_options_free(opt);
+}
+
+typedef struct log_seen {
+    minfer_run_options *ro;
+    int tagged, untagged;
+} log_seen;
+
+/* Counts messages and, at the first tagged one, cancels the run. */
+static void log_and_cancel(void *user, minfer_log_level level, const char *message) {
+    log_seen *k = user;
+    (void)level;
+    if (strncmp(message, "[batch-run] ", 12) == 0) {
+        k->tagged++;
+        minfer_run_options_terminate(k->ro);
+    } else
+        k->untagged++;
+}
+
+/* A per-run log level (INFO, the session at WARN) shows the plan the run
+ * builds, tagged; the callback cancels the run mid-way, between the plan
+ * and the first node. */
+static void test_run_options_log_level_tag_cancel(void **state) {
+    (void)state;
+    minfer_options *opt = cpu_options();
+    minfer_session *s = NULL;
+    minfer_run_options *ro = NULL;
+    minfer_tensor *y = NULL;
+    log_seen k = {NULL, 0, 0};
+    assert_ok(minfer_run_options_create(&ro));
+    k.ro = ro;
+    assert_ok(minfer_options_set_log_level(opt, MINFER_LOG_WARN));
+    assert_ok(minfer_options_set_log_callback(opt, log_and_cancel, &k));
+    assert_ok(create(relu_graph(0), opt, &s)); /* [batch,3]: the run plans */
+    assert_int_equal(k.tagged + k.untagged, 0);
+    assert_ok(minfer_run_options_set_tag(ro, "batch-run"));
+    assert_ok(minfer_run_options_set_log_level(ro, MINFER_LOG_INFO));
+    assert_int_equal(minfer_run_options_set_log_level(ro, (minfer_log_level)9),
+                     MINFER_ERR_INVALID_ARG);
+    assert_int_equal(run_ro(s, ro, &y), MINFER_CANCELLED);
+    assert_true(k.tagged > 0);
+    assert_int_equal(k.untagged, 0);
+    assert_ok(minfer_run_options_unset_terminate(ro));
+    assert_ok(minfer_run_options_set_log_level(ro, MINFER_LOG_ERROR));
+    assert_ok(run_ro(s, ro, &y));
+    minfer_tensor_free(y);
+    minfer_run_options_free(ro);
+    minfer_session_free(s);
+    minfer_options_free(opt);
+}
+
+/* A model whose Loop never stops (no trip count, a condition that stays
+ * true, no iteration limit): only a deadline or a terminate ends its run. */
+static minfer_session *forever_session(void) {
+    Onnx__ModelProto *m = ob_model(13);
+    Onnx__GraphProto *g = m->graph;
+    ob_input(g, "x", T_FLOAT, 0, NULL);
+    unsigned char yes = 1;
+    ob_init(g, "cond", T_BOOL, 0, NULL, &yes, 1);
+    Onnx__GraphProto *body = ob_alloc(sizeof *body);
+    onnx__graph_proto__init(body);
+    body->name = ob_str("body");
+    ob_input(body, "i", T_INT64, 0, NULL);
+    ob_input(body, "c", T_BOOL, 0, NULL);
+    ob_input(body, "v", T_FLOAT, -1, NULL);
+    ob_node(body, "Identity", "c", "c_out");
+    ob_node(body, "Neg", "v", "v_out");
+    ob_output(body, "c_out", T_BOOL);
+    ob_output(body, "v_out", T_FLOAT);
+    Onnx__NodeProto *loop = ob_node(g, "Loop", "- cond x", "y");
+    loop->name = ob_str("forever");
+    ob_attr(loop, "body", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g = body;
+    ob_output(g, "y", T_FLOAT);
+    size_t len;
+    uint8_t *bytes = ob_finish(m, &len);
+    minfer_options *opt = cpu_options();
+    minfer_limits lim = {0, 0, 0, UINT64_MAX};
+    minfer_session *s = NULL;
+    assert_ok(minfer_options_set_limits(opt, &lim));
+    assert_ok(minfer_session_create_from_memory(bytes, len, opt, &s));
+    minfer_options_free(opt);
+    free(bytes);
+    return s;
+}
+
+static minfer_status run_forever(minfer_session *s, const minfer_run_options *ro) {
+    minfer_tensor *x = NULL, *y = NULL;
+    assert_ok(minfer_tensor_create(MINFER_DTYPE_FLOAT, NULL, 0, &x));
+    const char *names[] = {"x"};
+    const minfer_tensor *ins[] = {x};
+    minfer_status st = minfer_session_run_with_options(s, ro, names, ins, 1, NULL, &y, 1);
+    minfer_tensor_free(x);
+    assert_null(y);
+    return st;
+}
+
+static void test_run_options_deadline(void **state) {
+    (void)state;
+    minfer_session *s = forever_session();
+    minfer_run_options *ro = NULL;
+    assert_ok(minfer_run_options_create(&ro));
+    assert_ok(minfer_run_options_set_deadline_ms(ro, 30));
+    assert_int_equal(run_forever(s, ro), MINFER_ERR_DEADLINE);
+    assert_error_mentions("deadline of 30 ms passed");
+    minfer_run_options_free(ro);
+    minfer_session_free(s);
+}
+
+static void *terminate_later(void *ro) {
+    minfer_run_options_terminate(ro);
+    return NULL;
+}
+
+/* Another thread's terminate stops a run that would never end on its
+ * own, whenever it comes; the session then runs again. */
+static void test_run_options_terminate_from_thread(void **state) {
+    (void)state;
+    minfer_session *s = forever_session();
+    minfer_run_options *ro = NULL;
+    pthread_t th;
+    assert_ok(minfer_run_options_create(&ro));
+    assert_ok(minfer_run_options_set_tag(ro, "forever"));
+    assert_int_equal(pthread_create(&th, NULL, terminate_later, ro), 0);
+    assert_int_equal(run_forever(s, ro), MINFER_CANCELLED);
+    pthread_join(th, NULL);
+    assert_error_mentions("run 'forever' cancelled before node 'forever'");
+    assert_ok(minfer_run_options_unset_terminate(ro));
+    assert_ok(minfer_run_options_set_deadline_ms(ro, 5));
+    assert_int_equal(run_forever(s, ro), MINFER_ERR_DEADLINE); /* usable: it runs again */
+    minfer_run_options_free(ro);
+    minfer_session_free(s);
+}
+
+/* The profile is written by jansson: a node name of 3000 bytes (the old
+ * writer cut strings at 1024) and one that is not UTF-8 come out whole and
+ * valid; a run's tag is in its event. */
+static void test_profile_long_names_and_tag(void **state) {
+    (void)state;
+    char path[] = "/tmp/minfer-surface-XXXXXX", name[3001];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    minfer_graph_builder *b = NULL;
+    const int64_t dims[] = {1, 3};
+    assert_ok(minfer_builder_create(13, &b));
+    assert_ok(minfer_builder_add_input(b, "x", MINFER_DTYPE_FLOAT, dims, 2, NULL));
+    const char *in1[] = {"x"}, *out1[] = {"r"}, *in2[] = {"r"}, *out2[] = {"y"};
+    assert_ok(minfer_builder_add_node(b, "Relu", NULL, name, in1, 1, out1, 1, NULL));
+    assert_ok(minfer_builder_add_node(b, "Neg", NULL, "bad\xff\xfe-name", in2, 1, out2, 1, NULL));
+    assert_ok(minfer_builder_add_output(b, "y"));
+    minfer_options *opt = cpu_options();
+    minfer_session *s = NULL;
+    minfer_run_options *ro = NULL;
+    minfer_tensor *y = NULL;
+    assert_ok(minfer_options_set_optimization_level(opt, 0));
+    assert_ok(minfer_options_set_profiling(opt, path));
+    assert_ok(create(b, opt, &s));
+    assert_ok(minfer_run_options_create(&ro));
+    assert_ok(minfer_run_options_set_tag(ro, "tagged \"run\" 1"));
+    assert_ok(run_ro(s, ro, &y));
+    minfer_tensor_free(y);
+    assert_ok(minfer_session_write_profile(s, path));
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    if (!root)
+        fail_msg("the profile is not JSON: %s (line %d)", err.text, err.line);
+    json_t *events = json_object_get(root, "traceEvents");
+    int long_seen = 0, bad_seen = 0, tag_seen = 0;
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *e = json_array_get(events, i);
+        const char *n = json_string_value(json_object_get(e, "name"));
+        long_seen |= n && strcmp(n, name) == 0;
+        bad_seen |= n && strcmp(n, "bad\xef\xbf\xbd\xef\xbf\xbd-name") == 0;
+        const char *tag = json_string_value(json_object_get(json_object_get(e, "args"), "tag"));
+        tag_seen |= n && strcmp(n, "run") == 0 && tag && strcmp(tag, "tagged \"run\" 1") == 0;
+    }
+    assert_true(long_seen);
+    assert_true(bad_seen);
+    assert_true(tag_seen);
+    json_decref(root);
+    minfer_run_options_free(ro);
+    minfer_session_free(s);
+    minfer_options_free(opt);
+    unlink(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_dim_by_name),
@@ -162,6 +402,11 @@ int main(void) {
         cmocka_unit_test(test_dim_errors),
         cmocka_unit_test(test_wrong_output_lists_outputs),
         cmocka_unit_test(test_thread_count),
+        cmocka_unit_test(test_run_options_terminate),
+        cmocka_unit_test(test_run_options_log_level_tag_cancel),
+        cmocka_unit_test(test_run_options_deadline),
+        cmocka_unit_test(test_run_options_terminate_from_thread),
+        cmocka_unit_test(test_profile_long_names_and_tag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

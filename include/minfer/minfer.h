@@ -64,7 +64,9 @@ typedef enum minfer_status {
     MINFER_ERR_NOT_FOUND,     /* a name that is not in the model */
     MINFER_ERR_LIMIT,         /* a size beyond a configured or built-in limit */
     MINFER_ERR_RUNTIME,       /* a kernel failed while running */
-    MINFER_ERR_DEADLINE       /* a run went past its deadline (minfer_run_limits) */
+    MINFER_ERR_DEADLINE,      /* a run went past its deadline (minfer_run_limits,
+                                 minfer_run_options_set_deadline_ms) */
+    MINFER_CANCELLED          /* a run stopped by minfer_run_options_terminate */
 } minfer_status;
 
 /* A short fixed description of a status code. The string is static. */
@@ -348,6 +350,39 @@ MINFER_API minfer_status minfer_session_run(minfer_session *s,
                                             const minfer_tensor *const *inputs, size_t n_inputs,
                                             const char *const *output_names,
                                             minfer_tensor **outputs, size_t n_outputs);
+
+/* Options of one run (ONNX Runtime's RunOptions). Set them before the
+ * runs that use them; only minfer_run_options_terminate and _unset_terminate
+ * may be called while a run uses them (from any thread). One object may
+ * serve several runs at once: terminate then stops them all. */
+typedef struct minfer_run_options minfer_run_options;
+MINFER_API minfer_status minfer_run_options_create(minfer_run_options **out);
+MINFER_API void minfer_run_options_free(minfer_run_options *ro);
+/* A tag shown in the run's log messages ("[tag] ...") and its profile
+ * event ("args": {"tag": ...}); NULL or "" for none. Copied. */
+MINFER_API minfer_status minfer_run_options_set_tag(minfer_run_options *ro, const char *tag);
+/* The log level of messages logged on the calling thread during the run
+ * (default: the session's). */
+MINFER_API minfer_status minfer_run_options_set_log_level(minfer_run_options *ro,
+                                                          minfer_log_level level);
+/* Wall-clock time of the run, checked before each node and loop iteration;
+ * over it the run fails with MINFER_ERR_DEADLINE. The sooner of this and
+ * the session's minfer_run_limits.deadline_ms applies; 0 (default): none. */
+MINFER_API minfer_status minfer_run_options_set_deadline_ms(minfer_run_options *ro, uint64_t ms);
+/* Asks the runs using ro to stop: each checks before every node and loop
+ * iteration and returns MINFER_CANCELLED; the session stays usable. The
+ * flag stays set (later runs stop at once) until _unset_terminate. */
+MINFER_API minfer_status minfer_run_options_terminate(minfer_run_options *ro);
+MINFER_API minfer_status minfer_run_options_unset_terminate(minfer_run_options *ro);
+/* minfer_session_run with run options (ro may be NULL: the defaults). */
+MINFER_API minfer_status minfer_session_run_with_options(minfer_session *s,
+                                                         const minfer_run_options *ro,
+                                                         const char *const *input_names,
+                                                         const minfer_tensor *const *inputs,
+                                                         size_t n_inputs,
+                                                         const char *const *output_names,
+                                                         minfer_tensor **outputs,
+                                                         size_t n_outputs);
 
 /* Builds (or finds in the plan cache) the plan for these inputs' shapes
  * without running: shapes are inferred, nodes prepared and memory planned.
