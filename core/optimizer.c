@@ -67,6 +67,13 @@ static const pass_entry fusion_passes[] = {
 
 static int dead(const mf_opt *o, size_t i) { return i < o->cap_dead && o->dead[i]; }
 
+/* An edit: the analysis is recomputed when next asked, unless the pass
+ * keeps it (o->info_keep). */
+static void stale(mf_opt *o) {
+    if (!o->info_keep)
+        o->info_dirty = 1;
+}
+
 /* Marks every name a subgraph reads that resolves in g. */
 static void pin_subgraph_refs(mf_opt *o, const mf_graph *sub) {
     for (size_t i = 0; i < sub->n_nodes; i++) {
@@ -189,7 +196,7 @@ minfer_status mf_opt_reindex(mf_opt *o) {
     for (size_t k = 0; k < g->n_outputs; k++)
         o->pinned[g->outputs[k]] = 1;
     o->n_index_values = nv;
-    o->info_dirty = 1;
+    stale(o);
     return MINFER_OK;
 }
 
@@ -214,8 +221,7 @@ int mf_opt_single_consumer(const mf_opt *o, int v) {
 void mf_opt_kill(mf_opt *o, int i) {
     if (i >= 0 && (size_t)i < o->cap_dead)
         o->dead[i] = 1;
-    if (!o->info_keep)
-        o->info_dirty = 1;
+    stale(o);
 }
 
 void mf_opt_replace_uses(mf_opt *o, int from, int to) {
@@ -228,7 +234,7 @@ void mf_opt_replace_uses(mf_opt *o, int from, int to) {
             if (n->inputs[k] == from)
                 n->inputs[k] = to;
     }
-    o->info_dirty = 1;
+    stale(o);
 }
 
 int mf_opt_bypass(mf_opt *o, int node) {
@@ -329,7 +335,7 @@ int mf_opt_add_const(mf_opt *o, const char *base, minfer_tensor *t) {
     v->rank = t->view.rank;
     for (int d = 0; d < t->view.rank; d++)
         v->dims[d] = t->view.dims[d];
-    o->info_dirty = 1;
+    stale(o);
     return vi;
 }
 
@@ -361,7 +367,7 @@ minfer_status mf_opt_set_op(mf_opt *o, int i, const char *domain, const char *op
     n->domain = d;
     n->op_type = t;
     n->opset = domain[0] ? 1 : mf_graph_opset(o->g, "");
-    o->info_dirty = 1;
+    stale(o);
     return MINFER_OK;
 }
 
@@ -390,7 +396,7 @@ static mf_attr *new_attr(mf_opt *o, int i, const char *name, int type) {
         return NULL;
     a->type = type;
     n->n_attrs++;
-    o->info_dirty = 1;
+    stale(o);
     return a;
 }
 
@@ -453,7 +459,7 @@ minfer_status mf_opt_set_inputs(mf_opt *o, int i, const int *inputs, size_t n) {
     free(nd->inputs);
     nd->inputs = in;
     nd->n_inputs = n;
-    o->info_dirty = 1;
+    stale(o);
     return MINFER_OK;
 }
 
@@ -1103,7 +1109,8 @@ static minfer_status compute_info(mf_opt *o) {
 const mf_vinfo *mf_opt_info(mf_opt *o, int v) {
     static const mf_vinfo unknown = {0, -1, {0}, {0}, {0}};
     minfer_status st;
-    if ((o->info_dirty || o->n_info != o->g->n_values) && (st = compute_info(o)) != MINFER_OK) {
+    int fresh = !o->info_dirty && (o->n_info == o->g->n_values || (o->info_keep && o->n_info));
+    if (!fresh && (st = compute_info(o)) != MINFER_OK) {
         if (st == MINFER_ERR_NOMEM)
             o->nomem = 1;
         mf_error_clear();
@@ -1171,10 +1178,13 @@ static void report_add(mf_opt_report *r, const char *name, size_t fired) {
     }
 }
 
-static minfer_status run_passes(mf_opt *o, const pass_entry *passes, size_t n, size_t *total) {
+static minfer_status run_passes(mf_opt *o, const pass_entry *passes, size_t n, int keep_info,
+                                size_t *total) {
     for (size_t p = 0; p < n; p++) {
         size_t fired = 0;
+        o->info_keep = keep_info;
         minfer_status st = passes[p].fn(o, &fired);
+        o->info_keep = 0;
         if (st == MINFER_OK && o->nomem)
             st = mf_error(MINFER_ERR_NOMEM, "out of memory analysing shapes");
         if (st != MINFER_OK)
@@ -1228,7 +1238,7 @@ minfer_status mf_optimize(mf_graph *g, const mf_opt_ctx *ctx, const char *errctx
         goto done;
     for (int round = 0; round < MAX_ROUNDS; round++) {
         size_t total = 0;
-        if ((st = run_passes(&o, basic_passes, sizeof basic_passes / sizeof basic_passes[0],
+        if ((st = run_passes(&o, basic_passes, sizeof basic_passes / sizeof basic_passes[0], 0,
                              &total)) != MINFER_OK)
             goto done;
         if (!total)
@@ -1236,9 +1246,9 @@ minfer_status mf_optimize(mf_graph *g, const mf_opt_ctx *ctx, const char *errctx
     }
     if (local.level >= 2) {
         size_t total = 0;
-        if ((st = run_passes(&o, fusion_passes, sizeof fusion_passes / sizeof fusion_passes[0],
+        if ((st = run_passes(&o, fusion_passes, sizeof fusion_passes / sizeof fusion_passes[0], 1,
                              &total)) != MINFER_OK ||
-            (st = run_passes(&o, basic_passes, sizeof basic_passes / sizeof basic_passes[0],
+            (st = run_passes(&o, basic_passes, sizeof basic_passes / sizeof basic_passes[0], 0,
                              &total)) != MINFER_OK)
             goto done;
     }

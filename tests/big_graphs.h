@@ -10,6 +10,7 @@
  *   init-chain N    x -> Add(x, w_i) x N, each w_i its own initializer
  *   identity-chain N x -> Identity x N -> Relu
  *   wide N          N branches Mul(x, w_i), summed by a tree of Add nodes
+ *   matmul-chain N  x -> Add(MatMul(x, w), one) x N: N fusions into FusedMatMul
  *
  * big_graph returns NULL on an unknown kind or when out of memory.
  */
@@ -29,21 +30,26 @@ static int bg_value(mf_graph *g, const char *prefix, size_t i) {
     return mf_graph_intern(g, name);
 }
 
-/* A float [4] initializer named prefix<i> holding v, v+1, v+2, v+3. */
-static int bg_const(mf_graph *g, const char *prefix, size_t i, float v) {
-    int64_t dims[1] = {4};
+/* A float [4] (rank 1) or [4, 4] (rank 2) initializer named prefix<i>
+ * holding v, v+1, v+2, ... */
+static int bg_const_r(mf_graph *g, const char *prefix, size_t i, float v, int rank) {
+    int64_t dims[2] = {4, 4};
     minfer_tensor *t = NULL;
     int vi = bg_value(g, prefix, i);
-    if (vi < 0 || mf_tensor_new(MINFER_DTYPE_FLOAT, dims, 1, &t) != MINFER_OK)
+    if (vi < 0 || mf_tensor_new(MINFER_DTYPE_FLOAT, dims, rank, &t) != MINFER_OK)
         return -1;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < (rank == 1 ? 4 : 16); k++)
         ((float *)t->view.data)[k] = v + (float)k;
     mf_value *val = &g->values[vi];
     val->initializer = t;
     val->dtype = MINFER_DTYPE_FLOAT;
-    val->rank = 1;
-    val->dims[0] = 4;
+    val->rank = rank;
+    val->dims[0] = val->dims[1] = 4;
     return vi;
+}
+
+static int bg_const(mf_graph *g, const char *prefix, size_t i, float v) {
+    return bg_const_r(g, prefix, i, v, 1);
 }
 
 /* A node op(a[, b]) -> y; b < 0 for a one-input op. */
@@ -125,6 +131,14 @@ static mf_graph *big_graph(const char *kind, size_t n) {
         int last = bg_value(g, "relu", 0);
         ok = ok && bg_node(g, "Relu", y, -1, last) >= 0;
         y = last;
+    } else if (strcmp(kind, "matmul-chain") == 0) {
+        int one = bg_const(g, "one", 0, 1.0f), w = bg_const_r(g, "w", 0, 0.0f, 2);
+        y = x;
+        for (size_t i = 1; ok && i <= n; i++) {
+            int mm = bg_value(g, "m", i), next = bg_value(g, "c", i);
+            ok = bg_node(g, "MatMul", y, w, mm) >= 0 && bg_node(g, "Add", mm, one, next) >= 0;
+            y = next;
+        }
     } else if (strcmp(kind, "wide") == 0) {
         /* Branches, then pairwise sums level by level. */
         int *level = NULL;

@@ -3,7 +3,8 @@
  * session creation on big graphs (docs/PERFORMANCE.md):
  *
  *   make_big_graphs KIND N OUT.onnx
- *       KIND: const-chain, add-chain, init-chain, identity-chain, wide.
+ *       KIND: const-chain, add-chain, init-chain, identity-chain, wide,
+ *       matmul-chain.
  */
 #include <errno.h>
 #include <stdio.h>

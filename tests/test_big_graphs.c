@@ -76,6 +76,27 @@ static void test_identity_chain(void **state) {
     mf_graph_free(g);
 }
 
+/* A chain of n MatMul + Add pairs: n fusions into FusedMatMul, each of
+ * which used to mark the analysis stale for the next (n whole-graph
+ * analyses); a fusion changes no surviving value's type or shape, so the
+ * analysis now runs about once per pass. */
+static void test_fusion_chain_linear_work(void **state) {
+    (void)state;
+    mf_opt_report rep;
+    enum { N = 2000 };
+    mf_graph *g = big_graph("matmul-chain", N);
+    assert_non_null(g);
+    mf_opt_ctx ctx = {3, mf_evaluator_eval_node, ev, 1 << 20, &rep};
+    assert_ok(mf_optimize(g, &ctx, "matmul-chain"));
+    assert_int_equal(g->n_nodes, N);
+    for (size_t i = 0; i < g->n_nodes; i++)
+        assert_string_equal(g->nodes[i].op_type, "FusedMatMul");
+    /* Before: about 3 * N * 2N node visits (2.4e7); now a few per pass. */
+    printf("matmul-chain %d: %zu analysis node visits\n", N, rep.analysis_nodes);
+    assert_true(rep.analysis_nodes <= 64 * 2 * N);
+    mf_graph_free(g);
+}
+
 /* A session (default options: level 3, the greedy planner) from each big
  * graph shape, run once on x = 1: the output is what the graph computes. */
 static void create_and_run(const char *kind, size_t n, float want0) {
@@ -131,6 +152,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_constant_chain_linear_work, setup, teardown),
         cmocka_unit_test_setup_teardown(test_identity_chain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fusion_chain_linear_work, setup, teardown),
         cmocka_unit_test(test_sessions_from_big_graphs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
