@@ -4,8 +4,9 @@
  * as numpy and PyTorch sort; TopK's largest returns NaNs first and its
  * smallest returns them last, ties keep the lower index first; Unique
  * keeps one NaN; ArgMax/ArgMin pick a NaN (the first, or the last with
- * select_last_index) as numpy's argmax/argmin do; ReduceMax/ReduceMin and
- * Max/Min propagate NaN. Also 64-bit integers beyond 2^53 compared
+ * select_last_index) as numpy's argmax/argmin do; ReduceMax/ReduceMin,
+ * Max/Min and MaxPool/GlobalMaxPool propagate NaN (the pools not on
+ * oneDNN, whose pools skip it). Also 64-bit integers beyond 2^53 compared
  * exactly, OneHot's depth messages, and ScatterElements / ScatterND on
  * empty data and Unique, GatherND and Compress of empty slices (which
  * computed with a NULL pointer: UBSan in the sanitizer build; found by
@@ -408,6 +409,44 @@ static void maxmin_propagate_nan(void **state) {
     }
 }
 
+/* MaxPool (windows of 2) and GlobalMaxPool over [nan, 1, 2, nan]. oneDNN's
+ * pools skip NaN (docs/operators.md): not checked on onednn,cpu. */
+static void check_maxpool(const char *list, minfer_tensor **out) {
+    (void)list;
+    expect_f32(out[0], (const float[]){NAN, NAN}, 2, "MaxPool with NaN");
+}
+
+static void check_global_maxpool(const char *list, minfer_tensor **out) {
+    (void)list;
+    expect_f32(out[0], (const float[]){NAN}, 1, "GlobalMaxPool with NaN");
+}
+
+static void maxpool_propagates_nan(void **state) {
+    (void)state;
+    const char **all = lists;
+    size_t n_all = n_lists, kept = 0;
+    const char *some[8];
+    for (size_t l = 0; l < n_all && kept < 8; l++)
+        if (strncmp(all[l], "onednn", 6) != 0)
+            some[kept++] = all[l];
+    lists = some;
+    n_lists = kept;
+    for (int o = 0; o < 2; o++) {
+        int64_t d[4] = {1, 1, 1, 4}, k[2] = {1, 2};
+        size_t n;
+        minfer_graph_builder *b =
+            one_node(o ? "GlobalMaxPool" : "MaxPool", MINFER_DTYPE_FLOAT, d, 4, NULL, 1, &n);
+        if (!o) {
+            assert_int_equal(minfer_builder_set_attr_ints(b, n, "kernel_shape", k, 2), MINFER_OK);
+            assert_int_equal(minfer_builder_set_attr_ints(b, n, "strides", k, 2), MINFER_OK);
+        }
+        run_lists(b, f32(d, 4, (const float[]){NAN, 1, 2, NAN}), 1,
+                  o ? check_global_maxpool : check_maxpool);
+    }
+    lists = all;
+    n_lists = n_all;
+}
+
 /* ---- OneHot's depth ------------------------------------------------------ */
 
 /* OneHot(x, depth, [0, 1]) with depth an initializer of the given value:
@@ -595,6 +634,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(argminmax_pick_nan),
         cmocka_unit_test(reduce_propagates_nan),
         cmocka_unit_test(maxmin_propagate_nan),
+        cmocka_unit_test(maxpool_propagates_nan),
         cmocka_unit_test(onehot_depth_messages),
         cmocka_unit_test(scatter_empty_data),
         cmocka_unit_test(gathernd_compress_empty),

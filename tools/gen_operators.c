@@ -102,7 +102,7 @@ int main(void) {
            "value (-0 equal to +0, 64-bit integers compared exactly), and NaN equal to\n"
            "every other NaN and above +inf. On every provider list (the oneDNN and\n"
            "OpenCL providers leave these ops to the CPU provider, or follow the same\n"
-           "rules where they run them):\n"
+           "rules where they run them; one exception, oneDNN's max pools, below):\n"
            "\n"
            "- **TopK**: `largest=1` returns NaNs first, `largest=0` returns them last;\n"
            "  equal values (NaNs among them) keep the lower index first, as ONNX\n"
@@ -118,6 +118,10 @@ int main(void) {
            "  `select_last_index=1`).\n"
            "- **ReduceMax, ReduceMin, Max, Min**: NaN propagates (`numpy.max`,\n"
            "  `numpy.maximum`): any NaN among the inputs gives NaN.\n"
+           "- **MaxPool, GlobalMaxPool**: NaN in a window gives NaN, on the CPU and\n"
+           "  OpenCL providers. The oneDNN provider's pools skip NaN (oneDNN's max\n"
+           "  returns the other operand); they are kept there for speed, so a model\n"
+           "  whose pooled tensors may hold NaN should leave oneDNN out of the list.\n"
            "- **NonMaxSuppression**: a box whose score is NaN is never selected (NaN is\n"
            "  not above any `score_threshold`, nor above the default of -inf).\n");
     return 0;

@@ -52,14 +52,14 @@ __kernel void global_pool(__global const DT *x, int xoff, __global DT *y, int yo
     int i = 0;
     for (; i + VW <= plane; i += VW) {
         VT v = VLDG(xp + i);
-        acc = is_max ? fmax(acc, v) : acc + v;
+        acc = is_max ? MAX_NAN(acc, v) : acc + v;
     }
     float t[VW];
     VSTORE(acc, 0, t);
     float r = t[0];
     for (int j = 1; j < VW; j++)
-        r = is_max ? fmax(r, t[j]) : r + t[j];
+        r = is_max ? MAX_NAN(r, t[j]) : r + t[j];
     for (; i < plane; i++)
-        r = is_max ? fmax(r, LD(xp, i)) : r + LD(xp, i);
+        r = is_max ? MAX_NAN(r, LD(xp, i)) : r + LD(xp, i);
     ST(y, yoff + nc, is_max ? r : r / (float)plane);
 }
