@@ -29,7 +29,7 @@
 
 typedef struct entry {
     minfer_provider_info info; /* strings point into the owned copies below */
-    char *name, *version, *path, *reason;
+    char *name, *version, *path, *reason, *device;
 } entry;
 
 struct minfer_provider_list {
@@ -229,8 +229,15 @@ static void read_vtable(entry *e) {
 static minfer_status probe(entry *e) {
     mf_provider_inst inst;
     if (mf_provider_open(e->name, &probe_api, NULL, "", &inst) == MINFER_OK) {
+        char device[256];
         e->info.usable = 1;
         e->info.abi_version = inst.vt->abi_version;
+        e->info.device_kind = mf_provider_device(&inst, device, sizeof device);
+        e->info.named_only = mf_provider_named_only(&inst);
+        if (!(e->device = mf_strdup(device))) {
+            mf_provider_close(&inst);
+            return MINFER_ERR_NOMEM;
+        }
         if (MF_VT_HAS(inst.vt, version) && !(e->version = mf_strdup(inst.vt->version))) {
             mf_provider_close(&inst);
             return MINFER_ERR_NOMEM;
@@ -238,6 +245,7 @@ static minfer_status probe(entry *e) {
         mf_provider_close(&inst);
         return MINFER_OK;
     }
+    e->info.device_kind = -1;
     if (!(e->reason = one_line(minfer_last_error())))
         return MINFER_ERR_NOMEM;
     read_vtable(e);
@@ -255,6 +263,7 @@ static minfer_status add(minfer_provider_list *l, const char *dir, const char *f
     }
     entry *e = &l->items[l->count];
     memset(e, 0, sizeof *e);
+    e->info.device_kind = -1;
     size_t name_len = strlen(file) - strlen(PREFIX) - strlen(SUFFIX);
     e->name = mf_malloc(name_len + 1);
     e->path = mf_malloc(strlen(dir) + strlen(file) + 2);
@@ -309,6 +318,7 @@ minfer_status minfer_provider_list_create(minfer_provider_list **out) {
         e->info.path = e->path;
         e->info.version = e->version ? e->version : "";
         e->info.reason = e->reason ? e->reason : "";
+        e->info.device = e->device ? e->device : "";
     }
     *out = l;
     mf_error_clear();
@@ -327,6 +337,7 @@ void minfer_provider_list_free(minfer_provider_list *l) {
         free(l->items[i].version);
         free(l->items[i].path);
         free(l->items[i].reason);
+        free(l->items[i].device);
     }
     free(l->items);
     mf_free_string_list(l->dirs);
@@ -343,4 +354,30 @@ size_t minfer_provider_list_dir_count(const minfer_provider_list *l) { return l 
 
 const char *minfer_provider_list_dir(const minfer_provider_list *l, size_t i) {
     return l && i < l->n_dirs ? l->dirs[i] : NULL;
+}
+
+void mf_installed_provider_names(char *buf, size_t size) {
+    size_t used = 0;
+    char **dirs = mf_provider_search_path();
+    buf[0] = '\0';
+    for (char **d = dirs; d && *d; d++) {
+        char **names = dir_providers(*d);
+        for (char **n = names; n && *n; n++) {
+            /* libminfer_provider_NAME.so -> NAME */
+            size_t len = strlen(*n) - strlen(PREFIX) - strlen(SUFFIX);
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1),
+                     *n + strlen(PREFIX));
+            int dup = 0;
+            for (const char *p = buf; !dup && (p = strstr(p, name)); p += strlen(name))
+                dup = (p == buf || p[-1] == ' ') && (p[strlen(name)] == ',' || !p[strlen(name)]);
+            int w = dup ? 0 : snprintf(buf + used, size - used, "%s%s", used ? ", " : "", name);
+            if (w > 0 && (size_t)w < size - used)
+                used += (size_t)w;
+        }
+        mf_free_string_list(names);
+    }
+    mf_free_string_list(dirs);
+    if (!used)
+        snprintf(buf, size, "none");
 }

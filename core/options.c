@@ -1,4 +1,5 @@
 /* Session options. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,4 +457,53 @@ minfer_status minfer_run_options_unset_terminate(minfer_run_options *ro) {
                         "minfer_run_options_unset_terminate: NULL run options");
     atomic_store_explicit(&ro->terminate, 0, memory_order_relaxed);
     return MINFER_OK;
+}
+
+/* ---- once per process ------------------------------------------------------ */
+
+int mf_first_time(const char *key) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char *seen[256];
+    static size_t n_seen;
+    int first = 1;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < n_seen && first; i++)
+        first = strcmp(seen[i], key) != 0;
+    /* Past 256 distinct keys (or out of memory) a warning may repeat:
+     * better than one lost. */
+    if (first && n_seen < sizeof seen / sizeof seen[0] && (seen[n_seen] = strdup(key)))
+        n_seen++;
+    pthread_mutex_unlock(&lock);
+    return first;
+}
+
+/* ---- environment variables -------------------------------------------------- */
+
+/* The variables sessions read and the values each takes; anything else is
+ * ignored (the default applies), with a warning once per process. */
+static const struct {
+    const char *name;
+    const char *const values[10];
+    const char *says;
+} env_vars[] = {
+    {"MINFER_LOG", {"error", "warn", "warning", "info", "verbose", "0", "1", "2", "3"},
+     "error, warn, info, verbose or 0-3"},
+    {"MINFER_OPT_LEVEL", {"0", "1", "2", "3"}, "0-3"},
+    {"MINFER_PLANNER", {"greedy", "linear"}, "greedy or linear"},
+    {"MINFER_CHECK_NAN", {"0", "1"}, "0 or 1"},
+    {"MINFER_KEEP_PROVIDERS", {"0", "1"}, "0 or 1"},
+};
+
+void mf_check_env(const minfer_session *s) {
+    for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
+        const char *v = getenv(env_vars[i].name);
+        int ok = !v || !v[0];
+        for (size_t k = 0; !ok && k < 10 && env_vars[i].values[k]; k++)
+            ok = strcmp(v, env_vars[i].values[k]) == 0;
+        char key[256];
+        snprintf(key, sizeof key, "env:%s=%s", env_vars[i].name, ok ? "" : v);
+        if (!ok && mf_first_time(key))
+            mf_log(s, MINFER_LOG_WARN, "%s='%s' is not one of %s: ignored", env_vars[i].name, v,
+                   env_vars[i].says);
+    }
 }

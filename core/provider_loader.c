@@ -103,6 +103,39 @@ static int valid_name(const char *name) {
     return 1;
 }
 
+int32_t mf_provider_device(const mf_provider_inst *p, char *buf, size_t size) {
+    if (MF_VT_HAS(p->vt, describe_device))
+        return p->vt->describe_device(p->ctx, buf, size);
+    snprintf(buf, size, "host CPU");
+    return MINFER_DEVICE_CPU;
+}
+
+int mf_provider_named_only(const mf_provider_inst *p) {
+    char buf[256];
+    return strcmp(p->name, "cpu") != 0 && MF_VT_HAS(p->vt, describe_device) &&
+           mf_provider_device(p, buf, sizeof buf) == MINFER_DEVICE_CPU;
+}
+
+int mf_provider_is_known(const char *name) {
+    static const char *const known[] = {"cpu", "onednn", "opencl"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(name, known[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int mf_provider_installed(const char *name) {
+    char path[PATH_MAX + 128];
+    int found = 0;
+    char **dirs = mf_provider_search_path();
+    for (char **d = dirs; d && *d && !found; d++) {
+        snprintf(path, sizeof path, "%s/libminfer_provider_%s.so", *d, name);
+        found = access(path, F_OK) == 0;
+    }
+    mf_free_string_list(dirs);
+    return found;
+}
+
 /* The vtable prefix every ABI-1 provider must fill. */
 #define MIN_STRUCT_SIZE (offsetof(minfer_provider, execute_node) + sizeof(void *))
 

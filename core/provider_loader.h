@@ -35,6 +35,29 @@ void mf_provider_close(mf_provider_inst *p);
 #define MF_VT_HAS(vt, m) \
     ((vt)->struct_size >= offsetof(minfer_provider, m) + sizeof((vt)->m) && (vt)->m)
 
+/* Writes the instance's device into buf ("host CPU" when the provider does
+ * not describe it) and returns MINFER_DEVICE_*. */
+int32_t mf_provider_device(const mf_provider_inst *p, char *buf, size_t size);
+/* 1 for a provider that stays out of the default order: one that says its
+ * device is a CPU (OpenCL on PoCL) other than the CPU provider itself,
+ * slower there than the CPU provider. It runs when named. */
+int mf_provider_named_only(const mf_provider_inst *p);
+
+/* The providers minfer ships or documents, by name: a name outside this
+ * list that no search directory holds is a typo, not a missing package. */
+#define MF_KNOWN_PROVIDERS "cpu, onednn, opencl"
+int mf_provider_is_known(const char *name);
+/* 1 when a search directory holds libminfer_provider_NAME.so. */
+int mf_provider_installed(const char *name);
+/* The provider names the search path holds, comma-separated, each once,
+ * in search order ("none" when empty). discovery.c. */
+void mf_installed_provider_names(char *buf, size_t size);
+
+/* 1 the first time key is passed in this process, then 0: for warnings a
+ * process should see once (a bad environment variable, a provider that
+ * is missing), however many sessions it makes. options.c. */
+int mf_first_time(const char *key);
+
 /* The directories searched, as a newly malloc'd NULL-terminated array of
  * malloc'd strings (for `minfer providers` and messages). */
 char **mf_provider_search_path(void);

@@ -249,8 +249,21 @@ static minfer_status open_providers(minfer_session *s, const minfer_options *opt
             goto done;
         }
     }
+    /* A name that is neither installed nor one minfer knows is a typo:
+     * an error that lists what there is, before anything loads. */
+    for (size_t i = 0; !from_default && i < n; i++)
+        if (!mf_provider_is_known(names[i]) && !mf_provider_installed(names[i])) {
+            char installed[512];
+            mf_installed_provider_names(installed, sizeof installed);
+            st = mf_error(MINFER_ERR_INVALID_ARG,
+                          "%s: unknown provider '%s' (installed: %s; minfer's providers: %s)",
+                          s->errctx, names[i], installed, MF_KNOWN_PROVIDERS);
+            goto done;
+        }
     s->provs = mf_calloc(n + 1, sizeof *s->provs);
-    if (!s->provs) {
+    char **skipped = mf_calloc(n + 1, sizeof *skipped); /* why each one did not load */
+    if (!s->provs || !skipped) {
+        free(skipped);
         st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
         goto done;
     }
@@ -264,20 +277,42 @@ static minfer_status open_providers(minfer_session *s, const minfer_options *opt
             continue;
         mf_provider_inst inst;
         if (mf_provider_open(names[i], &s->api, s, mf_options_provider_options(opt, names[i]), &inst) != MINFER_OK) {
-            const char *why = minfer_last_error();
-            /* The default list names providers that may simply not be installed. */
-            int quiet = from_default && strcmp(names[i], "cpu") != 0;
-            mf_log(s, quiet ? MINFER_LOG_INFO : MINFER_LOG_WARN, "skipping provider '%s': %s",
-                    names[i], why);
             int w = snprintf(failures + flen, sizeof failures - flen, "%s%s", flen ? "; " : "",
-                             why);
+                             minfer_last_error());
             if (w > 0 && (size_t)w < sizeof failures - flen)
                 flen += (size_t)w;
+            skipped[i] = mf_strdup(minfer_last_error());
+            continue;
+        }
+        /* The default order is for speed: an OpenCL "device" that is the
+         * host's CPU (PoCL) is slower there than the CPU provider, so it
+         * runs only when named. */
+        char device[256];
+        if (from_default && mf_provider_named_only(&inst)) {
+            mf_provider_device(&inst, device, sizeof device);
+            mf_log(s, MINFER_LOG_INFO,
+                   "provider '%s' left out of the default order: its device is the CPU (%s); "
+                   "name it in the provider list to use it",
+                   names[i], device);
+            mf_provider_close(&inst);
             continue;
         }
         s->provs[s->n_provs++] = inst;
         mf_log(s, MINFER_LOG_INFO, "provider '%s' loaded from %s", inst.name, inst.path);
     }
+    /* Providers skipped in a session that still has one: a warning once
+     * per process (the default list names providers that may simply not
+     * be installed: information). Without any, the error says it all. */
+    for (size_t i = 0; s->n_provs && i < n; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "provider:%s", names[i]);
+        if (skipped[i] && (from_default || mf_first_time(key)))
+            mf_log(s, from_default ? MINFER_LOG_INFO : MINFER_LOG_WARN,
+                   "skipping provider '%s': %s", names[i], skipped[i]);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(skipped[i]);
+    free(skipped);
     if (s->n_provs == 0) {
         char joined[512] = "";
         size_t used = 0;
@@ -621,6 +656,10 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     s->g = g;
     s->errctx = mf_strdup(errctx);
     s->log_level = opt && opt->log_level >= 0 ? opt->log_level : env_log_level();
+    s->log_fn = opt ? opt->log_fn : NULL;
+    s->log_user = opt ? opt->log_user : NULL;
+    if (!parent)
+        mf_check_env(s);
     const char *penv = getenv("MINFER_PLANNER");
     s->planner = opt && opt->planner >= 0 ? opt->planner
                  : penv && strcmp(penv, "linear") == 0 ? MINFER_PLANNER_LINEAR
@@ -628,8 +667,6 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     s->plan_cache_size = opt && opt->plan_cache_size ? opt->plan_cache_size : MF_DEFAULT_PLAN_CACHE;
     s->limits = mf_options_limits(opt);
     s->run_limits = mf_options_run_limits(opt);
-    s->log_fn = opt ? opt->log_fn : NULL;
-    s->log_user = opt ? opt->log_user : NULL;
     s->strict = opt ? opt->strict : 0;
     const char *nenv = getenv("MINFER_CHECK_NAN");
     s->check_nan = opt && opt->check_nan >= 0 ? opt->check_nan : (nenv && strcmp(nenv, "1") == 0);

@@ -42,6 +42,10 @@ typedef struct mf_dim_override {
     int64_t value;
 } mf_dim_override;
 
+/* Warns, once per process, about each MINFER_* variable with a value that
+ * means nothing (the default then applies). */
+void mf_check_env(const minfer_session *s);
+
 /* Fixes the graph inputs' dimensions the options override (create's first
  * step, top-level sessions only): an unknown name, an axis out of range or
  * a fixed dimension given another size is an error naming them. */

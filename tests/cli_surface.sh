@@ -6,7 +6,10 @@
 #     bench on tiny_encoder with --dim runs the real inputs' shape;
 #  3. message slips: --opt-level 7, an input file holding another name, a
 #     shape error names symbolic dims as info does, a wrong output name;
-#  4. bench prints one latency, the providers used, threads and shapes.
+#  4. bench prints one latency, the providers used, threads and shapes;
+#  5. an unknown provider name is an error listing what is installed;
+#     `providers` names devices (and --json); a provider on a CPU device
+#     is not in the default order; bad MINFER_* values warn once.
 #
 # usage: cli_surface.sh MINFER_CLI MODELS_DIR
 set -uo pipefail
@@ -110,6 +113,43 @@ grep -Eq '^providers used: +cpu \([0-9]+ nodes\)$' <<<"$out" || bad "bench provi
 grep -q '^threads: *2$' <<<"$out" || bad "bench threads: $out"
 grep -q '^inputs: *input float \[1,3,224,224\]$' <<<"$out" || bad "bench inputs: $out"
 echo "bench report: ok"
+
+# ---- 5. defaults: provider names, devices, environment ---------------------------------
+check_fail 1 "unknown provider 'cdu' (installed: " "$cli" run --providers cdu,cpu "$squeeze"
+err=$("$cli" run --providers cuda "$squeeze" 2>&1 >/dev/null)
+[[ $err == *"unknown provider 'cuda' (installed: "*cpu*"minfer's providers: cpu, onednn, opencl)" &&
+    $(wc -l <<<"$err") -eq 1 ]] || bad "--providers cuda: '$err'"
+json=$("$cli" providers --json) || bad "providers --json"
+python3 - "$json" >"$tmp/named_only" <<'EOF' || bad "providers --json: $json"
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["search_path"], d
+for p in d["providers"]:
+    if p["usable"]:
+        assert p["device"] and p["device_kind"] in ("cpu", "gpu", "other"), p
+    else:
+        assert p["reason"] and p["device"] is None, p
+    if p["name"] == "cpu":
+        assert p["in_default_order"], p
+print(" ".join(p["name"] for p in d["providers"] if p["usable"] and not p["in_default_order"]))
+EOF
+text=$("$cli" providers)
+grep -Eq '^ +device: host CPU$' <<<"$text" || bad "providers names no device: $text"
+# A provider on a CPU device (OpenCL on PoCL) is out of the default order,
+# and loads when named.
+for name in $(cat "$tmp/named_only"); do
+    out=$("$cli" info "$squeeze" 2>&1) || bad "info with the default order"
+    grep -q "^providers loaded.*$name" <<<"$out" && bad "$name is in the default order: $out"
+    out=$("$cli" info --providers "$name,cpu" "$squeeze" 2>&1) || bad "info --providers $name,cpu"
+    grep -q "^providers loaded (2): $name, cpu$" <<<"$out" || bad "$name named: $out"
+    grep -q "(not in the default order: used only when named)" <<<"$text" ||
+        bad "providers does not say $name is left out: $text"
+done
+err=$(MINFER_LOG=bogus MINFER_PLANNER=fast "$cli" test --providers cpu "$models" 2>&1 >/dev/null)
+[[ $(grep -c "MINFER_LOG='bogus' is not one of error, warn, info, verbose or 0-3: ignored" <<<"$err") -eq 1 &&
+    $(grep -c "MINFER_PLANNER='fast' is not one of greedy or linear: ignored" <<<"$err") -eq 1 ]] ||
+    bad "bad environment values are not named once: '$err'"
+echo "defaults: ok (named only: $(cat "$tmp/named_only"))"
 
 if [[ $fails -ne 0 ]]; then
     echo "cli_surface: $fails failure(s)"

@@ -176,9 +176,16 @@ static void test_skip_init_failure(void **state) {
     check_skipped("fakeinitfail,cpu");
 }
 
-static void test_skip_missing_file(void **state) {
+/* A name that is neither installed nor one of minfer's is a typo: an
+ * error listing what is installed, not a provider skipped. */
+static void test_unknown_name_fails(void **state) {
     (void)state;
-    check_skipped("nosuch,cpu");
+    minfer_session *s = (minfer_session *)&s;
+    assert_int_equal(create_with("nosuch,cpu", &s), MINFER_ERR_INVALID_ARG);
+    assert_null(s);
+    assert_error_mentions("unknown provider 'nosuch' (installed: ");
+    assert_error_mentions("fakegood");
+    assert_error_mentions("minfer's providers: cpu, onednn, opencl)");
 }
 
 /* A list whose only provider cannot be used fails creation, with the
@@ -290,7 +297,7 @@ int main(void) {
         cmocka_unit_test(test_skip_wrong_abi),
         cmocka_unit_test(test_skip_missing_symbol),
         cmocka_unit_test(test_skip_init_failure),
-        cmocka_unit_test(test_skip_missing_file),
+        cmocka_unit_test(test_unknown_name_fails),
         cmocka_unit_test(test_no_usable_missing),
         cmocka_unit_test(test_no_usable_wrong_abi),
         cmocka_unit_test(test_no_usable_missing_symbol),

@@ -395,6 +395,55 @@ static void test_profile_long_names_and_tag(void **state) {
     unlink(path);
 }
 
+typedef struct counter {
+    const char *needle;
+    int n;
+} counter;
+
+static void count_msgs(void *user, minfer_log_level level, const char *message) {
+    counter *c = user;
+    (void)level;
+    if (strstr(message, c->needle))
+        c->n++;
+}
+
+/* A MINFER_* variable with a value that means nothing is named once per
+ * process, however many sessions read it. */
+static void test_bad_env_warns_once(void **state) {
+    (void)state;
+    counter c = {"MINFER_OPT_LEVEL='9' is not one of 0-3: ignored", 0};
+    setenv("MINFER_OPT_LEVEL", "9", 1);
+    for (int i = 0; i < 3; i++) {
+        minfer_options *opt = cpu_options();
+        minfer_session *s = NULL;
+        assert_ok(minfer_options_set_log_callback(opt, count_msgs, &c));
+        assert_ok(create(relu_graph(0), opt, &s));
+        minfer_session_free(s);
+        minfer_options_free(opt);
+    }
+    unsetenv("MINFER_OPT_LEVEL");
+    assert_int_equal(c.n, 1);
+}
+
+/* A listed provider that is installed but does not load is skipped with a
+ * warning once per process. */
+static void test_skipped_provider_warns_once(void **state) {
+    (void)state;
+    counter c = {"skipping provider 'fakeinitfail': ", 0};
+    for (int i = 0; i < 3; i++) {
+        minfer_options *opt = NULL;
+        minfer_session *s = NULL;
+        assert_ok(minfer_options_create(&opt));
+        assert_ok(minfer_options_set_providers_str(opt, "fakeinitfail,cpu"));
+        assert_ok(minfer_options_set_log_callback(opt, count_msgs, &c));
+        assert_ok(create(relu_graph(0), opt, &s));
+        assert_string_equal(minfer_session_provider_name(s, 0), "cpu");
+        minfer_session_free(s);
+        minfer_options_free(opt);
+    }
+    assert_int_equal(c.n, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_dim_by_name),
@@ -407,6 +456,8 @@ int main(void) {
         cmocka_unit_test(test_run_options_deadline),
         cmocka_unit_test(test_run_options_terminate_from_thread),
         cmocka_unit_test(test_profile_long_names_and_tag),
+        cmocka_unit_test(test_bad_env_warns_once),
+        cmocka_unit_test(test_skipped_provider_warns_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,6 +41,15 @@ typedef struct minfer_provider_info {
     const char *path;     /* the library file */
     int usable;           /* 1: loads, passes the host's checks and initialises */
     const char *reason;   /* why not, when usable is 0 (one line); else "" */
+    /* Appended: the device it computes on when usable ("CPU 'cpu-haswell'
+     * (platform 'Portable Computing Language')"; "host CPU" for a provider
+     * that does not say), else ""; and its kind, MINFER_DEVICE_* of
+     * minfer/provider.h (CPU 0, GPU 1, other 2), -1 when not usable. */
+    const char *device;
+    int32_t device_kind;
+    /* 1: left out of the default provider order, used only when named (a
+     * provider other than "cpu" whose device is the CPU: OpenCL on PoCL). */
+    int32_t named_only;
 } minfer_provider_info;
 
 typedef struct minfer_provider_list minfer_provider_list;

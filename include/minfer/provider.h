@@ -393,7 +393,17 @@ typedef struct minfer_provider {
      * (graph inputs, other providers' outputs) in place instead of copying
      * them into its domain. */
     int32_t host_addressable;
+    /* The device an instance computes on: writes one line naming it into
+     * buf ("Intel(R) Xeon(R) CPU (OpenCL platform 'Portable Computing
+     * Language')") and returns its kind, MINFER_DEVICE_*. NULL: the host's
+     * CPU. The host leaves a provider on a CPU device out of the default
+     * provider order when it is not the CPU provider (it then only runs when
+     * named), and `minfer providers` shows the line. */
+    int32_t (*describe_device)(void *ctx, char *buf, size_t size);
 } minfer_provider;
+
+/* Kinds describe_device returns. */
+enum { MINFER_DEVICE_CPU = 0, MINFER_DEVICE_GPU = 1, MINFER_DEVICE_OTHER = 2 };
 
 /* The entry point: returns the provider's vtable (static storage), or NULL
  * if it cannot serve a host of host_abi_version. */

@@ -670,6 +670,18 @@ static minfer_status ocl_synchronize(void *vctx) {
  * bytes covers the devices in use (PoCL 128, most GPUs 128-256). The
  * kernels take element offsets, never sub-buffers, so a device wanting
  * more is still correct (init logs it). */
+static int32_t ocl_describe_device(void *vctx, char *buf, size_t size) {
+    const ocl_ctx *ctx = vctx;
+    snprintf(buf, size, "%s '%s' (platform '%s')",
+             ctx->type & CL_DEVICE_TYPE_GPU   ? "GPU"
+             : ctx->type & CL_DEVICE_TYPE_CPU ? "CPU"
+                                              : "device",
+             ctx->device_name, ctx->platform_name);
+    return ctx->type & CL_DEVICE_TYPE_GPU   ? MINFER_DEVICE_GPU
+           : ctx->type & CL_DEVICE_TYPE_CPU ? MINFER_DEVICE_CPU
+                                            : MINFER_DEVICE_OTHER;
+}
+
 static const minfer_provider ocl_provider = {
     .abi_version = MINFER_PROVIDER_ABI_VERSION,
     .struct_size = sizeof(minfer_provider),
@@ -689,6 +701,7 @@ static const minfer_provider ocl_provider = {
     .copy_from_host = ocl_copy_from_host,
     .synchronize = ocl_synchronize,
     .tensor_bytes = ocl_tensor_bytes,
+    .describe_device = ocl_describe_device,
 };
 
 MINFER_PROVIDER_DEFINE(ocl_provider)
