@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "fileio.h"
 #include "graph.h"
 #include "internal.h"
 #include "minfer/optimize.h"
@@ -16,12 +18,19 @@
 #define FOLD_MAX_BYTES ((uint64_t)1 << 20)
 
 static minfer_status read_all(const char *path, void **data, size_t *size) {
-    FILE *f = fopen(path, "rb");
     *data = NULL;
     *size = 0;
-    if (!f)
-        return mf_error(MINFER_ERR_IO, "%s: cannot open the model file: %s", path,
-                        strerror(errno));
+    /* A FIFO or a device named as the model must not block the open. */
+    int fd;
+    uint64_t file_size;
+    minfer_status st = mf_open_regular(path, "model file", &fd, &file_size);
+    if (st != MINFER_OK)
+        return st;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory opening the model file", path);
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = mf_malloc(cap);
     while (buf) {

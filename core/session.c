@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "graph.h"
 #include "internal.h"
 #include "optimizer.h"
@@ -806,24 +807,26 @@ fail:
  * gives the pages back as it goes, so the weights are not held twice. */
 static minfer_status read_file(const char *path, uint64_t max_bytes, void **data, size_t *size,
                                int *mapped) {
-    struct stat sb;
     *data = NULL;
     *size = 0;
     *mapped = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mf_error(MINFER_ERR_IO, "%s: cannot open the model file: %s", path,
-                        strerror(errno));
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return mf_error(MINFER_ERR_IO, "%s: not a regular file", path);
+    /* A FIFO or a device named as the model must not block the open. */
+    int fd;
+    uint64_t file_size;
+    minfer_status st = mf_open_regular(path, "model file", &fd, &file_size);
+    if (st != MINFER_OK)
+        return st;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory opening the model file", path);
     }
-    if ((uint64_t)sb.st_size > max_bytes) {
+    if (file_size > max_bytes) {
         fclose(f);
-        return mf_error(MINFER_ERR_LIMIT, "%s: the model file is %lld bytes, above the limit of %llu",
-                        path, (long long)sb.st_size, (unsigned long long)max_bytes);
+        return mf_error(MINFER_ERR_LIMIT, "%s: the model file is %llu bytes, above the limit of %llu",
+                        path, (unsigned long long)file_size, (unsigned long long)max_bytes);
     }
-    long len = (long)sb.st_size;
+    long len = (long)file_size;
     if (len > 0) {
         void *m = mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fileno(f), 0);
         if (m != MAP_FAILED) {

@@ -2,7 +2,8 @@
 # Hostile files and directories at the command line (issue 16, items 5, 9):
 #  1. minfer test on a directory with three symbolic links to '.' (3^32
 #     paths to walk before) finds its one case once and ends;
-#  2. a FIFO named input_0.pb fails its data set, saying so, at once;
+#  2. a FIFO named input_0.pb fails its data set, saying so, at once, and a
+#     FIFO given as the model fails run, info and optimize at once;
 #  3. --profile /dev/full (or a link to a device) fails with exit 1, with
 #     --force too, and prints no "profile written"; a profile that cannot be
 #     written whole (a file size limit) fails and leaves nothing behind;
@@ -52,6 +53,15 @@ rc=$?
 out=$(run run --providers cpu --inputs "$tmp/fifo/test_data_set_0" "$m" 2>&1)
 rc=$?
 [[ $rc -eq 1 && $out == *"it is a FIFO"* ]] || bad "minfer run --inputs with a FIFO: rc $rc, '$out'"
+mkfifo "$tmp/fifo/model-fifo.onnx"
+for cmd in run info optimize; do
+    extra=(--providers cpu)
+    [[ $cmd == optimize ]] && extra=(-o "$tmp/fifo/opt.onnx")
+    out=$(run $cmd "${extra[@]}" "$tmp/fifo/model-fifo.onnx" 2>&1)
+    rc=$?
+    [[ $rc -eq 1 && $out == *"model-fifo.onnx"*"is not a regular file (it is a FIFO)"* ]] ||
+        bad "minfer $cmd with a FIFO as the model: rc $rc, '$out'"
+done
 echo "FIFO input files: ok"
 
 # ---- 3. profiles that cannot be written -------------------------------------------
