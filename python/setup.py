@@ -5,7 +5,7 @@
 Where libminfer comes from, the first that applies:
   1. MINFER_BUILD_DIR=DIR, a CMake build directory of minfer: its
      libminfer.so.0 and provider libraries are copied into the package;
-  2. pkg-config finds minfer (an installed minfer-dev, such as the Debian
+  2. pkg-config finds minfer (an installed libminfer-dev, such as the Debian
      package): the extension links to that library where it is installed;
   3. else the C library is built from the source tree this folder is in
      (cmake, with tests off) and copied into the package as in 1.
@@ -39,7 +39,7 @@ def _pkg_config(*args):
 def _cmake_build(build_temp):
     """Builds libminfer and its providers from the source tree; returns the build directory."""
     if not os.path.exists(os.path.join(SOURCE_TREE, "core", "CMakeLists.txt")):
-        sys.exit("setup.py: no libminfer: set MINFER_BUILD_DIR, install minfer-dev, "
+        sys.exit("setup.py: no libminfer: set MINFER_BUILD_DIR, install libminfer-dev, "
                  "or build from the minfer source tree")
     build = os.path.join(os.path.abspath(build_temp), "minfer-cmake")
     subprocess.run(["cmake", "-S", SOURCE_TREE, "-B", build, "-DCMAKE_BUILD_TYPE=Release",

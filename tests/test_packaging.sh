@@ -14,10 +14,25 @@
 # is removing the files `dpkg-deb -c` lists for it. Dependencies are checked
 # from the packages' control fields, and with `apt-get -s` where apt exists.
 #
+# Installed binaries carry no RPATH (Debian policy): ld.so finds
+# libminfer.so.0 in /usr/lib/<triplet> on a real system, and LD_LIBRARY_PATH
+# points at the root's multiarch libdir here.
+#
 # First, from the build tree, `minfer providers` gives the reason for each of
-# the fake providers that fail to load. Then, from the unpacked root:
-#  1. one package per component, provider packages holding only their
-#     provider, Depends computed from the binaries;
+# the fake providers that fail to load, and find_package(minfer) with
+# minfer_DIR=BUILD_DIR builds and runs the consumer project (tests/packaging)
+# and the provider template. Then, from the unpacked root:
+#  1. one package per component, named by Debian's conventions (libminfer0,
+#     libminfer-dev, minfer-tools, minfer-provider-NAME), provider packages
+#     holding only their provider, Depends computed from the binaries with no
+#     entry repeated or implied by another, Multi-Arch, a real Maintainer,
+#     a DEP-5 copyright file and changelog.Debian.gz per package, libraries
+#     in the multiarch libdir, no RPATH/RUNPATH in any ELF file, no empty
+#     directory, docs whose relative links resolve, and `lintian` with no
+#     error on any package;
+#  1b. minfer-tools' man pages (one per command `minfer --help` lists) render
+#     with `man -l` without warnings, and its bash completion completes the
+#     commands, their options and provider names;
 #  2. `minfer providers` finds cpu (and every other built provider) in the
 #     root's <libdir>/minfer/providers and loads it; a model runs and matches
 #     its reference with each provider list "P,cpu";
@@ -56,7 +71,7 @@ fail() {
 step() { echo "--- [${SECONDS}s] $*"; }
 
 [[ -f $model/model.onnx ]] || fail "no model at $model (set MINFER_MODELS_DIR)"
-for tool in dpkg-deb dpkg-shlibdeps pkg-config cc; do
+for tool in dpkg-deb dpkg-shlibdeps pkg-config cc readelf lintian man; do
     command -v "$tool" >/dev/null || fail "$tool not found (tools/install-deps.sh installs it)"
 done
 
@@ -76,6 +91,34 @@ expect_row fakenosym no "does not export minfer_provider_entry"
 expect_row fakeinitfail no "failed to initialise: .*no fake device"
 grep -q '^  fakeabi  *? *999 ' <<<"$out" || { echo "$out" >&2; fail "fakeabi's ABI version not shown"; }
 
+# ---- 0b. find_package(minfer) against the build tree -------------------------------
+# minfer_DIR=BUILD_DIR: the build tree's minferConfig.cmake (targets exported
+# with export(EXPORT), include dir in the source tree, providers in the build
+# tree). The consumer checks the config's variables at configure time.
+step "find_package(minfer) from the build tree"
+awk '/^## Using the library/ {u = 1} u && /^```c$/ {c = 1; next} c && /^```$/ {exit} c' \
+    "$src/README.md" >"$tmp/example.c"
+grep -q 'minfer_session_create' "$tmp/example.c" || fail "no C example found in README.md"
+mkdir -p "$tmp/run"
+ln -s "$model/model.onnx" "$tmp/run/model.onnx" # the example opens "model.onnx"
+"$cmake" -S "$src/tests/packaging" -B "$tmp/consumer-bt" -Dminfer_DIR="$build" \
+    -DREADME_EXAMPLE="$tmp/example.c" -DEXPECT_PROVIDER_DIR="$build/providers" \
+    -DEXPECT_INCLUDE_DIR="$src/include" >"$tmp/fpb.log" 2>&1 &&
+    "$cmake" --build "$tmp/consumer-bt" >>"$tmp/fpb.log" 2>&1 ||
+    { cat "$tmp/fpb.log" >&2; fail "find_package(minfer) from the build tree does not build the consumer"; }
+grep -F "minfer found: $build/minferConfig.cmake" "$tmp/fpb.log" ||
+    { cat "$tmp/fpb.log" >&2; fail "the consumer did not use the build tree's minferConfig.cmake"; }
+(cd "$tmp/run" && "$tmp/consumer-bt/readme_example" >"$tmp/ex.log" 2>&1) ||
+    { cat "$tmp/ex.log" >&2; fail "the build-tree build of the README example fails to run"; }
+grep -q '^first score' "$tmp/ex.log" || fail "the README example (build tree) printed no score"
+"$tmp/consumer-bt/relu_check" cpu cpu || fail "relu_check built against the build tree failed"
+# The provider template, built against the build tree, loads into it.
+"$cmake" -S "$src/providers/template" -B "$tmp/tpl-bt" -Dminfer_DIR="$build" \
+    >"$tmp/tplb.log" 2>&1 && "$cmake" --build "$tmp/tpl-bt" >>"$tmp/tplb.log" 2>&1 ||
+    { cat "$tmp/tplb.log" >&2; fail "the provider template does not build against the build tree"; }
+MINFER_PROVIDER_PATH=$tmp/tpl-bt "$tmp/consumer-bt/relu_check" example,cpu example ||
+    fail "the build tree's runtime did not run Relu on the template provider built against it"
+
 # ---- 1. packages ----------------------------------------------------------------
 step "cpack"
 (cd "$build" && "$cpack" -G DEB -B "$tmp/pkgs" >"$tmp/cpack.log" 2>&1) ||
@@ -91,12 +134,12 @@ deb_of() { # package name -> its .deb
 # Regular files and links of a package, without the leading "./".
 files_of() { dpkg-deb -c "$1" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./||'; }
 
-version=$(dpkg-deb -f "$(deb_of minfer)" Version) || fail "no package 'minfer'"
+version=$(dpkg-deb -f "$(deb_of libminfer0)" Version) || fail "no package 'libminfer0'"
 others=()
 for p in "${built_providers[@]}"; do
     [[ $p == cpu ]] || others+=("$p")
 done
-expected=(minfer minfer-dev minfer-tools)
+expected=(libminfer0 libminfer-dev minfer-tools)
 for p in "${others[@]}"; do
     expected+=("minfer-provider-${p//_/-}")
 done
@@ -106,21 +149,74 @@ for pkg in "${expected[@]}"; do
     deb=$(deb_of "$pkg") || fail "cpack made no package '$pkg'"
     deps=$(dpkg-deb -f "$deb" Depends)
     echo "$pkg: Depends: $deps"
-    if [[ $pkg != minfer ]]; then
-        [[ $deps == *"minfer (= $version)"* ]] || fail "$pkg does not depend on minfer (= $version)"
+    if [[ $pkg != libminfer0 ]]; then
+        [[ $deps == *"libminfer0 (= $version)"* ]] || fail "$pkg does not depend on libminfer0 (= $version)"
     fi
+    # No entry twice, none implied by another (its alternatives a superset
+    # of another entry's): cmake/DebFixup.cmake.
+    awk -v pkg="$pkg" 'BEGIN {RS = ", "} {sub(/\n$/, ""); e[NR] = $0; n = NR}
+        END {
+            for (i = 1; i <= n; i++) {
+                na = split(e[i], a, / \| /)
+                for (j = 1; j <= n; j++) {
+                    if (i == j) continue
+                    nb = split(e[j], b, / \| /)
+                    if (nb > na || (nb == na && j > i)) continue
+                    sub_ = 1
+                    for (k = 1; k <= nb; k++) {
+                        f = 0
+                        for (l = 1; l <= na; l++) if (b[k] == a[l]) f = 1
+                        if (!f) sub_ = 0
+                    }
+                    if (sub_) { print pkg ": Depends entry \"" e[i] "\" repeats or is implied by \"" e[j] "\""; bad = 1 }
+                }
+            }
+            exit bad
+        }' <<<"$deps" || fail "$pkg: redundant Depends"
+    # Debian's control fields.
+    maint=$(dpkg-deb -f "$deb" Maintainer)
+    [[ $maint =~ ^[^\<]+\ \<[^@\>]+@[^@\>]+\.[a-z]+\>$ && $maint != *localhost* ]] ||
+        fail "$pkg: Maintainer '$maint' is not 'Name <address>' with a real domain"
+    multiarch=$(dpkg-deb -f "$deb" Multi-Arch)
+    case $pkg in
+    python3-minfer) want=no ;; # dpkg-deb -f shows the default when the field is absent
+    minfer-tools) want=foreign ;;
+    *) want=same ;;
+    esac
+    [[ $multiarch == "$want" ]] || fail "$pkg: Multi-Arch '$multiarch', want '$want'"
+    f=$(files_of "$deb")
+    grep -qx "usr/share/doc/$pkg/copyright" <<<"$f" || fail "$pkg has no usr/share/doc/$pkg/copyright"
+    grep -qx "usr/share/doc/$pkg/changelog.Debian.gz" <<<"$f" || fail "$pkg has no changelog.Debian.gz"
+    dpkg-deb --fsys-tarfile "$deb" | tar -xOf - "./usr/share/doc/$pkg/copyright" |
+        head -1 | grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
+        fail "$pkg's copyright file is not in the DEP-5 format"
+    # No empty directory (a docs/img/ without its pictures was one).
+    dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./||' | LC_ALL=C sort | awk '
+        prev != "" && prev ~ /\/$/ && index($0, prev) != 1 {print "empty directory: " prev; bad = 1}
+        {prev = $0}
+        END {if (prev ~ /\/$/) {print "empty directory: " prev; bad = 1}; exit bad}' ||
+        fail "$pkg holds an empty directory"
 done
 n_debs=$(ls "$tmp"/pkgs/*.deb | wc -l)
 [[ $n_debs -eq ${#expected[@]} ]] || fail "expected ${#expected[@]} packages, cpack made $n_debs"
 
-runtime_files=$(files_of "$(deb_of minfer)")
-grep -q '/libminfer\.so\.0$' <<<"$runtime_files" || fail "minfer lacks libminfer.so.0"
-grep -q '/minfer/providers/libminfer_provider_cpu\.so$' <<<"$runtime_files" ||
-    fail "minfer lacks the cpu provider"
+# Libraries in the multiarch libdir, whatever the prefix this build was
+# configured with (Debian policy 9.1.1; what ld.so searches).
+triplet=$(cc -print-multiarch)
+[[ -n $triplet ]] || fail "cc -print-multiarch names no triplet"
+runtime_files=$(files_of "$(deb_of libminfer0)")
+grep -qx "usr/lib/$triplet/libminfer\.so\.0" <<<"$runtime_files" ||
+    fail "libminfer0 lacks usr/lib/$triplet/libminfer.so.0: $runtime_files"
+grep -qx "usr/lib/$triplet/minfer/providers/libminfer_provider_cpu\.so" <<<"$runtime_files" ||
+    fail "libminfer0 lacks the cpu provider in usr/lib/$triplet/minfer/providers"
 [[ $(grep -c 'libminfer_provider_' <<<"$runtime_files") -eq 1 ]] ||
-    fail "minfer holds providers other than cpu: $runtime_files"
-[[ $(dpkg-deb -f "$(deb_of minfer)" Depends) == *libprotobuf-c* ]] ||
-    fail "minfer's Depends lacks libprotobuf-c (dpkg-shlibdeps not run?)"
+    fail "libminfer0 holds providers other than cpu: $runtime_files"
+[[ $(dpkg-deb -f "$(deb_of libminfer0)" Depends) == *libprotobuf-c* ]] ||
+    fail "libminfer0's Depends lacks libprotobuf-c (dpkg-shlibdeps not run?)"
+dpkg-deb --ctrl-tarfile "$(deb_of libminfer0)" | tar -xOf - ./shlibs | grep -qx "libminfer 0 libminfer0 (>= ${version%-*})" ||
+    fail "libminfer0's shlibs does not name libminfer0"
+grep -qx "usr/lib/$triplet/libminfer\.so" <<<"$(files_of "$(deb_of libminfer-dev)")" ||
+    fail "libminfer-dev lacks the usr/lib/$triplet/libminfer.so link"
 [[ $(dpkg-deb -f "$(deb_of minfer-tools)" Depends) == *libc6* ]] ||
     fail "minfer-tools' Depends lacks libc6 (dpkg-shlibdeps not run?)"
 for p in "${others[@]}"; do
@@ -131,6 +227,7 @@ for p in "${others[@]}"; do
     grep -qE "^usr/[^[:space:]]*/minfer/providers/libminfer_provider_${p}\.so$" <<<"$f" ||
         fail "minfer-provider-$p lacks its provider: $f"
     while read -r file; do
+        [[ $file == usr/share/doc/minfer-provider-${p//_/-}/* ]] && continue # copyright, changelog
         [[ $file =~ ^usr/[^[:space:]]*/minfer/providers/libminfer_(provider_${p}|${p}_[a-z0-9_]+)\.so$ ]] ||
             fail "minfer-provider-$p holds more or other than its provider: $file"
     done <<<"$f"
@@ -147,6 +244,14 @@ if command -v apt-get >/dev/null; then
         { cat "$tmp/apt.log" >&2; fail "apt-get -s cannot satisfy the packages' dependencies"; }
 fi
 
+# Lintian, Debian's package checker: errors fail, warnings are printed
+# (e.g. initial-upload-closes-no-bugs: these are not uploads to Debian;
+# maintscript-calls-ldconfig: CPack's postinst beside the ldconfig trigger).
+step "lintian"
+lintian --fail-on error --tag-display-limit 0 "$tmp"/pkgs/*.deb >"$tmp/lintian.log" 2>&1 ||
+    { cat "$tmp/lintian.log" >&2; fail "lintian reports errors"; }
+grep -v 'root privileges' "$tmp/lintian.log" || true
+
 # ---- 2. install into a fresh root and use it --------------------------------------
 step "install into $root"
 mkdir -p "$root"
@@ -158,6 +263,66 @@ minfer=$root/usr/bin/minfer
 provdir=$(dirname "$(find "$root/usr" -name libminfer_provider_cpu.so)")
 libdir=$(dirname "$provdir")
 libdir=$(dirname "$libdir") # <libdir>/minfer/providers -> <libdir>
+[[ $libdir == "$root/usr/lib/$triplet" ]] || fail "libdir $libdir is not usr/lib/$triplet"
+
+# No RPATH or RUNPATH in any installed ELF file (lintian's
+# custom-library-search-path; providers are found by libminfer itself).
+while read -r f; do
+    if readelf -h "$f" >/dev/null 2>&1; then
+        readelf -d "$f" | grep -qE '\((RPATH|RUNPATH)\)' &&
+            fail "${f#"$root"/} carries an RPATH/RUNPATH: $(readelf -d "$f" | grep -E 'R(UN)?PATH')"
+    fi
+done < <(find "$root" -type f)
+# The multiarch libdir is on ld.so's path on this system, so the installed
+# tool finds libminfer.so.0 there without one.
+if compgen -G '/etc/ld.so.conf.d/*.conf' >/dev/null; then
+    grep -qx "/usr/lib/$triplet" /etc/ld.so.conf.d/*.conf ||
+        fail "/usr/lib/$triplet is not in /etc/ld.so.conf.d"
+fi
+export LD_LIBRARY_PATH=$libdir
+
+# The docs' relative links to pages and pictures resolve in the installed
+# docs (links into the source tree, such as ../include/..., are for readers
+# of the source).
+docdir=$root/usr/share/doc/libminfer-dev
+while read -r md; do
+    while read -r link; do
+        [[ -e $(dirname "$md")/$link ]] || fail "${md#"$docdir"/} links to $link, not installed"
+    done < <(grep -oE '\]\([^):#]+\.(md|svg|png)\)' "$md" | sed 's/^](//; s/)$//' | grep -v '^/')
+done < <(find "$docdir" -name '*.md')
+[[ -f $docdir/docs/img/tiny_encoder.svg ]] || fail "libminfer-dev's docs lack docs/img/tiny_encoder.svg"
+
+# ---- 1b. man pages and bash completion (minfer-tools) -----------------------------
+step "man pages and bash completion"
+commands=$("$minfer" --help | awk '/^commands:/ {c = 1; next} c && /^[^ ]/ {exit} c && NF {print $1}')
+[[ -n $commands ]] || fail "'minfer --help' lists no commands"
+tools_files=$(files_of "$(deb_of minfer-tools)")
+for page in minfer $(sed 's/^/minfer-/' <<<"$commands"); do
+    grep -qx "usr/share/man/man1/$page.1.gz" <<<"$tools_files" || fail "minfer-tools lacks the man page $page.1.gz"
+    rendered=$(MANWIDTH=80 man -l --warnings "$root/usr/share/man/man1/$page.1.gz" 2>"$tmp/man.err") ||
+        fail "man -l $page.1.gz failed: $(cat "$tmp/man.err")"
+    [[ ! -s $tmp/man.err ]] || fail "man -l $page.1.gz warns: $(cat "$tmp/man.err")"
+    grep -q "^NAME" <<<"$rendered" && grep -qE "^ *$page +- " <<<"$rendered" ||
+        { echo "$rendered" >&2; fail "$page(1) has no NAME line for $page"; }
+    [[ $page == minfer ]] || grep -q -- "--help" <<<"$rendered" || fail "$page(1) shows no options"
+done
+echo "man pages: minfer $(tr '\n' ' ' <<<"$commands")"
+comp=$root/usr/share/bash-completion/completions/minfer
+[[ -f $comp ]] || fail "minfer-tools lacks usr/share/bash-completion/completions/minfer"
+# complete_line WORD...: what the completion offers for the last word.
+complete_line() {
+    PATH=$root/usr/bin:$PATH bash -c 'source "$1"; shift
+        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _minfer; printf "%s\n" "${COMPREPLY[@]}"' \
+        _ "$comp" "$@"
+}
+bash -c 'source "$1"; complete -p minfer' _ "$comp" | grep -q -- '-F _minfer minfer$' ||
+    fail "the completion does not register _minfer for minfer"
+[[ $(complete_line minfer "" | sort) == $(sort <<<"$commands") ]] ||
+    fail "'minfer <TAB>' offers '$(complete_line minfer "" | tr '\n' ' ')', want the commands"
+[[ $(complete_line minfer ru) == run ]] || fail "'minfer ru<TAB>' does not complete to run"
+complete_line minfer run --pro | grep -qx -- --providers || fail "'minfer run --pro<TAB>' does not offer --providers"
+complete_line minfer info --providers "" | grep -qx cpu || fail "'minfer info --providers <TAB>' does not offer cpu"
+complete_line minfer bench --opt-level "" | grep -qx 3 || fail "'--opt-level <TAB>' does not offer 0-3"
 
 # providers_ok MINFER NAME: NAME is listed, from the given tree, and loads.
 providers_ok() {
@@ -216,11 +381,6 @@ MINFER_PROVIDER_PATH=$tmp/tpl providers_ok "$minfer" example "$tmp/tpl"
 
 # ---- 4. pkg-config and find_package build the README example ---------------------
 step "README example via pkg-config and find_package"
-awk '/^## Using the library/ {u = 1} u && /^```c$/ {c = 1; next} c && /^```$/ {exit} c' \
-    "$src/README.md" >"$tmp/example.c"
-grep -q 'minfer_session_create' "$tmp/example.c" || fail "no C example found in README.md"
-mkdir -p "$tmp/run"
-ln -s "$model/model.onnx" "$tmp/run/model.onnx" # the example opens "model.onnx"
 
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 flags=$(pkg-config --cflags --libs minfer) || fail "pkg-config does not find minfer.pc"
@@ -234,7 +394,8 @@ cc -std=c11 -Wall -o "$tmp/example_pc" "$tmp/example.c" $flags || fail "the READ
 grep -q '^first score' "$tmp/ex.log" || fail "the README example printed no score"
 
 "$cmake" -S "$src/tests/packaging" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$root/usr" \
-    -DREADME_EXAMPLE="$tmp/example.c" >"$tmp/fp.log" 2>&1 &&
+    -DREADME_EXAMPLE="$tmp/example.c" -DEXPECT_PROVIDER_DIR="$provdir" \
+    -DEXPECT_INCLUDE_DIR="$root/usr/include" >"$tmp/fp.log" 2>&1 &&
     "$cmake" --build "$tmp/consumer" >>"$tmp/fp.log" 2>&1 ||
     { cat "$tmp/fp.log" >&2; fail "find_package(minfer) does not build the README example"; }
 (cd "$tmp/run" && "$tmp/consumer/readme_example" >"$tmp/ex.log" 2>&1) ||
@@ -252,6 +413,7 @@ mv "$root" "$tmp/moved"
 root=$tmp/moved
 minfer=$root/usr/bin/minfer
 provdir=${provdir/$tmp\/root/$root}
+export LD_LIBRARY_PATH=${libdir/$tmp\/root/$root}
 providers_ok "$minfer" cpu "$(realpath "$provdir")"
 "$minfer" run "$model/model.onnx" --providers cpu --inputs "$model/test_data_set_0" >/dev/null ||
     fail "the moved install does not run the model"

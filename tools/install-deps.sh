@@ -21,6 +21,9 @@ packages=(
     libonnx-testdata
     dpkg-dev  # dpkg-shlibdeps and file: Depends of the cpack Debian packages
     file
+    lintian   # Debian's package checker: no errors on the .debs (ctest's `packaging`)
+    help2man  # man pages of minfer-tools, made from `minfer ... --help` at build time
+    man-db    # man -l: the packaging test renders those pages
     graphviz  # dot: renders `minfer info --svg` and the tests' DOT output
     python3   # tests/check_trace.py validates profiling traces
     python3-onnx   # tests/verify_with_onnx.py reads the test suite's .pb files

@@ -3,14 +3,17 @@
 #
 #   test_install.sh BUILD_DIR SOURCE_DIR PYTHON CPACK
 #
-#  1. the python3-minfer Debian package from cpack: Depends on minfer (= the
-#     version), python3 and python3-numpy; unpacked with minfer into a fresh
-#     root (dpkg-deb -x, as tests/test_packaging.sh does), `import minfer`
-#     from that root loads that root's libminfer and cpu provider and runs;
+#  1. the python3-minfer Debian package from cpack: Depends on libminfer0
+#     (= the version), python3 and python3-numpy (of the ABI it was built
+#     for); unpacked with libminfer0 into a fresh root (dpkg-deb -x, as
+#     tests/test_packaging.sh does), `import minfer` from that root loads
+#     that root's libminfer and cpu provider and runs. Installed binaries
+#     carry no RPATH (Debian policy), so the root's multiarch libdir is on
+#     LD_LIBRARY_PATH, where /usr/lib/<triplet> is on ld.so's path;
 #  2. `pip install --no-build-isolation --no-index` into a virtual
 #     environment, offline, with libminfer from the build tree (MINFER_BUILD_DIR):
 #     the package holds its own libminfer and providers;
-#  3. the same against the unpacked minfer-dev through pkg-config.
+#  3. the same against the unpacked libminfer-dev through pkg-config.
 # A copy of python/ and include/ is built, so the source tree stays clean.
 set -euo pipefail
 
@@ -73,10 +76,10 @@ deb_of() {
     return 1
 }
 pydeb=$(deb_of python3-minfer) || fail "cpack made no python3-minfer"
-version=$(dpkg-deb -f "$(deb_of minfer)" Version)
+version=$(dpkg-deb -f "$(deb_of libminfer0)" Version) || fail "cpack made no libminfer0"
 deps=$(dpkg-deb -f "$pydeb" Depends)
 echo "python3-minfer: Depends: $deps"
-for want in "minfer (= $version)" "python3 (>= " "python3-numpy"; do
+for want in "libminfer0 (= $version)" "python3 (>= " "python3-numpy" "python3-numpy-abi"; do
     [[ $deps == *"$want"* ]] || fail "python3-minfer does not depend on $want"
 done
 files=$(dpkg-deb -c "$pydeb" | awk '$1 !~ /^d/ {print $6}')
@@ -86,14 +89,15 @@ done
 grep -q '/dist-packages/minfer/_minfer\.cpython-.*\.so$' <<<"$files" ||
     fail "python3-minfer lacks the extension: $files"
 
-step "import minfer from the unpacked python3-minfer and minfer"
+step "import minfer from the unpacked python3-minfer and libminfer0"
 root=$tmp/root
-for pkg in minfer python3-minfer; do
+for pkg in libminfer0 python3-minfer; do
     dpkg-deb -x "$(deb_of $pkg)" "$root"
 done
 site=$(dirname "$(dirname "$(find "$root" -path '*/dist-packages/minfer/__init__.py')")")
-PYTHONPATH=$site check_import "$python" "$root" "$root"
-out=$(cd "$tmp" && PYTHONPATH=$site "$python" -m minfer info "$src/python/tests/conftest.py" 2>&1) &&
+rootlib=$(dirname "$(find "$root" -name libminfer.so.0)")
+LD_LIBRARY_PATH=$rootlib PYTHONPATH=$site check_import "$python" "$root" "$root"
+out=$(cd "$tmp" && LD_LIBRARY_PATH=$rootlib PYTHONPATH=$site "$python" -m minfer info "$src/python/tests/conftest.py" 2>&1) &&
     fail "python3 -m minfer info on a non-model succeeded: $out"
 [[ $out == "minfer info: "* ]] || fail "python3 -m minfer info: want a one-line reason, got: $out"
 
@@ -108,13 +112,13 @@ MINFER_BUILD_DIR=$build "$tmp/venv/bin/pip" install -q --no-build-isolation "$tm
     >"$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log" >&2; fail "pip install"; }
 check_import "$tmp/venv/bin/python" "$tmp/venv" "$tmp/venv"
 
-# ---- 3. pip, against the unpacked minfer-dev through pkg-config -------------------
+# ---- 3. pip, against the unpacked libminfer-dev through pkg-config ----------------
 step "pip install (pkg-config minfer)"
-dpkg-deb -x "$(deb_of minfer-dev)" "$root"
+dpkg-deb -x "$(deb_of libminfer-dev)" "$root"
 pc=$(dirname "$(find "$root" -name minfer.pc)")
 rm -rf "$tmp/src/python/build"
 "$python" -m venv --system-site-packages "$tmp/venv2"
 PKG_CONFIG_PATH=$pc "$tmp/venv2/bin/pip" install -q --no-build-isolation "$tmp/src/python" \
-    >"$tmp/pip2.log" 2>&1 || { cat "$tmp/pip2.log" >&2; fail "pip install against minfer-dev"; }
+    >"$tmp/pip2.log" 2>&1 || { cat "$tmp/pip2.log" >&2; fail "pip install against libminfer-dev"; }
 check_import "$tmp/venv2/bin/python" "$tmp/venv2" "$root"
 echo "python_install: all checks passed"
