@@ -345,6 +345,37 @@ minfer_status minfer_session_stats(const minfer_session *cs, minfer_run_stats *o
     return MINFER_OK;
 }
 
+minfer_status minfer_session_metadata(const minfer_session *s, minfer_model_metadata *out) {
+    if (!s || !out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_metadata: NULL argument");
+    const mf_model_meta *m = s->g->meta;
+    memset(out, 0, sizeof *out);
+    out->producer_name = m ? m->producer_name : "";
+    out->producer_version = m ? m->producer_version : "";
+    out->domain = m ? m->domain : "";
+    out->model_version = m ? m->model_version : 0;
+    out->ir_version = m ? m->ir_version : 0;
+    out->graph_name = s->g->name ? s->g->name : "";
+    out->doc_string = m ? m->doc_string : "";
+    out->graph_doc_string = m ? m->graph_doc_string : "";
+    out->n_props = m ? m->n_props : 0;
+    return MINFER_OK;
+}
+
+minfer_status minfer_session_metadata_prop(const minfer_session *s, size_t index, const char **key,
+                                           const char **value) {
+    if (!s || !key || !value)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_metadata_prop: NULL argument");
+    const mf_model_meta *m = s->g->meta;
+    if (!m || index >= m->n_props)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_session_metadata_prop: no entry %zu (the model has %zu)", index,
+                        m ? m->n_props : 0);
+    *key = m->keys[index];
+    *value = m->values[index];
+    return MINFER_OK;
+}
+
 int minfer_session_thread_count(const minfer_session *s) {
     return s ? mf_pool_threads(s->pool) : 0;
 }

@@ -50,9 +50,27 @@ void mf_attr_clear(mf_attr *a) {
     memset(a, 0, sizeof *a);
 }
 
+static void meta_free(mf_model_meta *m) {
+    if (!m)
+        return;
+    free(m->producer_name);
+    free(m->producer_version);
+    free(m->domain);
+    free(m->doc_string);
+    free(m->graph_doc_string);
+    for (size_t i = 0; i < m->n_props; i++) {
+        free(m->keys[i]);
+        free(m->values[i]);
+    }
+    free(m->keys);
+    free(m->values);
+    free(m);
+}
+
 void mf_graph_free(mf_graph *g) {
     if (!g)
         return;
+    meta_free(g->meta);
     for (size_t i = 0; i < g->n_values; i++) {
         mf_value *v = &g->values[i];
         free(v->name);

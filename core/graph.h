@@ -74,8 +74,18 @@ typedef struct mf_opset {
     int64_t version;
 } mf_opset;
 
+/* What a model file says about itself (ModelProto's fields; "" for those
+ * it leaves out). */
+typedef struct mf_model_meta {
+    char *producer_name, *producer_version, *domain, *doc_string, *graph_doc_string;
+    int64_t model_version, ir_version;
+    char **keys, **values; /* metadata_props, in file order */
+    size_t n_props;
+} mf_model_meta;
+
 struct mf_graph {
     char *name;
+    mf_model_meta *meta; /* NULL for subgraphs and built graphs */
     mf_value *values;
     size_t n_values, cap_values;
     mf_node *nodes;

@@ -540,6 +540,31 @@ minfer_status mf_load_onnx(const void *data, size_t size, const char *model_dir,
     return mf_load_onnx_ex(data, size, 0, model_dir, errctx, limits, out);
 }
 
+/* The model's own description: producer, domain, version, doc strings and
+ * metadata_props (minfer_session_metadata). */
+static minfer_status load_meta(const Onnx__ModelProto *mp, mf_graph *g, const char *errctx) {
+    mf_model_meta *m = g->meta = mf_calloc(1, sizeof *m);
+    if (!m)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+#define COPY(dst, src) (dst = mf_strdup((src) ? (src) : ""))
+    int ok = COPY(m->producer_name, mp->producer_name) &&
+             COPY(m->producer_version, mp->producer_version) && COPY(m->domain, mp->domain) &&
+             COPY(m->doc_string, mp->doc_string) &&
+             COPY(m->graph_doc_string, mp->graph->doc_string);
+    m->model_version = mp->model_version;
+    m->ir_version = mp->ir_version;
+    m->keys = mf_calloc(mp->n_metadata_props + 1, sizeof *m->keys);
+    m->values = mf_calloc(mp->n_metadata_props + 1, sizeof *m->values);
+    ok = ok && m->keys && m->values;
+    for (size_t i = 0; ok && i < mp->n_metadata_props; i++, m->n_props++) {
+        const Onnx__StringStringEntryProto *e = mp->metadata_props[i];
+        /* counted even when half copied: freed with the rest */
+        ok = COPY(m->keys[i], e ? e->key : "") && COPY(m->values[i], e ? e->value : "");
+    }
+#undef COPY
+    return ok ? MINFER_OK : mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+}
+
 minfer_status mf_load_onnx_ex(const void *data, size_t size, int mapped, const char *model_dir,
                               const char *errctx, const minfer_limits *limits, mf_graph **out) {
     minfer_status st = MINFER_OK;
@@ -596,6 +621,8 @@ minfer_status mf_load_onnx_ex(const void *data, size_t size, int mapped, const c
     }
     st = load_graph(&lc, mp->graph, NULL, &g);
     if (st != MINFER_OK)
+        goto done;
+    if ((st = load_meta(mp, g, errctx)) != MINFER_OK)
         goto done;
     g->opsets = mf_calloc(mp->n_opset_import + 1, sizeof *g->opsets);
     if (!g->opsets) {

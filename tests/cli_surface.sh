@@ -9,7 +9,9 @@
 #  4. bench prints one latency, the providers used, threads and shapes;
 #  5. an unknown provider name is an error listing what is installed;
 #     `providers` names devices (and --json); a provider on a CPU device
-#     is not in the default order; bad MINFER_* values warn once.
+#     is not in the default order; bad MINFER_* values warn once;
+#  6. --json on info, test and bench (valid JSON, the figures agree), test
+#     --junit FILE, model metadata in info, the node table's alignment.
 #
 # usage: cli_surface.sh MINFER_CLI MODELS_DIR
 set -uo pipefail
@@ -150,6 +152,63 @@ err=$(MINFER_LOG=bogus MINFER_PLANNER=fast "$cli" test --providers cpu "$models"
     $(grep -c "MINFER_PLANNER='fast' is not one of greedy or linear: ignored" <<<"$err") -eq 1 ]] ||
     bad "bad environment values are not named once: '$err'"
 echo "defaults: ok (named only: $(cat "$tmp/named_only"))"
+
+# ---- 6. machine-readable output, metadata, the info report ---------------------------------
+out=$("$cli" info --providers cpu "$encoder") || bad "info tiny_encoder"
+grep -q '^producer: pytorch ' <<<"$out" || bad "info prints no producer: $out"
+grep -q '^graph: ' <<<"$out" || bad "info prints no graph name: $out"
+grep -Eq '^  planned buffers +[0-9]+ \([0-9]+ host, [0-9]+ device\)$' <<<"$out" ||
+    bad "info does not split planned buffers by memory: $out"
+grep -Eq '^  arena +[0-9]+ bytes \(.*\) in host memory$' <<<"$out" || bad "info arena line: $out"
+json=$("$cli" info --providers cpu --json -v "$squeeze") || bad "info --json"
+python3 - "$json" <<'EOF' || bad "info --json: ${json:0:300}"
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["inputs"][0]["name"] == "input" and d["inputs"][0]["shape"] == ["N", 3, 224, 224], d["inputs"]
+assert d["providers"] == ["cpu"], d["providers"]
+assert d["nodes"] and all(n["provider"] in ("cpu", "(constant)", "core") for n in d["nodes"])
+assert sum(d["nodes_per_provider"].values()) == len(d["nodes"])
+assert sum(d["op_types"].values()) == len(d["nodes"])
+m = d["memory"]
+assert m["symbolic_dims_set_to_1"] and m["planned_buffers"] == len(m["buffers"]) > 0, m
+assert "producer_name" in d["metadata"] and isinstance(d["metadata"]["metadata_props"], dict)
+assert d["optimization"]["nodes_after"] <= d["optimization"]["nodes_before"]
+EOF
+# A node name longer than the column: the table stays aligned.
+out=$("$cli" info --providers cpu "$encoder" | sed -n '/^nodes (/,/^op types/p' | grep '^  #')
+cols=$(awk 'match($0, /^  #[0-9]+ +[^ ]+ +/) {print RLENGTH}' <<<"$out" | sort -u | wc -l)
+[[ $cols -eq 1 ]] || bad "info's op column is not aligned ($cols positions)"
+
+json=$("$cli" test --providers cpu --json --junit "$tmp/junit.xml" "$models/squeezenet1_1" \
+    "$tmp/nonexistent" 2>"$tmp/test.err")
+rc=$?
+[[ $rc -eq 1 ]] || bad "test with a missing path: rc $rc"
+grep -q "^FAIL $tmp/nonexistent: " "$tmp/test.err" || bad "test --json: FAIL line not on stderr"
+python3 - "$json" "$tmp/junit.xml" <<'EOF' || bad "test --json / --junit: $json"
+import json, sys
+import xml.etree.ElementTree as ET
+d = json.loads(sys.argv[1])
+assert (d["passed"], d["failed"], d["skipped"]) == (2, 1, 0), d
+st = sorted(r["status"] for r in d["results"])
+assert st == ["fail", "pass", "pass"], d["results"]
+assert d["atol"] == 1e-5 and d["rtol"] == 1e-3
+suite = ET.parse(sys.argv[2]).getroot().find("testsuite")
+assert suite.get("tests") == "3" and suite.get("failures") == "1", suite.attrib
+cases = suite.findall("testcase")
+assert len(cases) == 3 and len([c for c in cases if c.find("failure") is not None]) == 1
+EOF
+check_fail 1 "cannot write the JUnit report to '$tmp/junit.xml': it exists (--force replaces it)" \
+    "$cli" test --junit "$tmp/junit.xml" "$models/squeezenet1_1"
+json=$("$cli" bench --providers cpu --runs 2 --warmup 0 --json "$squeeze" 2>/dev/null) || bad "bench --json"
+python3 - "$json" <<'EOF' || bad "bench --json: $json"
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["inputs"] == [{"name": "input", "type": "float", "shape": [1, 3, 224, 224]}], d["inputs"]
+assert d["providers"] == ["cpu"] and d["threads"] >= 1, d
+assert d["min_ms"] <= d["median_ms"] <= d["max_ms"], d
+EOF
+[[ $(wc -l <<<"$json") -eq 1 ]] || bad "bench --json is not one line"
+echo "machine-readable output and metadata: ok"
 
 if [[ $fails -ne 0 ]]; then
     echo "cli_surface: $fails failure(s)"

@@ -1,7 +1,8 @@
 /*
  * The API's user-facing surface (issue 24): free-dimension overrides, run
- * options (tag, per-run log level, terminate, deadline), messages that
- * list what there is.
+ * options (tag, per-run log level, terminate, deadline), the profile's
+ * JSON, warnings once per process, model metadata, messages that list
+ * what there is and name element types.
  */
 #include <jansson.h>
 #include <pthread.h>
@@ -332,7 +333,7 @@ static void test_run_options_terminate_from_thread(void **state) {
     assert_int_equal(pthread_create(&th, NULL, terminate_later, ro), 0);
     assert_int_equal(run_forever(s, ro), MINFER_CANCELLED);
     pthread_join(th, NULL);
-    assert_error_mentions("run 'forever' cancelled before node 'forever'");
+    assert_error_mentions("run 'forever' cancelled before "); /* a node or iteration */
     assert_ok(minfer_run_options_unset_terminate(ro));
     assert_ok(minfer_run_options_set_deadline_ms(ro, 5));
     assert_int_equal(run_forever(s, ro), MINFER_ERR_DEADLINE); /* usable: it runs again */
@@ -444,6 +445,84 @@ static void test_skipped_provider_warns_once(void **state) {
     assert_int_equal(c.n, 1);
 }
 
+/* producer, graph name, doc strings and metadata_props through the API;
+ * a built session has them empty. */
+static void test_model_metadata(void **state) {
+    (void)state;
+    Onnx__ModelProto *m = ob_model(13);
+    m->producer_name = ob_str("pytorch");
+    m->producer_version = ob_str("2.1.0");
+    m->domain = ob_str("org.example");
+    m->model_version = 42;
+    m->doc_string = ob_str("A model that negates.\nSecond line.");
+    m->graph->doc_string = ob_str("graph doc");
+    m->graph->name = ob_str("main_graph");
+    const char *kv[][2] = {{"author", "someone"}, {"license", "MIT"}};
+    for (size_t i = 0; i < 2; i++) {
+        Onnx__StringStringEntryProto *e = ob_alloc(sizeof *e);
+        onnx__string_string_entry_proto__init(e);
+        e->key = ob_str(kv[i][0]);
+        e->value = ob_str(kv[i][1]);
+        OB_PUSH(m->metadata_props, m->n_metadata_props, e);
+    }
+    ob_input(m->graph, "x", T_FLOAT, 0, NULL);
+    ob_node(m->graph, "Neg", "x", "y");
+    ob_output(m->graph, "y", T_FLOAT);
+    size_t len;
+    uint8_t *bytes = ob_finish(m, &len);
+    minfer_options *opt = cpu_options();
+    minfer_session *s = NULL;
+    minfer_model_metadata md;
+    const char *k, *v;
+    assert_ok(minfer_session_create_from_memory(bytes, len, opt, &s));
+    free(bytes);
+    assert_ok(minfer_session_metadata(s, &md));
+    assert_string_equal(md.producer_name, "pytorch");
+    assert_string_equal(md.producer_version, "2.1.0");
+    assert_string_equal(md.domain, "org.example");
+    assert_int_equal(md.model_version, 42);
+    assert_int_equal(md.ir_version, 8);
+    assert_string_equal(md.graph_name, "main_graph");
+    assert_string_equal(md.doc_string, "A model that negates.\nSecond line.");
+    assert_string_equal(md.graph_doc_string, "graph doc");
+    assert_int_equal(md.n_props, 2);
+    assert_ok(minfer_session_metadata_prop(s, 1, &k, &v));
+    assert_string_equal(k, "license");
+    assert_string_equal(v, "MIT");
+    assert_int_equal(minfer_session_metadata_prop(s, 2, &k, &v), MINFER_ERR_INVALID_ARG);
+    assert_error_mentions("no entry 2 (the model has 2)");
+    minfer_session_free(s);
+
+    assert_ok(create(relu_graph(0), opt, &s));
+    assert_ok(minfer_session_metadata(s, &md));
+    assert_string_equal(md.producer_name, "");
+    assert_int_equal(md.n_props, 0);
+    minfer_session_free(s);
+    minfer_options_free(opt);
+}
+
+/* A provider's reason for declining names the element type as ONNX does
+ * ("int32"), not by its number. */
+static void test_decline_names_element_type(void **state) {
+    (void)state;
+    minfer_graph_builder *b = NULL;
+    minfer_options *opt = cpu_options();
+    minfer_session *s = NULL;
+    const int64_t dims[] = {1, 1, 4, 4};
+    assert_ok(minfer_builder_create(13, &b));
+    assert_ok(minfer_builder_add_input(b, "x", MINFER_DTYPE_INT32, dims, 4, NULL));
+    const char *in[] = {"x"}, *out[] = {"y"};
+    size_t node = 0;
+    assert_ok(minfer_builder_add_node(b, "AveragePool", NULL, "pool", in, 1, out, 1, &node));
+    const int64_t k[] = {2, 2};
+    assert_ok(minfer_builder_set_attr_ints(b, node, "kernel_shape", k, 2));
+    assert_ok(minfer_builder_add_output(b, "y"));
+    minfer_status st = create(b, opt, &s);
+    assert_int_not_equal(st, MINFER_OK);
+    assert_error_mentions("int32");
+    minfer_options_free(opt);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_dim_by_name),
@@ -458,6 +537,8 @@ int main(void) {
         cmocka_unit_test(test_profile_long_names_and_tag),
         cmocka_unit_test(test_bad_env_warns_once),
         cmocka_unit_test(test_skipped_provider_warns_once),
+        cmocka_unit_test(test_model_metadata),
+        cmocka_unit_test(test_decline_names_element_type),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -81,7 +81,7 @@ int cli_check_shapes(const char *cmd, const minfer_session *s, const cli_list *s
 void cli_print_inputs(FILE *f, const char *const *names, minfer_tensor *const *ins, size_t n);
 
 /* Prints a JSON value (jansson, the project's one JSON library) to
- * standard output, indented, and frees it. NULL (an allocation failed on
+ * standard output on one line, and frees it. NULL (an allocation failed on
  * the way) is reported. Returns 0 or CLI_FAIL. */
 int cli_json_print(const char *cmd, json_t *root);
 /* A JSON string of s (from a model: any bytes), each byte that is not

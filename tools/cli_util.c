@@ -366,7 +366,10 @@ int cli_json_print(const char *cmd, json_t *root) {
         fprintf(stderr, "minfer %s: out of memory building the JSON output\n", cmd);
         return CLI_FAIL;
     }
-    int rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+    /* One line (", " and ": " apart), as bench --json always printed: a
+     * line per object for scripts that read lines. */
+    int rc = json_dumpf(root, stdout,
+                        JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(10));
     json_decref(root);
     if (rc != 0) {
         fprintf(stderr, "minfer %s: cannot write the JSON output\n", cmd);

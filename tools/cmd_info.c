@@ -66,12 +66,14 @@ static void print_values(minfer_session *s, int outputs) {
     }
 }
 
-/* The memory plan for the declared input shapes (symbolic dims set to 1),
- * and with verbose every planned buffer. */
-static int print_memory(minfer_session *s, int verbose) {
+/* Builds the memory plan for the declared input shapes (symbolic dims
+ * set to 1) when creation did not; *assumed says so. 0, or -1 after one
+ * line. */
+static int ensure_plan(minfer_session *s, minfer_memory_info *out, int *assumed) {
     minfer_memory_info mem;
     minfer_status st;
     minfer_session_memory_info(s, &mem);
+    *assumed = !mem.has_plan;
     if (!mem.has_plan) {
         size_t n = minfer_session_input_count(s);
         minfer_tensor **ins = calloc(n + 1, sizeof *ins);
@@ -99,20 +101,43 @@ static int print_memory(minfer_session *s, int verbose) {
             return -1;
         }
         minfer_session_memory_info(s, &mem);
-        printf("memory plan (symbolic dimensions set to 1):\n");
-    } else
-        printf("memory plan:\n");
+    }
+    *out = mem;
+    return 0;
+}
+
+/* Planned buffers in host memory (the rest are in device domains). */
+static size_t host_buffers(const minfer_session *s, const minfer_memory_info *mem) {
+    size_t n = 0;
+    for (size_t i = 0; i < mem->planned_tensors; i++) {
+        minfer_planned_tensor t;
+        n += minfer_session_planned_tensor(s, i, &t) == MINFER_OK && strcmp(t.domain, "host") == 0;
+    }
+    return n;
+}
+
+/* The memory plan, and with verbose every planned buffer. The arena, all
+ * intermediates and the lower bound are the host's; device domains (a
+ * provider's own memory, oneDNN's or OpenCL's) have their arenas apart. */
+static int print_memory(minfer_session *s, int verbose) {
+    minfer_memory_info mem;
+    int assumed;
+    if (ensure_plan(s, &mem, &assumed) != 0)
+        return -1;
+    printf("memory plan%s:\n", assumed ? " (symbolic dimensions set to 1)" : "");
+    size_t on_host = host_buffers(s, &mem);
     printf("  planner                  %s\n", mem.planner == MINFER_PLANNER_LINEAR ? "linear" : "greedy");
-    printf("  arena                    %llu bytes (%.2f MiB)\n",
+    printf("  arena                    %llu bytes (%.2f MiB) in host memory\n",
            (unsigned long long)mem.arena_bytes, (double)mem.arena_bytes / 1048576.0);
-    printf("  all intermediates        %llu bytes (%.2f MiB)\n",
+    printf("  all intermediates        %llu bytes (%.2f MiB) in host memory\n",
            (unsigned long long)mem.intermediate_bytes, (double)mem.intermediate_bytes / 1048576.0);
-    printf("  lower bound              %llu bytes (%.2f MiB)\n",
+    printf("  lower bound              %llu bytes (%.2f MiB) in host memory\n",
            (unsigned long long)mem.lower_bound_bytes, (double)mem.lower_bound_bytes / 1048576.0);
-    if (mem.device_arena_bytes)
-        printf("  device arenas            %llu bytes\n", (unsigned long long)mem.device_arena_bytes);
+    printf("  device arenas            %llu bytes (%.2f MiB)\n",
+           (unsigned long long)mem.device_arena_bytes, (double)mem.device_arena_bytes / 1048576.0);
     printf("  constants                %llu bytes\n", (unsigned long long)mem.constant_bytes);
-    printf("  planned buffers          %zu\n", mem.planned_tensors);
+    printf("  planned buffers          %zu (%zu host, %zu device)\n", mem.planned_tensors,
+           on_host, mem.planned_tensors - on_host);
     printf("  boundary copies per run  %zu (%llu bytes)\n", mem.copies_per_run,
            (unsigned long long)mem.copy_bytes_per_run);
     if (verbose) {
@@ -211,10 +236,154 @@ done:
     return rc;
 }
 
+static void print_metadata(const minfer_session *s) {
+    minfer_model_metadata md;
+    if (minfer_session_metadata(s, &md) != MINFER_OK)
+        return;
+    if (md.producer_name[0] || md.producer_version[0])
+        printf("producer: %s%s%s\n", md.producer_name, md.producer_version[0] ? " " : "",
+               md.producer_version);
+    if (md.graph_name[0])
+        printf("graph: %s\n", md.graph_name);
+    if (md.domain[0] || md.model_version)
+        printf("domain: %s, model version %lld\n", md.domain[0] ? md.domain : "(none)",
+               (long long)md.model_version);
+    const char *doc = md.doc_string[0] ? md.doc_string : md.graph_doc_string;
+    if (doc[0]) {
+        /* the first line, cut at 200 bytes: --json has it whole */
+        size_t len = strcspn(doc, "\r\n");
+        printf("doc: %.*s%s\n", (int)(len > 200 ? 200 : len), doc,
+               len > 200 || doc[len] ? " ..." : "");
+    }
+    for (size_t i = 0; i < md.n_props; i++) {
+        const char *k, *v;
+        if (minfer_session_metadata_prop(s, i, &k, &v) == MINFER_OK)
+            printf("metadata: %s = %s\n", k, v);
+    }
+}
+
+static json_t *values_json(const minfer_session *s, int outputs) {
+    json_t *a = json_array();
+    size_t n = outputs ? minfer_session_output_count(s) : minfer_session_input_count(s);
+    static const char *const kinds[] = {"tensor", "sequence", "optional"};
+    for (size_t i = 0; a && i < n; i++) {
+        minfer_value_info info;
+        if ((outputs ? minfer_session_output_info(s, i, &info)
+                     : minfer_session_input_info(s, i, &info)) != MINFER_OK)
+            continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "name", cli_json_str(info.name));
+        json_object_set_new(o, "kind", json_string(kinds[info.kind % 3]));
+        json_object_set_new(o, "type", json_string(minfer_dtype_name(info.dtype)));
+        json_object_set_new(o, "shape", cli_json_shape(info.dims, info.dim_names, info.rank));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *counts_json(const count *v, size_t n) {
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < n; i++) {
+        json_t *k = cli_json_str(v[i].key);
+        if (k)
+            json_object_set_new(o, json_string_value(k), json_integer((json_int_t)v[i].n));
+        json_decref(k);
+    }
+    return o;
+}
+
+/* `info --json`: everything the text report shows, as one object; takes
+ * nodes. 0, or CLI_FAIL after one line. */
+static int info_json(minfer_session *s, const char *path, json_t *nodes, const count *ops,
+                     size_t n_ops, const count *prov, size_t n_prov, int verbose) {
+    json_t *root = json_object(), *meta = json_object(), *props = json_object(),
+           *provs = json_array(), *mem = json_object();
+    minfer_model_metadata md;
+    minfer_memory_info mi;
+    int assumed;
+    json_object_set_new(root, "model", cli_json_str(path));
+    if (minfer_session_metadata(s, &md) == MINFER_OK) {
+        json_object_set_new(meta, "producer_name", cli_json_str(md.producer_name));
+        json_object_set_new(meta, "producer_version", cli_json_str(md.producer_version));
+        json_object_set_new(meta, "domain", cli_json_str(md.domain));
+        json_object_set_new(meta, "model_version", json_integer(md.model_version));
+        json_object_set_new(meta, "ir_version", json_integer(md.ir_version));
+        json_object_set_new(meta, "graph_name", cli_json_str(md.graph_name));
+        json_object_set_new(meta, "doc_string", cli_json_str(md.doc_string));
+        json_object_set_new(meta, "graph_doc_string", cli_json_str(md.graph_doc_string));
+        for (size_t i = 0; i < md.n_props; i++) {
+            const char *k, *v;
+            json_t *jk = NULL;
+            if (minfer_session_metadata_prop(s, i, &k, &v) == MINFER_OK && (jk = cli_json_str(k)))
+                json_object_set_new(props, json_string_value(jk), cli_json_str(v));
+            json_decref(jk);
+        }
+    }
+    json_object_set_new(meta, "metadata_props", props);
+    json_object_set_new(root, "metadata", meta);
+    json_object_set_new(root, "inputs", values_json(s, 0));
+    json_object_set_new(root, "outputs", values_json(s, 1));
+    for (size_t i = 0; i < minfer_session_provider_count(s); i++)
+        json_array_append_new(provs, cli_json_str(minfer_session_provider_name(s, i)));
+    json_object_set_new(root, "providers", provs);
+    json_object_set_new(root, "nodes", nodes);
+    json_object_set_new(root, "op_types", counts_json(ops, n_ops));
+    json_object_set_new(root, "nodes_per_provider", counts_json(prov, n_prov));
+    minfer_opt_summary *sum = malloc(sizeof *sum);
+    if (sum && minfer_optimize_model(path, NULL, cli_opt_level, sum) == MINFER_OK) {
+        json_t *o = json_object(), *fired = json_object();
+        json_object_set_new(o, "level", json_integer(sum->level));
+        json_object_set_new(o, "nodes_before", json_integer((json_int_t)sum->nodes_before));
+        json_object_set_new(o, "nodes_after", json_integer((json_int_t)sum->nodes_after));
+        for (size_t k = 0; k < sum->n_passes; k++)
+            json_object_set_new(fired, sum->passes[k].name,
+                                json_integer((json_int_t)sum->passes[k].count));
+        json_object_set_new(o, "passes_fired", fired);
+        json_object_set_new(root, "optimization", o);
+    }
+    free(sum);
+    if (ensure_plan(s, &mi, &assumed) != 0) {
+        json_decref(root);
+        json_decref(mem);
+        return CLI_FAIL;
+    }
+    json_object_set_new(mem, "symbolic_dims_set_to_1", json_boolean(assumed));
+    json_object_set_new(mem, "planner",
+                        json_string(mi.planner == MINFER_PLANNER_LINEAR ? "linear" : "greedy"));
+    json_object_set_new(mem, "host_arena_bytes", json_integer((json_int_t)mi.arena_bytes));
+    json_object_set_new(mem, "host_intermediate_bytes",
+                        json_integer((json_int_t)mi.intermediate_bytes));
+    json_object_set_new(mem, "host_lower_bound_bytes",
+                        json_integer((json_int_t)mi.lower_bound_bytes));
+    json_object_set_new(mem, "device_arena_bytes", json_integer((json_int_t)mi.device_arena_bytes));
+    json_object_set_new(mem, "constant_bytes", json_integer((json_int_t)mi.constant_bytes));
+    json_object_set_new(mem, "planned_buffers", json_integer((json_int_t)mi.planned_tensors));
+    json_object_set_new(mem, "host_buffers", json_integer((json_int_t)host_buffers(s, &mi)));
+    json_object_set_new(mem, "copies_per_run", json_integer((json_int_t)mi.copies_per_run));
+    json_object_set_new(mem, "copy_bytes_per_run", json_integer((json_int_t)mi.copy_bytes_per_run));
+    if (verbose) {
+        json_t *bufs = json_array();
+        for (size_t i = 0; i < mi.planned_tensors; i++) {
+            minfer_planned_tensor t;
+            if (minfer_session_planned_tensor(s, i, &t) != MINFER_OK)
+                break;
+            json_array_append_new(
+                bufs, json_pack("{s:o, s:s, s:I, s:I, s:i, s:i, s:b}", "name", cli_json_str(t.name),
+                                "domain", t.domain, "offset", (json_int_t)t.offset, "size",
+                                (json_int_t)t.size, "first_step", t.first_step, "last_step",
+                                t.last_step, "workspace", t.is_workspace));
+        }
+        json_object_set_new(mem, "buffers", bufs);
+    }
+    json_object_set_new(root, "memory", mem);
+    return cli_json_print(CMD, root);
+}
+
 static void print_help(void) {
     printf("usage: minfer info MODEL [options]\n"
            "\n"
-           "Shows the model's inputs and outputs (symbolic dimensions by name), node counts\n"
+           "Shows the model's metadata (producer, graph name, doc string, metadata_props),\n"
+           "its inputs and outputs (symbolic dimensions by name), node counts\n"
            "by op type, the providers that loaded, the provider of every node (and why\n"
            "the providers before it declined it) and the memory plan (arena, all\n"
            "intermediates, lower bound).\n"
@@ -222,6 +391,8 @@ static void print_help(void) {
            "options:\n"
            "  --providers LIST  provider preference, e.g. 'opencl,cpu'\n"
            "  -v, --verbose     also list every planned buffer: offset, size, lifetime\n"
+           "  --json            print one JSON object instead (model metadata, inputs,\n"
+           "                    outputs, providers, nodes, op types, optimization, memory)\n"
            "  --dim NAME=N      set the symbolic dimension NAME of every input to N\n"
            "  --shape IN=DIMS   fix input IN's shape, e.g. --shape input=1x3x224x224\n"
            "  --strict          fail if any node falls back past the first provider\n"
@@ -238,7 +409,7 @@ static void print_help(void) {
 
 int cmd_info(int argc, char **argv) {
     const char *providers = NULL, *dot_path = NULL, *svg_path = NULL;
-    int verbose = 0, strict = 0, force = 0;
+    int verbose = 0, strict = 0, force = 0, json = 0;
     cli_list dims = {0}, shapes = {0};
     const cli_opt opts[] = {{"providers", 0, &providers, NULL, NULL},
                             {"dim", 0, NULL, NULL, &dims},
@@ -246,6 +417,7 @@ int cmd_info(int argc, char **argv) {
                             {"force", 0, NULL, &force, NULL},
                             {"verbose", 'v', NULL, &verbose, NULL},
                             {"strict", 0, NULL, &strict, NULL},
+                            {"json", 0, NULL, &json, NULL},
                             {"dot", 0, &dot_path, NULL, NULL},
                             {"svg", 0, &svg_path, NULL, NULL}};
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
@@ -255,6 +427,7 @@ int cmd_info(int argc, char **argv) {
     minfer_session *s = NULL;
     count *ops = NULL, *prov = NULL;
     cli_out dot_out = {0}, svg_out = {0};
+    json_t *jnodes = NULL;
     minfer_status st;
 
     if (!pos) {
@@ -302,18 +475,35 @@ int cmd_info(int argc, char **argv) {
         goto done;
     rc = CLI_FAIL;
 
-    printf("model: %s\n", pos[0]);
-    print_values(s, 0);
-    print_values(s, 1);
-
-    size_t np = minfer_session_provider_count(s);
-    printf("providers loaded (%zu):", np);
-    for (size_t i = 0; i < np; i++)
-        printf("%s %s", i ? "," : "", minfer_session_provider_name(s, i));
-    printf("\n");
+    if (!json) {
+        printf("model: %s\n", pos[0]);
+        print_metadata(s);
+        print_values(s, 0);
+        print_values(s, 1);
+        size_t np = minfer_session_provider_count(s);
+        printf("providers loaded (%zu):", np);
+        for (size_t i = 0; i < np; i++)
+            printf("%s %s", i ? "," : "", minfer_session_provider_name(s, i));
+        printf("\n");
+    } else if (!(jnodes = json_array())) {
+        fprintf(stderr, "minfer info: out of memory\n");
+        goto done;
+    }
 
     size_t nn = minfer_session_node_count(s);
-    printf("nodes (%zu):\n", nn);
+    /* Columns as wide as the longest name (up to 80), so a long one does
+     * not shift the rest. */
+    int wname = 32, wop = 24;
+    for (size_t i = 0; i < nn; i++) {
+        minfer_node_placement p;
+        if (minfer_session_node_placement(s, i, &p) != MINFER_OK)
+            continue;
+        int ln = (int)strlen(p.node_name), lo = (int)(strlen(p.op_type) + strlen(p.domain) + 2);
+        wname = ln > wname ? (ln < 80 ? ln : 80) : wname;
+        wop = lo > wop ? (lo < 80 ? lo : 80) : wop;
+    }
+    if (!json)
+        printf("nodes (%zu):\n", nn);
     for (size_t i = 0; i < nn; i++) {
         minfer_node_placement p;
         char key[512];
@@ -325,9 +515,18 @@ int cmd_info(int argc, char **argv) {
             snprintf(key, sizeof key, "%s::%s", p.domain, p.op_type);
         else
             snprintf(key, sizeof key, "%s", p.op_type);
-        printf("  #%-4zu %-32s %-24s %s\n", i, p.node_name && p.node_name[0] ? p.node_name : "-",
-               key, p.provider ? p.provider : "(none)");
-        if (p.declined && p.declined[0])
+        if (json) {
+            json_t *o = json_object();
+            json_object_set_new(o, "name", cli_json_str(p.node_name));
+            json_object_set_new(o, "op", cli_json_str(key));
+            json_object_set_new(o, "provider", cli_json_str(p.provider ? p.provider : "(none)"));
+            json_object_set_new(o, "declined", cli_json_str(p.declined ? p.declined : ""));
+            json_array_append_new(jnodes, o);
+        } else
+            printf("  #%-4zu %-*s %-*s %s\n", i, wname,
+                   p.node_name && p.node_name[0] ? p.node_name : "-", wop, key,
+                   p.provider ? p.provider : "(none)");
+        if (!json && p.declined && p.declined[0])
             printf("        declined by %s\n", p.declined);
         if (bump(&ops, &n_ops, key) != 0 ||
             bump(&prov, &n_prov, p.provider ? p.provider : "(none)") != 0) {
@@ -337,15 +536,22 @@ int cmd_info(int argc, char **argv) {
     }
     if (n_ops)
         qsort(ops, n_ops, sizeof *ops, cmp_count);
-    printf("op types (%zu):\n", n_ops);
-    for (size_t i = 0; i < n_ops; i++)
-        printf("  %-32s %zu\n", ops[i].key, ops[i].n);
-    printf("nodes per provider:\n");
-    for (size_t i = 0; i < n_prov; i++)
-        printf("  %-32s %zu\n", prov[i].key, prov[i].n);
-    print_optimization(pos[0]);
-    if (print_memory(s, verbose) != 0)
-        goto done;
+    if (json) {
+        json_t *nodes = jnodes;
+        jnodes = NULL; /* info_json takes it */
+        if (info_json(s, pos[0], nodes, ops, n_ops, prov, n_prov, verbose) != 0)
+            goto done;
+    } else {
+        printf("op types (%zu):\n", n_ops);
+        for (size_t i = 0; i < n_ops; i++)
+            printf("  %-*s %zu\n", wop, ops[i].key, ops[i].n);
+        printf("nodes per provider:\n");
+        for (size_t i = 0; i < n_prov; i++)
+            printf("  %-32s %zu\n", prov[i].key, prov[i].n);
+        print_optimization(pos[0]);
+        if (print_memory(s, verbose) != 0)
+            goto done;
+    }
     /* After print_memory: the picture shows the planned shapes. */
     if (dot_path) {
         if ((st = minfer_session_write_dot(s, dot_out.tmp)) != MINFER_OK) {
@@ -355,17 +561,18 @@ int cmd_info(int argc, char **argv) {
         }
         if (cli_out_commit(CMD, "the graph", &dot_out) != 0)
             goto done;
-        printf("graph written to %s\n", dot_path);
+        fprintf(json ? stderr : stdout, "graph written to %s\n", dot_path);
     }
     if (svg_path) {
         if (render_svg(s, svg_out.tmp) != 0 || cli_out_commit(CMD, "the picture", &svg_out) != 0)
             goto done;
-        printf("picture written to %s\n", svg_path);
+        fprintf(json ? stderr : stdout, "picture written to %s\n", svg_path);
     }
     rc = CLI_OK;
 done:
     cli_out_abort(&dot_out);
     cli_out_abort(&svg_out);
+    json_decref(jnodes);
     free_counts(ops, n_ops);
     free_counts(prov, n_prov);
     minfer_session_free(s);

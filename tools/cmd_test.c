@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -356,6 +357,7 @@ typedef struct test_cfg {
     double rtol, atol;
     int verbose;
     const char *random_op; /* the case's op whose outputs are a random draw, or NULL */
+    int json;              /* --json: the lines go to stderr */
 } test_cfg;
 
 /* Ops whose outputs are random: their values cannot match a reference
@@ -535,25 +537,52 @@ done:
 
 typedef struct tally {
     size_t passed, failed, skipped;
+    json_t *results; /* one object per data set, for --json and --junit; NULL: not kept */
 } tally;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Keeps one outcome ("pass", "fail" or "skip") for --json and --junit. */
+static void record(tally *t, const char *dir, const char *ds, const char *status,
+                   const char *why, double ms) {
+    if (!t->results)
+        return;
+    json_t *o = json_object();
+    json_object_set_new(o, "case", cli_json_str(dir));
+    json_object_set_new(o, "data_set", ds ? cli_json_str(ds) : json_null());
+    json_object_set_new(o, "status", json_string(status));
+    json_object_set_new(o, "message", cli_json_str(why ? why : ""));
+    json_object_set_new(o, "time_ms", json_real(ms));
+    json_array_append_new(t->results, o);
+}
 
 /* Runs every data set of one case; each data set counts once. */
 static void run_case(const test_cfg *cfg, const char *dir, tally *t) {
     char model[4096], why[2048];
     dataset *sets = NULL;
     minfer_session *s = NULL;
+    FILE *out = cfg->json ? stderr : stdout; /* --json: stdout holds the JSON alone */
 
     size_t n = find_datasets(dir, &sets);
     if (n == 0) {
-        printf("FAIL %s: no test_data_set_N directories\n", dir);
+        fprintf(out, "FAIL %s: no test_data_set_N directories\n", dir);
+        record(t, dir, NULL, "fail", "no test_data_set_N directories", 0);
         t->failed++;
         goto done;
     }
     snprintf(model, sizeof model, "%s/model.onnx", dir);
+    double t0 = now_ms();
     minfer_status st = minfer_session_create(model, cfg->opt, &s);
     if (st != MINFER_OK) {
         int skip = st == MINFER_ERR_UNSUPPORTED;
-        printf("%s %s: %s\n", skip ? "SKIP" : "FAIL", dir, cli_error(st));
+        fprintf(out, "%s %s: %s\n", skip ? "SKIP" : "FAIL", dir, cli_error(st));
+        snprintf(why, sizeof why, "%s", cli_error(st));
+        for (size_t i = 0; i < n; i++)
+            record(t, dir, sets[i].name, skip ? "skip" : "fail", why, now_ms() - t0);
         if (skip)
             t->skipped += n;
         else
@@ -565,27 +594,83 @@ static void run_case(const test_cfg *cfg, const char *dir, tally *t) {
     for (size_t i = 0; i < n; i++) {
         char ds_dir[4096];
         snprintf(ds_dir, sizeof ds_dir, "%s/%s", dir, sets[i].name);
+        t0 = now_ms();
         int rc = run_dataset(&case_cfg, s, ds_dir, sets[i].name, why, sizeof why);
+        double ms = now_ms() - t0;
         if (rc == 2) {
-            printf("SKIP %s: %s\n", dir, why);
+            fprintf(out, "SKIP %s: %s\n", dir, why);
+            record(t, dir, sets[i].name, "skip", why, ms);
             t->skipped++;
             continue;
         }
         if (rc != 0) {
-            printf("FAIL %s: %s\n", dir, why);
+            fprintf(out, "FAIL %s: %s\n", dir, why);
+            record(t, dir, sets[i].name, "fail", why, ms);
             t->failed++;
             continue;
         }
+        record(t, dir, sets[i].name, "pass", NULL, ms);
         t->passed++;
         if (cfg->verbose)
-            printf("ok %s/%s\n", dir, sets[i].name);
+            fprintf(out, "ok %s/%s\n", dir, sets[i].name);
     }
 done:
     for (size_t i = 0; sets && i < n; i++)
         free(sets[i].name);
     free(sets);
     minfer_session_free(s);
-    fflush(stdout);
+    fflush(out);
+}
+
+/* s with XML's five special characters as entities, and control
+ * characters (not allowed in XML 1.0) as spaces. */
+static void xml_text(FILE *f, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        switch (c) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&apos;", f); break;
+        default: fputc(c < 0x20 && c != '\n' && c != '\t' ? ' ' : (int)c, f);
+        }
+    }
+}
+
+/* JUnit XML (the schema Jenkins and GitLab read): one testsuite, one
+ * testcase per data set, named "CASE/DATA_SET". 0, or -1 on a write error. */
+static int write_junit(const char *path, const tally *t, double total_ms) {
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    fprintf(f, "<testsuites tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\" time=\"%.3f\">\n",
+            t->passed + t->failed + t->skipped, t->failed, t->skipped, total_ms / 1e3);
+    fprintf(f, "  <testsuite name=\"minfer test\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" "
+               "skipped=\"%zu\" time=\"%.3f\">\n",
+            t->passed + t->failed + t->skipped, t->failed, t->skipped, total_ms / 1e3);
+    for (size_t i = 0; i < json_array_size(t->results); i++) {
+        json_t *r = json_array_get(t->results, i);
+        const char *c = json_string_value(json_object_get(r, "case"));
+        const char *ds = json_string_value(json_object_get(r, "data_set"));
+        const char *st = json_string_value(json_object_get(r, "status"));
+        const char *msg = json_string_value(json_object_get(r, "message"));
+        fputs("    <testcase classname=\"", f);
+        xml_text(f, c ? c : "");
+        fputs("\" name=\"", f);
+        xml_text(f, ds ? ds : "(case)");
+        fprintf(f, "\" time=\"%.3f\"", json_real_value(json_object_get(r, "time_ms")) / 1e3);
+        if (st && strcmp(st, "pass") != 0) {
+            fprintf(f, ">\n      <%s message=\"", strcmp(st, "fail") == 0 ? "failure" : "skipped");
+            xml_text(f, msg ? msg : "");
+            fputs("\"/>\n    </testcase>\n", f);
+        } else
+            fputs("/>\n", f);
+    }
+    fputs("  </testsuite>\n</testsuites>\n", f);
+    int bad = ferror(f);
+    return fclose(f) != 0 || bad ? -1 : 0;
 }
 
 static void print_help(void) {
@@ -608,6 +693,11 @@ static void print_help(void) {
            "                    test runner's; the ONNX backend node tests use 1e-7)\n"
            "  --threads N       threads for each session's pool (0: one per CPU)\n"
            "  -v, --verbose     also print 'ok CASE/DATASET' for passing data sets\n"
+           "  --json            print one JSON object (counts and every data set's case,\n"
+           "                    status, message and time) on standard output; the\n"
+           "                    FAIL/SKIP lines then go to standard error\n"
+           "  --junit FILE      also write the results as JUnit XML to FILE (for CI)\n"
+           "  --force           replace the --junit file if it exists\n"
            "  --check-nan       fail a data set whose run makes a NaN/Inf, naming the node\n"
            "  --strict          do not run a case in which a node falls back past the first\n"
            "                    provider; it is reported (as SKIP) naming those nodes\n"
@@ -616,23 +706,26 @@ static void print_help(void) {
 
 int cmd_test(int argc, char **argv) {
     const char *providers = NULL, *rtol_s = NULL, *atol_s = NULL, *threads_s = NULL;
-    int verbose = 0, help = 0, threads = -1, check_nan = 0, strict = 0, rc;
+    int verbose = 0, help = 0, threads = -1, check_nan = 0, strict = 0, json = 0, force = 0, rc;
+    const char *junit = NULL;
+    cli_out junit_out = {0};
     const cli_opt opts[] = {
         {"providers", 0, &providers, NULL, NULL}, {"rtol", 0, &rtol_s, NULL, NULL},
         {"atol", 0, &atol_s, NULL, NULL},         {"threads", 0, &threads_s, NULL, NULL},
         {"verbose", 'v', NULL, &verbose, NULL},   {"check-nan", 0, NULL, &check_nan, NULL},
-        {"strict", 0, NULL, &strict, NULL},
+        {"strict", 0, NULL, &strict, NULL},  {"json", 0, NULL, &json, NULL},
+        {"junit", 0, &junit, NULL, NULL},     {"force", 0, NULL, &force, NULL},
     };
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0;
-    tally t = {0, 0, 0};
+    tally t = {0, 0, 0, NULL};
     minfer_options *opt = NULL;
     strlist cases = {0};
     seen_dirs seen = {0};
     /* ONNX Runtime's onnx_test_runner defaults: whole models in float32
      * differ from a reference by ~1e-6 in outputs near 1e-4, beyond
      * the node tests' atol 1e-7. */
-    test_cfg cfg = {NULL, 1e-3, 1e-5, 0, NULL};
+    test_cfg cfg = {NULL, 1e-3, 1e-5, 0, NULL, 0};
 
     if (!pos) {
         fprintf(stderr, "minfer test: out of memory\n");
@@ -655,6 +748,18 @@ int cmd_test(int argc, char **argv) {
         (threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &threads))))
         goto done;
     cfg.verbose = verbose;
+    cfg.json = json;
+    /* Before any work, so a path that cannot be written fails at once. */
+    if (junit && cli_out_begin(CMD, "the JUnit report", junit, force, &junit_out) != 0) {
+        rc = CLI_FAIL;
+        goto done;
+    }
+    if ((json || junit) && !(t.results = json_array())) {
+        fprintf(stderr, "minfer test: out of memory\n");
+        rc = CLI_FAIL;
+        goto done;
+    }
+    double t_start = now_ms();
 
     minfer_status st = cli_make_options(providers, threads, &opt);
     if (st != MINFER_OK) {
@@ -669,7 +774,9 @@ int cmd_test(int argc, char **argv) {
         struct stat sb;
         int found = stat(pos[i], &sb) == 0;
         if (!found || !S_ISDIR(sb.st_mode)) {
-            printf("FAIL %s: %s\n", pos[i], found ? "not a directory" : strerror(errno));
+            const char *why = found ? "not a directory" : strerror(errno);
+            fprintf(json ? stderr : stdout, "FAIL %s: %s\n", pos[i], why);
+            record(&t, pos[i], NULL, "fail", why, 0);
             t.failed++;
             continue;
         }
@@ -681,9 +788,31 @@ int cmd_test(int argc, char **argv) {
     }
     for (size_t i = 0; i < cases.n; i++)
         run_case(&cfg, cases.v[i], &t);
-    printf("%zu passed, %zu failed, %zu skipped\n", t.passed, t.failed, t.skipped);
     rc = t.failed || cases.n == 0 ? CLI_FAIL : CLI_OK;
+    if (junit) {
+        if (write_junit(junit_out.tmp, &t, now_ms() - t_start) != 0) {
+            fprintf(stderr, "minfer test: cannot write the JUnit report to '%s': %s\n", junit,
+                    strerror(errno));
+            rc = CLI_FAIL;
+        } else if (cli_out_commit(CMD, "the JUnit report", &junit_out) != 0)
+            rc = CLI_FAIL;
+    }
+    if (json) {
+        json_t *root = json_object();
+        json_object_set_new(root, "passed", json_integer((json_int_t)t.passed));
+        json_object_set_new(root, "failed", json_integer((json_int_t)t.failed));
+        json_object_set_new(root, "skipped", json_integer((json_int_t)t.skipped));
+        json_object_set_new(root, "rtol", json_real(cfg.rtol));
+        json_object_set_new(root, "atol", json_real(cfg.atol));
+        json_object_set_new(root, "results", t.results);
+        t.results = NULL;
+        if (cli_json_print(CMD, root) != 0)
+            rc = CLI_FAIL;
+    } else
+        printf("%zu passed, %zu failed, %zu skipped\n", t.passed, t.failed, t.skipped);
 done:
+    cli_out_abort(&junit_out);
+    json_decref(t.results);
     free(seen.v);
     strlist_free(&cases);
     minfer_options_free(opt);

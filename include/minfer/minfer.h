@@ -443,6 +443,26 @@ MINFER_API minfer_status minfer_session_node_placement(const minfer_session *s, 
 MINFER_API size_t minfer_session_provider_count(const minfer_session *s);
 MINFER_API const char *minfer_session_provider_name(const minfer_session *s, size_t index);
 
+/* What the model file says about itself (ONNX ModelProto). Strings are
+ * owned by the session and live as long as it does; "" where the model
+ * gives nothing (and for a session made with the graph builder). */
+typedef struct minfer_model_metadata {
+    const char *producer_name;    /* "pytorch" */
+    const char *producer_version; /* "2.1.0" */
+    const char *domain;           /* the model's reverse-DNS namespace */
+    int64_t model_version;
+    int64_t ir_version;
+    const char *graph_name;
+    const char *doc_string;       /* the model's */
+    const char *graph_doc_string; /* the main graph's */
+    size_t n_props;               /* metadata_props entries */
+} minfer_model_metadata;
+MINFER_API minfer_status minfer_session_metadata(const minfer_session *s,
+                                                 minfer_model_metadata *out);
+/* metadata_props entry index (< n_props): its key and value. */
+MINFER_API minfer_status minfer_session_metadata_prop(const minfer_session *s, size_t index,
+                                                      const char **key, const char **value);
+
 /* ---- Statistics and profiles -------------------------------------------- */
 
 /* Latency statistics of successful runs since creation or the last reset

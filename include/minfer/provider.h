@@ -230,6 +230,19 @@ static inline size_t minfer_elem_size(int32_t dtype) {
     }
 }
 
+/* The ONNX name of an element type ("float", "int64"; "undefined" for 0
+ * and unknown values), for messages: minfer_dtype_name without linking
+ * libminfer. */
+static inline const char *minfer_elem_name(int32_t dtype) {
+    static const char *const names[] = {"undefined", "float",   "uint8",     "int8",
+                                        "uint16",    "int16",   "int32",     "int64",
+                                        "string",    "bool",    "float16",   "double",
+                                        "uint32",    "uint64",  "complex64", "complex128",
+                                        "bfloat16"};
+    return dtype >= 0 && dtype < (int32_t)(sizeof names / sizeof names[0]) ? names[dtype]
+                                                                            : "undefined";
+}
+
 /* ---- Checked sizes ------------------------------------------------------
  * Every element count and byte count in minfer, in the core and in the
  * providers, is computed with these: a count that does not fit is an error

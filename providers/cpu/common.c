@@ -249,8 +249,8 @@ minfer_status cpu_output(const cpu_exec *e, size_t i, int32_t dtype, int32_t ran
                         got, want);
     }
     if (o->dtype != 0 && o->dtype != dtype)
-        return cpu_fail(e, MINFER_ERR_TYPE, "output %zu has element type %d, expected %d", i,
-                        (int)o->dtype, (int)dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "output %zu has element type %s, expected %s", i,
+                        minfer_elem_name(o->dtype), minfer_elem_name(dtype));
     if (o->layout != 0)
         return cpu_fail(e, MINFER_ERR_UNSUPPORTED, "output %zu has a non-plain layout", i);
     if (o->nbytes < need || (need && !o->data))

@@ -343,7 +343,8 @@ minfer_status cpu_compute_conv(const cpu_exec *e) {
     if (x->dtype != w->dtype || (b && b->dtype != x->dtype))
         return cpu_fail(e, MINFER_ERR_TYPE, "input types differ");
     if (x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
-        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(x->dtype));
     if (w->rank != x->rank)
         return cpu_fail(e, MINFER_ERR_SHAPE, "X and W ranks differ");
     for (int i = 0; i < st->w.nsp; i++)

@@ -201,7 +201,8 @@ minfer_status cpu_compute_unary(const cpu_exec *e) {
     unary_job j = {e->state, x->dtype, cpu_data(x), y, 0};
     cpu_parallel(e->ctx, n, 16384, unary_range, &j);
     if (j.bad)
-        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(x->dtype));
     return MINFER_OK;
 }
 
@@ -362,7 +363,7 @@ minfer_status cpu_prepare_binary(cpu_prep *p) {
     if (op == B_POW) {
         uint32_t ok = CPU_T_FLOATS | CPU_T_INTS;
         if (tb && !(CPU_T(tb) & ok))
-            return cpu_decline(p, "exponent type %d not supported", (int)tb);
+            return cpu_decline(p, "exponent type %s not supported", minfer_elem_name(tb));
     } else if (ta && tb && ta != tb) {
         return cpu_decline(p, "input types differ (%d, %d)", (int)ta, (int)tb);
     }
@@ -629,7 +630,8 @@ static minfer_status binary_apply(const cpu_exec *e, int op, const minfer_tensor
                  op == B_MAX)
              : a->dtype == MINFER_DTYPE_BOOL ? (op < B_AND && op != B_EQ)
                                              : (op >= B_AND || !(CPU_T(a->dtype) & CPU_T_NUM)))
-        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)a->dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(a->dtype));
     if (op == B_DIV && is_int_type(a->dtype) && has_zero(b))
         return cpu_fail(e, MINFER_ERR_RUNTIME, "integer division by zero");
     const int32_t ranks[2] = {a->rank, b->rank};
@@ -792,7 +794,7 @@ minfer_status cpu_prepare_where(cpu_prep *p) {
     if (!x || !y)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "expects three inputs");
     if (x->dtype && !(CPU_T(x->dtype) & CPU_T_ALL))
-        return cpu_decline(p, "element type %d not supported", (int)x->dtype);
+        return cpu_decline(p, "element type %s not supported", minfer_elem_name(x->dtype));
     return MINFER_OK;
 }
 
@@ -840,7 +842,8 @@ minfer_status cpu_compute_where(const cpu_exec *e) {
         return s;
     where_job j = {cpu_data(c), cpu_data(x), cpu_data(y), o, cpu_dtype_size(x->dtype)};
     if (j.es != 1 && j.es != 2 && j.es != 4 && j.es != 8)
-        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(x->dtype));
     const int32_t ranks[3] = {c->rank, x->rank, y->rank};
     const int64_t *d3[3] = {c->dims, x->dims, y->dims};
     cpu_bcast bc;
@@ -1010,7 +1013,8 @@ minfer_status cpu_compute_intbin(const cpu_exec *e) {
         return cpu_fail(e, MINFER_ERR_TYPE, "needs two inputs of one type");
     if (st->shift ? !(CPU_T(a->dtype) & CPU_T_UINTS)
                   : !(CPU_T(a->dtype) & (CPU_T_NUM | CPU_T_HALF)))
-        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)a->dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(a->dtype));
     int32_t rank;
     int64_t dims[CPU_MAX_RANK];
     if (cpu_broadcast_shape(a->rank, a->dims, b->rank, b->dims, &rank, dims))

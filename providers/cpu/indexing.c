@@ -111,7 +111,7 @@ minfer_status cpu_prepare_indexing(cpu_prep *p) {
         st->a = cpu_attr_int(p, "k", 0);
         st->dtype = (int32_t)cpu_attr_int(p, "dtype", 0);
         if (st->dtype && !(CPU_T(st->dtype) & CPU_T_ALL))
-            return cpu_decline(p, "dtype %d not supported", (int)st->dtype);
+            return cpu_decline(p, "dtype %s not supported", minfer_elem_name(st->dtype));
     }
     if (strcmp(op, "ReverseSequence") == 0) {
         st->a = cpu_attr_int(p, "time_axis", 0);
@@ -738,7 +738,8 @@ minfer_status cpu_compute_cumsum(const cpu_exec *e) {
         CPU_NUM_TYPES(CASE)
 #undef CASE
     }
-    return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+    return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                    minfer_elem_name(x->dtype));
 }
 
 /* ---- Trilu, EyeLike ---------------------------------------------------------- */

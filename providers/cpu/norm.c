@@ -80,7 +80,8 @@ minfer_status cpu_compute_softmax(const cpu_exec *e) {
     if (!x)
         return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
     if (x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
-        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(x->dtype));
     int axis = cpu_axis(st->axis, x->rank);
     if (axis < 0 && !(st->coerce_2d && st->axis == x->rank))
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range for rank %d",
@@ -225,7 +226,8 @@ minfer_status cpu_compute_batchnorm(const cpu_exec *e) {
     if (!x)
         return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
     if (x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
-        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(x->dtype));
     if (x->rank < 2)
         return cpu_fail(e, MINFER_ERR_SHAPE, "X must have rank >= 2");
     const void *p[4];
@@ -334,7 +336,8 @@ minfer_status cpu_compute_layernorm(const cpu_exec *e) {
     if (!x || !sc)
         return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
     if (x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
-        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(x->dtype));
     int axis = cpu_axis(st->axis, x->rank);
     if (axis < 0)
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");

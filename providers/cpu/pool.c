@@ -29,7 +29,7 @@ minfer_status cpu_prepare_pool(cpu_prep *p) {
     st->is_max = strcmp(n->op_type, "MaxPool") == 0;
     if (!st->is_max && x->dtype && x->dtype != MINFER_DTYPE_FLOAT &&
         x->dtype != MINFER_DTYPE_DOUBLE)
-        return cpu_decline(p, "element type %d not supported", (int)x->dtype);
+        return cpu_decline(p, "element type %s not supported", minfer_elem_name(x->dtype));
     if (!st->is_max && cpu_has_attr(p, "dilations")) {
         /* AveragePool gained dilations in opset 19; accept the trivial ones. */
         int64_t d[CPU_MAX_RANK];
@@ -201,7 +201,8 @@ minfer_status cpu_compute_pool(const cpu_exec *e) {
     int ok = x->dtype == MINFER_DTYPE_FLOAT || x->dtype == MINFER_DTYPE_DOUBLE ||
              (st->is_max && (x->dtype == MINFER_DTYPE_INT8 || x->dtype == MINFER_DTYPE_UINT8));
     if (!ok)
-        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(x->dtype));
     int64_t out[3], pb[3];
     if (cpu_window_out(&st->w, x->dims + 2, out, pb))
         return cpu_fail(e, MINFER_ERR_SHAPE, "the window does not fit the input");
@@ -318,7 +319,8 @@ minfer_status cpu_compute_global_pool(const cpu_exec *e) {
     if (x->rank < 2)
         return cpu_fail(e, MINFER_ERR_SHAPE, "input must have rank >= 2");
     if (x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
-        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(x->dtype));
     int64_t od[CPU_MAX_RANK];
     od[0] = x->dims[0];
     od[1] = x->dims[1];

@@ -115,7 +115,7 @@ minfer_status cpu_prepare_random(cpu_prep *p) {
             return cpu_prep_fail(p, MINFER_ERR_TYPE, "dtype must be int32 or int64");
     } else if (st->kind == R_BERNOULLI) {
         if (st->dtype && !(CPU_T(st->dtype) & CPU_T_ALL))
-            return cpu_decline(p, "dtype %d not supported", (int)st->dtype);
+            return cpu_decline(p, "dtype %s not supported", minfer_elem_name(st->dtype));
     } else if (st->dtype && !cpu_is_float(st->dtype)) {
         return cpu_prep_fail(p, MINFER_ERR_TYPE, "dtype must be a floating type");
     }

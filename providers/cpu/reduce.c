@@ -197,7 +197,8 @@ minfer_status cpu_compute_reduce(const cpu_exec *e) {
     if (!x)
         return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
     if (!(CPU_T(x->dtype) & CPU_T_NUM))
-        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(x->dtype));
     int64_t axes[CPU_MAX_RANK];
     size_t n_axes = st->n_axes;
     memcpy(axes, st->axes, sizeof axes);
@@ -344,7 +345,8 @@ minfer_status cpu_compute_argminmax(const cpu_exec *e) {
     if (!x)
         return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
     if (!(CPU_T(x->dtype) & CPU_T_NUM))
-        return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)x->dtype);
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(x->dtype));
     int axis = cpu_axis(st->axis, x->rank);
     if (axis < 0)
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range", (long long)st->axis);

@@ -71,7 +71,7 @@ minfer_status cpu_prepare_dropout(cpu_prep *p) {
     if (cpu_out_wanted(n, 1)) {
         int32_t mt = n->outputs[1].dtype;
         if (mt && !(CPU_T(mt) & (CPU_T_NUM | CPU_T_BOOL)))
-            return cpu_decline(p, "mask type %d not supported", (int)mt);
+            return cpu_decline(p, "mask type %s not supported", minfer_elem_name(mt));
     }
     return MINFER_OK;
 }
@@ -139,7 +139,7 @@ minfer_status cpu_compute_dropout(const cpu_exec *e) {
         CPU_NUM_TYPES(CASE)
 #undef CASE
     default:
-        return cpu_fail(e, MINFER_ERR_TYPE, "mask type %d not supported", (int)mt);
+        return cpu_fail(e, MINFER_ERR_TYPE, "mask type %s not supported", minfer_elem_name(mt));
     }
     return MINFER_OK;
 }
@@ -876,9 +876,9 @@ minfer_status cpu_prepare_cast(cpu_prep *p) {
         st->to = to;
     }
     if (to && !castable(to))
-        return cpu_decline(p, "cast to type %d not supported", (int)to);
+        return cpu_decline(p, "cast to type %s not supported", minfer_elem_name(to));
     if (x->dtype && !castable(x->dtype))
-        return cpu_decline(p, "cast from type %d not supported", (int)x->dtype);
+        return cpu_decline(p, "cast from type %s not supported", minfer_elem_name(x->dtype));
     if (cpu_has_attr(p, "saturate"))
         return cpu_decline(p, "'saturate' (float8) not supported");
     return MINFER_OK;
@@ -974,7 +974,7 @@ minfer_status cpu_prepare_constant(cpu_prep *p) {
     size_t cnt;
     if (api->attr_tensor(n, "value", &t)) {
         if (t.dtype == MINFER_DTYPE_STRING || !cpu_dtype_size(t.dtype))
-            return cpu_decline(p, "value of type %d not supported", (int)t.dtype);
+            return cpu_decline(p, "value of type %s not supported", minfer_elem_name(t.dtype));
         if (t.rank < 0 || t.rank > CPU_MAX_RANK || t.layout != 0)
             return cpu_decline(p, "value tensor of rank %d not supported", (int)t.rank);
         st->dtype = t.dtype;
@@ -1033,7 +1033,7 @@ minfer_status cpu_prepare_constant_of_shape(cpu_prep *p) {
     if (p->ctx->api->attr_tensor(p->node, "value", &t)) {
         size_t es = cpu_dtype_size(t.dtype);
         if (!es || es > 8 || t.dtype == MINFER_DTYPE_STRING)
-            return cpu_decline(p, "value of type %d not supported", (int)t.dtype);
+            return cpu_decline(p, "value of type %s not supported", minfer_elem_name(t.dtype));
         if (t.rank < 0 || cpu_numel(t.rank, t.dims) != 1 || t.nbytes < es || t.layout != 0)
             return cpu_prep_fail(p, MINFER_ERR_MODEL, "value must have one element");
         st->dtype = t.dtype;
@@ -1167,7 +1167,8 @@ minfer_status cpu_compute_range(const cpu_exec *e) {
         CASE(MINFER_DTYPE_INT64, int64_t, i64)
 #undef CASE
     }
-    return cpu_fail(e, MINFER_ERR_TYPE, "element type %d not supported", (int)v[0]->dtype);
+    return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                    minfer_elem_name(v[0]->dtype));
 }
 
 /* ---- Tile ------------------------------------------------------------------- */

@@ -25,7 +25,7 @@ minfer_status cpu_prepare_signal(cpu_prep *p) {
         return MINFER_ERR_NOMEM;
     st->out_dtype = (int32_t)cpu_attr_int(p, "output_datatype", MINFER_DTYPE_FLOAT);
     if (!cpu_is_float(st->out_dtype) && !(CPU_T(st->out_dtype) & CPU_T_INTS))
-        return cpu_decline(p, "output_datatype %d not supported", (int)st->out_dtype);
+        return cpu_decline(p, "output_datatype %s not supported", minfer_elem_name(st->out_dtype));
     st->periodic = (int)cpu_attr_int(p, "periodic", 1);
     st->onesided = (int)cpu_attr_int(p, "onesided", strcmp(p->node->op_type, "STFT") == 0);
     st->inverse = (int)cpu_attr_int(p, "inverse", 0);

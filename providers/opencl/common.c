@@ -207,7 +207,8 @@ float ocl_h2f(uint16_t h) {
 minfer_status ocl_need_float(ocl_prep *p, size_t i) {
     const minfer_value_desc *d = ocl_in_desc(p->node, i);
     if (d && d->dtype != MINFER_DTYPE_FLOAT)
-        return ocl_decline(p, "input %zu is not float32 (element type %d)", i, (int)d->dtype);
+        return ocl_decline(p, "input %zu is not float32 (element type %s)", i,
+                           minfer_elem_name(d->dtype));
     return MINFER_OK;
 }
 
@@ -333,7 +334,8 @@ minfer_status ocl_output(const ocl_exec *e, size_t i, int32_t rank, const int64_
         return ocl_fail(e, MINFER_ERR_SHAPE, "output %zu: the host planned another shape", i);
     size_t es = ocl_esize(e->ctx, o->dtype);
     if (!es)
-        return ocl_fail(e, MINFER_ERR_RUNTIME, "output %zu: element type %d", i, (int)o->dtype);
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "output %zu: element type %s", i,
+                        minfer_elem_name(o->dtype));
     int64_t count = ocl_numel(rank, dims);
     size_t need;
     if (count < 0 || minfer_size_mul((size_t)count, es, &need) != MINFER_OK)

@@ -22,7 +22,7 @@ minfer_status ocl_prepare_reshape(ocl_prep *p) {
     if (!x)
         return ocl_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
     if (ocl_dtype_size(x->dtype) == 0)
-        return ocl_decline(p, "element type %d not supported", (int)x->dtype);
+        return ocl_decline(p, "element type %s not supported", minfer_elem_name(x->dtype));
     if (strcmp(n->op_type, "Dropout") == 0 && n->n_outputs > 1 && n->outputs[1].name &&
         n->outputs[1].name[0])
         return ocl_decline(p, "mask output not supported");
