@@ -102,6 +102,11 @@ err=$("$cli" run --providers cpu --inputs "$tmp/wrong" "$squeeze" 2>&1 >/dev/nul
 # (its shape [1,1000] then fails, naming the dims as info does)
 [[ $err == *"input 'input' expects shape [N,3,224,224], got [1,1000]"* ]] ||
     bad "a shape error does not name the symbolic dim: '$err'"
+# a bad picture path fails before any report is printed
+out=$("$cli" info --providers cpu --svg /nonexistent-dir/x.svg "$squeeze" 2>"$tmp/svg.err")
+rc=$?
+[[ $rc -eq 1 && -z $out && $(wc -l <"$tmp/svg.err") -eq 1 ]] ||
+    bad "info --svg /nonexistent-dir/x.svg: rc $rc, stdout '${out:0:80}', $(cat "$tmp/svg.err")"
 echo "message slips: ok"
 
 # ---- 4. bench's report ------------------------------------------------------------------
