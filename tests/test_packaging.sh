@@ -298,7 +298,8 @@ commands=$("$minfer" --help | awk '/^commands:/ {c = 1; next} c && /^[^ ]/ {exit
 [[ -n $commands ]] || fail "'minfer --help' lists no commands"
 tools_files=$(files_of "$(deb_of minfer-tools)")
 for page in minfer $(sed 's/^/minfer-/' <<<"$commands"); do
-    grep -qx "usr/share/man/man1/$page.1.gz" <<<"$tools_files" || fail "minfer-tools lacks the man page $page.1.gz"
+    grep -qx "usr/share/man/man1/$page.1.gz" <<<"$tools_files" ||
+        fail "minfer-tools lacks the man page $page.1.gz (was help2man found at configure time? tools/install-deps.sh)"
     rendered=$(MANWIDTH=80 man -l --warnings "$root/usr/share/man/man1/$page.1.gz" 2>"$tmp/man.err") ||
         fail "man -l $page.1.gz failed: $(cat "$tmp/man.err")"
     [[ ! -s $tmp/man.err ]] || fail "man -l $page.1.gz warns: $(cat "$tmp/man.err")"
