@@ -179,6 +179,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/tools/completion/minfer.bash
   RENAME minfer COMPONENT tools)
 
 # ---- Debian packages (cpack -G DEB) ----------------------------------------
+# The earlier default, still in build trees configured before, is replaced.
+if(MINFER_PACKAGE_MAINTAINER STREQUAL "minfer developers <minfer@localhost>")
+  unset(MINFER_PACKAGE_MAINTAINER CACHE)
+endif()
 set(MINFER_PACKAGE_MAINTAINER "minfer developers <minfer-dev@lists.example.org>" CACHE STRING
     "Maintainer field of the Debian packages (and their changelog entries)")
 # VERSION-RELEASE: a Debian revision makes these non-native packages, whose
