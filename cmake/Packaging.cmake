@@ -142,7 +142,6 @@ if(MINFER_HELP2MAN AND MINFER_GZIP)
   endforeach()
   file(WRITE ${_man_dir}/see-also.h2m "[SEE ALSO]\n${_see_also}\n.PP\nThe full documentation is in /usr/share/doc/${MINFER_DEB_DEV}/ (package ${MINFER_DEB_DEV}).\n")
   set(_pages)
-  # page NAME, help option, version string, description, extra include
   foreach(_cmd IN ITEMS minfer LISTS MINFER_CLI_COMMANDS)
     if(_cmd STREQUAL "minfer")
       set(_page minfer)
