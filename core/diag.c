@@ -164,10 +164,13 @@ minfer_status mf_trace_write(mf_trace *t, const char *path) {
                               "dropped_events", (json_int_t)t->dropped);
     json_t *meta = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "process_name", "ph", "M",
                              "pid", 1, "tid", 0, "args", "name", "minfer");
+    /* A failed dump with the stream in error is a write error, which the
+     * commit reports (a full disk, the file size limit); without, jansson
+     * ran out of memory. */
     fputs("{\"displayTimeUnit\": \"ms\", \"otherData\": ", f);
-    bad |= !other || json_dumpf(other, f, flags) != 0;
+    bad |= !other || (json_dumpf(other, f, flags) != 0 && !ferror(f));
     fputs(",\n\"traceEvents\": [\n", f);
-    bad |= !meta || json_dumpf(meta, f, flags) != 0;
+    bad |= !meta || (json_dumpf(meta, f, flags) != 0 && !ferror(f));
     json_decref(other);
     json_decref(meta);
     for (size_t i = 0; i < t->n && !bad && !ferror(f); i++) {
@@ -178,7 +181,7 @@ minfer_status mf_trace_write(mf_trace *t, const char *path) {
         if (ev && e->args)
             json_object_set(ev, "args", e->args);
         fputs(",\n", f);
-        bad |= !ev || json_dumpf(ev, f, flags) != 0;
+        bad |= !ev || (json_dumpf(ev, f, flags) != 0 && !ferror(f));
         json_decref(ev);
     }
     fputs("\n]}\n", f);
