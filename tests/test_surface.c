@@ -456,6 +456,7 @@ static void test_model_metadata(void **state) {
     m->model_version = 42;
     m->doc_string = ob_str("A model that negates.\nSecond line.");
     m->graph->doc_string = ob_str("graph doc");
+    free(m->graph->name); /* ob_model named it "g" */
     m->graph->name = ob_str("main_graph");
     const char *kv[][2] = {{"author", "someone"}, {"license", "MIT"}};
     for (size_t i = 0; i < 2; i++) {
