@@ -10,7 +10,8 @@
  * exactly, OneHot's depth messages, and ScatterElements / ScatterND on
  * empty data and Unique, GatherND and Compress of empty slices (which
  * computed with a NULL pointer: UBSan in the sanitizer build; found by
- * fuzz_graph), and DepthToSpace's blocksize^2 overflowing.
+ * fuzz_graph), DepthToSpace's blocksize^2 overflowing and EyeLike's dtype
+ * attribute shifted unchecked.
  *
  * Every case runs on each provider list given as an argument (CMake passes
  * cpu, and onednn,cpu and opencl,cpu when those providers are built; none:
@@ -615,6 +616,28 @@ static void depth_to_space_huge_blocksize(void **state) {
     }
 }
 
+/* EyeLike with a dtype attribute no type has (65536, -1): refused with a
+ * message, not a shift by the model's number. */
+static void eyelike_bad_dtype(void **state) {
+    (void)state;
+    static const int64_t dtypes[2] = {65536, -1};
+    for (size_t l = 0; l < n_lists; l++)
+        for (int i = 0; i < 2; i++) {
+            int64_t d[2] = {2, 2};
+            size_t n;
+            minfer_graph_builder *b = one_node("EyeLike", MINFER_DTYPE_FLOAT, d, 2, NULL, 1, &n);
+            assert_int_equal(minfer_builder_set_attr_int(b, n, "dtype", dtypes[i]), MINFER_OK);
+            minfer_options *opt = NULL;
+            minfer_session *s = NULL;
+            assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+            assert_int_equal(minfer_options_set_providers_str(opt, lists[l]), MINFER_OK);
+            assert_int_equal(minfer_options_set_log_level(opt, MINFER_LOG_ERROR), MINFER_OK);
+            assert_int_not_equal(minfer_session_create_from_builder(b, opt, &s), MINFER_OK);
+            minfer_options_free(opt);
+            minfer_builder_free(b);
+        }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) {
         lists = (const char **)(argv + 1);
@@ -639,6 +662,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(scatter_empty_data),
         cmocka_unit_test(gathernd_compress_empty),
         cmocka_unit_test(depth_to_space_huge_blocksize),
+        cmocka_unit_test(eyelike_bad_dtype),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -110,7 +110,8 @@ minfer_status cpu_prepare_indexing(cpu_prep *p) {
     if (strcmp(op, "EyeLike") == 0) {
         st->a = cpu_attr_int(p, "k", 0);
         st->dtype = (int32_t)cpu_attr_int(p, "dtype", 0);
-        if (st->dtype && !(CPU_T(st->dtype) & CPU_T_ALL))
+        /* CPU_T shifts by the type: a dtype from the model is range-checked first. */
+        if (st->dtype && (st->dtype < 0 || st->dtype >= 32 || !(CPU_T(st->dtype) & CPU_T_ALL)))
             return cpu_decline(p, "dtype %s not supported", minfer_elem_name(st->dtype));
     }
     if (strcmp(op, "ReverseSequence") == 0) {

@@ -303,6 +303,10 @@ PROGRAMS = {
         ("Compress", [("d", "float", [2, 0], []), ("c", [1, 1])], 1, {"axis": 0})]),
     "depthtospace-blocksize-2p32": (13, [
         ("DepthToSpace", [("d", "float", [1, 1, 1, 1], [1.0])], 1, {"blocksize": 2**32})]),
+    # Found by fuzz_graph's bounded run: EyeLike's dtype from the model went
+    # into a shift (CPU_T) unchecked.
+    "eyelike-dtype-65536": (13, [
+        ("EyeLike", [("d", "float", [2, 2], [1.0])], 1, {"dtype": 65536})]),
     "constantofshape-numel-overflow": (13, [
         ("ConstantOfShape", [("i", [2**62, 2**62, 4])], 1, {"value": ("float", 1.0)})]),
 }
