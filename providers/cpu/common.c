@@ -367,8 +367,10 @@ int cpu_bcast_init(cpu_bcast *b, int n_in, const int32_t *in_rank,
         for (int k = 0; k < n_in; k++) {
             int32_t j = d - (out_rank - in_rank[k]);
             int64_t id = j >= 0 ? in_dims[k][j] : 1, s = 1;
-            for (int32_t q = j + 1; q < in_rank[k]; q++)
-                s = cpu_stride_mul(s, in_dims[k][q]);
+            /* A dim the input lacks (j < 0) is a broadcast one: stride 0. */
+            if (id != 1)
+                for (int32_t q = j + 1; q < in_rank[k]; q++)
+                    s = cpu_stride_mul(s, in_dims[k][q]);
             str[k][r] = id == 1 ? 0 : s;
         }
         r++;

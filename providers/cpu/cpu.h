@@ -87,7 +87,9 @@ const cpu_kernel *cpu_kernel_table(size_t *count);
 
 /* ---- Type masks and typed-loop generation ------------------------------- */
 
-#define CPU_T(d) (1u << (d))
+/* A type's bit in a type mask; 0 for a number outside the mask (a dtype
+ * read from a model can be anything). */
+#define CPU_T(d) ((unsigned)(d) < 32u ? 1u << (unsigned)(d) : 0u)
 #define CPU_T_FLOATS (CPU_T(MINFER_DTYPE_FLOAT) | CPU_T(MINFER_DTYPE_DOUBLE))
 #define CPU_T_SINTS                                                                        \
     (CPU_T(MINFER_DTYPE_INT8) | CPU_T(MINFER_DTYPE_INT16) | CPU_T(MINFER_DTYPE_INT32) |   \

@@ -274,7 +274,7 @@ minfer_status cpu_compute_gemm(const cpu_exec *e) {
                       0);
     }
     if (st->alpha == 0.0f) {
-        if (!use_c)
+        if (!use_c && mn)
             memset(y, 0, mn * es);
         return MINFER_OK;
     }

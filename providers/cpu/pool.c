@@ -138,7 +138,8 @@ static void pool_range(void *arg, size_t b, size_t e) {
         switch (j->dtype) {
 #define CASE(E, T, S)                                                                      \
     case E:                                                                                \
-        pool_plane_##S(j, (const T *)j->x + p * j->g.in_plane, (T *)j->y + p * j->g.out_plane); \
+        pool_plane_##S(j, j->g.in_plane ? (const T *)j->x + p * j->g.in_plane : j->x,         \
+                       (T *)j->y + p * j->g.out_plane);                                    \
         break;
             CPU_FLOAT_TYPES(CASE)
             CASE(MINFER_DTYPE_INT8, int8_t, i8)
@@ -256,7 +257,8 @@ minfer_status cpu_compute_pool(const cpu_exec *e) {
     }
     size_t planes = (size_t)(x->dims[0] * x->dims[1]);
     size_t grain = (16384 + j.g.out_plane - 1) / (j.g.out_plane ? j.g.out_plane : 1);
-    cpu_parallel(e->ctx, planes, grain, pool_range, &j);
+    if (j.g.out_plane) /* else the output is empty, and y may be NULL */
+        cpu_parallel(e->ctx, planes, grain, pool_range, &j);
     if (st->is_max && cpu_out_wanted(e->args->node, 1))
         return max_indices(e, &j.g, x, od);
     return MINFER_OK;

@@ -680,6 +680,8 @@ minfer_status cpu_compute_gather(const cpu_exec *e) {
     }
     size_t outer = (size_t)cpu_numel(axis, x->dims);
     size_t inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1) * es;
+    if (outer == 0 || ni == 0 || inner == 0)
+        return MINFER_OK; /* an empty output: y may be NULL */
     const char *src = cpu_data(x);
     char *dst = y;
     for (size_t o = 0; o < outer; o++)
