@@ -41,7 +41,7 @@ out=$("$cli" run --providers cpu --shape input=3x3x224x224 "$squeeze" 2>&1) ||
     bad "run --shape: $out"
 grep -q "^output 0 'output': float \[3,1000\]$" <<<"$out" || bad "run --shape output: $out"
 out=$("$cli" run --providers cpu "$squeeze" 2>&1) || bad "run squeezenet: $out"
-grep -q "note: input 'input' dimension 'N' set to 1 (--dim N=N sets it)" <<<"$out" ||
+grep -q "note: input 'input' dimension 'N' set to 1 (--dim N=SIZE sets it)" <<<"$out" ||
     bad "run without --dim does not say N is 1: $out"
 out=$("$cli" info --providers cpu --dim N=4 "$squeeze" 2>&1) || bad "info --dim: $out"
 grep -Eq '^  input +float +\[4,3,224,224\]$' <<<"$out" || bad "info --dim N=4 input: $out"
@@ -84,7 +84,7 @@ out=$("$cli" bench --providers cpu --runs 2 --warmup 1 --dim "batch=$batch" --di
 grep -q "^inputs: *input_ids int64 \\$shape$" <<<"$out" ||
     bad "bench --dim batch=$batch --dim seq=$seq does not run $shape: $out"
 out=$("$cli" bench --providers cpu --runs 1 --warmup 0 "$encoder" 2>&1) || bad "bench tiny_encoder"
-grep -q "note: input 'input_ids' dimension 'seq' set to 1 (--dim seq=N sets it)" <<<"$out" ||
+grep -q "note: input 'input_ids' dimension 'seq' set to 1 (--dim seq=SIZE sets it)" <<<"$out" ||
     bad "bench without --dim does not say seq is 1: $out"
 echo "--dim/--shape: ok (tiny_encoder $shape)"
 

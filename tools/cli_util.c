@@ -482,7 +482,7 @@ minfer_status cli_random_input(const char *cmd, const minfer_value_info *info, u
         dims[d] = info->dims[d] < 0 ? 1 : info->dims[d];
         if (info->dims[d] < 0 && info->dim_names && info->dim_names[d] && info->dim_names[d][0])
             fprintf(stderr,
-                    "minfer %s: note: input '%s' dimension '%s' set to 1 (--dim %s=N sets it)\n",
+                    "minfer %s: note: input '%s' dimension '%s' set to 1 (--dim %s=SIZE sets it)\n",
                     cmd, info->name, info->dim_names[d], info->dim_names[d]);
         else if (info->dims[d] < 0)
             fprintf(stderr,
