@@ -67,6 +67,19 @@ minfer_status mf_open_regular(const char *path, const char *what, int *fd, uint6
     return MINFER_OK;
 }
 
+minfer_status mf_fopen_regular(const char *path, const char *what, FILE **f, uint64_t *size) {
+    int fd;
+    *f = NULL;
+    minfer_status st = mf_open_regular(path, what, &fd, size);
+    if (st != MINFER_OK)
+        return st;
+    if (!(*f = fdopen(fd, "rb"))) {
+        close(fd);
+        return mf_error(MINFER_ERR_NOMEM, "out of memory opening %s '%s'", what, path);
+    }
+    return MINFER_OK;
+}
+
 minfer_status mf_outfile_open(mf_outfile *o, const char *path) {
     static atomic_uint counter;
     struct stat sb;

@@ -15,6 +15,8 @@
  * MINFER_ERR_IO naming `what` (e.g. "external data file") and path, with
  * nothing open. */
 minfer_status mf_open_regular(const char *path, const char *what, int *fd, uint64_t *size);
+/* The same, as a stdio stream for reading: *f and *size on success. */
+minfer_status mf_fopen_regular(const char *path, const char *what, FILE **f, uint64_t *size);
 
 /* A file being written: a temporary file in path's directory that
  * mf_outfile_commit renames over path, so path holds either its old

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "fileio.h"
 #include "graph.h"
@@ -21,16 +20,11 @@ static minfer_status read_all(const char *path, void **data, size_t *size) {
     *data = NULL;
     *size = 0;
     /* A FIFO or a device named as the model must not block the open. */
-    int fd;
+    FILE *f;
     uint64_t file_size;
-    minfer_status st = mf_open_regular(path, "model file", &fd, &file_size);
+    minfer_status st = mf_fopen_regular(path, "model file", &f, &file_size);
     if (st != MINFER_OK)
         return st;
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        close(fd);
-        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory opening the model file", path);
-    }
     size_t cap = 1 << 16, n = 0;
     char *buf = mf_malloc(cap);
     while (buf) {

@@ -811,16 +811,11 @@ static minfer_status read_file(const char *path, uint64_t max_bytes, void **data
     *size = 0;
     *mapped = 0;
     /* A FIFO or a device named as the model must not block the open. */
-    int fd;
+    FILE *f;
     uint64_t file_size;
-    minfer_status st = mf_open_regular(path, "model file", &fd, &file_size);
+    minfer_status st = mf_fopen_regular(path, "model file", &f, &file_size);
     if (st != MINFER_OK)
         return st;
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        close(fd);
-        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory opening the model file", path);
-    }
     if (file_size > max_bytes) {
         fclose(f);
         return mf_error(MINFER_ERR_LIMIT, "%s: the model file is %llu bytes, above the limit of %llu",
