@@ -148,6 +148,17 @@ _CONFIG_KEYS = {
     "minfer.check_nan": "check_nan",
 }
 
+# Session config entries that set minfer's resource limits (docs/reliability.md),
+# each an integer; 0 keeps the default.
+_LIMIT_KEYS = {
+    "minfer.max_model_bytes": ("limits", "max_model_bytes"),
+    "minfer.max_tensor_bytes": ("limits", "max_tensor_bytes"),
+    "minfer.max_nodes": ("limits", "max_nodes"),
+    "minfer.max_loop_iterations": ("limits", "max_loop_iterations"),
+    "minfer.max_run_elements": ("run_limits", "max_run_elements"),
+    "minfer.run_deadline_ms": ("run_limits", "deadline_ms"),
+}
+
 
 class SessionOptions:
     """ONNX Runtime's SessionOptions. What each field does in minfer: docs/python.md."""
@@ -171,6 +182,8 @@ class SessionOptions:
         self.enable_mem_reuse = True
         self.use_deterministic_compute = False
         self._config = {}
+        self._dims = {}
+        self._input_dims = []
 
     def add_session_config_entry(self, key, value):
         if not isinstance(key, str) or not isinstance(value, str):
@@ -189,10 +202,26 @@ class SessionOptions:
         )
 
     def add_free_dimension_override_by_name(self, name, value):
+        """Every input dimension with the symbolic name `name` becomes `value`:
+        get_inputs() shows it, the session plans for it at creation and runs
+        take inputs of that size (minfer_options_set_dim). Creating the session
+        fails when no input has such a dimension."""
+        if not isinstance(name, str) or not name:
+            raise InvalidArgument("add_free_dimension_override_by_name: the name must be a non-empty str")
+        self._dims[name] = _dim_value(name, value)
+
+    def add_free_dimension_override_by_denotation(self, denotation, value):
         raise NotImplemented(
-            "add_free_dimension_override_by_name: minfer plans per set of input shapes and "
-            "needs no override; feed arrays of the shape you want"
+            "add_free_dimension_override_by_denotation(%r): minfer does not read dimension "
+            "denotations; use add_free_dimension_override_by_name" % (denotation,)
         )
+
+    def add_input_dimension_override(self, input_name, axis, value):
+        """minfer's own: axis `axis` of input `input_name` becomes `value`,
+        symbolic or unnamed (minfer_options_set_input_dim)."""
+        if not isinstance(input_name, str):
+            raise InvalidArgument("add_input_dimension_override: the input name must be a str")
+        self._input_dims.append((input_name, int(axis), _dim_value(input_name, value)))
 
     def _minfer_options(self):
         """The dict minfer._minfer.Session takes."""
@@ -207,37 +236,138 @@ class SessionOptions:
         if self.execution_mode not in (ExecutionMode.ORT_SEQUENTIAL, ExecutionMode.ORT_PARALLEL):
             raise InvalidArgument("execution_mode %r: use an ExecutionMode" % (self.execution_mode,))
         for key, value in self._config.items():
+            if key in _LIMIT_KEYS:
+                group, field = _LIMIT_KEYS[key]
+                opts.setdefault(group, {})[field] = _config_int(key, value, unsigned=True)
+                continue
             name = _CONFIG_KEYS.get(key)
             if name is None:
                 continue
             opts[name] = value if name == "planner" else _config_int(key, value)
+        if self._dims:
+            opts["dims"] = dict(self._dims)
+        if self._input_dims:
+            opts["input_dims"] = list(self._input_dims)
         return opts
 
 
-def _config_int(key, value):
+def _dim_value(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgument("dimension override %r: the value must be an int >= 0, not %r" % (name, value))
+    return value
+
+
+def _config_int(key, value, unsigned=False):
     try:
-        return int(value)
+        x = int(value)
     except ValueError:
         raise InvalidArgument("session config entry %s=%r: an integer is needed" % (key, value)) from None
+    if unsigned and x < 0:
+        raise InvalidArgument("session config entry %s=%r: use 0 (the default) or more" % (key, value))
+    return x
 
 
 class RunOptions:
-    """ONNX Runtime's RunOptions: accepted and recorded. minfer runs take no
-    per-run options (no tags, no cancellation: `terminate` is not honoured)."""
+    """ONNX Runtime's RunOptions over a live minfer_run_options.
+
+    run_tag (also logid): the tag in the run's log messages and profile event.
+    log_severity_level: ORT's 0 verbose .. 4 fatal for this run's messages
+    (-1, the default: the session's). terminate: setting it True, from any
+    thread, stops the runs using these options (they raise minfer.Fail) and
+    every later run until it is set False again. deadline_ms (minfer's own):
+    a run taking longer fails with minfer.Fail; 0 for none.
+    Only terminate may change while a run uses the options."""
 
     def __init__(self):
-        self.log_severity_level = 2
+        self._ro = _minfer.RunOptions()
+        self._tag = ""
+        self._severity = -1
+        self._deadline_ms = 0
+        self._terminate = False
         self.log_verbosity_level = 0
-        self.logid = ""
         self.only_execute_path_to_fetches = False
-        self.terminate = False
         self._config = {}
+
+    @property
+    def run_tag(self):
+        return self._tag
+
+    @run_tag.setter
+    def run_tag(self, tag):
+        if not isinstance(tag, str):
+            raise InvalidArgument("run_tag must be a str, not %s" % type(tag).__name__)
+        self._ro.set_tag(tag)
+        self._tag = tag
+
+    # ORT's Python name for the run tag.
+    logid = run_tag
+
+    @property
+    def log_severity_level(self):
+        return self._severity
+
+    @log_severity_level.setter
+    def log_severity_level(self, sev):
+        sev = int(sev)
+        if sev not in _LOG_LEVELS:
+            if sev == -1 and self._severity == -1:
+                return
+            raise InvalidArgument(
+                "log_severity_level %d: use 0 (verbose) to 4 (fatal); a RunOptions cannot go back "
+                "to the session's level (-1) once set" % sev
+            )
+        self._ro.set_log_level(_LOG_LEVELS[sev])
+        self._severity = sev
+
+    @property
+    def deadline_ms(self):
+        return self._deadline_ms
+
+    @deadline_ms.setter
+    def deadline_ms(self, ms):
+        ms = int(ms)
+        if ms < 0:
+            raise InvalidArgument("deadline_ms %d: use 0 (none) or more" % ms)
+        self._ro.set_deadline_ms(ms)
+        self._deadline_ms = ms
+
+    @property
+    def terminate(self):
+        return self._terminate
+
+    @terminate.setter
+    def terminate(self, flag):
+        flag = bool(flag)
+        self._ro.terminate(flag)
+        self._terminate = flag
 
     def add_run_config_entry(self, key, value):
         self._config[key] = value
 
     def get_run_config_entry(self, key):
         return self._config[key]
+
+
+class ModelMetadata:
+    """ONNX Runtime's ModelMetadata: what the model file says about itself."""
+
+    __slots__ = ("producer_name", "producer_version", "graph_name", "domain", "description",
+                 "graph_description", "version", "ir_version", "custom_metadata_map")
+
+    def __init__(self, md):
+        self.producer_name = md["producer_name"]
+        self.producer_version = md["producer_version"]
+        self.graph_name = md["graph_name"]
+        self.domain = md["domain"]
+        self.description = md["doc_string"]
+        self.graph_description = md["graph_doc_string"]
+        self.version = md["model_version"]
+        self.ir_version = md["ir_version"]
+        self.custom_metadata_map = md["metadata_props"]
+
+    def __repr__(self):
+        return "ModelMetadata(producer_name=%r, graph_name=%r, domain=%r, version=%r)" % (
+            self.producer_name, self.graph_name, self.domain, self.version)
 
 
 # ---- Sessions ---------------------------------------------------------------------
@@ -371,7 +501,15 @@ class InferenceSession:
         for sequences, None or the value for optionals."""
         if output_names is not None and len(output_names) == 0:
             output_names = None
-        return self._sess.run(output_names, input_feed)
+        if run_options is None:
+            return self._sess.run(output_names, input_feed)
+        if not isinstance(run_options, RunOptions):
+            raise TypeError("run_options must be a minfer.RunOptions, not %s" % type(run_options).__name__)
+        return self._sess.run(output_names, input_feed, run_options._ro)
+
+    def get_modelmeta(self):
+        """The model's producer, graph name, domain, doc strings, version and metadata_props."""
+        return ModelMetadata(self._sess.metadata())
 
     def end_profiling(self):
         """Writes the profile recorded so far and returns its file name ('' when profiling is off)."""
@@ -400,6 +538,10 @@ class InferenceSession:
     def prepare(self, input_feed):
         """Plans memory for these inputs' shapes without running (contents are not read)."""
         self._sess.prepare(input_feed)
+
+    def thread_count(self):
+        """Threads of the session's pool, the calling thread included."""
+        return self._sess.thread_count()
 
     def stats(self):
         """Latency statistics of the runs since creation or reset_stats()."""

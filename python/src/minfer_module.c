@@ -704,6 +704,119 @@ static PyTypeObject BuilderType = {
     .tp_methods = Builder_methods,
 };
 
+/* ---- RunOptions ---------------------------------------------------------- */
+
+/* A live minfer_run_options: runs hold a reference to it while they use it,
+ * so terminate() from another thread reaches the runs in progress. */
+typedef struct {
+    PyObject_HEAD
+    minfer_run_options *ro;
+    Py_ssize_t active; /* runs using ro now; changed with the GIL held */
+} RunOptionsObject;
+
+static int RunOptions_init(RunOptionsObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "", kwlist))
+        return -1;
+    if (self->ro) {
+        PyErr_SetString(PyExc_RuntimeError, "RunOptions is already initialised");
+        return -1;
+    }
+    minfer_status st = minfer_run_options_create(&self->ro);
+    if (st != MINFER_OK) {
+        raise_status(st);
+        return -1;
+    }
+    return 0;
+}
+
+static void RunOptions_dealloc(RunOptionsObject *self) {
+    minfer_run_options_free(self->ro);
+    self->ro = NULL;
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Tag, log level and deadline may not change while a run reads them. */
+static int run_options_settable(RunOptionsObject *self, const char *what) {
+    if (!self->ro) {
+        PyErr_SetString(exc_fail, "the run options were not created");
+        return 0;
+    }
+    if (self->active > 0) {
+        PyErr_Format(exc_invalid_argument,
+                     "RunOptions.%s cannot change while a run uses these options "
+                     "(only terminate can)", what);
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *RunOptions_set_tag(RunOptionsObject *self, PyObject *arg) {
+    if (!run_options_settable(self, "run_tag"))
+        return NULL;
+    const char *tag = arg == Py_None ? NULL : PyUnicode_AsUTF8(arg);
+    if (arg != Py_None && !tag)
+        return NULL;
+    CHECK(minfer_run_options_set_tag(self->ro, tag));
+    Py_RETURN_NONE;
+}
+
+static PyObject *RunOptions_set_log_level(RunOptionsObject *self, PyObject *arg) {
+    if (!run_options_settable(self, "log_severity_level"))
+        return NULL;
+    long level = PyLong_AsLong(arg);
+    if (level == -1 && PyErr_Occurred())
+        return NULL;
+    CHECK(minfer_run_options_set_log_level(self->ro, (minfer_log_level)(level < 0 || level > 3 ? -1 : level)));
+    Py_RETURN_NONE;
+}
+
+static PyObject *RunOptions_set_deadline_ms(RunOptionsObject *self, PyObject *arg) {
+    if (!run_options_settable(self, "deadline_ms"))
+        return NULL;
+    unsigned long long ms = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    CHECK(minfer_run_options_set_deadline_ms(self->ro, (uint64_t)ms));
+    Py_RETURN_NONE;
+}
+
+/* terminate(flag): sets or clears the flag; any thread, any time. */
+static PyObject *RunOptions_terminate(RunOptionsObject *self, PyObject *arg) {
+    if (!self->ro) {
+        PyErr_SetString(exc_fail, "the run options were not created");
+        return NULL;
+    }
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    CHECK(on ? minfer_run_options_terminate(self->ro) : minfer_run_options_unset_terminate(self->ro));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef RunOptions_methods[] = {
+    {"set_tag", (PyCFunction)RunOptions_set_tag, METH_O, "set_tag(str or None)"},
+    {"set_log_level", (PyCFunction)RunOptions_set_log_level, METH_O,
+     "set_log_level(level): minfer's 0 error .. 3 verbose"},
+    {"set_deadline_ms", (PyCFunction)RunOptions_set_deadline_ms, METH_O,
+     "set_deadline_ms(ms): 0 for none"},
+    {"terminate", (PyCFunction)RunOptions_terminate, METH_O,
+     "terminate(flag): stop the runs using these options (True) or let runs go on (False)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RunOptionsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minfer._minfer.RunOptions",
+    .tp_basicsize = sizeof(RunOptionsObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "RunOptions(): a minfer_run_options",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)RunOptions_init,
+    .tp_dealloc = (destructor)RunOptions_dealloc,
+    .tp_methods = RunOptions_methods,
+};
+
 /* ---- Session ------------------------------------------------------------- */
 
 typedef struct {
@@ -769,6 +882,61 @@ static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
         }
         minfer_limits lim = {vals[0], vals[1], vals[2], vals[3]};
         st = minfer_options_set_limits(opt, &lim);
+    } else if (strcmp(key, "run_limits") == 0) {
+        static const char *names[] = {"max_run_elements", "deadline_ms"};
+        uint64_t vals[2] = {0, 0};
+        if (!PyDict_Check(v)) {
+            PyErr_SetString(PyExc_TypeError, "run_limits must be a dict");
+            return -1;
+        }
+        Py_ssize_t known = 0;
+        for (int i = 0; i < 2; i++) {
+            PyObject *x = PyDict_GetItemString(v, names[i]);
+            if (!x)
+                continue;
+            known++;
+            vals[i] = PyLong_AsUnsignedLongLong(x);
+            if (PyErr_Occurred())
+                return -1;
+        }
+        if (known != PyDict_Size(v)) {
+            PyErr_Format(exc_invalid_argument,
+                         "run_limits %R: the keys are max_run_elements and deadline_ms", v);
+            return -1;
+        }
+        minfer_run_limits rl = {sizeof rl, vals[0], vals[1]};
+        st = minfer_options_set_run_limits(opt, &rl);
+    } else if (strcmp(key, "dims") == 0) {
+        /* {symbolic name: size}: free-dimension overrides */
+        if (!PyDict_Check(v)) {
+            PyErr_SetString(PyExc_TypeError, "dims must be a dict of name: int");
+            return -1;
+        }
+        PyObject *k, *val;
+        Py_ssize_t pos = 0;
+        while (st == MINFER_OK && PyDict_Next(v, &pos, &k, &val)) {
+            const char *name = PyUnicode_AsUTF8(k);
+            long long x = name ? PyLong_AsLongLong(val) : -1;
+            if (PyErr_Occurred())
+                return -1;
+            st = minfer_options_set_dim(opt, name, (int64_t)x);
+        }
+    } else if (strcmp(key, "input_dims") == 0) {
+        /* [(input, axis, size), ...] */
+        PyObject *seq = PySequence_Fast(v, "input_dims must be a list of (input, axis, size)");
+        if (!seq)
+            return -1;
+        for (Py_ssize_t i = 0; st == MINFER_OK && i < PySequence_Fast_GET_SIZE(seq); i++) {
+            const char *input;
+            int axis;
+            long long x;
+            if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "siL", &input, &axis, &x)) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            st = minfer_options_set_input_dim(opt, input, axis, (int64_t)x);
+        }
+        Py_DECREF(seq);
     } else if (strcmp(key, "planner") == 0) {
         const char *p = PyUnicode_AsUTF8(v);
         if (!p)
@@ -1007,13 +1175,26 @@ static int feed_make(minfer_session *s, PyObject *dict, feed *f) {
     return 0;
 }
 
-/* run(output_names, feed) -> list */
+/* run(output_names, feed, run_options=None) -> list */
 static PyObject *Session_run(SessionObject *self, PyObject *args) {
-    PyObject *names_obj, *dict;
-    if (!PyArg_ParseTuple(args, "OO", &names_obj, &dict))
+    PyObject *names_obj, *dict, *ro_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "OO|O", &names_obj, &dict, &ro_obj))
         return NULL;
     if (!session_ready(self))
         return NULL;
+    RunOptionsObject *ro = NULL;
+    if (ro_obj != Py_None) {
+        if (!PyObject_TypeCheck(ro_obj, &RunOptionsType)) {
+            PyErr_Format(PyExc_TypeError, "run_options must be a RunOptions, not %s",
+                         Py_TYPE(ro_obj)->tp_name);
+            return NULL;
+        }
+        ro = (RunOptionsObject *)ro_obj;
+        if (!ro->ro) {
+            PyErr_SetString(exc_fail, "the run options were not created");
+            return NULL;
+        }
+    }
     const char **out_names = NULL;
     Py_ssize_t n_out;
     PyObject *names_seq = NULL;
@@ -1035,10 +1216,19 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
         goto done;
     minfer_status st;
     minfer_session *s = self->s;
+    /* The run holds the options (another thread may drop its reference and
+     * call terminate meanwhile); active keeps their settings still. */
+    Py_XINCREF(ro);
+    if (ro)
+        ro->active++;
+    const minfer_run_options *cro = ro ? ro->ro : NULL;
     Py_BEGIN_ALLOW_THREADS
-    st = minfer_session_run(s, f.names, (const minfer_tensor *const *)f.values, f.n, out_names,
-                            outs, (size_t)n_out);
+    st = minfer_session_run_with_options(s, cro, f.names, (const minfer_tensor *const *)f.values,
+                                         f.n, out_names, outs, (size_t)n_out);
     Py_END_ALLOW_THREADS
+    if (ro)
+        ro->active--;
+    Py_XDECREF(ro);
     feed_free(&f);
     if (st != MINFER_OK) {
         raise_status(st);
@@ -1211,11 +1401,71 @@ static PyObject *Session_write_dot(SessionObject *self, PyObject *arg) {
     return path_call(self, arg, minfer_session_write_dot);
 }
 
+/* metadata() -> dict: the ModelProto's producer, domain, doc strings,
+ * versions, graph name and metadata_props (as a dict). */
+static PyObject *Session_metadata(SessionObject *self, PyObject *unused) {
+    (void)unused;
+    if (!session_ready(self))
+        return NULL;
+    minfer_model_metadata md;
+    CHECK(minfer_session_metadata(self->s, &md));
+    PyObject *props = PyDict_New();
+    for (size_t i = 0; props && i < md.n_props; i++) {
+        const char *k, *v;
+        minfer_status st = minfer_session_metadata_prop(self->s, i, &k, &v);
+        if (st != MINFER_OK) {
+            Py_DECREF(props);
+            return raise_status(st);
+        }
+        PyObject *ko = PyUnicode_DecodeUTF8(k, (Py_ssize_t)strlen(k), "replace");
+        PyObject *vo = ko ? PyUnicode_DecodeUTF8(v, (Py_ssize_t)strlen(v), "replace") : NULL;
+        if (!vo || PyDict_SetItem(props, ko, vo) < 0)
+            Py_CLEAR(props);
+        Py_XDECREF(ko);
+        Py_XDECREF(vo);
+    }
+    if (!props)
+        return NULL;
+    /* Strings from the model need not be UTF-8: "s" would raise. */
+    const char *strs[] = {md.producer_name, md.producer_version, md.domain, md.graph_name,
+                          md.doc_string, md.graph_doc_string};
+    const char *keys[] = {"producer_name", "producer_version", "domain", "graph_name",
+                          "doc_string", "graph_doc_string"};
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d && i < sizeof strs / sizeof *strs; i++) {
+        const char *x = strs[i] ? strs[i] : "";
+        PyObject *o = PyUnicode_DecodeUTF8(x, (Py_ssize_t)strlen(x), "replace");
+        if (!o || PyDict_SetItemString(d, keys[i], o) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(o);
+    }
+    PyObject *mv = d ? PyLong_FromLongLong(md.model_version) : NULL;
+    PyObject *iv = mv ? PyLong_FromLongLong(md.ir_version) : NULL;
+    if (!iv || PyDict_SetItemString(d, "model_version", mv) < 0 ||
+        PyDict_SetItemString(d, "ir_version", iv) < 0 ||
+        PyDict_SetItemString(d, "metadata_props", props) < 0)
+        Py_CLEAR(d);
+    Py_XDECREF(mv);
+    Py_XDECREF(iv);
+    Py_DECREF(props);
+    return d;
+}
+
+static PyObject *Session_thread_count(SessionObject *self, PyObject *unused) {
+    (void)unused;
+    if (!session_ready(self))
+        return NULL;
+    return PyLong_FromLong(minfer_session_thread_count(self->s));
+}
+
 static PyMethodDef Session_methods[] = {
+    {"metadata", (PyCFunction)Session_metadata, METH_NOARGS, "the model's metadata, as a dict"},
+    {"thread_count", (PyCFunction)Session_thread_count, METH_NOARGS,
+     "threads of the session's pool, the calling thread included"},
     {"inputs", (PyCFunction)Session_inputs, METH_NOARGS, "the graph inputs, as dicts"},
     {"outputs", (PyCFunction)Session_outputs, METH_NOARGS, "the graph outputs, as dicts"},
     {"run", (PyCFunction)Session_run, METH_VARARGS,
-     "run(output_names or None, {name: value}) -> list of values"},
+     "run(output_names or None, {name: value}, run_options=None) -> list of values"},
     {"prepare", (PyCFunction)Session_prepare, METH_O,
      "prepare({name: array}): plan for these shapes without running"},
     {"providers", (PyCFunction)Session_providers, METH_NOARGS,
@@ -1360,7 +1610,8 @@ static int add_exception(PyObject *m, PyObject **slot, const char *name, PyObjec
 
 PyMODINIT_FUNC PyInit__minfer(void) {
     import_array();
-    if (PyType_Ready(&SessionType) < 0 || PyType_Ready(&BuilderType) < 0)
+    if (PyType_Ready(&SessionType) < 0 || PyType_Ready(&BuilderType) < 0 ||
+        PyType_Ready(&RunOptionsType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
@@ -1387,6 +1638,7 @@ PyMODINIT_FUNC PyInit__minfer(void) {
     Py_DECREF(ni_bases);
     if (PyModule_AddObjectRef(m, "Session", (PyObject *)&SessionType) < 0 ||
         PyModule_AddObjectRef(m, "Builder", (PyObject *)&BuilderType) < 0 ||
+        PyModule_AddObjectRef(m, "RunOptions", (PyObject *)&RunOptionsType) < 0 ||
         PyModule_AddIntConstant(m, "MAX_RANK", MINFER_MAX_RANK) < 0)
         goto fail;
     return m;
