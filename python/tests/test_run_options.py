@@ -181,6 +181,13 @@ def test_max_run_elements_from_a_config_entry(add_model):
         minfer.InferenceSession(add_model, so, providers=["cpu"])
 
 
+def test_model_size_limit_from_a_config_entry(add_model):
+    so = minfer.SessionOptions()
+    so.add_session_config_entry("minfer.max_model_bytes", "16")
+    with pytest.raises(minfer.Fail, match="16"):
+        minfer.InferenceSession(add_model, so, providers=["cpu"])
+
+
 def test_loop_iteration_limit_from_a_config_entry(forever_model):
     sess = forever_session(forever_model, **{"minfer.max_loop_iterations": "100"})
     with pytest.raises(minfer.Fail, match="100"):
