@@ -240,6 +240,9 @@ static int to_tensor(PyObject *obj, minfer_dtype want, PyObject *keep, minfer_te
         Py_DECREF(arr);
         return -1;
     }
+    /* bfloat16 has no numpy type: its bits travel as uint16, as outputs do. */
+    if (dt == MINFER_DTYPE_UINT16 && want == MINFER_DTYPE_BFLOAT16)
+        dt = MINFER_DTYPE_BFLOAT16;
     if (dt == MINFER_DTYPE_STRING) {
         int rc = strings_to_tensor(arr, out);
         Py_DECREF(arr);
