@@ -828,6 +828,36 @@ typedef struct {
 } SessionObject;
 
 /* Applies one entry of the options dict (keys as in docs/python.md). */
+/* Reads dict v of {names[i]: unsigned int} into vals (absent keys keep
+ * theirs); any other key is an error naming `what` and the keys it takes. */
+static int u64_dict(PyObject *v, const char *what, const char *const *names, int n,
+                    uint64_t *vals) {
+    if (!PyDict_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a dict", what);
+        return -1;
+    }
+    Py_ssize_t known = 0;
+    for (int i = 0; i < n; i++) {
+        PyObject *x = PyDict_GetItemString(v, names[i]);
+        if (!x)
+            continue;
+        known++;
+        vals[i] = PyLong_AsUnsignedLongLong(x);
+        if (PyErr_Occurred())
+            return -1;
+    }
+    if (known != PyDict_Size(v)) {
+        char keys[256] = "";
+        for (int i = 0; i < n; i++) {
+            strncat(keys, i == 0 ? "" : i == n - 1 ? " and " : ", ", sizeof keys - strlen(keys) - 1);
+            strncat(keys, names[i], sizeof keys - strlen(keys) - 1);
+        }
+        PyErr_Format(exc_invalid_argument, "%s %R: the keys are %s", what, v, keys);
+        return -1;
+    }
+    return 0;
+}
+
 static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
     minfer_status st = MINFER_OK;
     if (v == Py_None)
@@ -864,49 +894,15 @@ static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
         static const char *names[] = {"max_model_bytes", "max_tensor_bytes", "max_nodes",
                                       "max_loop_iterations"};
         uint64_t vals[4] = {0, 0, 0, 0};
-        if (!PyDict_Check(v)) {
-            PyErr_SetString(PyExc_TypeError, "limits must be a dict");
+        if (u64_dict(v, key, names, 4, vals) < 0)
             return -1;
-        }
-        Py_ssize_t known = 0;
-        for (int i = 0; i < 4; i++) {
-            PyObject *x = PyDict_GetItemString(v, names[i]);
-            if (!x)
-                continue;
-            known++;
-            vals[i] = PyLong_AsUnsignedLongLong(x);
-            if (PyErr_Occurred())
-                return -1;
-        }
-        if (known != PyDict_Size(v)) {
-            PyErr_Format(exc_invalid_argument, "limits %R: the keys are max_model_bytes, "
-                         "max_tensor_bytes, max_nodes and max_loop_iterations", v);
-            return -1;
-        }
         minfer_limits lim = {vals[0], vals[1], vals[2], vals[3]};
         st = minfer_options_set_limits(opt, &lim);
     } else if (strcmp(key, "run_limits") == 0) {
         static const char *names[] = {"max_run_elements", "deadline_ms"};
         uint64_t vals[2] = {0, 0};
-        if (!PyDict_Check(v)) {
-            PyErr_SetString(PyExc_TypeError, "run_limits must be a dict");
+        if (u64_dict(v, key, names, 2, vals) < 0)
             return -1;
-        }
-        Py_ssize_t known = 0;
-        for (int i = 0; i < 2; i++) {
-            PyObject *x = PyDict_GetItemString(v, names[i]);
-            if (!x)
-                continue;
-            known++;
-            vals[i] = PyLong_AsUnsignedLongLong(x);
-            if (PyErr_Occurred())
-                return -1;
-        }
-        if (known != PyDict_Size(v)) {
-            PyErr_Format(exc_invalid_argument,
-                         "run_limits %R: the keys are max_run_elements and deadline_ms", v);
-            return -1;
-        }
         minfer_run_limits rl = {sizeof rl, vals[0], vals[1]};
         st = minfer_options_set_run_limits(opt, &rl);
     } else if (strcmp(key, "dims") == 0) {
