@@ -17,7 +17,7 @@
 # Installed binaries carry no RPATH (Debian policy; lintian's
 # custom-library-search-path): libminfer.so.0 is found in the multiarch
 # libdir by ld.so, the providers by libminfer relative to itself
-# (core/discovery.c). For an install outside the linker's path, set
+# (core/place/discovery.c). For an install outside the linker's path, set
 # LD_LIBRARY_PATH or configure with -DCMAKE_INSTALL_RPATH='$ORIGIN/../lib/...'.
 
 include(CMakePackageConfigHelpers)

@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"
-#include "internal.h"
+#include "graph/graph.h"
+#include "util/internal.h"
 
 static int bg_value(mf_graph *g, const char *prefix, size_t i) {
     char name[48];

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "big_graphs.h"
-#include "onnx_save.h"
+#include "load/onnx_save.h"
 
 int main(int argc, char **argv) {
     if (argc != 4) {

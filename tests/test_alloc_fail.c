@@ -70,7 +70,7 @@ static size_t heap_in_use(void) {
 static void release_free_memory(void) { malloc_trim(0); }
 #endif
 
-#include "internal.h"
+#include "util/internal.h"
 #include "test_util.h"
 
 #define MAX_IO 16

@@ -13,8 +13,8 @@
 #include "test_util.h"
 
 #include "big_graphs.h"
-#include "onnx_save.h"
-#include "optimizer.h"
+#include "load/onnx_save.h"
+#include "optimize/optimizer.h"
 
 static mf_evaluator *ev;
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "fuzz/onnx_build.h"
-#include "internal.h"
+#include "util/internal.h"
 #include "test_util.h"
 
 #define T_FLOAT ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the graph optimizer (core/optimizer.c, core/passes_*.c).
+ * Unit tests for the graph optimizer (core/optimize/optimizer.c, core/passes_*.c).
  *
  * Each case builds a small graph in the core's IR, runs it as built and as
  * optimized (both through sessions at optimization level 0, from the
@@ -13,10 +13,10 @@
 
 #include "test_util.h"
 
-#include "graph.h"
-#include "internal.h"
-#include "onnx_save.h"
-#include "optimizer.h"
+#include "graph/graph.h"
+#include "util/internal.h"
+#include "load/onnx_save.h"
+#include "optimize/optimizer.h"
 
 /* ---- building graphs ------------------------------------------------------ */
 

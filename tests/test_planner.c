@@ -1,4 +1,4 @@
-/* Unit tests of the arena planners on synthetic lifetimes (core/planner.c). */
+/* Unit tests of the arena planners on synthetic lifetimes (core/plan/planner.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "planner.h"
+#include "plan/planner.h"
 
 /* No two items alive at the same step may overlap in the arena, and every
  * item must fit inside it. */

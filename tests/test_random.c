@@ -155,7 +155,7 @@ static void test_random_normal(void **state) {
     assert_true(fabs(mean - 1.0) < 0.15);
     assert_true(fabs(sd - 2.0) < 0.12);
     /* No seed, yet both runs see the same draws: an op without inputs is
-     * folded into a constant when the session's plan is built (core/plan.c's
+     * folded into a constant when the session's plan is built (core/plan/plan.c's
      * fold_node does not skip random ops as the optimizer's folding does).
      * test_unseeded_like checks fresh draws where nothing folds. */
     minfer_tensor_free(y);

@@ -1,5 +1,5 @@
 /*
- * Unit tests for core/shape_infer.c: per-op output types and shapes, the
+ * Unit tests for core/shapes/shape_infer.c: per-op output types and shapes, the
  * broadcasting rules with unknown dims, and the errors a bad model gets.
  * Nodes are built by hand (an mf_node over a local attribute array).
  */
@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "graph.h"
-#include "internal.h"
-#include "shape_infer.h"
+#include "graph/graph.h"
+#include "util/internal.h"
+#include "shapes/shape_infer.h"
 
 #define MAX_ATTRS 8
 #define MAX_IN 6

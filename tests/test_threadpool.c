@@ -1,5 +1,5 @@
 /*
- * The session's fork-join pool (core/threadpool.c): every index of every
+ * The session's fork-join pool (core/exec/threadpool.c): every index of every
  * job runs exactly once, whatever the thread count, chunking, spinning
  * (MINFER_SPIN_US) or contention between callers; a call from inside a
  * chunk runs serially. Built also under ThreadSanitizer in CI.
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "threadpool.h"
+#include "exec/threadpool.h"
 
 #define MAX_N 4096
 

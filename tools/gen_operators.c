@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/core_ops.h"
+#include "../core/exec/core_ops.h"
 #include "../providers/cpu/cpu.h"
 
 static int by_op(const void *a, const void *b) {
@@ -78,7 +78,7 @@ int main(void) {
     free(k);
     size_t n_core = sizeof MF_CORE_OPS / sizeof MF_CORE_OPS[0];
     printf("\n## Run by the core\n\n"
-           "%zu ops run by the core itself (`core/control.c`, listed in `core/core_ops.h`),\n"
+           "%zu ops run by the core itself (`core/exec/control.c`, listed in `core/exec/core_ops.h`),\n"
            "whatever the provider list: they move tensors, sequences and optionals and run\n"
            "subgraphs, whose nodes go to the session's providers like any other. Any other\n"
            "op given a sequence or an optional is refused, except Identity. Element types:\n"

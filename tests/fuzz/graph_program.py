@@ -295,7 +295,7 @@ PROGRAMS = {
         ("Unique", [("d", "float", [2, 0], [])], 1, {"axis": 0})]),
     # Found by reading indexing.c after those: the same NULL + 0 in GatherND
     # and Compress on empty slices; DepthToSpace's blocksize squared
-    # overflowing (in core/shape_infer.c before the fixes; the
+    # overflowing (in core/shapes/shape_infer.c before the fixes; the
     # kernel checks it too now).
     "gathernd-empty-slices": (13, [
         ("GatherND", [("d", "float", [2, 0], []), ("n", [2, 1], [0, 1])], 1, {})]),

@@ -1,0 +1,544 @@
+/*
+ * Diagnostics: the profiling trace (Chrome trace-event JSON), FLOP
+ * estimates, run statistics and the Graphviz picture of a session.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "diag/diag.h"
+#include "util/fileio.h"
+#include "session/session.h"
+
+#define MAX_EVENTS 2000000 /* about 200 MB of trace; later events are counted, not kept */
+
+struct mf_trace {
+    pthread_mutex_t lock;
+    mf_trace_event *ev;
+    size_t n, cap;
+    size_t dropped;
+    double t0;
+    /* The last successful write, so that the session's write at free does
+     * not repeat one its owner made (and checked) with nothing new since. */
+    char *written_path;
+    size_t written_n, written_dropped;
+};
+
+double mf_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int mf_thread_id(void) {
+    static atomic_int next = 1;
+    static _Thread_local int id;
+    if (!id)
+        id = atomic_fetch_add(&next, 1);
+    return id;
+}
+
+mf_trace *mf_trace_new(double t0_ms) {
+    mf_trace *t = mf_calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    pthread_mutex_init(&t->lock, NULL);
+    t->t0 = t0_ms;
+    return t;
+}
+
+void mf_trace_free(mf_trace *t) {
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->ev[i].name);
+        json_decref(t->ev[i].args);
+    }
+    free(t->ev);
+    free(t->written_path);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+void mf_trace_add(mf_trace *t, const char *name, const char *cat, double start_ms, double dur_ms,
+                  json_t *args) {
+    if (!t) {
+        json_decref(args);
+        return;
+    }
+    char *n = mf_strdup(name ? name : "");
+    pthread_mutex_lock(&t->lock);
+    if (!n || t->n >= MAX_EVENTS) {
+        t->dropped++;
+        pthread_mutex_unlock(&t->lock);
+        free(n);
+        json_decref(args);
+        return;
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 1024;
+        mf_trace_event *e = mf_realloc(t->ev, cap * sizeof *e);
+        if (!e) {
+            t->dropped++;
+            pthread_mutex_unlock(&t->lock);
+            free(n);
+            json_decref(args);
+            return;
+        }
+        t->ev = e;
+        t->cap = cap;
+    }
+    mf_trace_event *e = &t->ev[t->n++];
+    e->name = n;
+    e->cat = cat;
+    e->ts_us = (start_ms - t->t0) * 1e3;
+    e->dur_us = dur_ms * 1e3;
+    e->tid = mf_thread_id();
+    e->args = args;
+    pthread_mutex_unlock(&t->lock);
+}
+
+json_t *mf_json_str(const char *s) {
+    json_t *j = json_string(s ? s : "");
+    if (j)
+        return j;
+    /* Not UTF-8 (json_string checks): keep each valid sequence, replace
+     * each other byte with U+FFFD. */
+    size_t len = strlen(s), o = 0;
+    char *buf = mf_malloc(3 * len + 1);
+    if (!buf)
+        return NULL;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        for (size_t m = 1; k && m < k; m++)
+            if (i + m >= len || ((unsigned char)s[i + m] & 0xc0) != 0x80)
+                k = 0;
+        if (k) {
+            memcpy(buf + o, s + i, k);
+            o += k;
+            i += k;
+        } else {
+            memcpy(buf + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
+    }
+    j = json_stringn(buf, o);
+    if (!j) { /* overlong forms and surrogates: keep the ASCII only */
+        o = 0;
+        for (size_t i = 0; i < len; i++)
+            if ((unsigned char)s[i] < 0x80)
+                buf[o++] = s[i];
+        j = json_stringn(buf, o);
+    }
+    free(buf);
+    return j;
+}
+
+/* The trace file: the envelope's keys, then the events one at a time (the
+ * trace can hold millions; jansson writes each one's JSON). */
+minfer_status mf_trace_write(mf_trace *t, const char *path) {
+    mf_outfile o;
+    minfer_status st;
+    int bad = 0;
+    pthread_mutex_lock(&t->lock);
+    if (t->written_path && strcmp(t->written_path, path) == 0 && t->written_n == t->n &&
+        t->written_dropped == t->dropped) {
+        pthread_mutex_unlock(&t->lock);
+        return MINFER_OK; /* already there, as it stands */
+    }
+    if ((st = mf_outfile_open(&o, path)) != MINFER_OK) {
+        pthread_mutex_unlock(&t->lock);
+        return mf_error_prefix(st, "profile");
+    }
+    FILE *f = o.f;
+    /* ", " and ": " on one line per event; times to 12 digits (ns for a
+     * trace of hours). */
+    const size_t flags = JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12);
+    json_t *other = json_pack("{s:s+, s:I}", "producer", "minfer ", MINFER_VERSION_STRING,
+                              "dropped_events", (json_int_t)t->dropped);
+    json_t *meta = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "process_name", "ph", "M",
+                             "pid", 1, "tid", 0, "args", "name", "minfer");
+    /* A failed dump with the stream in error is a write error, which the
+     * commit reports (a full disk, the file size limit); without, jansson
+     * ran out of memory. */
+    fputs("{\"displayTimeUnit\": \"ms\", \"otherData\": ", f);
+    bad |= !other || (json_dumpf(other, f, flags) != 0 && !ferror(f));
+    fputs(",\n\"traceEvents\": [\n", f);
+    bad |= !meta || (json_dumpf(meta, f, flags) != 0 && !ferror(f));
+    json_decref(other);
+    json_decref(meta);
+    for (size_t i = 0; i < t->n && !bad && !ferror(f); i++) {
+        const mf_trace_event *e = &t->ev[i];
+        json_t *ev = json_pack("{s:o, s:s, s:s, s:f, s:f, s:i, s:i}", "name", mf_json_str(e->name),
+                               "cat", e->cat, "ph", "X", "ts", e->ts_us, "dur", e->dur_us, "pid",
+                               1, "tid", e->tid);
+        if (ev && e->args)
+            json_object_set(ev, "args", e->args);
+        fputs(",\n", f);
+        bad |= !ev || (json_dumpf(ev, f, flags) != 0 && !ferror(f));
+        json_decref(ev);
+    }
+    fputs("\n]}\n", f);
+    if (bad) {
+        mf_outfile_abort(&o);
+        pthread_mutex_unlock(&t->lock);
+        return mf_error(MINFER_ERR_NOMEM, "profile: out of memory writing '%s'", path);
+    }
+    if ((st = mf_outfile_commit(&o)) != MINFER_OK) {
+        pthread_mutex_unlock(&t->lock);
+        return mf_error_prefix(st, "profile");
+    }
+    char *copy = mf_strdup(path);
+    if (copy) {
+        free(t->written_path);
+        t->written_path = copy;
+        t->written_n = t->n;
+        t->written_dropped = t->dropped;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return MINFER_OK;
+}
+
+/* ---- FLOP estimates ------------------------------------------------------ */
+
+static double numel(const minfer_tensor_view *v) {
+    if (!v || v->rank < 0)
+        return 0;
+    double n = 1;
+    for (int d = 0; d < v->rank; d++) {
+        if (v->dims[d] < 0)
+            return 0;
+        n *= (double)v->dims[d];
+    }
+    return n;
+}
+
+double mf_node_flops(const mf_node *n, const minfer_tensor_view *in, size_t n_in,
+                     const minfer_tensor_view *out, size_t n_out) {
+    const char *op = n->op_type;
+    double y = n_out ? numel(&out[0]) : 0;
+    if (!strcmp(op, "Conv") || !strcmp(op, "FusedConv") || !strcmp(op, "ConvTranspose")) {
+        /* 2 * outputs * (input channels per group * kernel size) */
+        if (n_in < 2 || in[1].rank < 2)
+            return 0;
+        double k = 1;
+        for (int d = 1; d < in[1].rank; d++)
+            k *= (double)in[1].dims[d];
+        /* ConvTranspose: every input element meets W's [C/g, k...] slice. */
+        if (!strcmp(op, "ConvTranspose"))
+            return 2.0 * numel(&in[0]) * k;
+        return 2.0 * y * k;
+    }
+    if (!strcmp(op, "Gemm") || !strcmp(op, "FusedGemm") || !strcmp(op, "MatMul") ||
+        !strcmp(op, "FusedMatMul")) {
+        if (n_in < 2 || in[0].rank < 1)
+            return 0;
+        int64_t k = in[0].dims[in[0].rank - 1];
+        if (!strcmp(op, "Gemm") || !strcmp(op, "FusedGemm")) {
+            int64_t ta = mf_attr_int(n, "transA", 0);
+            if (ta && in[0].rank == 2)
+                k = in[0].dims[0];
+        }
+        return 2.0 * y * (double)k;
+    }
+    if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) {
+        const int64_t *ks;
+        size_t nk = mf_attr_ints(n, "kernel_shape", &ks);
+        double k = 1;
+        for (size_t i = 0; i < nk; i++)
+            k *= (double)ks[i];
+        return y * k;
+    }
+    if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "GlobalMaxPool") ||
+        !strncmp(op, "Reduce", 6) || !strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") ||
+        !strcmp(op, "LayerNormalization"))
+        return n_in ? numel(&in[0]) * (strncmp(op, "Reduce", 6) ? 5.0 : 1.0) : 0;
+    if (!strcmp(op, "Attention")) {
+        if (n_in < 3 || in[0].rank < 2 || in[2].rank < 1)
+            return 0;
+        double sk = (double)in[1].dims[in[1].rank - 1];
+        double dv = (double)in[2].dims[in[2].rank - 1];
+        double d = (double)in[0].dims[in[0].rank - 1];
+        double rows = numel(&in[0]) / d;
+        return 2.0 * rows * sk * (d + dv);
+    }
+    /* Elementwise and everything else: one operation per output element,
+     * except pure data movement. */
+    static const char *movers[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
+                                   "Transpose", "Concat", "Gather", "Slice", "Shape",
+                                   "Expand", "Cast", "Split", "Tile", "Pad", "Constant"};
+    for (size_t i = 0; i < sizeof movers / sizeof movers[0]; i++)
+        if (!strcmp(op, movers[i]))
+            return 0;
+    return y;
+}
+
+int64_t mf_find_nan(const minfer_tensor_view *v, int *is_nan) {
+    if (!v->data || (v->dtype != MINFER_DTYPE_FLOAT && v->dtype != MINFER_DTYPE_DOUBLE))
+        return -1;
+    size_t esz = v->dtype == MINFER_DTYPE_FLOAT ? sizeof(float) : sizeof(double);
+    double n = numel(v);
+    for (int64_t e = 0; e < (int64_t)n; e++) {
+        double x = v->dtype == MINFER_DTYPE_FLOAT ? (double)((const float *)v->data)[e]
+                                                  : ((const double *)v->data)[e];
+        if (x != x || x - x != 0) {
+            *is_nan = x != x;
+            return e;
+        }
+    }
+    (void)esz;
+    return -1;
+}
+
+/* ---- statistics ------------------------------------------------------------ */
+
+void mf_stats_reset(mf_stats *st) {
+    memset(st, 0, sizeof *st);
+    st->since = mf_now_ms();
+}
+
+void mf_stats_add(mf_stats *st, double ms) {
+    if (st->runs == 0 || ms < st->min_ms)
+        st->min_ms = ms;
+    if (ms > st->max_ms)
+        st->max_ms = ms;
+    st->sum_ms += ms;
+    st->ring[st->runs % MF_STATS_RING] = ms;
+    st->runs++;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void mf_stats_report(const mf_stats *st, minfer_run_stats *out, double *scratch) {
+    memset(out, 0, sizeof *out);
+    out->runs = st->runs;
+    out->since_reset_s = (mf_now_ms() - st->since) / 1e3;
+    if (!st->runs)
+        return;
+    size_t n = st->runs < MF_STATS_RING ? (size_t)st->runs : MF_STATS_RING;
+    memcpy(scratch, st->ring, n * sizeof *scratch);
+    qsort(scratch, n, sizeof *scratch, cmp_double);
+    out->mean_ms = st->sum_ms / (double)st->runs;
+    out->min_ms = st->min_ms;
+    out->max_ms = st->max_ms;
+    out->p50_ms = scratch[(n - 1) / 2];
+    size_t k90 = (size_t)ceil(0.9 * (double)n);
+    out->p90_ms = scratch[k90 ? k90 - 1 : 0];
+    out->throughput = out->since_reset_s > 0 ? (double)st->runs / out->since_reset_s : 0;
+}
+
+/* ---- session-level diagnostics API ------------------------------------------ */
+
+minfer_status minfer_session_stats(const minfer_session *cs, minfer_run_stats *out) {
+    if (!cs || !out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_stats: NULL argument");
+    minfer_session *s = (minfer_session *)cs;
+    pthread_mutex_lock(&s->lock);
+    mf_stats_report(&s->stats, out, s->stats_scratch);
+    pthread_mutex_unlock(&s->lock);
+    return MINFER_OK;
+}
+
+minfer_status minfer_session_metadata(const minfer_session *s, minfer_model_metadata *out) {
+    if (!s || !out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_metadata: NULL argument");
+    const mf_model_meta *m = s->g->meta;
+    memset(out, 0, sizeof *out);
+    out->producer_name = m ? m->producer_name : "";
+    out->producer_version = m ? m->producer_version : "";
+    out->domain = m ? m->domain : "";
+    out->model_version = m ? m->model_version : 0;
+    out->ir_version = m ? m->ir_version : 0;
+    out->graph_name = s->g->name ? s->g->name : "";
+    out->doc_string = m ? m->doc_string : "";
+    out->graph_doc_string = m ? m->graph_doc_string : "";
+    out->n_props = m ? m->n_props : 0;
+    return MINFER_OK;
+}
+
+minfer_status minfer_session_metadata_prop(const minfer_session *s, size_t index, const char **key,
+                                           const char **value) {
+    if (!s || !key || !value)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_metadata_prop: NULL argument");
+    const mf_model_meta *m = s->g->meta;
+    if (!m || index >= m->n_props)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_session_metadata_prop: no entry %zu (the model has %zu)", index,
+                        m ? m->n_props : 0);
+    *key = m->keys[index];
+    *value = m->values[index];
+    return MINFER_OK;
+}
+
+int minfer_session_thread_count(const minfer_session *s) {
+    return s ? mf_pool_threads(s->pool) : 0;
+}
+
+minfer_status minfer_session_reset_stats(minfer_session *s) {
+    if (!s)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_reset_stats: NULL session");
+    pthread_mutex_lock(&s->lock);
+    mf_stats_reset(&s->stats);
+    pthread_mutex_unlock(&s->lock);
+    return MINFER_OK;
+}
+
+minfer_status minfer_session_node_profile(const minfer_session *cs, size_t index, double *total_ms,
+                                          uint64_t *runs, double *flops) {
+    if (!cs || index >= cs->g->n_nodes)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_node_profile: bad index %zu",
+                        index);
+    minfer_session *s = (minfer_session *)cs;
+    int i = s->g->order[index];
+    pthread_mutex_lock(&s->lock);
+    if (total_ms)
+        *total_ms = s->node_ms[i];
+    if (runs)
+        *runs = s->node_runs[i];
+    if (flops)
+        *flops = s->last_plan ? s->last_plan->nodes[i].flops : 0;
+    pthread_mutex_unlock(&s->lock);
+    return MINFER_OK;
+}
+
+minfer_status minfer_session_write_profile(minfer_session *s, const char *path) {
+    if (!s || !path)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_write_profile: NULL argument");
+    if (!s->trace)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "%s: profiling is off (minfer_options_set_profiling or MINFER_PROFILE)",
+                        s->errctx);
+    return mf_trace_write(s->trace, path);
+}
+
+static const char *const palette[] = {"#8ecae6", "#ffb703", "#90be6d", "#f28482",
+                                      "#cdb4db", "#f6bd60", "#84a59d"};
+
+/* Fill colour of provider index p (-1: folded constant). */
+const char *mf_provider_colour(int p) {
+    return p < 0 ? "#e0e0e0" : palette[(size_t)p % (sizeof palette / sizeof palette[0])];
+}
+
+/* s as the inside of a DOT string: '"' and '\\' escaped, control
+ * characters as spaces; cut to size (labels, not keys: ids are n<index>). */
+static void dot_id(char *out, size_t size, const char *s) {
+    size_t o = 0;
+    for (; s && *s && o + 2 < size; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            out[o++] = '\\';
+        out[o++] = c < 0x20 ? ' ' : (char)c;
+    }
+    out[o] = '\0';
+}
+
+minfer_status mf_write_dot(minfer_session *s, FILE *f) {
+    const mf_graph *g = s->g;
+    const mf_plan *p = s->last_plan ? s->last_plan : s->build;
+    char a[512], b[512], shp[160];
+    fprintf(f, "digraph minfer {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", "
+               "fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", "
+               "fontsize=8];\n");
+    /* legend */
+    fprintf(f, "  subgraph cluster_legend {\n    label=\"providers\"; fontsize=10;\n");
+    for (size_t j = 0; j < s->n_provs; j++)
+        fprintf(f, "    \"legend_%zu\" [label=\"%s\", fillcolor=\"%s\"];\n", j, s->provs[j].name,
+                mf_provider_colour((int)j));
+    fprintf(f, "    \"legend_const\" [label=\"constant (folded)\", fillcolor=\"%s\", "
+               "style=\"rounded,filled,dashed\"];\n  }\n",
+            mf_provider_colour(-1));
+    for (size_t k = 0; k < g->n_inputs; k++) {
+        const mf_value *v = &g->values[g->inputs[k]];
+        dot_id(a, sizeof a, v->name);
+        fprintf(f, "  \"v:%s\" [shape=ellipse, style=filled, fillcolor=white, label=\"%s\\n%s\"];\n",
+                a, a, mf_shape_str(p->vals[g->inputs[k]].view.dims, p->vals[g->inputs[k]].view.rank,
+                                   shp, sizeof shp));
+    }
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        int prov = s->assign[i];
+        const char *pname = prov >= 0                ? s->provs[prov].name
+                            : prov == MF_ASSIGN_CORE ? "core"
+                                                     : "constant";
+        snprintf(b, sizeof b, "n%d", i);
+        dot_id(a, sizeof a, n->name[0] ? n->name : b);
+        const minfer_tensor_view *ov =
+            n->n_outputs && n->outputs[0] >= 0 ? &p->vals[n->outputs[0]].view : NULL;
+        fprintf(f, "  \"n%d\" [label=\"%s%s%s\\n%s\\n%s\\n[%s]\", fillcolor=\"%s\"%s, "
+                   "tooltip=\"%s\"];\n",
+                i, n->domain[0] ? n->domain : "", n->domain[0] ? "::" : "", n->op_type, a,
+                ov ? mf_shape_str(ov->dims, ov->rank, shp, sizeof shp) : "", pname,
+                mf_provider_colour(prov), prov < 0 ? ", style=\"rounded,filled,dashed\"" : "", a);
+    }
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        int cdom = s->assign[i] >= 0 ? mf_dom_of_prov(s, s->assign[i]) : 0;
+        for (size_t j = 0; j < n->n_inputs; j++) {
+            int u = n->inputs[j];
+            if (u < 0)
+                continue;
+            const mf_value *v = &g->values[u];
+            if (v->initializer)
+                continue; /* weights would drown the picture */
+            int copy = 0;
+            if (v->producer >= 0 && s->assign[v->producer] >= 0)
+                copy = mf_dom_of_prov(s, s->assign[v->producer]) != cdom;
+            else if (v->is_input)
+                copy = cdom != 0;
+            dot_id(a, sizeof a, v->name);
+            if (v->producer >= 0)
+                fprintf(f, "  \"n%d\" -> \"n%d\"", v->producer, i);
+            else if (v->is_input)
+                fprintf(f, "  \"v:%s\" -> \"n%d\"", a, i);
+            else
+                continue;
+            if (copy)
+                fprintf(f, " [color=\"#d62828\", penwidth=2, label=\"copy\", fontcolor=\"#d62828\"]");
+            fprintf(f, ";\n");
+        }
+    }
+    for (size_t k = 0; k < g->n_outputs; k++) {
+        const mf_value *v = &g->values[g->outputs[k]];
+        dot_id(a, sizeof a, v->name);
+        fprintf(f, "  \"out:%s\" [shape=ellipse, style=filled, fillcolor=white, label=\"%s\\n%s\"];\n",
+                a, a,
+                mf_shape_str(p->vals[g->outputs[k]].view.dims, p->vals[g->outputs[k]].view.rank,
+                             shp, sizeof shp));
+        if (v->producer >= 0) {
+            int copy = s->assign[v->producer] >= 0 && mf_dom_of_prov(s, s->assign[v->producer]) != 0;
+            fprintf(f, "  \"n%d\" -> \"out:%s\"%s;\n", v->producer, a,
+                    copy ? " [color=\"#d62828\", penwidth=2, label=\"copy\", fontcolor=\"#d62828\"]"
+                         : "");
+        }
+    }
+    fprintf(f, "}\n");
+    return MINFER_OK;
+}
+
+minfer_status minfer_session_write_dot(minfer_session *s, const char *path) {
+    if (!s || !path)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_write_dot: NULL argument");
+    mf_outfile o;
+    minfer_status st = mf_outfile_open(&o, path);
+    if (st != MINFER_OK)
+        return st;
+    pthread_mutex_lock(&s->lock);
+    st = mf_write_dot(s, o.f);
+    pthread_mutex_unlock(&s->lock);
+    if (st != MINFER_OK) {
+        mf_outfile_abort(&o);
+        return st;
+    }
+    return mf_outfile_commit(&o);
+}

@@ -1,0 +1,1422 @@
+/*
+ * Ops the core runs itself: control flow (If, Loop, Scan, SequenceMap),
+ * sequences (SequenceEmpty, SequenceConstruct, SequenceInsert,
+ * SequenceErase, SequenceAt, SequenceLength, SplitToSequence,
+ * ConcatFromSequence) and optionals (Optional, OptionalHasElement,
+ * OptionalGetElement), plus any node that reads a sequence or an optional.
+ *
+ * They only move values and run subgraphs, so they live here rather than
+ * in a provider: a subgraph is built as a session of its own (its nodes go
+ * to the session's providers like any other), with the outer-scope values
+ * it reads passed as extra inputs. Every value these ops make is a fresh,
+ * owned minfer_tensor (a tensor, a sequence or an optional); containers
+ * are never changed once made, so a sequence op copies.
+ *
+ * In the core's views of an optional, layout (which only providers use for
+ * tensors) holds the kind the optional contains.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/core_ops.h"
+#include "session/session.h"
+
+int mf_core_op(const mf_node *n) {
+    if (strcmp(n->domain, "minfer") == 0) {
+        for (size_t k = 0; k < sizeof MF_CORE_MINFER_OPS / sizeof MF_CORE_MINFER_OPS[0]; k++)
+            if (strcmp(n->op_type, MF_CORE_MINFER_OPS[k].op_type) == 0)
+                return 1;
+        return 0;
+    }
+    if (n->domain[0])
+        return 0;
+    for (size_t k = 0; k < sizeof MF_CORE_OPS / sizeof MF_CORE_OPS[0]; k++)
+        if (strcmp(n->op_type, MF_CORE_OPS[k].op_type) == 0)
+            return 1;
+    return 0;
+}
+
+int mf_graph_has_control(const mf_graph *g, const char **why) {
+    for (size_t i = 0; i < g->n_nodes; i++)
+        if (mf_core_op(&g->nodes[i]) || g->nodes[i].n_implicit) {
+            if (why)
+                *why = g->nodes[i].op_type;
+            return 1;
+        }
+    for (size_t k = 0; k < g->n_inputs + g->n_outputs; k++) {
+        int vi = k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs];
+        if (g->values[vi].kind != MINFER_VALUE_TENSOR) {
+            if (why)
+                *why = g->values[vi].name;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int is_op(const mf_node *n, const char *op) { return strcmp(n->op_type, op) == 0; }
+
+/* The graph attributes of a control-flow op, in mf_core_sub order. */
+static size_t sub_names(const mf_node *n, const char **names) {
+    if (is_op(n, "If")) {
+        names[0] = "then_branch";
+        names[1] = "else_branch";
+        return 2;
+    }
+    if (is_op(n, "Loop") || is_op(n, "Scan") || is_op(n, "SequenceMap")) {
+        names[0] = "body";
+        return 1;
+    }
+    return 0;
+}
+
+/* Subgraph k of node i: the built session's graph, or the attribute's. */
+static const mf_graph *sub_graph(const minfer_session *s, int i, size_t k) {
+    if (s->subs && s->subs[2 * i + k].s)
+        return s->subs[2 * i + k].s->g;
+    const char *names[2];
+    const mf_node *n = &s->g->nodes[i];
+    if (k >= sub_names(n, names))
+        return NULL;
+    const mf_attr *a = mf_node_attr(n, names[k]);
+    return a && a->type == MINFER_ATTR_GRAPH ? a->g : NULL;
+}
+
+static size_t formal_inputs(const mf_node *n) { return n->n_inputs - n->n_implicit; }
+
+/* ---- inference ---------------------------------------------------------- */
+
+static void set_out(minfer_tensor_view *o, int32_t kind, int32_t dtype, int32_t rank) {
+    memset(o, 0, sizeof *o);
+    o->kind = kind;
+    o->dtype = dtype;
+    o->rank = rank;
+    for (int d = 0; d < MINFER_MAX_RANK; d++)
+        o->dims[d] = -1;
+}
+
+/* What subgraph output k declares. */
+static void from_decl(const mf_graph *sg, size_t k, minfer_tensor_view *o) {
+    if (!sg || k >= sg->n_outputs) {
+        set_out(o, MINFER_VALUE_TENSOR, 0, -1);
+        return;
+    }
+    const mf_value *v = &sg->values[sg->outputs[k]];
+    set_out(o, v->kind, v->dtype, -1);
+    if (v->kind == MINFER_VALUE_OPTIONAL)
+        o->layout = (uint64_t)v->contained;
+}
+
+minfer_status mf_core_infer(minfer_session *s, int i, const minfer_tensor_view *in,
+                            minfer_tensor_view *out, char *err, size_t err_size) {
+    const mf_node *n = &s->g->nodes[i];
+    size_t nin = formal_inputs(n);
+    for (size_t o = 0; o < n->n_outputs; o++)
+        set_out(&out[o], MINFER_VALUE_TENSOR, 0, -1);
+    if (n->n_outputs == 0)
+        return MINFER_OK;
+    int32_t dt0 = nin && n->inputs[0] >= 0 ? in[0].dtype : 0;
+    int32_t k0 = nin && n->inputs[0] >= 0 ? in[0].kind : MINFER_VALUE_TENSOR;
+    if (n->domain[0]) { /* minfer's OnesLike, ZerosLike, SumToShape: the shape of input 0 or 1 */
+        size_t like = is_op(n, "SumToShape") ? 1 : 0;
+        if (nin <= like || n->inputs[like] < 0) {
+            snprintf(err, err_size, "needs %zu inputs", like + 1);
+            return MINFER_ERR_MODEL;
+        }
+        out[0] = in[like];
+        out[0].dtype = dt0;
+        out[0].data = NULL;
+        out[0].nbytes = 0;
+        return MINFER_OK;
+    }
+    if (is_op(n, "If")) {
+        for (size_t o = 0; o < n->n_outputs; o++)
+            from_decl(sub_graph(s, i, 0), o, &out[o]);
+    } else if (is_op(n, "Loop") || is_op(n, "Scan")) {
+        int loop = is_op(n, "Loop");
+        size_t first = loop ? 2 : (n->opset < 9 ? 1 : 0);
+        int64_t m = mf_attr_int(n, "num_scan_inputs", 0);
+        size_t n_state = loop ? (nin > 2 ? nin - 2 : 0)
+                              : (nin >= first + (size_t)(m > 0 ? m : 0) ? nin - first - (size_t)m : 0);
+        const mf_graph *sg = sub_graph(s, i, 0);
+        for (size_t o = 0; o < n->n_outputs; o++) {
+            if (o < n_state && n->inputs[first + o] >= 0) {
+                set_out(&out[o], in[first + o].kind, in[first + o].dtype, -1);
+                out[o].layout = in[first + o].layout;
+            }
+            else
+                from_decl(sg, (loop ? 1 : 0) + o, &out[o]);
+        }
+    } else if (is_op(n, "SequenceMap")) {
+        const mf_graph *sg = sub_graph(s, i, 0);
+        for (size_t o = 0; o < n->n_outputs; o++) {
+            from_decl(sg, o, &out[o]);
+            out[o].kind = MINFER_VALUE_SEQUENCE;
+        }
+    } else if (is_op(n, "SequenceEmpty")) {
+        set_out(&out[0], MINFER_VALUE_SEQUENCE, (int32_t)mf_attr_int(n, "dtype", MINFER_DTYPE_FLOAT),
+                -1);
+    } else if (is_op(n, "SequenceConstruct") || is_op(n, "SequenceInsert") ||
+               is_op(n, "SequenceErase") || is_op(n, "SplitToSequence")) {
+        set_out(&out[0], MINFER_VALUE_SEQUENCE, dt0, -1);
+    } else if (is_op(n, "SequenceAt") || is_op(n, "ConcatFromSequence")) {
+        set_out(&out[0], MINFER_VALUE_TENSOR, dt0, -1);
+    } else if (is_op(n, "SequenceLength")) {
+        set_out(&out[0], MINFER_VALUE_TENSOR, MINFER_DTYPE_INT64, 0);
+    } else if (is_op(n, "OptionalHasElement")) {
+        set_out(&out[0], MINFER_VALUE_TENSOR, MINFER_DTYPE_BOOL, 0);
+    } else if (is_op(n, "Optional")) {
+        if (nin && n->inputs[0] >= 0) {
+            set_out(&out[0], MINFER_VALUE_OPTIONAL, dt0, -1);
+            out[0].layout = (uint64_t)k0;
+        } else {
+            const mf_attr *a = mf_node_attr(n, "type");
+            if (!a || a->type != MF_ATTR_TYPE_PROTO) {
+                snprintf(err, err_size, "an Optional with no input needs a 'type' attribute");
+                return MINFER_ERR_MODEL;
+            }
+            set_out(&out[0], MINFER_VALUE_OPTIONAL, (int32_t)(a->i & 0xff), -1);
+            out[0].layout = (uint64_t)(a->i >> 8);
+        }
+    } else if (is_op(n, "OptionalGetElement")) {
+        int32_t kind = k0 == MINFER_VALUE_OPTIONAL ? (int32_t)in[0].layout : k0;
+        set_out(&out[0], kind, dt0, -1);
+    } else {
+        /* any other op reading a container: Identity passes it through */
+        if (!is_op(n, "Identity")) {
+            snprintf(err, err_size, "%s does not take a %s input", n->op_type,
+                     k0 == MINFER_VALUE_SEQUENCE ? "sequence" : "optional");
+            return MINFER_ERR_UNSUPPORTED;
+        }
+        set_out(&out[0], k0, dt0, -1);
+        out[0].layout = in[0].layout;
+    }
+    return MINFER_OK;
+}
+
+/* ---- subgraph sessions -------------------------------------------------- */
+
+void mf_core_free(minfer_session *s) {
+    if (!s->subs)
+        return;
+    for (size_t k = 0; k < 2 * s->g->n_nodes; k++) {
+        minfer_session_free(s->subs[k].s);
+        free(s->subs[k].slot);
+    }
+    free(s->subs);
+    s->subs = NULL;
+}
+
+/* Checks that a subgraph's formal inputs and outputs fit node n. */
+static minfer_status check_arity(minfer_session *s, int i, const char *attr, const mf_graph *sg) {
+    const mf_node *n = &s->g->nodes[i];
+    size_t nin = formal_inputs(n), want_in = 0, want_out = n->n_outputs;
+    char lbl[512];
+    if (is_op(n, "Loop")) {
+        want_in = nin; /* iteration count and condition, then the carried values */
+        if (nin < 2)
+            goto bad_node;
+        want_out = 1 + n->n_outputs; /* condition, carried values, scan outputs */
+        if (n->n_outputs < nin - 2)
+            goto bad_node;
+    } else if (is_op(n, "Scan")) {
+        want_in = n->opset < 9 ? nin - (nin > 0) : nin;
+    } else if (is_op(n, "SequenceMap")) {
+        want_in = nin;
+    }
+    if (sg->n_inputs != want_in || sg->n_outputs != want_out)
+        return mf_error(MINFER_ERR_MODEL,
+                        "%s: %s: subgraph '%s' has %zu inputs and %zu outputs; the node needs %zu "
+                        "and %zu",
+                        s->errctx, mf_node_label(n, i, lbl, sizeof lbl), attr, sg->n_inputs,
+                        sg->n_outputs, want_in, want_out);
+    return MINFER_OK;
+bad_node:
+    return mf_error(MINFER_ERR_MODEL, "%s: %s has %zu inputs and %zu outputs, which a Loop cannot have",
+                    s->errctx, mf_node_label(n, i, lbl, sizeof lbl), nin, n->n_outputs);
+}
+
+minfer_status mf_core_build(minfer_session *s, const minfer_options *opt) {
+    mf_graph *g = s->g;
+    minfer_status st;
+    char lbl[512];
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        mf_node *n = &g->nodes[i];
+        const char *names[2];
+        size_t n_sub = mf_core_op(n) ? sub_names(n, names) : 0;
+        for (size_t k = 0; k < n_sub; k++) {
+            mf_attr *a = (mf_attr *)mf_node_attr(n, names[k]);
+            if (!a || a->type != MINFER_ATTR_GRAPH || !a->g)
+                return mf_error(MINFER_ERR_MODEL, "%s: %s has no graph attribute '%s'", s->errctx,
+                                mf_node_label(n, (int)i, lbl, sizeof lbl), names[k]);
+            mf_graph *sg = a->g;
+            if ((st = check_arity(s, (int)i, names[k], sg)) != MINFER_OK)
+                return st;
+            if (!s->subs && !(s->subs = mf_calloc(2 * g->n_nodes + 1, sizeof *s->subs)))
+                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+            mf_core_sub *sub = &s->subs[2 * i + k];
+            sub->n_formal = sg->n_inputs;
+            sub->slot = mf_malloc((sg->n_captures + 1) * sizeof *sub->slot);
+            int *inputs = mf_realloc(sg->inputs, (sg->n_inputs + sg->n_captures + 1) * sizeof *inputs);
+            if (!sub->slot || !inputs) {
+                if (inputs)
+                    sg->inputs = inputs;
+                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+            }
+            sg->inputs = inputs;
+            /* The outer-scope values become inputs, typed as the parent
+             * knows them; shapes vary from run to run. */
+            for (size_t c = 0; c < sg->n_captures; c++) {
+                mf_value *v = &sg->values[sg->captures[c]];
+                int pv = n->inputs[sg->capture_slot[c]];
+                const minfer_tensor_view *pview = &s->build->vals[pv].view;
+                v->kind = pview->kind;
+                v->contained = v->kind == MINFER_VALUE_OPTIONAL ? (int32_t)pview->layout : 0;
+                v->dtype = pview->dtype;
+                v->rank = -1;
+                v->is_input = 1;
+                sg->inputs[sg->n_inputs++] = sg->captures[c];
+                sub->slot[c] = sg->capture_slot[c];
+            }
+            sub->n_captures = sg->n_captures;
+            /* the opsets in force are the enclosing graphs' */
+            if (!sg->n_opsets) {
+                size_t n_ops = 0;
+                for (const mf_graph *p = g; p; p = p->parent)
+                    n_ops += p->n_opsets;
+                if (!(sg->opsets = mf_calloc(n_ops + 1, sizeof *sg->opsets)))
+                    return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+                for (const mf_graph *p = g; p; p = p->parent)
+                    for (size_t o = 0; o < p->n_opsets; o++) {
+                        mf_opset *dst = &sg->opsets[sg->n_opsets];
+                        if (!(dst->domain = mf_strdup(p->opsets[o].domain ? p->opsets[o].domain : "")))
+                            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+                        dst->version = p->opsets[o].version;
+                        sg->n_opsets++;
+                    }
+            }
+            sg->parent = NULL;
+            a->g = NULL; /* the subgraph session owns it now */
+            char ctx[1024];
+            snprintf(ctx, sizeof ctx, "%s: %s %s", s->errctx,
+                     mf_node_label(n, (int)i, lbl, sizeof lbl), names[k]);
+            if ((st = mf_session_create_sub(sg, opt, ctx, s, &sub->s)) != MINFER_OK)
+                return st;
+        }
+    }
+    return MINFER_OK;
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+/* A borrowed handle for a host view (tensor) or the container a view
+ * points at. */
+static const minfer_tensor *handle(const minfer_tensor_view *v, minfer_tensor *tmp) {
+    if (v->kind != MINFER_VALUE_TENSOR)
+        return (const minfer_tensor *)v->data;
+    memset(tmp, 0, sizeof *tmp);
+    tmp->view = *v;
+    tmp->view.data = v->data ? (char *)v->data + v->offset : NULL;
+    tmp->view.offset = 0;
+    return tmp;
+}
+
+static minfer_status clone_view(const minfer_tensor_view *v, minfer_tensor **out) {
+    minfer_tensor tmp;
+    return mf_tensor_clone(handle(v, &tmp), out);
+}
+
+static minfer_status scalar_int(const minfer_tensor_view *v, int64_t *out) {
+    int64_t n = 0;
+    if (v->kind != MINFER_VALUE_TENSOR || mf_numel(v->dims, v->rank, &n) != MINFER_OK || n != 1 ||
+        !v->data)
+        return MINFER_ERR_SHAPE;
+    const char *p = (const char *)v->data + v->offset;
+    if (v->dtype == MINFER_DTYPE_INT64)
+        memcpy(out, p, sizeof *out);
+    else if (v->dtype == MINFER_DTYPE_INT32) {
+        int32_t x;
+        memcpy(&x, p, sizeof x);
+        *out = x;
+    } else
+        return MINFER_ERR_TYPE;
+    return MINFER_OK;
+}
+
+static minfer_status scalar_bool(const minfer_tensor_view *v, int *out) {
+    int64_t n = 0;
+    if (v->kind != MINFER_VALUE_TENSOR || v->dtype != MINFER_DTYPE_BOOL ||
+        mf_numel(v->dims, v->rank, &n) != MINFER_OK || n != 1 || !v->data)
+        return MINFER_ERR_TYPE;
+    *out = ((const unsigned char *)v->data)[v->offset] != 0;
+    return MINFER_OK;
+}
+
+static minfer_status new_scalar(int32_t dtype, int64_t value, minfer_tensor **out) {
+    minfer_status st = mf_tensor_new(dtype, NULL, 0, out);
+    if (st != MINFER_OK)
+        return st;
+    if (dtype == MINFER_DTYPE_INT64)
+        memcpy((*out)->view.data, &value, sizeof value);
+    else
+        *(unsigned char *)(*out)->view.data = value != 0;
+    return MINFER_OK;
+}
+
+/* Copies n elements, duplicating strings. */
+static minfer_status copy_elems(void *dst, const void *src, size_t n, int32_t dtype) {
+    if (dtype != MINFER_DTYPE_STRING) {
+        if (n)
+            memcpy(dst, src, n * minfer_dtype_size((minfer_dtype)dtype));
+        return MINFER_OK;
+    }
+    char **d = dst;
+    char *const *s = src;
+    for (size_t e = 0; e < n; e++) {
+        free(d[e]);
+        if (!(d[e] = mf_strdup(s[e] ? s[e] : "")))
+            return mf_error(MINFER_ERR_NOMEM, "out of memory copying strings");
+    }
+    return MINFER_OK;
+}
+
+static size_t prod(const int64_t *dims, int from, int to) {
+    size_t p = 1;
+    for (int d = from; d < to; d++)
+        p *= (size_t)dims[d];
+    return p;
+}
+
+/* [start, start + len) of t along axis; the axis is dropped when !keep. */
+static minfer_status take(const minfer_tensor *t, int axis, int64_t start, int64_t len, int keep,
+                          minfer_tensor **out) {
+    int64_t dims[MINFER_MAX_RANK];
+    int rank = 0;
+    for (int d = 0; d < t->view.rank; d++) {
+        if (d == axis && !keep)
+            continue;
+        dims[rank++] = d == axis ? len : t->view.dims[d];
+    }
+    minfer_status st = mf_tensor_new(t->view.dtype, dims, rank, out);
+    if (st != MINFER_OK)
+        return st;
+    size_t es = minfer_dtype_size((minfer_dtype)t->view.dtype);
+    size_t outer = prod(t->view.dims, 0, axis), inner = prod(t->view.dims, axis + 1, t->view.rank);
+    size_t ax = (size_t)t->view.dims[axis];
+    const char *src = t->view.data;
+    char *dst = (*out)->view.data;
+    for (size_t o = 0; o < outer; o++) {
+        st = copy_elems(dst + o * (size_t)len * inner * es,
+                        src + (o * ax + (size_t)start) * inner * es, (size_t)len * inner,
+                        t->view.dtype);
+        if (st != MINFER_OK) {
+            minfer_tensor_free(*out);
+            *out = NULL;
+            return st;
+        }
+    }
+    return MINFER_OK;
+}
+
+/* Joins items along axis (a new axis of size 1 per item when stack),
+ * last item first when reverse. */
+static minfer_status join(minfer_tensor *const *items, size_t n, int axis, int stack, int reverse,
+                          uint64_t max_bytes, const char *what, minfer_tensor **out) {
+    const minfer_tensor *t0 = items[0];
+    int rank = t0->view.rank + (stack ? 1 : 0);
+    int64_t dims[MINFER_MAX_RANK], total = 0;
+    char a[128], b[128];
+    if (rank > MINFER_MAX_RANK)
+        return mf_error(MINFER_ERR_LIMIT, "%s: joining gives rank %d, above %d", what, rank,
+                        MINFER_MAX_RANK);
+    if (axis < 0 || axis >= rank)
+        return mf_error(MINFER_ERR_MODEL, "%s: axis %d is out of range for rank %d", what, axis,
+                        rank);
+    for (size_t k = 0; k < n; k++) {
+        const minfer_tensor_view *v = &items[k]->view;
+        int bad = v->dtype != t0->view.dtype || v->rank != t0->view.rank;
+        for (int d = 0; !bad && d < v->rank; d++)
+            bad = v->dims[d] != t0->view.dims[d] && (stack || d != axis);
+        if (bad)
+            return mf_error(MINFER_ERR_SHAPE, "%s: element %zu is %s %s, element 0 is %s %s", what,
+                            k, minfer_dtype_name((minfer_dtype)v->dtype),
+                            mf_shape_str(v->dims, v->rank, a, sizeof a),
+                            minfer_dtype_name((minfer_dtype)t0->view.dtype),
+                            mf_shape_str(t0->view.dims, t0->view.rank, b, sizeof b));
+        total += stack ? 1 : v->dims[axis];
+    }
+    for (int d = 0, src = 0; d < rank; d++) {
+        if (stack && d == axis) {
+            dims[d] = total;
+            continue;
+        }
+        dims[d] = d == axis ? total : t0->view.dims[src];
+        src++;
+    }
+    int64_t numel;
+    uint64_t esz = minfer_dtype_size((minfer_dtype)t0->view.dtype);
+    if (mf_numel(dims, rank, &numel) != MINFER_OK || (esz && (uint64_t)numel > max_bytes / esz))
+        return mf_error(MINFER_ERR_LIMIT, "%s: joining %zu elements gives %s %s, above the tensor "
+                        "limit of %llu bytes", what, n,
+                        minfer_dtype_name((minfer_dtype)t0->view.dtype),
+                        mf_shape_str(dims, rank, a, sizeof a), (unsigned long long)max_bytes);
+    minfer_status st = mf_tensor_new(t0->view.dtype, dims, rank, out);
+    if (st != MINFER_OK)
+        return st;
+    size_t es = minfer_dtype_size((minfer_dtype)t0->view.dtype);
+    size_t outer = prod(dims, 0, axis), inner = prod(dims, axis + 1, rank);
+    char *dst = (*out)->view.data;
+    for (size_t o = 0; o < outer; o++)
+        for (size_t k = 0; k < n; k++) {
+            const minfer_tensor *it = items[reverse ? n - 1 - k : k];
+            size_t chunk = (stack ? 1 : (size_t)it->view.dims[axis]) * inner;
+            st = copy_elems(dst, (const char *)it->view.data + o * chunk * es, chunk,
+                            t0->view.dtype);
+            if (st != MINFER_OK) {
+                minfer_tensor_free(*out);
+                *out = NULL;
+                return st;
+            }
+            dst += chunk * es;
+        }
+    return MINFER_OK;
+}
+
+static void free_all(minfer_tensor **v, size_t n) {
+    for (size_t k = 0; k < n; k++) {
+        minfer_tensor_free(v[k]);
+        v[k] = NULL;
+    }
+}
+
+/* ---- running a subgraph ------------------------------------------------- */
+
+/* Runs subgraph session k of node i on its formal inputs and the node's
+ * captured inputs; out receives its outputs (owned). */
+static minfer_status run_sub(minfer_session *s, mf_budget *b, int i, size_t k,
+                             const minfer_tensor *const *formal, const minfer_tensor_view *node_in,
+                             minfer_tensor **out) {
+    const mf_core_sub *sub = &s->subs[2 * i + k];
+    minfer_session *child = sub->s;
+    const mf_graph *cg = child->g;
+    size_t n_in = cg->n_inputs;
+    const char *names_stack[32];
+    const minfer_tensor *ins_stack[32];
+    minfer_tensor tmp_stack[16], *tmps = tmp_stack;
+    const char **names = names_stack;
+    const minfer_tensor **ins = ins_stack;
+    minfer_status st;
+    if (n_in > 32 || sub->n_captures > 16) {
+        names = mf_malloc((n_in + 1) * sizeof *names);
+        ins = mf_malloc((n_in + 1) * sizeof *ins);
+        tmps = mf_malloc((sub->n_captures + 1) * sizeof *tmps);
+        if (!names || !ins || !tmps) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+            goto done;
+        }
+    }
+    /* A formal input declared optional takes a plain value as an optional
+     * holding it (a Loop's carried optional comes back from the body as
+     * the value itself); wrappers borrow the value. */
+    minfer_tensor wraps[8];
+    const minfer_tensor *wrapped[8];
+    size_t n_wraps = 0;
+    for (size_t j = 0; j < n_in; j++) {
+        const mf_value *cv = &cg->values[cg->inputs[j]];
+        names[j] = cv->name;
+        ins[j] = j < sub->n_formal ? formal[j]
+                                   : handle(&node_in[sub->slot[j - sub->n_formal]],
+                                            &tmps[j - sub->n_formal]);
+        if (j < sub->n_formal && ins[j] && cv->kind == MINFER_VALUE_OPTIONAL &&
+            ins[j]->view.kind != MINFER_VALUE_OPTIONAL && n_wraps < 8) {
+            minfer_tensor *w = &wraps[n_wraps];
+            memset(w, 0, sizeof *w);
+            wrapped[n_wraps] = ins[j];
+            w->view.kind = MINFER_VALUE_OPTIONAL;
+            w->view.dtype = ins[j]->view.dtype;
+            w->contained = ins[j]->view.kind;
+            w->items = (minfer_tensor **)(void *)&wrapped[n_wraps];
+            w->count = 1;
+            ins[j] = w;
+            n_wraps++;
+        }
+    }
+    for (size_t o = 0; o < cg->n_outputs; o++)
+        out[o] = NULL;
+    st = mf_session_run_sub(child, b, names, ins, n_in, out, cg->n_outputs);
+done:
+    if (names != names_stack) {
+        free(names);
+        free(ins);
+        free(tmps);
+    }
+    return st;
+}
+
+/* ---- the ops ------------------------------------------------------------ */
+
+typedef struct core_call {
+    minfer_session *s;
+    mf_budget *b; /* the run's */
+    int i;
+    const mf_node *n;
+    const minfer_tensor_view *in;
+    size_t nin;
+    minfer_tensor **out;
+    char lbl[512];
+} core_call;
+
+#define FAIL(cc, st, ...) fail_msg((cc), (st), __VA_ARGS__)
+static minfer_status fail_msg(core_call *cc, minfer_status st, const char *fmt, ...)
+    MF_PRINTF(3, 4);
+static minfer_status fail_msg(core_call *cc, minfer_status st, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mf_error(st, "%s: %s: %s", cc->s->errctx, cc->lbl, msg);
+}
+
+static int present(const core_call *cc, size_t j) {
+    return j < cc->nin && cc->n->inputs[j] >= 0;
+}
+
+static const minfer_tensor *seq_in(core_call *cc, size_t j) {
+    if (!present(cc, j) || cc->in[j].kind != MINFER_VALUE_SEQUENCE)
+        return NULL;
+    return (const minfer_tensor *)cc->in[j].data;
+}
+
+/* A position input in [-n, n + extra). */
+static minfer_status position(core_call *cc, size_t j, int64_t n, int64_t extra, int64_t def,
+                              int64_t *out) {
+    if (!present(cc, j)) {
+        *out = def;
+        return MINFER_OK;
+    }
+    int64_t p;
+    if (scalar_int(&cc->in[j], &p) != MINFER_OK)
+        return FAIL(cc, MINFER_ERR_TYPE, "position must be an int32 or int64 scalar");
+    if (p < -n || p >= n + extra)
+        return FAIL(cc, MINFER_ERR_RUNTIME, "position %lld is out of range for a sequence of %lld",
+                    (long long)p, (long long)n);
+    *out = p < 0 ? p + n : p;
+    return MINFER_OK;
+}
+
+/* A copy of seq with item inserted at pos (or with pos erased). */
+static minfer_status seq_edit(core_call *cc, const minfer_tensor *seq, int64_t pos,
+                              const minfer_tensor *item, minfer_tensor **out) {
+    minfer_tensor *r = NULL, *c = NULL;
+    minfer_status st = mf_sequence_new(seq->view.dtype, &r);
+    for (size_t k = 0; st == MINFER_OK && k <= seq->count; k++) {
+        if ((int64_t)k == pos && item) {
+            if ((st = mf_tensor_clone(item, &c)) == MINFER_OK && (st = mf_sequence_push(r, c)) != MINFER_OK)
+                minfer_tensor_free(c);
+        }
+        if (k == seq->count || ((int64_t)k == pos && !item) || st != MINFER_OK)
+            continue;
+        if ((st = mf_tensor_clone(seq->items[k], &c)) == MINFER_OK &&
+            (st = mf_sequence_push(r, c)) != MINFER_OK)
+            minfer_tensor_free(c);
+    }
+    if (st != MINFER_OK) {
+        minfer_tensor_free(r);
+        return mf_error_prefix(st, "%s: %s", cc->s->errctx, cc->lbl);
+    }
+    *out = r;
+    return MINFER_OK;
+}
+
+static minfer_status op_sequence(core_call *cc) {
+    const mf_node *n = cc->n;
+    minfer_status st = MINFER_OK;
+    minfer_tensor *r = NULL, *c = NULL;
+    minfer_tensor tmp;
+    if (is_op(n, "SequenceEmpty")) {
+        int64_t dt = mf_attr_int(n, "dtype", MINFER_DTYPE_FLOAT);
+        if (!minfer_dtype_size((minfer_dtype)dt))
+            return FAIL(cc, MINFER_ERR_MODEL, "unknown dtype %lld", (long long)dt);
+        st = mf_sequence_new((int32_t)dt, &r);
+    } else if (is_op(n, "SequenceConstruct")) {
+        if (cc->nin == 0)
+            return FAIL(cc, MINFER_ERR_MODEL, "no inputs");
+        for (size_t j = 0; j < cc->nin; j++)
+            if (!present(cc, j) || cc->in[j].kind != MINFER_VALUE_TENSOR ||
+                cc->in[j].dtype != cc->in[0].dtype)
+                return FAIL(cc, MINFER_ERR_TYPE, "input %zu is not a %s tensor", j,
+                            minfer_dtype_name((minfer_dtype)cc->in[0].dtype));
+        st = mf_sequence_new(cc->in[0].dtype, &r);
+        for (size_t j = 0; st == MINFER_OK && j < cc->nin; j++)
+            if ((st = clone_view(&cc->in[j], &c)) == MINFER_OK &&
+                (st = mf_sequence_push(r, c)) != MINFER_OK)
+                minfer_tensor_free(c);
+    } else {
+        const minfer_tensor *seq = seq_in(cc, 0);
+        if (!seq && !is_op(n, "SplitToSequence"))
+            return FAIL(cc, MINFER_ERR_TYPE, "input 0 is not a sequence");
+        int64_t len = seq ? (int64_t)seq->count : 0, pos = 0;
+        if (is_op(n, "SequenceInsert")) {
+            if (!present(cc, 1) || cc->in[1].kind != MINFER_VALUE_TENSOR ||
+                cc->in[1].dtype != seq->view.dtype)
+                return FAIL(cc, MINFER_ERR_TYPE, "input 1 is not a %s tensor",
+                            minfer_dtype_name((minfer_dtype)seq->view.dtype));
+            if ((st = position(cc, 2, len, 1, len, &pos)) != MINFER_OK)
+                return st;
+            st = seq_edit(cc, seq, pos, handle(&cc->in[1], &tmp), &r);
+        } else if (is_op(n, "SequenceErase")) {
+            if (len == 0)
+                return FAIL(cc, MINFER_ERR_RUNTIME, "erasing from an empty sequence");
+            if ((st = position(cc, 1, len, 0, len - 1, &pos)) != MINFER_OK)
+                return st;
+            st = seq_edit(cc, seq, pos, NULL, &r);
+        } else if (is_op(n, "SequenceAt")) {
+            if (!present(cc, 1))
+                return FAIL(cc, MINFER_ERR_MODEL, "no position");
+            if ((st = position(cc, 1, len, 0, 0, &pos)) != MINFER_OK)
+                return st;
+            st = mf_tensor_clone(seq->items[pos], &r);
+        } else if (is_op(n, "SequenceLength")) {
+            st = new_scalar(MINFER_DTYPE_INT64, len, &r);
+        } else if (is_op(n, "ConcatFromSequence")) {
+            int stack = mf_attr_int(n, "new_axis", 0) != 0;
+            const mf_attr *ax = mf_node_attr(n, "axis");
+            if (!ax || ax->type != MINFER_ATTR_INT)
+                return FAIL(cc, MINFER_ERR_MODEL, "no 'axis' attribute");
+            if (len == 0)
+                return FAIL(cc, MINFER_ERR_RUNTIME, "concatenating an empty sequence");
+            int64_t rank = seq->items[0]->view.rank + stack, axis = ax->i;
+            if (axis < -rank || axis >= rank)
+                return FAIL(cc, MINFER_ERR_MODEL, "axis %lld is out of range for rank %lld",
+                            (long long)axis, (long long)rank);
+            if (axis < 0)
+                axis += rank;
+            st = join(seq->items, seq->count, (int)axis, stack, 0, cc->s->limits.max_tensor_bytes,
+                      cc->lbl, &r);
+        } else { /* SplitToSequence */
+            if (!present(cc, 0) || cc->in[0].kind != MINFER_VALUE_TENSOR)
+                return FAIL(cc, MINFER_ERR_TYPE, "input 0 is not a tensor");
+            const minfer_tensor *t = handle(&cc->in[0], &tmp);
+            int64_t rank = t->view.rank, axis = mf_attr_int(n, "axis", 0);
+            if (axis < -rank || axis >= rank || rank == 0)
+                return FAIL(cc, MINFER_ERR_MODEL, "axis %lld is out of range for rank %lld",
+                            (long long)axis, (long long)rank);
+            if (axis < 0)
+                axis += rank;
+            int64_t dim = t->view.dims[axis], chunk = 1, n_chunks = dim;
+            const minfer_tensor_view *sizes = NULL; /* a 1-D split */
+            int keep = 1;
+            if (present(cc, 1)) {
+                const minfer_tensor_view *sv = &cc->in[1];
+                int64_t ns = 0;
+                if (mf_numel(sv->dims, sv->rank, &ns) != MINFER_OK ||
+                    (sv->dtype != MINFER_DTYPE_INT64 && sv->dtype != MINFER_DTYPE_INT32) || !sv->data)
+                    return FAIL(cc, MINFER_ERR_TYPE, "split must be int32 or int64");
+                if (sv->rank == 0) {
+                    if (scalar_int(sv, &chunk) != MINFER_OK || chunk <= 0)
+                        return FAIL(cc, MINFER_ERR_RUNTIME, "split must be positive");
+                    n_chunks = (dim + chunk - 1) / chunk;
+                } else {
+                    n_chunks = ns;
+                    int64_t sum = 0;
+                    for (int64_t k = 0; k < ns; k++) {
+                        int64_t v = sv->dtype == MINFER_DTYPE_INT64
+                                        ? ((const int64_t *)sv->data)[k]
+                                        : ((const int32_t *)sv->data)[k];
+                        if (v < 0)
+                            return FAIL(cc, MINFER_ERR_RUNTIME, "split %lld is negative",
+                                        (long long)v);
+                        sum += v;
+                    }
+                    if (sum != dim)
+                        return FAIL(cc, MINFER_ERR_SHAPE,
+                                    "split sizes add up to %lld, the axis has %lld", (long long)sum,
+                                    (long long)dim);
+                    sizes = sv;
+                }
+            } else
+                keep = mf_attr_int(n, "keepdims", 1) != 0;
+            st = mf_sequence_new(t->view.dtype, &r);
+            for (int64_t k = 0, at = 0; st == MINFER_OK && k < n_chunks; k++) {
+                int64_t sz = chunk;
+                if (sizes)
+                    sz = sizes->dtype == MINFER_DTYPE_INT64 ? ((const int64_t *)sizes->data)[k]
+                                                            : ((const int32_t *)sizes->data)[k];
+                else if (at + sz > dim)
+                    sz = dim - at;
+                if ((st = take(t, (int)axis, at, sz, keep, &c)) == MINFER_OK &&
+                    (st = mf_sequence_push(r, c)) != MINFER_OK)
+                    minfer_tensor_free(c);
+                at += sz;
+            }
+        }
+    }
+    if (st != MINFER_OK) {
+        minfer_tensor_free(r);
+        return mf_error_prefix(st, "%s: %s", cc->s->errctx, cc->lbl);
+    }
+    cc->out[0] = r;
+    return MINFER_OK;
+}
+
+static minfer_status op_optional(core_call *cc) {
+    const mf_node *n = cc->n;
+    minfer_status st = MINFER_OK;
+    minfer_tensor *r = NULL, *c = NULL;
+    const minfer_tensor_view *v = present(cc, 0) ? &cc->in[0] : NULL;
+    if (is_op(n, "Optional")) {
+        if (v) {
+            if (v->kind == MINFER_VALUE_OPTIONAL)
+                return FAIL(cc, MINFER_ERR_TYPE, "an optional cannot hold an optional");
+            if ((st = clone_view(v, &c)) == MINFER_OK &&
+                (st = mf_optional_new(c, c->view.kind, c->view.dtype, &r)) != MINFER_OK)
+                minfer_tensor_free(c);
+        } else {
+            const mf_attr *a = mf_node_attr(n, "type");
+            if (!a || a->type != MF_ATTR_TYPE_PROTO)
+                return FAIL(cc, MINFER_ERR_MODEL, "an Optional with no input needs a 'type'");
+            st = mf_optional_new(NULL, (int32_t)(a->i >> 8), (int32_t)(a->i & 0xff), &r);
+        }
+    } else if (is_op(n, "OptionalHasElement")) {
+        int has = v && (v->kind != MINFER_VALUE_OPTIONAL ||
+                        ((const minfer_tensor *)v->data)->count > 0);
+        st = new_scalar(MINFER_DTYPE_BOOL, has, &r);
+    } else { /* OptionalGetElement */
+        if (!v)
+            return FAIL(cc, MINFER_ERR_MODEL, "no input");
+        if (v->kind == MINFER_VALUE_OPTIONAL) {
+            const minfer_tensor *o = v->data;
+            if (o->count == 0)
+                return FAIL(cc, MINFER_ERR_RUNTIME, "the optional input is empty");
+            st = mf_tensor_clone(o->items[0], &r);
+        } else
+            st = clone_view(v, &r);
+    }
+    if (st != MINFER_OK) {
+        minfer_tensor_free(r);
+        return mf_error_prefix(st, "%s: %s", cc->s->errctx, cc->lbl);
+    }
+    cc->out[0] = r;
+    return MINFER_OK;
+}
+
+static minfer_status op_if(core_call *cc) {
+    int cond;
+    if (!present(cc, 0) || scalar_bool(&cc->in[0], &cond) != MINFER_OK)
+        return FAIL(cc, MINFER_ERR_TYPE, "the condition must be a bool tensor of one element");
+    /* the branch session's messages name the node and the branch */
+    minfer_status st = run_sub(cc->s, cc->b, cc->i, cond ? 0 : 1, NULL, cc->in, cc->out);
+    if (st != MINFER_OK)
+        return st;
+    /* A branch must give what the graph declares for the If's outputs (and
+     * what inference promised from the then-branch): callers read
+     * output_info and the types the plan gave downstream nodes. */
+    static const char *const kinds[] = {"a tensor", "a sequence", "an optional"};
+    const minfer_session *s = cc->s;
+    char a[160], b[160];
+    for (size_t o = 0; o < cc->n->n_outputs; o++) {
+        int vi = cc->n->outputs[o];
+        const minfer_tensor *t = cc->out[o];
+        if (vi < 0 || !t)
+            continue;
+        const mf_value *v = &s->g->values[vi];
+        const minfer_tensor_view *inf = s->build ? &s->build->vals[vi].view : NULL;
+        int32_t want = v->dtype ? v->dtype : inf ? inf->dtype : 0;
+        const char *branch = cond ? "then_branch" : "else_branch";
+        /* a value declared optional may come as the value it holds; an
+         * undeclared one (dtype 0) has no kind to check */
+        if (v->dtype && t->view.kind != v->kind &&
+            !(v->kind == MINFER_VALUE_OPTIONAL && t->view.kind == v->contained))
+            st = FAIL(cc, MINFER_ERR_TYPE, "%s output %zu is %s, but '%s' is declared %s", branch,
+                      o, kinds[t->view.kind % 3], v->name, kinds[v->kind % 3]);
+        else if (want && t->view.dtype != want)
+            st = FAIL(cc, MINFER_ERR_TYPE, "%s output %zu is %s, but '%s' is declared %s", branch,
+                      o, minfer_dtype_name((minfer_dtype)t->view.dtype), v->name,
+                      minfer_dtype_name((minfer_dtype)want));
+        else if (t->view.kind == MINFER_VALUE_TENSOR && v->rank >= 0) {
+            int bad = t->view.rank != v->rank;
+            for (int d = 0; !bad && d < v->rank; d++)
+                bad = v->dims[d] >= 0 && t->view.dims[d] != v->dims[d];
+            if (bad)
+                st = FAIL(cc, MINFER_ERR_SHAPE, "%s output %zu has shape %s, but '%s' is "
+                          "declared %s", branch, o,
+                          mf_shape_str(t->view.dims, t->view.rank, a, sizeof a), v->name,
+                          mf_shape_str(v->dims, v->rank, b, sizeof b));
+        }
+        if (st != MINFER_OK) {
+            free_all(cc->out, cc->n->n_outputs);
+            return st;
+        }
+    }
+    return MINFER_OK;
+}
+
+/* Loop: body(iteration, condition, carried...) -> (condition, carried...,
+ * scan outputs...); scan outputs are stacked along a new first axis. */
+static minfer_status op_loop(core_call *cc) {
+    minfer_session *s = cc->s;
+    const mf_node *n = cc->n;
+    size_t n_carried = cc->nin - 2, n_scan = n->n_outputs - n_carried;
+    size_t n_body_out = 1 + n_carried + n_scan;
+    int64_t trip = -1;
+    int cond = 1;
+    minfer_status st = MINFER_OK;
+    if (present(cc, 0) && scalar_int(&cc->in[0], &trip) != MINFER_OK)
+        return FAIL(cc, MINFER_ERR_TYPE, "the trip count M must be an int64 scalar");
+    if (present(cc, 1) && scalar_bool(&cc->in[1], &cond) != MINFER_OK)
+        return FAIL(cc, MINFER_ERR_TYPE, "the condition must be a bool scalar");
+    /* carried (n_carried), body outputs (n_body_out), body inputs
+     * (2 + n_carried), each with a spare slot */
+    size_t n_alloc = (n_carried + 1) + (n_body_out + 1) + (2 + n_carried + 1);
+    void **blk = mf_calloc(n_alloc, sizeof(void *));
+    if (!blk)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+    minfer_tensor **carried = (minfer_tensor **)blk;            /* owned, n_carried */
+    minfer_tensor **bout = carried + n_carried + 1;              /* n_body_out */
+    const minfer_tensor **bin = (const minfer_tensor **)(bout + n_body_out + 1); /* 2 + n_carried */
+    minfer_tensor **scans_owner = NULL; /* per scan output: items, grown */
+    size_t n_iter = 0, cap_iter = 0;
+    minfer_tensor *iter_t = NULL, *cond_t = NULL;
+    for (size_t k = 0; k < n_carried; k++)
+        if ((st = clone_view(&cc->in[2 + k], &carried[k])) != MINFER_OK)
+            goto done;
+    if ((st = new_scalar(MINFER_DTYPE_INT64, 0, &iter_t)) != MINFER_OK ||
+        (st = new_scalar(MINFER_DTYPE_BOOL, cond, &cond_t)) != MINFER_OK)
+        goto done;
+    for (int64_t it = 0; cond && (trip < 0 || it < trip); it++) {
+        if ((st = mf_budget_iteration(cc->b, s, cc->i)) != MINFER_OK)
+            goto done;
+        *(int64_t *)iter_t->view.data = it;
+        *(unsigned char *)cond_t->view.data = (unsigned char)cond;
+        bin[0] = iter_t;
+        bin[1] = cond_t;
+        for (size_t k = 0; k < n_carried; k++)
+            bin[2 + k] = carried[k];
+        if ((st = run_sub(s, cc->b, cc->i, 0, bin, cc->in, bout)) != MINFER_OK) {
+            mf_error_prefix(st, "iteration %lld", (long long)it);
+            goto done;
+        }
+        if (scalar_bool(&bout[0]->view, &cond) != MINFER_OK) {
+            st = FAIL(cc, MINFER_ERR_TYPE, "the body's condition output is not a bool scalar");
+            free_all(bout, n_body_out);
+            goto done;
+        }
+        minfer_tensor_free(bout[0]);
+        bout[0] = NULL;
+        for (size_t k = 0; k < n_carried; k++) {
+            minfer_tensor_free(carried[k]);
+            carried[k] = bout[1 + k];
+            bout[1 + k] = NULL;
+        }
+        if (n_scan) {
+            if (n_iter == cap_iter) {
+                size_t cap = cap_iter ? cap_iter * 2 : 16;
+                minfer_tensor **grown = mf_realloc(scans_owner, cap * n_scan * sizeof *grown);
+                if (!grown) {
+                    free_all(bout + 1 + n_carried, n_scan);
+                    st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+                    goto done;
+                }
+                scans_owner = grown;
+                cap_iter = cap;
+            }
+            /* The stacked scan outputs are tensors of this node: bounded
+             * by the tensor limit as they grow, and counted as produced. */
+            for (size_t k = 0; k < n_scan; k++) {
+                minfer_tensor *item = bout[1 + n_carried + k];
+                uint64_t bytes = mf_value_elements(&item->view) *
+                                 (uint64_t)minfer_dtype_size((minfer_dtype)item->view.dtype);
+                if (bytes && n_iter + 1 > s->limits.max_tensor_bytes / bytes) {
+                    st = FAIL(cc, MINFER_ERR_LIMIT,
+                              "scan output %zu would exceed the tensor limit of %llu bytes at "
+                              "iteration %lld (%llu bytes per iteration)",
+                              k, (unsigned long long)s->limits.max_tensor_bytes, (long long)it,
+                              (unsigned long long)bytes);
+                    free_all(bout + 1 + n_carried, n_scan);
+                    goto done;
+                }
+                if ((st = mf_budget_elements(cc->b, s, cc->i, mf_value_elements(&item->view))) !=
+                    MINFER_OK) {
+                    free_all(bout + 1 + n_carried, n_scan);
+                    goto done;
+                }
+            }
+            for (size_t k = 0; k < n_scan; k++) {
+                scans_owner[n_iter * n_scan + k] = bout[1 + n_carried + k];
+                bout[1 + n_carried + k] = NULL;
+            }
+        }
+        n_iter++;
+    }
+    for (size_t k = 0; k < n_carried; k++) {
+        cc->out[k] = carried[k];
+        carried[k] = NULL;
+    }
+    for (size_t k = 0; k < n_scan; k++) {
+        minfer_tensor **col = mf_malloc((n_iter + 1) * sizeof *col);
+        if (!col) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+            goto done;
+        }
+        for (size_t t = 0; t < n_iter; t++)
+            col[t] = scans_owner[t * n_scan + k];
+        if (n_iter == 0) {
+            const mf_graph *sg = s->subs[2 * cc->i].s->g;
+            const mf_value *v = &sg->values[sg->outputs[1 + n_carried + k]];
+            int64_t dims[MINFER_MAX_RANK] = {0};
+            int rank = 1;
+            if (v->rank >= 0 && v->rank < MINFER_MAX_RANK) {
+                rank = 1 + v->rank;
+                for (int d = 0; d < v->rank; d++)
+                    dims[1 + d] = v->dims[d] > 0 ? v->dims[d] : 0;
+            }
+            st = mf_tensor_new(v->dtype ? v->dtype : MINFER_DTYPE_FLOAT, dims, rank, &cc->out[n_carried + k]);
+        } else if (col[0]->view.kind != MINFER_VALUE_TENSOR)
+            st = FAIL(cc, MINFER_ERR_TYPE, "scan output %zu is not a tensor", k);
+        else
+            st = join(col, n_iter, 0, 1, 0, s->limits.max_tensor_bytes, cc->lbl,
+                      &cc->out[n_carried + k]);
+        free(col);
+        if (st != MINFER_OK)
+            goto done;
+    }
+done:
+    for (size_t k = 0; k < n_carried; k++)
+        minfer_tensor_free(carried[k]);
+    if (scans_owner)
+        free_all(scans_owner, n_iter * n_scan);
+    free(scans_owner);
+    minfer_tensor_free(iter_t);
+    minfer_tensor_free(cond_t);
+    free(blk);
+    if (st != MINFER_OK)
+        free_all(cc->out, n->n_outputs);
+    return st;
+}
+
+/* Scan (opset 9+): state... and scan inputs sliced along their axes; scan
+ * outputs stacked along theirs. Opset 8 has a leading batch axis and an
+ * optional sequence_lens input: each batch entry is scanned on its own. */
+static minfer_status scan_once(core_call *cc, const minfer_tensor *const *state,
+                               const minfer_tensor *const *scan_in, size_t n_state, size_t m,
+                               int time_axis_base, int64_t len, minfer_tensor **out) {
+    minfer_session *s = cc->s;
+    const mf_node *n = cc->n;
+    size_t k_out = n->n_outputs - n_state, n_body_out = n_state + k_out;
+    const int64_t *in_axes = NULL, *in_dirs = NULL, *out_axes = NULL, *out_dirs = NULL;
+    size_t n_in_axes = mf_attr_ints(n, "scan_input_axes", &in_axes);
+    size_t n_in_dirs = mf_attr_ints(n, n->opset < 9 ? "directions" : "scan_input_directions",
+                                    &in_dirs);
+    size_t n_out_axes = mf_attr_ints(n, "scan_output_axes", &out_axes);
+    size_t n_out_dirs = mf_attr_ints(n, "scan_output_directions", &out_dirs);
+    minfer_status st = MINFER_OK;
+    size_t nb = n_state + m + n_body_out + 2;
+    void **blk = mf_calloc(nb + (size_t)(len > 0 ? len : 0) * k_out + 1, sizeof(void *));
+    if (!blk)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+    minfer_tensor **cur = (minfer_tensor **)blk;    /* n_state: owned after the first step */
+    minfer_tensor **slices = cur + n_state;          /* m */
+    minfer_tensor **bout = slices + m;               /* n_body_out */
+    minfer_tensor **cols = bout + n_body_out;        /* len * k_out */
+    const minfer_tensor **bin = mf_calloc(n_state + m + 1, sizeof *bin);
+    if (!bin) {
+        free(blk);
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+    }
+    for (size_t k = 0; k < n_state; k++)
+        if ((st = mf_tensor_clone(state[k], &cur[k])) != MINFER_OK)
+            goto done;
+    for (int64_t t = 0; t < len; t++) {
+        if ((st = mf_budget_iteration(cc->b, s, cc->i)) != MINFER_OK)
+            goto done;
+        for (size_t j = 0; j < m; j++) {
+            const minfer_tensor *x = scan_in[j];
+            int64_t axis = j < n_in_axes ? in_axes[j] : 0;
+            if (axis < 0)
+                axis += x->view.rank - time_axis_base;
+            axis += time_axis_base;
+            int rev = j < n_in_dirs && in_dirs[j] == 1;
+            if ((st = take(x, (int)axis, rev ? len - 1 - t : t, 1, 0, &slices[j])) != MINFER_OK)
+                goto done;
+        }
+        for (size_t k = 0; k < n_state; k++)
+            bin[k] = cur[k];
+        for (size_t j = 0; j < m; j++)
+            bin[n_state + j] = slices[j];
+        st = run_sub(s, cc->b, cc->i, 0, bin, cc->in, bout);
+        free_all(slices, m);
+        if (st != MINFER_OK) {
+            mf_error_prefix(st, "iteration %lld", (long long)t);
+            goto done;
+        }
+        for (size_t k = 0; k < n_state; k++) {
+            minfer_tensor_free(cur[k]);
+            cur[k] = bout[k];
+            bout[k] = NULL;
+        }
+        /* scan outputs grow under the tensor limit, as a Loop's do */
+        for (size_t k = 0; k < k_out; k++) {
+            const minfer_tensor *item = bout[n_state + k];
+            uint64_t bytes = mf_value_elements(&item->view) *
+                             (uint64_t)minfer_dtype_size((minfer_dtype)item->view.dtype);
+            if (bytes && (uint64_t)t + 1 > s->limits.max_tensor_bytes / bytes) {
+                st = FAIL(cc, MINFER_ERR_LIMIT,
+                          "scan output %zu would exceed the tensor limit of %llu bytes at "
+                          "iteration %lld (%llu bytes per iteration)",
+                          k, (unsigned long long)s->limits.max_tensor_bytes, (long long)t,
+                          (unsigned long long)bytes);
+                goto done;
+            }
+        }
+        for (size_t k = 0; k < k_out; k++) {
+            cols[(size_t)t * k_out + k] = bout[n_state + k];
+            bout[n_state + k] = NULL;
+        }
+    }
+    for (size_t k = 0; k < n_state; k++) {
+        out[k] = cur[k];
+        cur[k] = NULL;
+    }
+    for (size_t k = 0; k < k_out; k++) {
+        minfer_tensor **col = mf_malloc(((size_t)len + 1) * sizeof *col);
+        if (!col) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+            goto done;
+        }
+        for (int64_t t = 0; t < len; t++)
+            col[t] = cols[(size_t)t * k_out + k];
+        if (len == 0) {
+            int64_t zero = 0;
+            st = mf_tensor_new(MINFER_DTYPE_FLOAT, &zero, 1, &out[n_state + k]);
+        } else {
+            int64_t axis = k < n_out_axes ? out_axes[k] : 0;
+            int64_t r = col[0]->view.rank + 1;
+            if (axis < 0)
+                axis += r;
+            if (axis < 0 || axis >= r)
+                st = FAIL(cc, MINFER_ERR_MODEL, "scan output axis %lld is out of range",
+                          (long long)(k < n_out_axes ? out_axes[k] : 0));
+            else
+                st = join(col, (size_t)len, (int)axis, 1, k < n_out_dirs && out_dirs[k] == 1,
+                          s->limits.max_tensor_bytes, cc->lbl, &out[n_state + k]);
+        }
+        free(col);
+        if (st != MINFER_OK)
+            goto done;
+    }
+done:
+    free_all(cur, n_state);
+    free_all(bout, n_body_out);
+    free_all(cols, (size_t)(len > 0 ? len : 0) * k_out);
+    free(bin);
+    free(blk);
+    if (st != MINFER_OK)
+        free_all(out, n->n_outputs);
+    return st;
+}
+
+static minfer_status op_scan(core_call *cc) {
+    const mf_node *n = cc->n;
+    int64_t m = mf_attr_int(n, "num_scan_inputs", -1);
+    size_t first = n->opset < 9 ? 1 : 0;
+    if (m <= 0 || (size_t)m + first > cc->nin)
+        return FAIL(cc, MINFER_ERR_MODEL, "num_scan_inputs %lld does not fit %zu inputs",
+                    (long long)m, cc->nin);
+    size_t n_state = cc->nin - first - (size_t)m;
+    if (n->n_outputs < n_state)
+        return FAIL(cc, MINFER_ERR_MODEL, "fewer outputs than state values");
+    minfer_tensor tmps[64];
+    const minfer_tensor *vals[64];
+    if (cc->nin > 64)
+        return FAIL(cc, MINFER_ERR_LIMIT, "more than 64 inputs");
+    for (size_t j = first; j < cc->nin; j++) {
+        if (!present(cc, j) || cc->in[j].kind != MINFER_VALUE_TENSOR)
+            return FAIL(cc, MINFER_ERR_TYPE, "input %zu is not a tensor", j);
+        vals[j] = handle(&cc->in[j], &tmps[j]);
+    }
+    const minfer_tensor *const *state = vals + first, *const *scan_in = vals + first + n_state;
+    const int64_t *axes = NULL;
+    size_t n_axes = mf_attr_ints(n, "scan_input_axes", &axes);
+    if (n->opset >= 9) {
+        int64_t len = -1;
+        for (size_t j = 0; j < (size_t)m; j++) {
+            int64_t axis = j < n_axes ? axes[j] : 0, r = scan_in[j]->view.rank;
+            if (axis < -r || axis >= r)
+                return FAIL(cc, MINFER_ERR_MODEL, "scan input %zu axis %lld is out of range", j,
+                            (long long)axis);
+            int64_t l = scan_in[j]->view.dims[axis < 0 ? axis + r : axis];
+            if (len >= 0 && l != len)
+                return FAIL(cc, MINFER_ERR_SHAPE, "scan inputs have %lld and %lld steps",
+                            (long long)len, (long long)l);
+            len = l;
+        }
+        return scan_once(cc, state, scan_in, n_state, (size_t)m, 0, len, cc->out);
+    }
+    /* opset 8: batch axis 0 on every state and scan input, time axis 1 */
+    int64_t batch = -1, steps = -1;
+    for (size_t j = first; j < cc->nin; j++) {
+        const minfer_tensor_view *v = &vals[j]->view;
+        if (v->rank < 1 + (j >= first + n_state) || (batch >= 0 && v->dims[0] != batch))
+            return FAIL(cc, MINFER_ERR_SHAPE, "input %zu has no matching batch axis", j);
+        batch = v->dims[0];
+        if (j >= first + n_state) {
+            if (steps >= 0 && v->dims[1] != steps)
+                return FAIL(cc, MINFER_ERR_SHAPE, "scan inputs have different lengths");
+            steps = v->dims[1];
+        }
+    }
+    if (present(cc, 0)) {
+        const minfer_tensor_view *lv = &cc->in[0];
+        int64_t nl = 0;
+        if (lv->dtype != MINFER_DTYPE_INT32 || mf_numel(lv->dims, lv->rank, &nl) != MINFER_OK ||
+            nl != batch)
+            return FAIL(cc, MINFER_ERR_TYPE, "sequence_lens must be int32 of the batch size");
+    }
+    size_t n_out = n->n_outputs;
+    minfer_tensor **per = mf_calloc((size_t)batch * n_out + 1, sizeof *per);
+    minfer_tensor **bstate = mf_calloc(n_state + (size_t)m + 1, sizeof *bstate);
+    minfer_status st = MINFER_OK;
+    if (!per || !bstate) {
+        free(per);
+        free(bstate);
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", cc->s->errctx);
+    }
+    for (int64_t b = 0; b < batch && st == MINFER_OK; b++) {
+        int64_t len = steps;
+        if (present(cc, 0)) {
+            len = ((const int32_t *)cc->in[0].data)[b];
+            if (len < 0 || len > steps) {
+                st = FAIL(cc, MINFER_ERR_RUNTIME, "sequence_lens[%lld] = %lld is out of range",
+                          (long long)b, (long long)len);
+                break;
+            }
+            if (len != steps) {
+                st = FAIL(cc, MINFER_ERR_UNSUPPORTED,
+                          "sequence_lens shorter than the scan inputs are not supported");
+                break;
+            }
+        }
+        for (size_t j = 0; j < n_state + (size_t)m && st == MINFER_OK; j++)
+            st = take(vals[first + j], 0, b, 1, 0, &bstate[j]);
+        if (st == MINFER_OK)
+            st = scan_once(cc, (const minfer_tensor *const *)bstate,
+                           (const minfer_tensor *const *)bstate + n_state, n_state, (size_t)m, 0,
+                           len, per + (size_t)b * n_out);
+        free_all(bstate, n_state + (size_t)m);
+    }
+    for (size_t o = 0; o < n_out && st == MINFER_OK; o++) {
+        minfer_tensor **col = mf_malloc(((size_t)batch + 1) * sizeof *col);
+        if (!col) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", cc->s->errctx);
+            break;
+        }
+        for (int64_t b = 0; b < batch; b++)
+            col[b] = per[(size_t)b * n_out + o];
+        st = batch > 0 ? join(col, (size_t)batch, 0, 1, 0, cc->s->limits.max_tensor_bytes,
+                              cc->lbl, &cc->out[o])
+                       : FAIL(cc, MINFER_ERR_SHAPE, "an empty batch");
+        free(col);
+    }
+    free_all(per, (size_t)batch * n_out);
+    free(per);
+    free(bstate);
+    if (st != MINFER_OK)
+        free_all(cc->out, n_out);
+    return st;
+}
+
+/* SequenceMap: the body runs once per element of the first input; other
+ * sequence inputs give their element at the same position, tensors are
+ * passed whole. Each output is a sequence of the body's results. */
+static minfer_status op_sequence_map(core_call *cc) {
+    minfer_session *s = cc->s;
+    const mf_node *n = cc->n;
+    const minfer_tensor *seq0 = seq_in(cc, 0);
+    minfer_status st = MINFER_OK;
+    if (!seq0)
+        return FAIL(cc, MINFER_ERR_TYPE, "input 0 is not a sequence");
+    if (cc->nin > 64 || n->n_outputs > 64)
+        return FAIL(cc, MINFER_ERR_LIMIT, "more than 64 inputs or outputs");
+    minfer_tensor tmps[64];
+    const minfer_tensor *bin[64];
+    minfer_tensor *bout[64] = {0};
+    for (size_t j = 1; j < cc->nin; j++) {
+        const minfer_tensor *q = seq_in(cc, j);
+        if (!present(cc, j))
+            return FAIL(cc, MINFER_ERR_MODEL, "input %zu is missing", j);
+        if (q && q->count != seq0->count)
+            return FAIL(cc, MINFER_ERR_SHAPE, "input %zu has %zu elements, input 0 has %zu", j,
+                        q->count, seq0->count);
+    }
+    const mf_graph *sg = s->subs[2 * cc->i].s->g;
+    for (size_t o = 0; o < n->n_outputs; o++) {
+        const mf_value *v = &sg->values[sg->outputs[o]];
+        if ((st = mf_sequence_new(v->dtype ? v->dtype : MINFER_DTYPE_FLOAT, &cc->out[o])) != MINFER_OK)
+            goto fail;
+    }
+    for (size_t e = 0; e < seq0->count; e++) {
+        if ((st = mf_budget_iteration(cc->b, s, cc->i)) != MINFER_OK)
+            goto fail;
+        for (size_t j = 0; j < cc->nin; j++) {
+            const minfer_tensor *q = seq_in(cc, j);
+            bin[j] = q ? q->items[e] : handle(&cc->in[j], &tmps[j]);
+        }
+        if ((st = run_sub(s, cc->b, cc->i, 0, bin, cc->in, bout)) != MINFER_OK) {
+            mf_error_prefix(st, "element %zu", e);
+            goto fail;
+        }
+        for (size_t o = 0; o < n->n_outputs; o++) {
+            minfer_tensor *seq = cc->out[o];
+            if (bout[o]->view.kind != MINFER_VALUE_TENSOR) {
+                st = FAIL(cc, MINFER_ERR_TYPE, "body output %zu is not a tensor", o);
+                goto fail_body;
+            }
+            if (e == 0)
+                seq->view.dtype = bout[o]->view.dtype;
+            else if (bout[o]->view.dtype != seq->view.dtype) {
+                st = FAIL(cc, MINFER_ERR_TYPE, "body output %zu changes type", o);
+                goto fail_body;
+            }
+            if ((st = mf_sequence_push(seq, bout[o])) != MINFER_OK)
+                goto fail_body;
+            bout[o] = NULL;
+        }
+    }
+    return MINFER_OK;
+fail_body:
+    free_all(bout, n->n_outputs);
+fail:
+    free_all(cc->out, n->n_outputs);
+    return st;
+}
+
+/* minfer:OnesLike, ZerosLike and SumToShape (for the Gradient expansion). */
+static double elem_get(const void *p, int32_t dt, size_t i) {
+    switch (dt) {
+    case MINFER_DTYPE_FLOAT: return ((const float *)p)[i];
+    case MINFER_DTYPE_DOUBLE: return ((const double *)p)[i];
+    case MINFER_DTYPE_INT32: return ((const int32_t *)p)[i];
+    default: return (double)((const int64_t *)p)[i];
+    }
+}
+
+static void elem_set(void *p, int32_t dt, size_t i, double v) {
+    switch (dt) {
+    case MINFER_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
+    case MINFER_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
+    case MINFER_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    default: ((int64_t *)p)[i] = (int64_t)v; break;
+    }
+}
+
+static minfer_status op_grad_helper(core_call *cc) {
+    const mf_node *n = cc->n;
+    const minfer_tensor_view *x = &cc->in[is_op(n, "SumToShape") ? 1 : 0], *g = &cc->in[0];
+    int32_t dt = g->dtype;
+    if (!present(cc, 0) || (cc->nin > 1 && !present(cc, 1)) || x->kind != MINFER_VALUE_TENSOR ||
+        g->kind != MINFER_VALUE_TENSOR)
+        return FAIL(cc, MINFER_ERR_MODEL, "needs tensor inputs");
+    if (dt != MINFER_DTYPE_FLOAT && dt != MINFER_DTYPE_DOUBLE && dt != MINFER_DTYPE_INT32 &&
+        dt != MINFER_DTYPE_INT64)
+        return FAIL(cc, MINFER_ERR_TYPE, "%s is not float, double, int32 or int64",
+                    minfer_dtype_name((minfer_dtype)dt));
+    minfer_tensor *r = NULL;
+    minfer_status st = mf_tensor_new(dt, x->dims, x->rank, &r);
+    if (st != MINFER_OK)
+        return mf_error_prefix(st, "%s: %s", cc->s->errctx, cc->lbl);
+    size_t count = prod(x->dims, 0, x->rank);
+    if (is_op(n, "OnesLike")) {
+        for (size_t e = 0; e < count; e++)
+            elem_set(r->view.data, dt, e, 1.0);
+    } else if (is_op(n, "SumToShape")) {
+        /* every element of g adds to the element of x it was broadcast from */
+        int rg = g->rank, rx = x->rank;
+        if (rx > rg) {
+            minfer_tensor_free(r);
+            return FAIL(cc, MINFER_ERR_SHAPE, "cannot sum rank %d to rank %d", rg, rx);
+        }
+        for (int d = 0; d < rx; d++)
+            if (x->dims[d] != 1 && x->dims[d] != g->dims[rg - rx + d]) {
+                char a[128], b[128];
+                minfer_tensor_free(r);
+                return FAIL(cc, MINFER_ERR_SHAPE, "%s does not broadcast to %s",
+                            mf_shape_str(x->dims, x->rank, a, sizeof a),
+                            mf_shape_str(g->dims, g->rank, b, sizeof b));
+            }
+        size_t total = prod(g->dims, 0, rg);
+        double *acc = mf_calloc(count + 1, sizeof *acc);
+        if (!acc) {
+            minfer_tensor_free(r);
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", cc->s->errctx);
+        }
+        const char *gp = (const char *)g->data + g->offset;
+        for (size_t e = 0; e < total; e++) {
+            size_t rem = e, xi = 0, stride = 1;
+            for (int d = rg - 1; d >= 0; d--) {
+                size_t id = rem % (size_t)g->dims[d];
+                rem /= (size_t)g->dims[d];
+                int dx = d - (rg - rx);
+                if (dx >= 0) {
+                    if (x->dims[dx] != 1)
+                        xi += id * stride;
+                    stride *= (size_t)x->dims[dx];
+                }
+            }
+            acc[xi] += elem_get(gp, dt, e);
+        }
+        for (size_t e = 0; e < count; e++)
+            elem_set(r->view.data, dt, e, acc[e]);
+        free(acc);
+    } /* ZerosLike: mf_tensor_new zero-fills */
+    cc->out[0] = r;
+    return MINFER_OK;
+}
+
+minfer_status mf_core_exec(minfer_session *s, mf_budget *b, int i, const minfer_tensor_view *in,
+                           minfer_tensor **out) {
+    core_call cc;
+    cc.s = s;
+    cc.b = b;
+    cc.i = i;
+    cc.n = &s->g->nodes[i];
+    cc.in = in;
+    cc.nin = formal_inputs(cc.n);
+    cc.out = out;
+    mf_node_label(cc.n, i, cc.lbl, sizeof cc.lbl);
+    for (size_t o = 0; o < cc.n->n_outputs; o++)
+        out[o] = NULL;
+    const mf_node *n = cc.n;
+    minfer_status st;
+    if (n->domain[0])
+        st = op_grad_helper(&cc);
+    else if (is_op(n, "If"))
+        st = op_if(&cc);
+    else if (is_op(n, "Loop"))
+        st = op_loop(&cc);
+    else if (is_op(n, "Scan"))
+        st = op_scan(&cc);
+    else if (is_op(n, "SequenceMap"))
+        st = op_sequence_map(&cc);
+    else if (strncmp(n->op_type, "Optional", 8) == 0 && !n->domain[0])
+        st = op_optional(&cc);
+    else if (mf_core_op(n))
+        st = op_sequence(&cc);
+    else if (is_op(n, "Identity") && cc.nin == 1 && present(&cc, 0)) {
+        st = clone_view(&in[0], &out[0]);
+        if (st != MINFER_OK)
+            mf_error_prefix(st, "%s: %s", s->errctx, cc.lbl);
+    } else
+        st = FAIL(&cc, MINFER_ERR_UNSUPPORTED, "%s does not take sequences or optionals",
+                  n->op_type);
+    if (st != MINFER_OK)
+        return st;
+    for (size_t o = 0; o < n->n_outputs; o++)
+        if (!out[o]) {
+            free_all(out, n->n_outputs);
+            return FAIL(&cc, MINFER_ERR_RUNTIME, "output %zu was not produced", o);
+        }
+    return MINFER_OK;
+}

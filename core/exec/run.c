@@ -1,0 +1,1179 @@
+/*
+ * Running a session.
+ *
+ * A run:
+ *  1. checks the inputs against the graph (names, types, ranks, static and
+ *     symbolic dims) and forms the input-shape signature;
+ *  2. finds the signature's plan in the session's cache (least recently
+ *     used first out), building it when missing;
+ *  3. takes an execution context from the session's pool (a new one only
+ *     when every context is busy with a concurrent run) and grows its arenas
+ *     if this plan needs more: after the first run of a plan, a run with
+ *     caller-supplied outputs makes no heap allocation;
+ *  4. executes the steps: copies into other memory domains where planned,
+ *     then the node on its provider; nodes with run-time shapes are
+ *     inferred, allocated and prepared here;
+ *  5. copies the requested outputs out and returns the context.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag/diag.h"
+#include "session/session.h"
+#include "shapes/shape_infer.h"
+
+#define MAX_STACK_INPUTS 64
+
+struct mf_exec_ctx {
+    mf_exec_ctx *next;
+    void **arena;    /* per domain: host pointer, or a provider buffer */
+    uint64_t *cap;   /* per domain */
+    minfer_tensor_view *views; /* per value, this run */
+    void **dyn;      /* per value: run-time storage of dynamic values */
+    minfer_tensor_view *mirrors;
+    size_t mirrors_cap;
+};
+
+int mf_run_track_strings(mf_run *r, void *ptr, int64_t strings) {
+    if (r->n_temps == r->cap_temps) {
+        size_t cap = r->cap_temps ? r->cap_temps * 2 : 16;
+        void **t = mf_realloc(r->temps, cap * sizeof *t);
+        if (!t)
+            return -1;
+        r->temps = t;
+        int64_t *c = mf_realloc(r->temp_strings, cap * sizeof *c);
+        if (!c)
+            return -1;
+        r->temp_strings = c;
+        r->cap_temps = cap;
+    }
+    r->temps[r->n_temps] = ptr;
+    r->temp_strings[r->n_temps++] = strings;
+    return 0;
+}
+
+int mf_run_track(mf_run *r, void *ptr) { return mf_run_track_strings(r, ptr, 0); }
+
+void mf_run_free_temps(mf_run *r) {
+    for (size_t t = 0; t < r->n_temps; t++) {
+        if (r->temp_strings[t])
+            mf_free_strings(r->temps[t], r->temp_strings[t]);
+        free(r->temps[t]);
+    }
+    free(r->temps);
+    free(r->temp_strings);
+    r->temps = NULL;
+    r->temp_strings = NULL;
+    r->n_temps = r->cap_temps = 0;
+}
+
+/* ---- the run's budget ----------------------------------------------------
+ *
+ * One budget per minfer_session_run, handed down to the runs of its
+ * subgraphs (Loop, Scan, If, SequenceMap bodies), so the limits hold for
+ * the whole run however deeply loops nest: loop iterations and elements
+ * add up across nesting, and the deadline is the top run's. */
+
+/* The deadline is the sooner of the session's run limit and the run
+ * options' own. */
+static void budget_init(mf_budget *b, const minfer_session *s, const minfer_run_options *ro) {
+    memset(b, 0, sizeof *b);
+    b->ro = ro;
+    b->max_iterations = s->limits.max_loop_iterations;
+    b->max_elements = s->run_limits.max_run_elements;
+    b->deadline_ms = s->run_limits.deadline_ms;
+    if (ro && ro->deadline_ms && (!b->deadline_ms || ro->deadline_ms < b->deadline_ms))
+        b->deadline_ms = ro->deadline_ms;
+    if (b->deadline_ms)
+        b->deadline = mf_now_ms() + (double)b->deadline_ms;
+}
+
+static const char *node_lbl(const minfer_session *s, int i, char *buf, size_t size) {
+    if (i < 0)
+        return "the run";
+    return mf_node_label(&s->g->nodes[i], i, buf, size);
+}
+
+minfer_status mf_budget_time(mf_budget *b, minfer_session *s, int i) {
+    char lbl[512];
+    if (b->ro && atomic_load_explicit(&((minfer_run_options *)b->ro)->terminate,
+                                      memory_order_relaxed))
+        return mf_error(MINFER_CANCELLED, "%s: run%s%s%s cancelled before %s "
+                        "(minfer_run_options_terminate)",
+                        s->errctx, b->ro->tag ? " '" : "", b->ro->tag ? b->ro->tag : "",
+                        b->ro->tag ? "'" : "", node_lbl(s, i, lbl, sizeof lbl));
+    if (!b->deadline || mf_now_ms() <= b->deadline)
+        return MINFER_OK;
+    return mf_error(MINFER_ERR_DEADLINE,
+                    "%s: the run's deadline of %llu ms passed before %s (run limit deadline_ms)",
+                    s->errctx, (unsigned long long)b->deadline_ms, node_lbl(s, i, lbl, sizeof lbl));
+}
+
+minfer_status mf_budget_iteration(mf_budget *b, minfer_session *s, int i) {
+    char lbl[512];
+    if (b->iterations >= b->max_iterations)
+        return mf_error(MINFER_ERR_LIMIT,
+                        "%s: %s: over the loop limit of %llu iterations in one run "
+                        "(max_loop_iterations counts Loop, Scan and SequenceMap body runs of "
+                        "the whole run, nested ones included)",
+                        s->errctx, node_lbl(s, i, lbl, sizeof lbl),
+                        (unsigned long long)b->max_iterations);
+    b->iterations++;
+    return mf_budget_time(b, s, i);
+}
+
+minfer_status mf_budget_elements(mf_budget *b, minfer_session *s, int i, uint64_t n) {
+    char lbl[512];
+    if (n > b->max_elements - b->elements)
+        return mf_error(MINFER_ERR_LIMIT,
+                        "%s: %s: over the run's element budget of %llu (max_run_elements): "
+                        "%llu produced or charged so far, %llu more here",
+                        s->errctx, node_lbl(s, i, lbl, sizeof lbl),
+                        (unsigned long long)b->max_elements, (unsigned long long)b->elements,
+                        (unsigned long long)n);
+    b->elements += n;
+    return MINFER_OK;
+}
+
+minfer_status mf_host_charge_work(void *run, uint64_t work) {
+    mf_run *r = run;
+    if (!r || !r->budget) /* evaluation at build: no run to charge */
+        return MINFER_OK;
+    return mf_budget_elements(r->budget, r->s, r->node, work);
+}
+
+uint64_t mf_value_elements(const minfer_tensor_view *v) {
+    if (v->kind != MINFER_VALUE_TENSOR) {
+        /* Each item counts one besides its elements: copying a sequence
+         * of a million empty tensors is work too. */
+        const minfer_tensor *t = v->data;
+        uint64_t sum = 0;
+        for (size_t k = 0; t && k < t->count; k++) {
+            uint64_t e = mf_value_elements(&t->items[k]->view);
+            e = e == UINT64_MAX ? e : e + 1;
+            sum = e > UINT64_MAX - sum ? UINT64_MAX : sum + e;
+        }
+        return sum;
+    }
+    if (v->rank < 0)
+        return 0;
+    /* Empty whatever the other dims ([2^40, 2^40, 0] is 0, not saturated). */
+    for (int d = 0; d < v->rank && d < MINFER_MAX_RANK; d++)
+        if (v->dims[d] <= 0)
+            return 0;
+    uint64_t n = 1;
+    for (int d = 0; d < v->rank && d < MINFER_MAX_RANK; d++) {
+        uint64_t k = v->dims[d] > 0 ? (uint64_t)v->dims[d] : 0;
+        if (k && n > UINT64_MAX / k)
+            return UINT64_MAX;
+        n *= k;
+    }
+    return n;
+}
+
+static void free_arena(minfer_session *s, mf_exec_ctx *c, size_t d) {
+    if (!c->arena[d])
+        return;
+    if (d == 0)
+        free(c->arena[d]);
+    else
+        s->provs[d - 1].vt->mem_free(s->provs[d - 1].ctx, c->arena[d]);
+    c->arena[d] = NULL;
+    c->cap[d] = 0;
+}
+
+void mf_exec_ctx_free(minfer_session *s, mf_exec_ctx *c) {
+    if (!c)
+        return;
+    for (size_t d = 0; c->arena && d < s->n_domains; d++)
+        free_arena(s, c, d);
+    free(c->arena);
+    free(c->cap);
+    free(c->views);
+    free(c->dyn);
+    free(c->mirrors);
+    free(c);
+}
+
+static mf_exec_ctx *ctx_new(minfer_session *s) {
+    mf_exec_ctx *c = mf_calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->arena = mf_calloc(s->n_domains, sizeof *c->arena);
+    c->cap = mf_calloc(s->n_domains, sizeof *c->cap);
+    c->views = mf_calloc(s->g->n_values + 1, sizeof *c->views);
+    c->dyn = mf_calloc(s->g->n_values + 1, sizeof *c->dyn);
+    if (!c->arena || !c->cap || !c->views || !c->dyn) {
+        mf_exec_ctx_free(s, c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Grows the context's arenas and mirror table to fit plan p. */
+static minfer_status ctx_fit(minfer_session *s, mf_exec_ctx *c, const mf_plan *p) {
+    minfer_status st;
+    for (size_t d = 0; d < s->n_domains; d++) {
+        uint64_t need = p->arena_bytes[d];
+        if (need <= c->cap[d])
+            continue;
+        free_arena(s, c, d);
+        if (d == 0) {
+            c->arena[0] = mf_alloc_host(need);
+            if (!c->arena[0])
+                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory for a %llu-byte arena",
+                                s->errctx, (unsigned long long)need);
+        } else {
+            mf_provider_inst *pi = &s->provs[d - 1];
+            if ((st = pi->vt->mem_alloc(pi->ctx, need, &c->arena[d])) != MINFER_OK) {
+                c->arena[d] = NULL;
+                return mf_error_prefix(st, "%s: provider '%s' could not allocate a %llu-byte arena",
+                                       s->errctx, pi->name, (unsigned long long)need);
+            }
+        }
+        c->cap[d] = need;
+    }
+    if (p->n_copies > c->mirrors_cap) {
+        minfer_tensor_view *m = mf_realloc(c->mirrors, p->n_copies * sizeof *m);
+        if (!m)
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+        c->mirrors = m;
+        c->mirrors_cap = p->n_copies;
+    }
+    return MINFER_OK;
+}
+
+/* A view of buffer b of plan p in context c. */
+static void place(const mf_exec_ctx *c, const mf_plan *p, int b, minfer_tensor_view *v,
+                  uint64_t bytes) {
+    const mf_buffer *buf = &p->bufs[b];
+    if (buf->dom == 0) {
+        v->data = (char *)c->arena[0] + buf->offset;
+        v->offset = 0;
+    } else {
+        v->data = c->arena[buf->dom];
+        v->offset = buf->offset;
+    }
+    v->nbytes = bytes;
+}
+
+static minfer_status copy_value(minfer_session *s, int from_dom, const minfer_tensor_view *src,
+                                int to_dom, const minfer_tensor_view *dst, mf_run *r) {
+    size_t plain = mf_view_bytes(src);
+    minfer_status st = MINFER_OK;
+    if (from_dom == 0) {
+        mf_provider_inst *pi = &s->provs[to_dom - 1];
+        st = pi->vt->copy_from_host(pi->ctx, src->data, plain, dst);
+    } else if (to_dom == 0) {
+        mf_provider_inst *pi = &s->provs[from_dom - 1];
+        st = pi->vt->copy_to_host(pi->ctx, src, dst->data, dst->nbytes);
+    } else {
+        /* device to device: through a host staging buffer */
+        void *tmp = mf_alloc_host(plain);
+        if (!tmp || mf_run_track(r, tmp) != 0) {
+            free(tmp);
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+        }
+        mf_provider_inst *a = &s->provs[from_dom - 1], *b = &s->provs[to_dom - 1];
+        st = a->vt->copy_to_host(a->ctx, src, tmp, plain);
+        if (st == MINFER_OK)
+            st = b->vt->copy_from_host(b->ctx, tmp, plain, dst);
+    }
+    return st;
+}
+
+/* Frees run-time storage of value v (and its strings). */
+static void free_dyn(mf_exec_ctx *c, size_t v) {
+    if (!c->dyn[v])
+        return;
+    if (c->views[v].kind != MINFER_VALUE_TENSOR) {
+        minfer_tensor_free(c->dyn[v]); /* a sequence or optional */
+        c->dyn[v] = NULL;
+        return;
+    }
+    if (c->views[v].dtype == MINFER_DTYPE_STRING)
+        mf_free_strings(c->dyn[v], (int64_t)(mf_view_bytes(&c->views[v]) / sizeof(char *)));
+    free(c->dyn[v]);
+    c->dyn[v] = NULL;
+}
+
+static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx *c, int i,
+                                      mf_run *r, minfer_tensor_view *in, minfer_tensor_view *out) {
+    const mf_node *n = &s->g->nodes[i];
+    char lbl[512], err[1024] = "";
+    minfer_status st;
+    /* Contents of known inputs help inference (a Reshape's target). */
+    minfer_tensor_view inf_in[64];
+    for (size_t j = 0; j < n->n_inputs; j++) {
+        inf_in[j] = in[j];
+        if (n->inputs[j] >= 0 && p->vals[n->inputs[j]].dom != 0 &&
+            p->vals[n->inputs[j]].where == MF_W_ARENA)
+            inf_in[j].data = NULL; /* device memory: not readable here */
+    }
+    st = mf_infer_node(n, inf_in, n->n_inputs, out, n->n_outputs, err, sizeof err);
+    if (st != MINFER_OK)
+        return mf_error(st, "%s: %s: %s", s->errctx, mf_node_label(n, i, lbl, sizeof lbl),
+                        err[0] ? err : minfer_status_str(st));
+    for (size_t o = 0; o < n->n_outputs; o++) {
+        int vi = n->outputs[o];
+        out[o].kind = MINFER_VALUE_TENSOR;
+        out[o].data = NULL;
+        out[o].offset = 0;
+        out[o].nbytes = 0;
+        out[o].layout = 0;
+        if (vi < 0 || !mf_view_static(&out[o])) {
+            /* The ABI's word for "allocate it yourself" is rank -1. */
+            out[o].rank = -1;
+            if (vi >= 0)
+                c->views[vi] = out[o];
+            continue;
+        }
+        size_t bytes;
+        if ((st = mf_value_bytes(s, i, o, &out[o], &bytes)) != MINFER_OK)
+            return st;
+        void *mem = mf_alloc_host(bytes);
+        if (!mem)
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+        free_dyn(c, vi);
+        c->dyn[vi] = mem;
+        out[o].data = mem;
+        out[o].nbytes = bytes;
+        c->views[vi] = out[o];
+    }
+    if (s->assign[i] < 0)
+        return mf_error(MINFER_ERR_UNSUPPORTED, "%s: %s has no provider for these shapes",
+                        s->errctx, mf_node_label(n, i, lbl, sizeof lbl));
+    /* Per-run descriptors: the plan is shared with concurrent runs. */
+    size_t n_d = n->n_inputs + n->n_outputs + 1;
+    char *blk = mf_calloc(1, n_d * sizeof(minfer_value_desc) +
+                                 (n->n_outputs + 1) * (sizeof(int32_t) + sizeof(uint64_t)));
+    if (!blk || mf_run_track(r, blk) != 0) {
+        free(blk);
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+    }
+    minfer_value_desc *dsc = (minfer_value_desc *)(void *)blk;
+    uint64_t *layouts = (uint64_t *)(void *)(blk + n_d * sizeof(minfer_value_desc));
+    int32_t *inplace = (int32_t *)(void *)(layouts + n->n_outputs + 1);
+    for (size_t o = 0; o < n->n_outputs; o++)
+        inplace[o] = -1;
+    minfer_node_desc desc;
+    mf_fill_desc(s, p, i, c->views, dsc, dsc + n->n_inputs, &desc);
+    /* Run-time shapes live in host memory (the plan copied device inputs
+     * to the host): a node assigned to a device provider runs here on the
+     * first host provider of the list that takes it, else the evaluator. */
+    mf_provider_inst *pi = &s->provs[s->assign[i]];
+    if (!pi->host_memory) {
+        char why[256];
+        pi = NULL;
+        for (size_t j = 0; j < s->n_provs && !pi; j++)
+            if (s->provs[j].host_memory &&
+                s->provs[j].vt->supports_operator(s->provs[j].ctx, &desc, why, sizeof why))
+                pi = &s->provs[j];
+        if (!pi && s->eval && s->eval->vt->supports_operator(s->eval->ctx, &desc, why, sizeof why))
+            pi = s->eval;
+        if (!pi)
+            return mf_error(MINFER_ERR_UNSUPPORTED,
+                            "%s: %s has shapes known only at run time and no host provider "
+                            "takes it (provider '%s' computes in device memory)",
+                            s->errctx, mf_node_label(n, i, lbl, sizeof lbl),
+                            s->provs[s->assign[i]].name);
+    }
+    minfer_node_prep prep = {sizeof prep, 0, inplace, layouts};
+    void *state = NULL, *work = NULL;
+    mf_error_clear();
+    if (MF_VT_HAS(pi->vt, prepare_node) &&
+        (st = pi->vt->prepare_node(pi->ctx, &desc, &prep, &state)) != MINFER_OK)
+        return mf_error_prefix(st, "%s: preparing %s", s->errctx,
+                               mf_node_label(n, i, lbl, sizeof lbl));
+    if (prep.workspace_bytes && !(work = mf_alloc_host(prep.workspace_bytes)))
+        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+    if (st == MINFER_OK) {
+        minfer_exec_args args = {sizeof args, r, &desc, in, n->n_inputs, out, n->n_outputs,
+                                 work, prep.workspace_bytes, 0};
+        mf_error_clear();
+        st = pi->vt->execute_node(pi->ctx, state, &args);
+        if (st != MINFER_OK)
+            mf_error_prefix(st, "%s: provider '%s' failed on %s", s->errctx, pi->name,
+                            mf_node_label(n, i, lbl, sizeof lbl));
+    }
+    if (state && MF_VT_HAS(pi->vt, release_node))
+        pi->vt->release_node(pi->ctx, state);
+    free(work);
+    /* alloc_output may have given outputs storage through r->temps */
+    return st;
+}
+
+/* Runs node i in the core (control flow, sequences, optionals) and keeps
+ * its outputs as the run's storage of those values. */
+static minfer_status run_core_node(minfer_session *s, mf_exec_ctx *c, mf_budget *b, int i,
+                                   const minfer_tensor_view *in, minfer_tensor_view *out) {
+    const mf_node *n = &s->g->nodes[i];
+    minfer_tensor *made[64];
+    minfer_status st = mf_core_exec(s, b, i, in, made);
+    if (st != MINFER_OK)
+        return st;
+    for (size_t o = 0; o < n->n_outputs; o++) {
+        int vi = n->outputs[o];
+        minfer_tensor *t = made[o];
+        if (vi < 0) {
+            minfer_tensor_free(t);
+            continue;
+        }
+        free_dyn(c, (size_t)vi);
+        minfer_tensor_view *view = &c->views[vi];
+        *view = t->view;
+        if (t->view.kind == MINFER_VALUE_TENSOR) {
+            /* the tensor's own storage becomes the value's */
+            c->dyn[vi] = t->view.data;
+            t->view.data = NULL;
+            t->owns_data = 0;
+            minfer_tensor_free(t);
+        } else {
+            c->dyn[vi] = t;
+            view->data = t;
+            view->layout = (uint64_t)t->contained;
+        }
+        out[o] = *view;
+    }
+    return MINFER_OK;
+}
+
+/* Fails when a float output of node i holds a NaN or an Inf. */
+static minfer_status check_nan(minfer_session *s, int i, const minfer_tensor_view *out,
+                               size_t n_out, mf_run *r) {
+    const mf_node *n = &s->g->nodes[i];
+    char lbl[512];
+    for (size_t o = 0; o < n_out; o++) {
+        const minfer_tensor_view *v = &out[o];
+        if (n->outputs[o] < 0 || (v->dtype != MINFER_DTYPE_FLOAT && v->dtype != MINFER_DTYPE_DOUBLE))
+            continue;
+        size_t bytes = mf_view_bytes(v);
+        const void *data = v->data;
+        const mf_vplan *vs = &r->p->vals[n->outputs[o]];
+        if (vs->where == MF_W_ARENA && vs->dom != 0) {
+            void *tmp = mf_alloc_host(bytes);
+            if (!tmp || mf_run_track(r, tmp) != 0) {
+                free(tmp);
+                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+            }
+            mf_provider_inst *pi = &s->provs[vs->dom - 1];
+            if (pi->vt->copy_to_host(pi->ctx, v, tmp, bytes) != MINFER_OK)
+                continue;
+            data = tmp;
+        }
+        size_t count = bytes / (v->dtype == MINFER_DTYPE_FLOAT ? sizeof(float) : sizeof(double));
+        for (size_t e = 0; e < count; e++) {
+            double x = v->dtype == MINFER_DTYPE_FLOAT ? (double)((const float *)data)[e]
+                                                      : ((const double *)data)[e];
+            if (x != x || x - x != 0)
+                return mf_error(MINFER_ERR_RUNTIME,
+                                "%s: NaN check: %s produced %s in output '%s' (element %zu)",
+                                s->errctx, mf_node_label(n, i, lbl, sizeof lbl),
+                                x != x ? "NaN" : "Inf", s->g->values[n->outputs[o]].name, e);
+        }
+    }
+    return MINFER_OK;
+}
+
+/* The args of a node's profile event: op, provider, shapes, FLOPs. */
+static json_t *node_args(minfer_session *s, int i, const minfer_tensor_view *in, size_t n_in,
+                         const minfer_tensor_view *out, size_t n_out, double flops) {
+    const mf_node *n = &s->g->nodes[i];
+    char shp[160], op[512];
+    snprintf(op, sizeof op, "%s%s%s", n->domain[0] ? n->domain : "", n->domain[0] ? "::" : "",
+             n->op_type);
+    json_t *ins = json_array(), *outs = json_array();
+    for (size_t k = 0; ins && outs && k < n_in + n_out; k++) {
+        const minfer_tensor_view *v = k < n_in ? &in[k] : &out[k - n_in];
+        json_array_append_new(k < n_in ? ins : outs,
+                              json_string(mf_shape_str(v->dims, v->rank, shp, sizeof shp)));
+    }
+    return json_pack("{s:o, s:s, s:o, s:o, s:f}", "op", mf_json_str(op), "provider",
+                     s->assign[i] >= 0                ? s->provs[s->assign[i]].name
+                     : s->assign[i] == MF_ASSIGN_CORE ? "core"
+                                                      : "(constant)",
+                     "inputs", ins, "outputs", outs, "flops", flops);
+}
+
+static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+                             mf_budget *b, const minfer_tensor *const *bound) {
+    const mf_graph *g = s->g;
+    char lbl[512];
+    minfer_tensor_view in[64], out[64];
+    minfer_status st;
+
+    for (size_t v = 0; v < g->n_values; v++) {
+        const mf_vplan *vs = &p->vals[v];
+        minfer_tensor_view *view = &c->views[v];
+        *view = vs->view;
+        switch (vs->where) {
+        case MF_W_ARENA:
+            place(c, p, vs->buffer, view, vs->bytes);
+            break;
+        case MF_W_CONST:
+            break;
+        case MF_W_HEAP:
+            view->data = c->dyn[v] = mf_alloc_host(vs->bytes);
+            view->offset = 0;
+            view->nbytes = vs->bytes;
+            if (!view->data)
+                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+            break;
+        default:
+            view->data = NULL;
+            view->offset = 0;
+            view->nbytes = 0;
+            break;
+        }
+    }
+    for (size_t k = 0; k < g->n_inputs; k++) {
+        minfer_tensor_view *view = &c->views[g->inputs[k]];
+        if (bound[k]->view.kind != MINFER_VALUE_TENSOR) {
+            /* a sequence or optional: the view points at the container */
+            *view = bound[k]->view;
+            view->data = (void *)bound[k];
+            view->layout = (uint64_t)bound[k]->contained;
+            continue;
+        }
+        view->data = bound[k]->view.data;
+        view->nbytes = bound[k]->view.nbytes;
+    }
+    for (size_t m = 0; m < p->n_copies; m++) {
+        const mf_copy *cp = &p->copies[m];
+        c->mirrors[m] = p->vals[cp->value].view;
+        c->mirrors[m].layout = 0;
+        if (!cp->alias)
+            place(c, p, cp->buffer, &c->mirrors[m], cp->bytes);
+    }
+    r->views = c->views;
+
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        mf_nplan *ns = &p->nodes[i];
+        if (ns->folded)
+            continue;
+        if ((st = mf_budget_time(b, s, i)) != MINFER_OK)
+            return st;
+        for (size_t m = 0; m < p->n_copies; m++) {
+            const mf_copy *cp = &p->copies[m];
+            if (cp->at_step != (int)k)
+                continue;
+            const mf_vplan *vs = &p->vals[cp->value];
+            int from = vs->where == MF_W_ARENA ? vs->dom : 0;
+            if (cp->alias) { /* read in place: (host pointer, offset) */
+                c->mirrors[m] = c->views[cp->value];
+                c->mirrors[m].layout = 0;
+                continue;
+            }
+            c->mirrors[m].rank = c->views[cp->value].rank;
+            memcpy(c->mirrors[m].dims, c->views[cp->value].dims, sizeof c->mirrors[m].dims);
+            double tc = s->trace ? mf_now_ms() : 0;
+            if ((st = copy_value(s, from, &c->views[cp->value], cp->to_dom, &c->mirrors[m], r)) !=
+                MINFER_OK)
+                return mf_error_prefix(st, "%s: copying '%s' between memory domains", s->errctx,
+                                       g->values[cp->value].name);
+            if (s->trace)
+                mf_trace_add(s->trace, "copy", "copy", tc, mf_now_ms() - tc,
+                             json_pack("{s:o, s:I, s:s, s:s}", "value",
+                                       mf_json_str(g->values[cp->value].name), "bytes",
+                                       (json_int_t)mf_view_bytes(&c->views[cp->value]), "from",
+                                       from ? s->provs[from - 1].vt->memory_domain : "host", "to",
+                                       cp->to_dom ? s->provs[cp->to_dom - 1].vt->memory_domain
+                                                  : "host"));
+        }
+        for (size_t j = 0; j < n->n_inputs; j++) {
+            int u = n->inputs[j];
+            if (u < 0) {
+                memset(&in[j], 0, sizeof in[j]);
+                in[j].rank = -1;
+                continue;
+            }
+            int ref = ns->in_ref ? ns->in_ref[j] : -1;
+            if (ref == -1)
+                in[j] = c->views[u];
+            else if (ref >= 0)
+                in[j] = c->mirrors[ref];
+            else {
+                const mf_cmirror *cm = &p->cmirrors[-2 - ref];
+                in[j] = p->vals[u].view;
+                in[j].data = cm->buf;
+                in[j].offset = 0;
+                in[j].nbytes = cm->bytes;
+                in[j].layout = 0;
+            }
+        }
+        for (size_t o = 0; o < n->n_outputs; o++) {
+            if (n->outputs[o] >= 0)
+                out[o] = c->views[n->outputs[o]];
+            else {
+                memset(&out[o], 0, sizeof out[o]);
+                out[o].rank = -1;
+            }
+        }
+        r->node = i;
+        r->outputs = out;
+        r->n_outputs = n->n_outputs;
+        double t0 = s->trace ? mf_now_ms() : 0;
+        if (ns->core) {
+            if ((st = run_core_node(s, c, b, i, in, out)) != MINFER_OK)
+                return st;
+            goto after;
+        }
+        if (ns->dynamic) {
+            if ((st = run_dynamic_node(s, p, c, i, r, in, out)) != MINFER_OK)
+                return st;
+            goto after;
+        }
+        mf_provider_inst *pi = &s->provs[s->assign[i]];
+        minfer_exec_args args = {sizeof args, r, &ns->desc, in, n->n_inputs, out, n->n_outputs,
+                                 NULL, 0, 0};
+        if (ns->ws_buffer >= 0) {
+            minfer_tensor_view w;
+            place(c, p, ns->ws_buffer, &w, ns->workspace);
+            args.workspace = w.data;
+            args.workspace_bytes = ns->workspace;
+            args.workspace_offset = w.offset;
+        }
+        mf_error_clear();
+        st = pi->vt->execute_node(pi->ctx, ns->state, &args);
+        if (st != MINFER_OK)
+            return mf_error_prefix(st, "%s: provider '%s' failed on %s", s->errctx, pi->name,
+                                   mf_node_label(n, i, lbl, sizeof lbl));
+    after:
+        if (s->trace) {
+            /* Device work is asynchronous: wait so the event covers it. */
+            mf_provider_inst *pi2 = s->assign[i] >= 0 ? &s->provs[s->assign[i]] : NULL;
+            if (pi2 && !pi2->host_memory && MF_VT_HAS(pi2->vt, synchronize))
+                pi2->vt->synchronize(pi2->ctx);
+            double dt = mf_now_ms() - t0;
+            mf_trace_add(s->trace, n->name[0] ? n->name : n->op_type, "node", t0, dt,
+                         node_args(s, i, in, n->n_inputs, out, n->n_outputs, ns->flops));
+            pthread_mutex_lock(&s->lock);
+            s->node_ms[i] += dt;
+            s->node_runs[i]++;
+            pthread_mutex_unlock(&s->lock);
+        }
+        if (s->check_nan && (st = check_nan(s, i, out, n->n_outputs, r)) != MINFER_OK)
+            return st;
+        for (size_t o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0 &&
+                (st = mf_budget_elements(b, s, i, mf_value_elements(&out[o]))) != MINFER_OK)
+                return st;
+        /* Run-time storage of values with run-time shapes, dead now. */
+        for (size_t j = 0; j < n->n_inputs; j++) {
+            int u = n->inputs[j];
+            if (u >= 0 && p->vals[u].where == MF_W_DYNAMIC && p->vals[u].last == (int)k)
+                free_dyn(c, (size_t)u);
+        }
+    }
+    for (size_t d = 1; d < s->n_domains; d++) {
+        mf_provider_inst *pi = &s->provs[d - 1];
+        if (!pi->host_memory && MF_VT_HAS(pi->vt, synchronize) &&
+            (st = pi->vt->synchronize(pi->ctx)) != MINFER_OK)
+            return mf_error_prefix(st, "%s: provider '%s' synchronize", s->errctx, pi->name);
+    }
+    return MINFER_OK;
+}
+
+/* A declared shape as `minfer info` shows it: "[N,3,224,224]", symbolic
+ * dimensions by name. */
+static const char *declared_shape_str(const mf_value *v, char *buf, size_t size) {
+    size_t used = 0;
+    if (v->rank < 0)
+        return mf_shape_str(v->dims, v->rank, buf, size);
+    for (int d = 0; d < v->rank && used < size; d++) {
+        int w = v->dims[d] >= 0 ? snprintf(buf + used, size - used, "%s%lld", d ? "," : "[",
+                                           (long long)v->dims[d])
+                                : snprintf(buf + used, size - used, "%s%s", d ? "," : "[",
+                                           v->dim_params[d] ? v->dim_params[d] : "?");
+        used += w > 0 ? (size_t)w : 0;
+    }
+    if (used < size)
+        snprintf(buf + used, size - used, "%s]", v->rank ? "" : "[");
+    return buf;
+}
+
+static minfer_status check_inputs(minfer_session *s, const char *const *names,
+                                  const minfer_tensor *const *inputs, size_t n,
+                                  const minfer_tensor **bound, int64_t *sig, size_t *sig_len) {
+    const mf_graph *g = s->g;
+    char a[160], b[160];
+    for (size_t k = 0; k < g->n_inputs; k++)
+        bound[k] = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!names[i] || !inputs[i])
+            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input %zu has a NULL name or tensor",
+                            s->errctx, i);
+        size_t k = 0;
+        while (k < g->n_inputs && strcmp(g->values[g->inputs[k]].name, names[i]) != 0)
+            k++;
+        if (k == g->n_inputs) {
+            char list[512] = "";
+            size_t used = 0;
+            for (size_t j = 0; j < g->n_inputs; j++) {
+                int w = snprintf(list + used, sizeof list - used, "%s'%s'", j ? ", " : "",
+                                 g->values[g->inputs[j]].name);
+                if (w < 0 || (size_t)w >= sizeof list - used)
+                    break;
+                used += (size_t)w;
+            }
+            int vi = mf_graph_find(g, names[i]);
+            return mf_error(MINFER_ERR_NOT_FOUND,
+                            "%s: run: '%s' is not an input of the model%s (inputs: %s)",
+                            s->errctx, names[i],
+                            vi >= 0 && g->values[vi].initializer ? " (it is an initializer)" : "",
+                            list);
+        }
+        if (bound[k])
+            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input '%s' is given twice",
+                            s->errctx, names[i]);
+        bound[k] = inputs[i];
+    }
+    size_t pos = 0;
+    for (size_t k = 0; k < g->n_inputs; k++) {
+        const mf_value *v = &g->values[g->inputs[k]];
+        const minfer_tensor *t = bound[k];
+        if (!t)
+            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input '%s' is missing", s->errctx,
+                            v->name);
+        static const char *const kinds[] = {"a tensor", "a sequence", "an optional"};
+        if (t->view.kind != v->kind || (v->kind == MINFER_VALUE_OPTIONAL &&
+                                        t->contained != v->contained))
+            return mf_error(MINFER_ERR_TYPE, "%s: run: input '%s' expects %s%s, got %s%s",
+                            s->errctx, v->name, kinds[v->kind % 3],
+                            v->kind == MINFER_VALUE_OPTIONAL
+                                ? (v->contained == MINFER_VALUE_SEQUENCE ? " of a sequence"
+                                                                         : " of a tensor")
+                                : "",
+                            kinds[t->view.kind % 3],
+                            t->view.kind == MINFER_VALUE_OPTIONAL
+                                ? (t->contained == MINFER_VALUE_SEQUENCE ? " of a sequence"
+                                                                         : " of a tensor")
+                                : "");
+        /* dtype 0: a subgraph input left to inference, or an empty
+         * optional read from a file that does not say its type */
+        if (t->view.dtype != v->dtype && v->dtype && t->view.dtype)
+            return mf_error(MINFER_ERR_TYPE, "%s: run: input '%s' expects %s, got %s", s->errctx,
+                            v->name, minfer_dtype_name((minfer_dtype)v->dtype),
+                            minfer_dtype_name((minfer_dtype)t->view.dtype));
+        if (t->view.kind != MINFER_VALUE_TENSOR) {
+            sig[pos++] = (int64_t)t->view.kind << 8 | (t->view.dtype ? t->view.dtype : v->dtype);
+            sig[pos++] = -1;
+            continue;
+        }
+        int bad = v->rank >= 0 && t->view.rank != v->rank;
+        for (int d = 0; !bad && v->rank >= 0 && d < v->rank; d++)
+            bad = v->dims[d] >= 0 && t->view.dims[d] != v->dims[d];
+        if (bad)
+            return mf_error(MINFER_ERR_SHAPE, "%s: run: input '%s' expects shape %s, got %s",
+                            s->errctx, v->name, declared_shape_str(v, a, sizeof a),
+                            mf_shape_str(t->view.dims, t->view.rank, b, sizeof b));
+        /* The same symbolic name must mean the same size everywhere. */
+        for (int d = 0; v->rank >= 0 && d < v->rank; d++) {
+            if (!v->dim_params[d])
+                continue;
+            for (size_t k2 = 0; k2 < k; k2++) {
+                const mf_value *v2 = &g->values[g->inputs[k2]];
+                for (int d2 = 0; d2 < v2->rank; d2++)
+                    if (v2->dim_params[d2] && strcmp(v2->dim_params[d2], v->dim_params[d]) == 0 &&
+                        bound[k2]->view.dims[d2] != t->view.dims[d])
+                        return mf_error(MINFER_ERR_SHAPE,
+                                        "%s: run: input '%s' dimension %d ('%s') is %lld but "
+                                        "input '%s' gives '%s' as %lld",
+                                        s->errctx, v->name, d, v->dim_params[d],
+                                        (long long)t->view.dims[d], v2->name, v->dim_params[d],
+                                        (long long)bound[k2]->view.dims[d2]);
+            }
+        }
+        sig[pos++] = t->view.dtype;
+        sig[pos++] = t->view.rank;
+        for (int d = 0; d < t->view.rank; d++)
+            sig[pos++] = t->view.dims[d];
+    }
+    *sig_len = pos;
+    return MINFER_OK;
+}
+
+static minfer_status deliver_output(minfer_session *s, const mf_plan *p, mf_exec_ctx *c, int vi,
+                                    minfer_tensor **slot) {
+    const minfer_tensor_view *src = &c->views[vi];
+    const mf_value *v = &s->g->values[vi];
+    const mf_vplan *vs = &p->vals[vi];
+    char a[160], b[160];
+    minfer_status st;
+    if (src->kind != MINFER_VALUE_TENSOR) {
+        if (!src->data)
+            return mf_error(MINFER_ERR_RUNTIME, "%s: output '%s' was not computed", s->errctx,
+                            v->name);
+        if (*slot)
+            return mf_error(MINFER_ERR_INVALID_ARG,
+                            "%s: run: output '%s' is a %s: pass NULL for the session to make it",
+                            s->errctx, v->name,
+                            src->kind == MINFER_VALUE_SEQUENCE ? "sequence" : "optional");
+        return mf_tensor_clone((const minfer_tensor *)src->data, slot);
+    }
+    size_t bytes = mf_view_bytes(src);
+    if (!src->data && bytes > 0)
+        return mf_error(MINFER_ERR_RUNTIME, "%s: output '%s' was not computed", s->errctx, v->name);
+    minfer_tensor *t = *slot, *made = NULL;
+    if (t) {
+        int bad = t->view.rank != src->rank;
+        for (int d = 0; !bad && d < t->view.rank; d++)
+            bad = t->view.dims[d] != src->dims[d];
+        if (t->view.dtype != src->dtype)
+            return mf_error(MINFER_ERR_TYPE,
+                            "%s: run: output '%s' is %s, but the tensor given for it is %s",
+                            s->errctx, v->name, minfer_dtype_name((minfer_dtype)src->dtype),
+                            minfer_dtype_name((minfer_dtype)t->view.dtype));
+        if (bad)
+            return mf_error(MINFER_ERR_SHAPE,
+                            "%s: run: output '%s' has shape %s, but the tensor given for it is %s",
+                            s->errctx, v->name, mf_shape_str(src->dims, src->rank, a, sizeof a),
+                            mf_shape_str(t->view.dims, t->view.rank, b, sizeof b));
+    } else {
+        if ((st = mf_tensor_new(src->dtype, src->dims, src->rank, &made)) != MINFER_OK)
+            return st;
+        t = made;
+    }
+    if (vs->where == MF_W_ARENA && vs->dom != 0) {
+        mf_provider_inst *pi = &s->provs[vs->dom - 1];
+        double tc = s->trace ? mf_now_ms() : 0;
+        if ((st = pi->vt->copy_to_host(pi->ctx, src, t->view.data, t->view.nbytes)) != MINFER_OK) {
+            minfer_tensor_free(made);
+            return mf_error_prefix(st, "%s: copying output '%s' from provider '%s'", s->errctx,
+                                   v->name, pi->name);
+        }
+        if (s->trace)
+            mf_trace_add(s->trace, "copy", "copy", tc, mf_now_ms() - tc,
+                         json_pack("{s:o, s:I, s:s, s:s}", "value", mf_json_str(v->name),
+                                   "bytes", (json_int_t)bytes, "from", pi->vt->memory_domain,
+                                   "to", "host"));
+    } else if (src->dtype == MINFER_DTYPE_STRING) {
+        char **dst = t->view.data;
+        char *const *from = src->data;
+        for (size_t e = 0; e < bytes / sizeof(char *); e++) {
+            char *dup = mf_strdup(from[e] ? from[e] : "");
+            if (!dup) {
+                minfer_tensor_free(made);
+                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+            }
+            if (t->owns_data)
+                free(dst[e]);
+            dst[e] = dup;
+        }
+    } else if (bytes)
+        memcpy(t->view.data, src->data, bytes);
+    *slot = t;
+    return MINFER_OK;
+}
+
+/* Finds or builds the plan for sig; returns it with a reference held. */
+minfer_status mf_plan_acquire(minfer_session *s, const int64_t *sig, size_t sig_len,
+                                  mf_plan **out) {
+    minfer_status st = MINFER_OK;
+    pthread_mutex_lock(&s->lock);
+    mf_plan *p = NULL;
+    for (size_t i = 0; i < s->n_plans; i++)
+        if (s->plans[i]->sig_len == sig_len &&
+            memcmp(s->plans[i]->sig, sig, sig_len * sizeof *sig) == 0) {
+            p = s->plans[i];
+            break;
+        }
+    if (!p) {
+        mf_log(s, MINFER_LOG_INFO, "%s: new input shapes; building a plan", s->errctx);
+        double t0 = mf_now_ms();
+        if ((st = mf_plan_build(s, sig, sig_len, &p)) != MINFER_OK) {
+            pthread_mutex_unlock(&s->lock);
+            return st;
+        }
+        /* The plan's phases, one after another from t0. */
+        const char *names[3] = {"plan: infer shapes", "plan: prepare", "plan: memory"};
+        double durs[3] = {p->t_infer_ms, p->t_prepare_ms, p->t_plan_ms}, at = t0;
+        for (int k = 0; k < 3; k++) {
+            mf_log(s, MINFER_LOG_INFO, "%s: %-16s %8.2f ms", s->errctx, names[k], durs[k]);
+            mf_trace_add(s->trace, names[k], "build", at, durs[k], NULL);
+            at += durs[k];
+        }
+        /* Evict the least recently used idle plan when the cache is full. */
+        if (s->n_plans >= s->plan_cache_size) {
+            size_t victim = s->n_plans;
+            for (size_t i = 0; i < s->n_plans; i++)
+                if (s->plans[i]->refs == 0 &&
+                    (victim == s->n_plans || s->plans[i]->last_used < s->plans[victim]->last_used))
+                    victim = i;
+            if (victim < s->n_plans) {
+                if (s->last_plan == s->plans[victim])
+                    s->last_plan = NULL;
+                mf_plan_free(s, s->plans[victim]);
+                s->plans[victim] = s->plans[--s->n_plans];
+            }
+        }
+        mf_plan **grown = mf_realloc(s->plans, (s->n_plans + 1) * sizeof *grown);
+        if (!grown) {
+            mf_plan_free(s, p);
+            pthread_mutex_unlock(&s->lock);
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+        }
+        s->plans = grown;
+        s->plans[s->n_plans++] = p;
+    }
+    p->refs++;
+    p->last_used = ++s->tick;
+    s->last_plan = p;
+    pthread_mutex_unlock(&s->lock);
+    *out = p;
+    return MINFER_OK;
+}
+
+void mf_plan_release(minfer_session *s, mf_plan *p) {
+    pthread_mutex_lock(&s->lock);
+    p->refs--;
+    pthread_mutex_unlock(&s->lock);
+}
+
+minfer_status minfer_session_prepare(minfer_session *s, const char *const *input_names,
+                                     const minfer_tensor *const *inputs, size_t n_inputs) {
+    if (!s || (n_inputs && (!input_names || !inputs)))
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_prepare: NULL argument");
+    const mf_graph *g = s->g;
+    const minfer_tensor *bound_stack[MAX_STACK_INPUTS];
+    int64_t sig_stack[MAX_STACK_INPUTS * (MINFER_MAX_RANK + 2)];
+    const minfer_tensor **bound = bound_stack;
+    int64_t *sig = sig_stack;
+    size_t sig_len = 0;
+    minfer_status st;
+    mf_plan *p = NULL;
+    if (g->n_inputs > MAX_STACK_INPUTS) {
+        bound = mf_calloc(g->n_inputs, sizeof *bound);
+        sig = mf_malloc(g->n_inputs * (MINFER_MAX_RANK + 2) * sizeof *sig);
+        if (!bound || !sig) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+            goto done;
+        }
+    }
+    if ((st = check_inputs(s, input_names, inputs, n_inputs, bound, sig, &sig_len)) != MINFER_OK)
+        goto done;
+    if ((st = mf_plan_acquire(s, sig, sig_len, &p)) != MINFER_OK)
+        goto done;
+    mf_plan_release(s, p);
+done:
+    if (bound != bound_stack) {
+        free(bound);
+        free(sig);
+    }
+    return st;
+}
+
+/* A run spending budget b (the caller's own, or its parent run's). */
+static minfer_status run_budget(minfer_session *s, mf_budget *b, const char *const *input_names,
+                                const minfer_tensor *const *inputs, size_t n_inputs,
+                                const char *const *output_names, minfer_tensor **outputs,
+                                size_t n_outputs) {
+    const mf_graph *g = s->g;
+    const minfer_tensor *bound_stack[MAX_STACK_INPUTS];
+    int64_t sig_stack[MAX_STACK_INPUTS * (MINFER_MAX_RANK + 2)];
+    int out_vi[256];
+    unsigned char made[256] = {0};
+    const minfer_tensor **bound = bound_stack;
+    int64_t *sig = sig_stack;
+    size_t sig_len = 0;
+    minfer_status st = MINFER_OK;
+    mf_plan *p = NULL;
+    mf_exec_ctx *c = NULL;
+    mf_run r = {s, NULL, -1, NULL, 0, NULL, NULL, NULL, 0, 0, b};
+
+    if (!output_names && n_outputs != g->n_outputs)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "%s: run: without output names, %zu outputs must be requested, not %zu",
+                        s->errctx, g->n_outputs, n_outputs);
+    if (n_outputs > 256)
+        return mf_error(MINFER_ERR_LIMIT, "%s: run: more than 256 outputs requested", s->errctx);
+    for (size_t o = 0; o < n_outputs; o++) {
+        if (!output_names) {
+            out_vi[o] = g->outputs[o];
+            continue;
+        }
+        int vi = output_names[o] ? mf_graph_find(g, output_names[o]) : -1;
+        if (vi < 0 || !g->values[vi].is_output) {
+            char list[512] = "";
+            size_t used = 0;
+            for (size_t j = 0; j < g->n_outputs; j++) {
+                int w = snprintf(list + used, sizeof list - used, "%s'%s'", j ? ", " : "",
+                                 g->values[g->outputs[j]].name);
+                if (w < 0 || (size_t)w >= sizeof list - used)
+                    break;
+                used += (size_t)w;
+            }
+            return mf_error(MINFER_ERR_NOT_FOUND,
+                            "%s: run: '%s' is not an output of the model (outputs: %s)",
+                            s->errctx, output_names[o] ? output_names[o] : "(null)", list);
+        }
+        out_vi[o] = vi;
+    }
+    if (g->n_inputs > MAX_STACK_INPUTS) {
+        bound = mf_calloc(g->n_inputs, sizeof *bound);
+        sig = mf_malloc(g->n_inputs * (MINFER_MAX_RANK + 2) * sizeof *sig);
+        if (!bound || !sig) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+            goto done;
+        }
+    }
+    if ((st = check_inputs(s, input_names, inputs, n_inputs, bound, sig, &sig_len)) != MINFER_OK)
+        goto done;
+    if ((st = mf_plan_acquire(s, sig, sig_len, &p)) != MINFER_OK)
+        goto done;
+    r.p = p;
+
+    pthread_mutex_lock(&s->lock);
+    c = s->free_ctx;
+    if (c)
+        s->free_ctx = c->next;
+    pthread_mutex_unlock(&s->lock);
+    if (!c && !(c = ctx_new(s))) {
+        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+        goto done;
+    }
+    if ((st = ctx_fit(s, c, p)) != MINFER_OK)
+        goto done;
+    double t_run = mf_now_ms();
+    st = execute(s, p, c, &r, b, bound);
+    for (size_t o = 0; st == MINFER_OK && o < n_outputs; o++) {
+        /* delivering copies: a body passing a large value through costs
+         * a copy per iteration */
+        made[o] = outputs[o] == NULL;
+        if ((st = mf_budget_elements(b, s, -1, mf_value_elements(&c->views[out_vi[o]]))) ==
+            MINFER_OK)
+            st = deliver_output(s, p, c, out_vi[o], &outputs[o]);
+    }
+    if (st == MINFER_OK) {
+        double dt = mf_now_ms() - t_run;
+        pthread_mutex_lock(&s->lock);
+        mf_stats_add(&s->stats, dt);
+        pthread_mutex_unlock(&s->lock);
+        mf_trace_add(s->trace, "run", "run", t_run, dt,
+                     b->ro && b->ro->tag ? json_pack("{s:o}", "tag", mf_json_str(b->ro->tag))
+                                         : NULL);
+    }
+    if (st != MINFER_OK)
+        for (size_t o = 0; o < n_outputs; o++)
+            if (made[o]) {
+                minfer_tensor_free(outputs[o]);
+                outputs[o] = NULL;
+            }
+done:
+    if (c) {
+        for (size_t v = 0; v < g->n_values; v++)
+            free_dyn(c, v);
+        pthread_mutex_lock(&s->lock);
+        c->next = s->free_ctx;
+        s->free_ctx = c;
+        pthread_mutex_unlock(&s->lock);
+    }
+    if (p)
+        mf_plan_release(s, p);
+    mf_run_free_temps(&r);
+    if (bound != bound_stack) {
+        free(bound);
+        free(sig);
+    }
+    return st;
+}
+
+minfer_status minfer_session_run(minfer_session *s, const char *const *input_names,
+                                 const minfer_tensor *const *inputs, size_t n_inputs,
+                                 const char *const *output_names, minfer_tensor **outputs,
+                                 size_t n_outputs) {
+    return minfer_session_run_with_options(s, NULL, input_names, inputs, n_inputs, output_names,
+                                           outputs, n_outputs);
+}
+
+minfer_status minfer_session_run_with_options(minfer_session *s, const minfer_run_options *ro,
+                                              const char *const *input_names,
+                                              const minfer_tensor *const *inputs, size_t n_inputs,
+                                              const char *const *output_names,
+                                              minfer_tensor **outputs, size_t n_outputs) {
+    if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && !outputs))
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_run: NULL argument");
+    mf_budget b;
+    budget_init(&b, s, ro);
+    const minfer_run_options *outer = mf_current_run;
+    mf_current_run = ro;
+    minfer_status st =
+        run_budget(s, &b, input_names, inputs, n_inputs, output_names, outputs, n_outputs);
+    mf_current_run = outer;
+    return st;
+}
+
+minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, const char *const *input_names,
+                                 const minfer_tensor *const *inputs, size_t n_inputs,
+                                 minfer_tensor **outputs, size_t n_outputs) {
+    return run_budget(s, b, input_names, inputs, n_inputs, NULL, outputs, n_outputs);
+}
+
+/* ---- memory reports ----------------------------------------------------- */
+
+minfer_status minfer_session_memory_info(const minfer_session *cs, minfer_memory_info *out) {
+    if (!cs || !out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_memory_info: NULL argument");
+    minfer_session *s = (minfer_session *)cs; /* the lock is not part of the value */
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&s->lock);
+    const mf_plan *p = s->last_plan;
+    if (p) {
+        out->has_plan = 1;
+        out->planner = p->planner;
+        out->arena_bytes = p->arena_bytes[0];
+        for (size_t d = 1; d < s->n_domains; d++)
+            out->device_arena_bytes += p->arena_bytes[d];
+        out->intermediate_bytes = p->sum_bytes[0];
+        out->lower_bound_bytes = p->lower_bound[0];
+        out->constant_bytes = p->const_bytes;
+        out->planned_tensors = p->n_bufs;
+        for (size_t c = 0; c < p->n_copies; c++)
+            if (!p->copies[c].alias) {
+                out->copies_per_run++;
+                out->copy_bytes_per_run += mf_view_bytes(&p->vals[p->copies[c].value].view);
+            }
+        for (size_t k = 0; k < s->g->n_outputs; k++) {
+            const mf_vplan *vs = &p->vals[s->g->outputs[k]];
+            if (vs->where == MF_W_ARENA && vs->dom != 0) {
+                out->copies_per_run++;
+                out->copy_bytes_per_run += mf_view_bytes(&vs->view);
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return MINFER_OK;
+}
+
+minfer_status minfer_session_planned_tensor(const minfer_session *cs, size_t index,
+                                            minfer_planned_tensor *out) {
+    if (!cs || !out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_planned_tensor: NULL argument");
+    minfer_session *s = (minfer_session *)cs;
+    minfer_status st = MINFER_OK;
+    pthread_mutex_lock(&s->lock);
+    const mf_plan *p = s->last_plan;
+    if (!p || index >= p->n_bufs) {
+        st = mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_planned_tensor: no buffer %zu",
+                      index);
+    } else {
+        const mf_buffer *b = &p->bufs[index];
+        if (b->value >= 0)
+            out->name = s->g->values[b->value].name;
+        else {
+            const mf_node *n = &s->g->nodes[-2 - b->value];
+            out->name = n->name[0] ? n->name : n->op_type; /* its workspace */
+        }
+        out->domain = b->dom == 0 ? "host" : s->provs[b->dom - 1].vt->memory_domain;
+        out->offset = b->offset;
+        out->size = b->size;
+        out->first_step = b->first;
+        out->last_step = b->last;
+        out->is_workspace = b->value < 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}

@@ -1,0 +1,304 @@
+/*
+ * Fork-join thread pool.
+ *
+ * A job is a range [0, n) cut into at most `threads` contiguous chunks;
+ * each thread claims its own chunk first (the caller the first, worker k
+ * the k+1-th: a node cut like the one before finds its data in the cache
+ * of the core that wrote it) and then any still free, so a worker that is
+ * slow to start (asleep, or its CPU taken by another process) only leaves
+ * its chunk to the caller, and the caller waits only for chunks already
+ * started. One job runs at a time per pool: a second
+ * caller (another run on the same session) or a nested call from inside a
+ * chunk runs its range serially instead of blocking, so the pool can never
+ * deadlock.
+ *
+ * Waiting. Between jobs a worker first spins for a short while (spin_ns,
+ * 200 us by default, MINFER_SPIN_US to change, 0 to sleep at once) and
+ * then sleeps on a condition variable. Inference posts jobs in quick
+ * succession (one per node or less), and waking a sleeping thread costs
+ * tens of microseconds on a virtual machine, as long as a medium node
+ * takes; a bounded spin keeps the worker answering within a run and
+ * gives the CPU back between runs. The caller likewise spins for a
+ * worker's last chunk before it sleeps.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "util/internal.h"
+#include "exec/threadpool.h"
+
+#define DEFAULT_SPIN_US 200
+#define CALLER_SPIN_NS 2000000ull /* for a started chunk: then sleep */
+
+typedef struct mf_job {
+    minfer_range_fn fn;
+    void *arg;
+    size_t n, chunk, n_chunks;
+    uint32_t gen;
+} mf_job;
+
+typedef struct mf_worker_arg {
+    struct mf_pool *pool;
+    int index; /* 1.. (the caller is 0) */
+} mf_worker_arg;
+
+struct mf_pool {
+    int threads;
+    pthread_t *workers;
+    mf_worker_arg *worker_args;
+    int n_workers;
+    uint64_t spin_ns;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_cond_t done;
+    pthread_mutex_t busy; /* held by the caller owning the current job */
+    atomic_int stop;
+    /* The current job, written under lock; its generation moves last. */
+    mf_job job;
+    atomic_uint_fast32_t gen;
+    /* Per chunk: the generation of the job it belongs to, times 2, plus 1
+     * once a thread took it. A thread claims a chunk of job g by moving it
+     * from 2g to 2g + 1, so one still looking at an older job cannot take a
+     * chunk of this one. */
+    atomic_uint_fast64_t *chunk_state;
+    atomic_size_t finished;
+};
+
+static _Thread_local int in_pool_task;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Runs the chunks of job j that are still free, its home chunk first
+ * (thread k starts at chunk k: consecutive nodes cut the same way then
+ * find their data in the cache of the core that wrote it), then the
+ * others in turn. */
+static void run_chunks(mf_pool *p, const mf_job *j, size_t home) {
+    size_t ran = 0, n_chunks = j->n_chunks;
+    in_pool_task = 1;
+    for (size_t k = 0; k < n_chunks; k++) {
+        size_t c = (home + k) % n_chunks;
+        uint_fast64_t free_state = (uint_fast64_t)j->gen << 1;
+        if (!atomic_compare_exchange_strong(&p->chunk_state[c], &free_state, free_state | 1))
+            continue;
+        size_t b = c * j->chunk;
+        size_t e = b + j->chunk < j->n ? b + j->chunk : j->n;
+        j->fn(j->arg, b, e);
+        ran++;
+    }
+    in_pool_task = 0;
+    if (ran && atomic_fetch_add(&p->finished, ran) + ran == n_chunks) {
+        pthread_mutex_lock(&p->lock);
+        pthread_cond_broadcast(&p->done);
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+/* Spins until the generation moves from seen or spin_ns pass. */
+static void spin_for_job(mf_pool *p, uint32_t seen) {
+    if (!p->spin_ns)
+        return;
+    uint64_t until = now_ns() + p->spin_ns;
+    for (;;) {
+        for (int i = 0; i < 64; i++) {
+            if (atomic_load_explicit(&p->gen, memory_order_relaxed) != seen ||
+                atomic_load_explicit(&p->stop, memory_order_relaxed))
+                return;
+            cpu_relax();
+        }
+        if (now_ns() >= until)
+            return;
+    }
+}
+
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether a worker spins is decided by what spinning gets it. While it
+ * works or spins it never blocks, so its CPU time should keep pace with
+ * the clock; when another process shares its CPU, the scheduler takes
+ * turns and the worker's CPU time falls behind. A worker that spins then
+ * loses its place (the CPU time it burnt counts against it), and a node
+ * waits for a chunk whose worker is descheduled. So every few jobs the
+ * worker compares the two over the time since it last slept; when it got
+ * less than 7/8 of the clock it stops spinning for QUIET_JOBS jobs, and
+ * sleeps right after each (a thread woken from sleep runs promptly), then
+ * tries spinning again. */
+#define SAMPLE_EVERY 8
+#define SAMPLE_MIN_NS 500000ull
+#define QUIET_JOBS 256
+
+static void *worker_main(void *varg) {
+    mf_worker_arg *wa = varg;
+    mf_pool *p = wa->pool;
+    size_t home = (size_t)wa->index;
+    uint32_t seen = 0;
+    mf_job job;
+    unsigned jobs = 0, quiet = 0;
+    uint64_t wall0 = now_ns(), cpu0 = thread_cpu_ns();
+    int slept = 1;
+    for (;;) {
+        if (!quiet)
+            spin_for_job(p, seen);
+        /* The job is copied under the lock it was posted under. */
+        pthread_mutex_lock(&p->lock);
+        while (!atomic_load(&p->stop) && atomic_load(&p->gen) == seen) {
+            pthread_cond_wait(&p->wake, &p->lock);
+            slept = 1;
+        }
+        seen = (uint32_t)atomic_load(&p->gen);
+        job = p->job;
+        pthread_mutex_unlock(&p->lock);
+        if (atomic_load(&p->stop))
+            break;
+        run_chunks(p, &job, job.n_chunks ? home % job.n_chunks : 0);
+        if (quiet)
+            quiet--;
+        if (++jobs % SAMPLE_EVERY == 0 || slept) {
+            uint64_t wall = now_ns(), cpu = thread_cpu_ns();
+            if (slept) {
+                slept = 0; /* a new window: sleeping is not being descheduled */
+            } else if (wall - wall0 >= SAMPLE_MIN_NS) {
+                if ((cpu - cpu0) * 8 < (wall - wall0) * 7)
+                    quiet = QUIET_JOBS;
+            } else {
+                continue; /* a window too short to tell: keep it open */
+            }
+            wall0 = wall;
+            cpu0 = cpu;
+        }
+    }
+    return NULL;
+}
+
+mf_pool *mf_pool_create(int threads) {
+    mf_pool *p = mf_calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->threads = threads < 1 ? 1 : threads;
+    const char *env = getenv("MINFER_SPIN_US");
+    long us = DEFAULT_SPIN_US;
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end == '\0' && v >= 0 && v <= 1000000)
+            us = v;
+    }
+    p->spin_ns = (uint64_t)us * 1000u;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_mutex_init(&p->busy, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->done, NULL);
+    atomic_init(&p->stop, 0);
+    atomic_init(&p->gen, 0);
+    atomic_init(&p->finished, 0);
+    if (p->threads > 1) {
+        p->workers = mf_calloc((size_t)p->threads - 1, sizeof *p->workers);
+        p->worker_args = mf_calloc((size_t)p->threads - 1, sizeof *p->worker_args);
+        p->chunk_state = mf_calloc((size_t)p->threads, sizeof *p->chunk_state);
+        if (!p->workers || !p->worker_args || !p->chunk_state) {
+            mf_pool_free(p);
+            return NULL;
+        }
+        for (int i = 0; i < p->threads; i++)
+            atomic_init(&p->chunk_state[i], 1); /* generation 0, taken */
+        for (int i = 0; i < p->threads - 1; i++) {
+            p->worker_args[i].pool = p;
+            p->worker_args[i].index = i + 1;
+            if (pthread_create(&p->workers[i], NULL, worker_main, &p->worker_args[i]) != 0)
+                break; /* fewer workers: still correct, the caller runs chunks */
+            p->n_workers++;
+        }
+    }
+    return p;
+}
+
+void mf_pool_free(mf_pool *p) {
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    atomic_store(&p->stop, 1);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->n_workers; i++)
+        pthread_join(p->workers[i], NULL);
+    free(p->workers);
+    free(p->worker_args);
+    free((void *)p->chunk_state);
+    pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->busy);
+    pthread_cond_destroy(&p->wake);
+    pthread_cond_destroy(&p->done);
+    free(p);
+}
+
+int mf_pool_threads(const mf_pool *p) { return p ? p->n_workers + 1 : 1; }
+
+void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
+    if (n == 0)
+        return;
+    if (grain == 0)
+        grain = 1;
+    size_t max_chunks = (n + grain - 1) / grain;
+    if (!p || p->n_workers == 0 || max_chunks < 2 || in_pool_task ||
+        pthread_mutex_trylock(&p->busy) != 0) {
+        fn(arg, 0, n);
+        return;
+    }
+    size_t chunks = (size_t)p->n_workers + 1;
+    if (chunks > max_chunks)
+        chunks = max_chunks;
+    mf_job job;
+    job.fn = fn;
+    job.arg = arg;
+    job.n = n;
+    job.chunk = (n + chunks - 1) / chunks;
+    job.n_chunks = (n + job.chunk - 1) / job.chunk;
+    pthread_mutex_lock(&p->lock);
+    job.gen = (uint32_t)atomic_load(&p->gen) + 1;
+    p->job = job;
+    atomic_store(&p->finished, 0);
+    for (size_t c = 0; c < job.n_chunks; c++)
+        atomic_store(&p->chunk_state[c], (uint_fast64_t)job.gen << 1);
+    atomic_store(&p->gen, job.gen);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+
+    run_chunks(p, &job, 0);
+
+    /* Chunks a worker started: spin a while for them, then sleep. */
+    size_t total = job.n_chunks;
+    uint64_t until = 0;
+    while (atomic_load_explicit(&p->finished, memory_order_acquire) < total) {
+        for (int i = 0; i < 64; i++)
+            cpu_relax();
+        uint64_t t = now_ns();
+        if (!until)
+            until = t + CALLER_SPIN_NS;
+        else if (t >= until)
+            break;
+    }
+    pthread_mutex_lock(&p->lock);
+    while (atomic_load(&p->finished) < total)
+        pthread_cond_wait(&p->done, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(&p->busy);
+}

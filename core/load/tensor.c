@@ -1,0 +1,1007 @@
+/*
+ * Host tensors: creation, checked size arithmetic, conversion from ONNX
+ * TensorProto (inline, typed fields or external data) and the .pb files the
+ * ONNX test cases use.
+ *
+ * A STRING tensor's elements are char * (NUL-terminated). An owning tensor
+ * owns them and frees them with its data; a freshly created one holds NULL
+ * pointers, which every function here treats as "".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/fileio.h"
+#include "util/internal.h"
+#include "onnx.proto3.pb-c.h"
+
+/* ---- Allocation --------------------------------------------------------- */
+
+/* Failure injection for the out-of-memory tests (tests/test_alloc_fail.c).
+ * Always compiled, inert until mf_test_fail_after() arms it: then every
+ * allocation through these wrappers (and the protobuf-c allocator and the
+ * session's aligned buffers, which call mf_test_alloc_fails) counts down,
+ * and the one that reaches zero fails. Atomic, since pool threads may
+ * allocate; when disarmed the cost is one relaxed load. */
+static _Atomic int inject_on;
+static _Atomic long fail_countdown = -1; /* allocations left before the failure; -1 off */
+static _Atomic long fail_calls, fail_hits;
+static _Atomic int fail_sticky;
+static int (*inject_hook)(void *);
+static void *inject_arg;
+
+void mf_test_fail_after(long n, int sticky) {
+    atomic_store(&inject_on, 0);
+    atomic_store(&fail_countdown, -1);
+    atomic_store(&fail_calls, 0);
+    atomic_store(&fail_hits, 0);
+    atomic_store(&fail_sticky, sticky);
+    inject_hook = NULL;
+    if (n >= 0) {
+        atomic_store(&fail_countdown, n);
+        atomic_store(&inject_on, 1);
+    }
+}
+
+void mf_test_set_alloc_hook(int (*hook)(void *arg), void *arg) {
+    atomic_store(&inject_on, 0);
+    inject_hook = hook;
+    inject_arg = arg;
+    if (hook)
+        atomic_store(&inject_on, 1);
+}
+
+long mf_test_alloc_stats(long *failures) {
+    if (failures)
+        *failures = atomic_load(&fail_hits);
+    return atomic_load(&fail_calls);
+}
+
+int mf_test_alloc_fails(void) {
+    if (!atomic_load_explicit(&inject_on, memory_order_relaxed))
+        return 0;
+    if (inject_hook)
+        return inject_hook(inject_arg);
+    atomic_fetch_add(&fail_calls, 1);
+    long left = atomic_fetch_sub(&fail_countdown, 1);
+    if (left > 0)
+        return 0;
+    if (left < 0) { /* disarmed meanwhile */
+        atomic_store(&fail_countdown, -1);
+        return 0;
+    }
+    atomic_fetch_add(&fail_hits, 1);
+    atomic_store(&fail_countdown, atomic_load(&fail_sticky) ? 0 : -1);
+    return 1;
+}
+
+/* A zero-byte request still returns a unique pointer, so NULL always means
+ * out of memory. */
+void *mf_malloc(size_t n) { return mf_test_alloc_fails() ? NULL : malloc(n ? n : 1); }
+
+void *mf_calloc(size_t n, size_t size) {
+    if (mf_test_alloc_fails())
+        return NULL;
+    if (n == 0 || size == 0)
+        return calloc(1, 1);
+    return calloc(n, size);
+}
+
+void *mf_realloc(void *p, size_t n) { return mf_test_alloc_fails() ? NULL : realloc(p, n ? n : 1); }
+
+char *mf_strdup(const char *s) {
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = mf_malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+static void *pb_alloc(void *data, size_t n) {
+    void *p = mf_malloc(n);
+    if (!p)
+        *(int *)data = 1;
+    return p;
+}
+
+static void pb_free(void *data, void *p) {
+    (void)data;
+    free(p);
+}
+
+void mf_pb_allocator_init(void *allocator, int *nomem) {
+    ProtobufCAllocator *a = allocator;
+    *nomem = 0;
+    a->alloc = pb_alloc;
+    a->free = pb_free;
+    a->allocator_data = nomem;
+}
+
+/* ---- Element types ------------------------------------------------------ */
+
+size_t minfer_dtype_size(minfer_dtype dtype) {
+    switch (dtype) {
+    case MINFER_DTYPE_FLOAT: return 4;
+    case MINFER_DTYPE_UINT8: return 1;
+    case MINFER_DTYPE_INT8: return 1;
+    case MINFER_DTYPE_UINT16: return 2;
+    case MINFER_DTYPE_INT16: return 2;
+    case MINFER_DTYPE_INT32: return 4;
+    case MINFER_DTYPE_INT64: return 8;
+    case MINFER_DTYPE_STRING: return sizeof(char *);
+    case MINFER_DTYPE_BOOL: return 1;
+    case MINFER_DTYPE_FLOAT16: return 2;
+    case MINFER_DTYPE_DOUBLE: return 8;
+    case MINFER_DTYPE_UINT32: return 4;
+    case MINFER_DTYPE_UINT64: return 8;
+    case MINFER_DTYPE_COMPLEX64: return 8;
+    case MINFER_DTYPE_COMPLEX128: return 16;
+    case MINFER_DTYPE_BFLOAT16: return 2;
+    case MINFER_DTYPE_UNDEFINED: break;
+    }
+    return 0;
+}
+
+const char *minfer_dtype_name(minfer_dtype dtype) {
+    switch (dtype) {
+    case MINFER_DTYPE_FLOAT: return "float";
+    case MINFER_DTYPE_UINT8: return "uint8";
+    case MINFER_DTYPE_INT8: return "int8";
+    case MINFER_DTYPE_UINT16: return "uint16";
+    case MINFER_DTYPE_INT16: return "int16";
+    case MINFER_DTYPE_INT32: return "int32";
+    case MINFER_DTYPE_INT64: return "int64";
+    case MINFER_DTYPE_STRING: return "string";
+    case MINFER_DTYPE_BOOL: return "bool";
+    case MINFER_DTYPE_FLOAT16: return "float16";
+    case MINFER_DTYPE_DOUBLE: return "double";
+    case MINFER_DTYPE_UINT32: return "uint32";
+    case MINFER_DTYPE_UINT64: return "uint64";
+    case MINFER_DTYPE_COMPLEX64: return "complex64";
+    case MINFER_DTYPE_COMPLEX128: return "complex128";
+    case MINFER_DTYPE_BFLOAT16: return "bfloat16";
+    case MINFER_DTYPE_UNDEFINED: break;
+    }
+    return "undefined";
+}
+
+/* ---- Sizes -------------------------------------------------------------- */
+
+minfer_status mf_numel(const int64_t *dims, int32_t rank, int64_t *out) {
+    if (rank < 0 || rank > MINFER_MAX_RANK)
+        return mf_error(MINFER_ERR_LIMIT, "rank %d is not in 0..%d", (int)rank, MINFER_MAX_RANK);
+    if (rank > 0 && !dims)
+        return mf_error(MINFER_ERR_INVALID_ARG, "dims is NULL for rank %d", (int)rank);
+    for (int32_t i = 0; i < rank; i++)
+        if (dims[i] < 0)
+            return mf_error(MINFER_ERR_LIMIT, "dimension %d is negative (%lld)", (int)i,
+                            (long long)dims[i]);
+    if (minfer_dims_numel(dims, rank, out) != MINFER_OK) {
+        char shape[160];
+        return mf_error(MINFER_ERR_LIMIT, "the element count of shape %s overflows",
+                        mf_shape_str(dims, rank, shape, sizeof shape));
+    }
+    return MINFER_OK;
+}
+
+minfer_status mf_nbytes(int32_t dtype, int64_t numel, size_t *out) {
+    size_t es = minfer_dtype_size((minfer_dtype)dtype);
+    if (es == 0)
+        return mf_error(MINFER_ERR_UNSUPPORTED, "element type %d is not supported", (int)dtype);
+    if (numel < 0)
+        return mf_error(MINFER_ERR_LIMIT, "negative element count %lld", (long long)numel);
+    if ((uint64_t)numel > SIZE_MAX || minfer_size_mul((size_t)numel, es, out) != MINFER_OK)
+        return mf_error(MINFER_ERR_LIMIT, "%lld elements of %s overflow the address space",
+                        (long long)numel, minfer_dtype_name((minfer_dtype)dtype));
+    return MINFER_OK;
+}
+
+/* ---- Tensors ------------------------------------------------------------ */
+
+/* Fills the view's type and shape and computes the byte size. */
+static minfer_status init_view(minfer_tensor *t, int32_t dtype, const int64_t *dims, int32_t rank,
+                               int64_t *numel, size_t *nbytes) {
+    minfer_status st = mf_numel(dims, rank, numel);
+    if (st != MINFER_OK)
+        return st;
+    st = mf_nbytes(dtype, *numel, nbytes);
+    if (st != MINFER_OK)
+        return st;
+    t->view.kind = MINFER_VALUE_TENSOR;
+    t->view.dtype = dtype;
+    t->view.rank = rank;
+    for (int32_t i = 0; i < rank; i++)
+        t->view.dims[i] = dims[i];
+    t->view.offset = 0;
+    t->view.layout = 0;
+    t->view.nbytes = *nbytes;
+    return MINFER_OK;
+}
+
+minfer_status mf_tensor_new(int32_t dtype, const int64_t *dims, int32_t rank, minfer_tensor **out) {
+    int64_t numel = 0;
+    size_t nbytes = 0;
+    minfer_tensor *t = mf_calloc(1, sizeof *t);
+    if (!t)
+        return mf_error(MINFER_ERR_NOMEM, "out of memory for a tensor");
+    minfer_status st = init_view(t, dtype, dims, rank, &numel, &nbytes);
+    if (st != MINFER_OK) {
+        free(t);
+        return st;
+    }
+    t->view.data = mf_calloc(1, nbytes);
+    if (!t->view.data) {
+        free(t);
+        return mf_error(MINFER_ERR_NOMEM, "out of memory for a tensor of %zu bytes", nbytes);
+    }
+    t->owns_data = 1;
+    *out = t;
+    return MINFER_OK;
+}
+
+minfer_status minfer_tensor_create(minfer_dtype dtype, const int64_t *dims, size_t rank,
+                                   minfer_tensor **out) {
+    if (!out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_create: out is NULL");
+    *out = NULL;
+    if (rank > MINFER_MAX_RANK)
+        return mf_error(MINFER_ERR_LIMIT, "minfer_tensor_create: rank %zu exceeds %d", rank,
+                        MINFER_MAX_RANK);
+    if (rank && !dims)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_create: dims is NULL");
+    minfer_status st = mf_tensor_new((int32_t)dtype, dims, (int32_t)rank, out);
+    if (st != MINFER_OK)
+        return mf_error_prefix(st, "minfer_tensor_create");
+    return MINFER_OK;
+}
+
+minfer_status minfer_tensor_wrap(minfer_dtype dtype, const int64_t *dims, size_t rank, void *data,
+                                 size_t data_bytes, minfer_tensor **out) {
+    int64_t numel = 0;
+    size_t nbytes = 0;
+    if (!out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_wrap: out is NULL");
+    *out = NULL;
+    if (rank > MINFER_MAX_RANK)
+        return mf_error(MINFER_ERR_LIMIT, "minfer_tensor_wrap: rank %zu exceeds %d", rank,
+                        MINFER_MAX_RANK);
+    if (rank && !dims)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_wrap: dims is NULL");
+    minfer_tensor *t = mf_calloc(1, sizeof *t);
+    if (!t)
+        return mf_error(MINFER_ERR_NOMEM, "minfer_tensor_wrap: out of memory");
+    minfer_status st = init_view(t, (int32_t)dtype, dims, (int32_t)rank, &numel, &nbytes);
+    if (st != MINFER_OK) {
+        free(t);
+        return mf_error_prefix(st, "minfer_tensor_wrap");
+    }
+    if (!data && nbytes) {
+        free(t);
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_wrap: data is NULL");
+    }
+    if (data_bytes < nbytes) {
+        free(t);
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_tensor_wrap: %zu bytes given, %lld %s elements need %zu",
+                        data_bytes, (long long)numel, minfer_dtype_name(dtype), nbytes);
+    }
+    t->view.data = data;
+    t->owns_data = 0;
+    *out = t;
+    return MINFER_OK;
+}
+
+void mf_free_strings(void *data, int64_t count) {
+    char **s = data;
+    if (!s)
+        return;
+    for (int64_t i = 0; i < count; i++)
+        free(s[i]);
+}
+
+void minfer_tensor_free(minfer_tensor *t) {
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->count; i++)
+        minfer_tensor_free(t->items[i]);
+    free(t->items);
+    if (t->owns_data) {
+        if (t->view.dtype == MINFER_DTYPE_STRING)
+            mf_free_strings(t->view.data, (int64_t)(t->view.nbytes / sizeof(char *)));
+        free(t->view.data);
+    }
+    free(t);
+}
+
+minfer_status mf_tensor_clone(const minfer_tensor *src, minfer_tensor **out) {
+    if (!src || !out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "mf_tensor_clone: NULL argument");
+    minfer_tensor *t = NULL;
+    minfer_status st;
+    if (src->view.kind != MINFER_VALUE_TENSOR) {
+        st = src->view.kind == MINFER_VALUE_SEQUENCE
+                 ? mf_sequence_new(src->view.dtype, &t)
+                 : mf_optional_new(NULL, src->contained, src->view.dtype, &t);
+        for (size_t i = 0; st == MINFER_OK && i < src->count; i++) {
+            minfer_tensor *item = NULL;
+            if ((st = mf_tensor_clone(src->items[i], &item)) == MINFER_OK &&
+                (st = mf_sequence_push(t, item)) != MINFER_OK)
+                minfer_tensor_free(item);
+        }
+        if (st != MINFER_OK) {
+            minfer_tensor_free(t);
+            return st;
+        }
+        *out = t;
+        return MINFER_OK;
+    }
+    st = mf_tensor_new(src->view.dtype, src->view.dims, src->view.rank, &t);
+    if (st != MINFER_OK)
+        return st;
+    const char *sdata = (const char *)src->view.data + src->view.offset;
+    if (src->view.dtype == MINFER_DTYPE_STRING) {
+        int64_t n = (int64_t)(t->view.nbytes / sizeof(char *));
+        char *const *from = (char *const *)(const void *)sdata;
+        char **to = t->view.data;
+        for (int64_t i = 0; i < n; i++) {
+            to[i] = mf_strdup(from[i] ? from[i] : "");
+            if (!to[i]) {
+                minfer_tensor_free(t);
+                return mf_error(MINFER_ERR_NOMEM, "out of memory copying a string tensor");
+            }
+        }
+    } else if (t->view.nbytes) {
+        memcpy(t->view.data, sdata, t->view.nbytes);
+    }
+    *out = t;
+    return MINFER_OK;
+}
+
+minfer_dtype minfer_tensor_dtype(const minfer_tensor *t) {
+    return t ? (minfer_dtype)t->view.dtype : MINFER_DTYPE_UNDEFINED;
+}
+
+size_t minfer_tensor_rank(const minfer_tensor *t) {
+    return t && t->view.rank > 0 ? (size_t)t->view.rank : 0;
+}
+
+const int64_t *minfer_tensor_dims(const minfer_tensor *t) { return t ? t->view.dims : NULL; }
+
+int64_t minfer_tensor_numel(const minfer_tensor *t) {
+    int64_t n = 0;
+    if (!t || t->view.kind != MINFER_VALUE_TENSOR ||
+        mf_numel(t->view.dims, t->view.rank, &n) != MINFER_OK)
+        return 0;
+    return n;
+}
+
+size_t minfer_tensor_nbytes(const minfer_tensor *t) {
+    size_t n = 0;
+    if (!t || mf_nbytes(t->view.dtype, minfer_tensor_numel(t), &n) != MINFER_OK)
+        return 0;
+    return n;
+}
+
+void *minfer_tensor_data(const minfer_tensor *t) {
+    return t && t->view.data ? (char *)t->view.data + t->view.offset : NULL;
+}
+
+const char *mf_shape_str(const int64_t *dims, int32_t rank, char *buf, size_t size) {
+    size_t len = 0;
+    if (!buf || size == 0)
+        return "";
+    buf[0] = '\0';
+    if (rank < 0 || (rank > 0 && !dims)) {
+        snprintf(buf, size, "[?]");
+        return buf;
+    }
+#define PUT(...)                                                                                 \
+    do {                                                                                         \
+        if (len < size) {                                                                        \
+            int k_ = snprintf(buf + len, size - len, __VA_ARGS__);                               \
+            len += k_ > 0 ? (size_t)k_ : 0;                                                      \
+        }                                                                                        \
+    } while (0)
+    PUT("[");
+    for (int32_t i = 0; i < rank; i++) {
+        if (i)
+            PUT(",");
+        if (dims[i] < 0)
+            PUT("?");
+        else
+            PUT("%lld", (long long)dims[i]);
+    }
+    PUT("]");
+#undef PUT
+    return buf;
+}
+
+/* ---- Byte order --------------------------------------------------------- */
+
+/* ONNX stores raw data little-endian. On a big-endian host every scalar
+ * (each half of a complex number) is swapped in place. */
+static void to_host_order(void *data, size_t nbytes, int32_t dtype) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    size_t w = minfer_dtype_size((minfer_dtype)dtype);
+    if (dtype == MINFER_DTYPE_COMPLEX64 || dtype == MINFER_DTYPE_COMPLEX128)
+        w /= 2;
+    unsigned char *p = data;
+    for (size_t i = 0; w > 1 && i + w <= nbytes; i += w)
+        for (size_t a = i, b = i + w - 1; a < b; a++, b--) {
+            unsigned char c = p[a];
+            p[a] = p[b];
+            p[b] = c;
+        }
+#else
+    (void)data;
+    (void)nbytes;
+    (void)dtype;
+#endif
+}
+
+/* ---- External data ------------------------------------------------------ */
+
+/* Parses a non-negative decimal integer, the whole string. */
+static int parse_u64(const char *s, uint64_t *out) {
+    uint64_t v = 0;
+    if (!s || !*s)
+        return 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return 0;
+        if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+/* Whether location is relative and has no ".." component. */
+static int location_is_safe(const char *loc) {
+    if (loc[0] == '/')
+        return 0;
+    for (const char *p = loc; *p;) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return 0;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 1;
+}
+
+/* Reads nbytes of a tensor's external data into a new buffer *out. The file
+ * must resolve (symlinks included) to a path inside base_dir. */
+static minfer_status read_external(const Onnx__TensorProto *tp, const char *base_dir,
+                                   const char *where, size_t nbytes, void **out) {
+    const char *location = NULL;
+    uint64_t offset = 0, length = 0;
+    int have_length = 0;
+    char *path = NULL, *real = NULL, *real_base = NULL;
+    unsigned char *buf = NULL;
+    int fd = -1;
+    minfer_status st = MINFER_OK;
+
+    for (size_t i = 0; i < tp->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *kv = tp->external_data[i];
+        if (!kv || !kv->key)
+            continue;
+        if (strcmp(kv->key, "location") == 0) {
+            location = kv->value;
+        } else if (strcmp(kv->key, "offset") == 0) {
+            if (!parse_u64(kv->value, &offset))
+                return mf_error(MINFER_ERR_MODEL, "%s: external data offset '%s' is not a number",
+                                where, kv->value ? kv->value : "");
+        } else if (strcmp(kv->key, "length") == 0) {
+            if (!parse_u64(kv->value, &length))
+                return mf_error(MINFER_ERR_MODEL, "%s: external data length '%s' is not a number",
+                                where, kv->value ? kv->value : "");
+            have_length = 1;
+        }
+    }
+    if (!location || !*location)
+        return mf_error(MINFER_ERR_MODEL, "%s: external data has no location", where);
+    if (!base_dir)
+        return mf_error(MINFER_ERR_MODEL,
+                        "%s: external data '%s' refused: the model has no directory to resolve "
+                        "it against",
+                        where, location);
+    if (!location_is_safe(location))
+        return mf_error(MINFER_ERR_MODEL,
+                        "%s: external data location '%s' refused: it must be a relative path "
+                        "without '..'",
+                        where, location);
+
+    size_t plen = strlen(base_dir) + 1 + strlen(location) + 1;
+    path = mf_malloc(plen);
+    if (!path)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", where);
+    snprintf(path, plen, "%s/%s", base_dir, location);
+    real_base = realpath(base_dir, NULL);
+    if (!real_base) {
+        st = mf_error(MINFER_ERR_IO, "%s: model directory '%s': %s", where, base_dir,
+                      strerror(errno));
+        goto done;
+    }
+    real = realpath(path, NULL);
+    if (!real) {
+        st = mf_error(MINFER_ERR_IO, "%s: external data file '%s': %s", where, path,
+                      strerror(errno));
+        goto done;
+    }
+    size_t blen = strlen(real_base);
+    int inside = strncmp(real, real_base, blen) == 0 &&
+                 (real[blen] == '/' || (blen == 1 && real_base[0] == '/'));
+    if (!inside) {
+        st = mf_error(MINFER_ERR_MODEL,
+                      "%s: external data '%s' refused: it resolves to '%s', outside the model "
+                      "directory '%s'",
+                      where, location, real, real_base);
+        goto done;
+    }
+    /* Without blocking: a FIFO here would hang open() (fileio.c). */
+    uint64_t fsize;
+    if ((st = mf_open_regular(real, "external data file", &fd, &fsize)) != MINFER_OK) {
+        mf_error_prefix(st, "%s: external data '%s'", where, location);
+        goto done;
+    }
+    if (offset > fsize) {
+        st = mf_error(MINFER_ERR_MODEL,
+                      "%s: external data offset %llu is past the end of '%s' (%llu bytes)", where,
+                      (unsigned long long)offset, path, (unsigned long long)fsize);
+        goto done;
+    }
+    if (!have_length)
+        length = fsize - offset;
+    if (length > fsize - offset) {
+        st = mf_error(MINFER_ERR_MODEL,
+                      "%s: external data '%s' offset %llu length %llu runs past the end of the "
+                      "file (%llu bytes)",
+                      where, path, (unsigned long long)offset, (unsigned long long)length,
+                      (unsigned long long)fsize);
+        goto done;
+    }
+    if ((have_length && length != nbytes) || length < nbytes) {
+        st = mf_error(MINFER_ERR_MODEL,
+                      "%s: external data '%s' holds %llu bytes, the tensor needs %zu", where,
+                      path, (unsigned long long)length, nbytes);
+        goto done;
+    }
+    if (offset > (uint64_t)INT64_MAX) {
+        st = mf_error(MINFER_ERR_LIMIT, "%s: external data offset too large", where);
+        goto done;
+    }
+    buf = mf_malloc(nbytes);
+    if (!buf) {
+        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory for %zu bytes of external data", where,
+                      nbytes);
+        goto done;
+    }
+    for (size_t got = 0; got < nbytes;) {
+        ssize_t r = pread(fd, buf + got, nbytes - got, (off_t)(offset + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            st = mf_error(MINFER_ERR_IO, "%s: reading external data '%s': %s", where, path,
+                          r < 0 ? strerror(errno) : "unexpected end of file");
+            goto done;
+        }
+        got += (size_t)r;
+    }
+    *out = buf;
+    buf = NULL;
+done:
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    free(real);
+    free(real_base);
+    free(path);
+    return st;
+}
+
+/* ---- TensorProto -------------------------------------------------------- */
+
+/* Copies n int32_data entries into the narrower element type. */
+static void narrow_int32(const int32_t *src, size_t n, int32_t dtype, void *dst) {
+    for (size_t i = 0; i < n; i++) {
+        switch (dtype) {
+        case MINFER_DTYPE_INT8: ((int8_t *)dst)[i] = (int8_t)src[i]; break;
+        case MINFER_DTYPE_UINT8: ((uint8_t *)dst)[i] = (uint8_t)src[i]; break;
+        case MINFER_DTYPE_BOOL: ((uint8_t *)dst)[i] = src[i] != 0; break;
+        case MINFER_DTYPE_INT16: ((int16_t *)dst)[i] = (int16_t)src[i]; break;
+        case MINFER_DTYPE_UINT16:
+        case MINFER_DTYPE_FLOAT16:
+        case MINFER_DTYPE_BFLOAT16: ((uint16_t *)dst)[i] = (uint16_t)src[i]; break;
+        default: ((int32_t *)dst)[i] = src[i]; break;
+        }
+    }
+}
+
+/* Checks that the proto's typed field for type dt holds the values of numel
+ * elements (twice that for complex types), before anything is allocated. */
+static minfer_status check_typed_fields(const Onnx__TensorProto *tp, const char *where,
+                                        int32_t dt, int64_t numel) {
+    size_t n = (size_t)numel;
+    size_t have = 0, want = n;
+    const char *field = NULL;
+
+    switch (dt) {
+    case MINFER_DTYPE_FLOAT:
+    case MINFER_DTYPE_COMPLEX64:
+        field = "float_data";
+        have = tp->n_float_data;
+        want = dt == MINFER_DTYPE_COMPLEX64 ? 2 * n : n;
+        break;
+    case MINFER_DTYPE_INT8:
+    case MINFER_DTYPE_UINT8:
+    case MINFER_DTYPE_INT16:
+    case MINFER_DTYPE_UINT16:
+    case MINFER_DTYPE_INT32:
+    case MINFER_DTYPE_BOOL:
+    case MINFER_DTYPE_FLOAT16:
+    case MINFER_DTYPE_BFLOAT16:
+        field = "int32_data";
+        have = tp->n_int32_data;
+        break;
+    case MINFER_DTYPE_INT64:
+        field = "int64_data";
+        have = tp->n_int64_data;
+        break;
+    case MINFER_DTYPE_DOUBLE:
+    case MINFER_DTYPE_COMPLEX128:
+        field = "double_data";
+        have = tp->n_double_data;
+        want = dt == MINFER_DTYPE_COMPLEX128 ? 2 * n : n;
+        break;
+    case MINFER_DTYPE_UINT32:
+    case MINFER_DTYPE_UINT64:
+        field = "uint64_data";
+        have = tp->n_uint64_data;
+        break;
+    case MINFER_DTYPE_STRING:
+        field = "string_data";
+        have = tp->n_string_data;
+        break;
+    default:
+        return mf_error(MINFER_ERR_UNSUPPORTED, "%s: element type %d is not supported", where,
+                        (int)dt);
+    }
+    if (have == want)
+        return MINFER_OK;
+    if (have == 0)
+        return mf_error(MINFER_ERR_MODEL,
+                        "%s: %s tensor of %lld elements has no data in %s or raw_data", where,
+                        minfer_dtype_name((minfer_dtype)dt), (long long)numel, field);
+    return mf_error(MINFER_ERR_MODEL, "%s: %s holds %zu values, the shape needs %zu", where,
+                    field, have, want);
+}
+
+/* Fills t (shaped and allocated; sizes checked by check_typed_fields) from
+ * the proto's typed field for its type. */
+static minfer_status from_typed_fields(const Onnx__TensorProto *tp, const char *where,
+                                       minfer_tensor *t) {
+    int32_t dt = t->view.dtype;
+    size_t n = (size_t)minfer_tensor_numel(t);
+    size_t want = dt == MINFER_DTYPE_COMPLEX64 || dt == MINFER_DTYPE_COMPLEX128 ? 2 * n : n;
+    void *dst = t->view.data;
+    if (want == 0)
+        return MINFER_OK;
+
+    switch (dt) {
+    case MINFER_DTYPE_FLOAT:
+    case MINFER_DTYPE_COMPLEX64:
+        memcpy(dst, tp->float_data, want * sizeof(float));
+        break;
+    case MINFER_DTYPE_INT64: memcpy(dst, tp->int64_data, want * sizeof(int64_t)); break;
+    case MINFER_DTYPE_DOUBLE:
+    case MINFER_DTYPE_COMPLEX128: memcpy(dst, tp->double_data, want * sizeof(double)); break;
+    case MINFER_DTYPE_UINT64: memcpy(dst, tp->uint64_data, want * sizeof(uint64_t)); break;
+    case MINFER_DTYPE_UINT32:
+        for (size_t i = 0; i < n; i++)
+            ((uint32_t *)dst)[i] = (uint32_t)tp->uint64_data[i];
+        break;
+    case MINFER_DTYPE_STRING: {
+        char **s = dst;
+        for (size_t i = 0; i < n; i++) {
+            /* string_data is bytes: copy exactly len bytes and terminate. */
+            size_t len = tp->string_data[i].len;
+            s[i] = mf_malloc(len + 1);
+            if (!s[i])
+                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory for string data", where);
+            if (len)
+                memcpy(s[i], tp->string_data[i].data, len);
+            s[i][len] = '\0';
+        }
+        break;
+    }
+    default: narrow_int32(tp->int32_data, n, dt, dst); break;
+    }
+    return MINFER_OK;
+}
+
+minfer_status mf_tensor_from_proto(const void *proto, const char *base_dir, const char *where,
+                                   minfer_tensor **out) {
+    const Onnx__TensorProto *tp = proto;
+    minfer_tensor *t = NULL;
+    void *ext = NULL;
+    char wbuf[256];
+    minfer_status st;
+
+    if (!tp || !out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "mf_tensor_from_proto: NULL argument");
+    *out = NULL;
+    if (!where) {
+        if (tp->name && tp->name[0])
+            snprintf(wbuf, sizeof wbuf, "tensor '%s'", tp->name);
+        else
+            snprintf(wbuf, sizeof wbuf, "unnamed tensor");
+        where = wbuf;
+    }
+    int32_t dt = tp->data_type;
+    if (dt == MINFER_DTYPE_UNDEFINED)
+        return mf_error(MINFER_ERR_MODEL, "%s: data type is undefined", where);
+    if (minfer_dtype_size((minfer_dtype)dt) == 0)
+        return mf_error(MINFER_ERR_UNSUPPORTED, "%s: element type %d is not supported", where,
+                        (int)dt);
+    if (tp->segment)
+        return mf_error(MINFER_ERR_UNSUPPORTED, "%s: segmented tensors are not supported", where);
+    if (tp->n_dims > MINFER_MAX_RANK)
+        return mf_error(MINFER_ERR_LIMIT, "%s: rank %zu exceeds minfer's limit of %d", where,
+                        tp->n_dims, MINFER_MAX_RANK);
+    for (size_t i = 0; i < tp->n_dims; i++)
+        if (tp->dims[i] < 0)
+            return mf_error(MINFER_ERR_MODEL, "%s: dimension %zu is negative (%lld)", where, i,
+                            (long long)tp->dims[i]);
+
+    /* Sizes are checked against the data before anything is allocated, so a
+     * corrupt shape cannot ask for an absurd allocation. */
+    int64_t numel = 0;
+    size_t nbytes = 0;
+    if ((st = mf_numel(tp->dims, (int32_t)tp->n_dims, &numel)) != MINFER_OK ||
+        (st = mf_nbytes(dt, numel, &nbytes)) != MINFER_OK)
+        return mf_error_prefix(st, "%s", where);
+
+    if (tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        if (dt == MINFER_DTYPE_STRING)
+            return mf_error(MINFER_ERR_MODEL, "%s: string tensors cannot use external data",
+                            where);
+        if ((st = read_external(tp, base_dir, where, nbytes, &ext)) != MINFER_OK)
+            return st;
+    } else if (tp->raw_data.len > 0) {
+        if (dt == MINFER_DTYPE_STRING)
+            return mf_error(MINFER_ERR_MODEL,
+                            "%s: string tensors must use string_data, not raw_data", where);
+        if (tp->raw_data.len != nbytes)
+            return mf_error(MINFER_ERR_MODEL,
+                            "%s: raw_data holds %zu bytes, %lld %s elements need %zu", where,
+                            tp->raw_data.len, (long long)numel,
+                            minfer_dtype_name((minfer_dtype)dt), nbytes);
+    } else if ((st = check_typed_fields(tp, where, dt, numel)) != MINFER_OK) {
+        return st;
+    }
+
+    if (ext) {
+        /* External data can be large: the tensor adopts the buffer. */
+        t = mf_calloc(1, sizeof *t);
+        if (!t) {
+            free(ext);
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", where);
+        }
+        init_view(t, dt, tp->dims, (int32_t)tp->n_dims, &numel, &nbytes);
+        t->view.data = ext;
+        t->owns_data = 1;
+        ext = NULL;
+    } else if ((st = mf_tensor_new(dt, tp->dims, (int32_t)tp->n_dims, &t)) != MINFER_OK) {
+        return mf_error_prefix(st, "%s", where);
+    }
+    if (tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL ||
+        tp->raw_data.len > 0) {
+        if (tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL && nbytes)
+            memcpy(t->view.data, tp->raw_data.data, nbytes);
+        to_host_order(t->view.data, nbytes, dt);
+        if (dt == MINFER_DTYPE_BOOL)
+            for (size_t i = 0; i < nbytes; i++)
+                ((uint8_t *)t->view.data)[i] = ((uint8_t *)t->view.data)[i] != 0;
+    } else if ((st = from_typed_fields(tp, where, t)) != MINFER_OK) {
+        minfer_tensor_free(t);
+        return st;
+    }
+    *out = t;
+    return MINFER_OK;
+}
+
+/* ---- .pb files ---------------------------------------------------------- */
+
+/* Parses a serialized TensorProto; base_dir resolves external data. */
+static minfer_status load_pb(const void *data, size_t size, const char *base_dir,
+                             const char *where, minfer_tensor **out, char **name_out) {
+    minfer_tensor *t = NULL;
+    ProtobufCAllocator pba;
+    int nomem;
+    mf_pb_allocator_init(&pba, &nomem);
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&pba, size, data);
+    if (!tp && nomem)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory parsing the TensorProto", where);
+    if (!tp)
+        return mf_error(MINFER_ERR_MODEL, "%s is not a valid TensorProto", where);
+    minfer_status st = mf_tensor_from_proto(tp, base_dir, where, &t);
+    if (st == MINFER_OK && name_out) {
+        *name_out = mf_strdup(tp->name ? tp->name : "");
+        if (!*name_out) {
+            minfer_tensor_free(t);
+            t = NULL;
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", where);
+        }
+    }
+    onnx__tensor_proto__free_unpacked(tp, &pba);
+    *out = t;
+    return st;
+}
+
+minfer_status minfer_tensor_load_pb_memory(const void *data, size_t size, minfer_tensor **out,
+                                           char **name_out) {
+    if (!out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_load_pb_memory: out is NULL");
+    *out = NULL;
+    if (name_out)
+        *name_out = NULL;
+    if (!data && size)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_load_pb_memory: data is NULL");
+    return load_pb(data ? data : "", size, NULL, "<memory>", out, name_out);
+}
+
+static minfer_status load_pb_file(const char *api, const char *path, int kind,
+                                  minfer_tensor **out, char **name_out) {
+    unsigned char *buf = NULL;
+    char *dir = NULL;
+    int fd = -1;
+    minfer_status st;
+
+    if (!path || !out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "%s: NULL argument", api);
+    *out = NULL;
+    if (name_out)
+        *name_out = NULL;
+    /* Without blocking: a FIFO named input_0.pb would hang open(). */
+    uint64_t fsize;
+    if ((st = mf_open_regular(path, "tensor file", &fd, &fsize)) != MINFER_OK)
+        return st;
+    if (fsize == 0) {
+        st = mf_error(MINFER_ERR_IO, "'%s' is empty", path);
+        goto done;
+    }
+    if (fsize > SIZE_MAX / 2) {
+        st = mf_error(MINFER_ERR_LIMIT, "'%s' is too large", path);
+        goto done;
+    }
+    size_t size = (size_t)fsize;
+    buf = mf_malloc(size);
+    if (!buf) {
+        st = mf_error(MINFER_ERR_NOMEM, "out of memory reading '%s' (%zu bytes)", path, size);
+        goto done;
+    }
+    for (size_t got = 0; got < size;) {
+        ssize_t r = read(fd, buf + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            st = mf_error(MINFER_ERR_IO, "'%s': %s", path,
+                          r < 0 ? strerror(errno) : "short read (the file shrank)");
+            goto done;
+        }
+        got += (size_t)r;
+    }
+    /* External data in a .pb file is resolved next to the file. */
+    dir = mf_strdup(path);
+    if (!dir) {
+        st = mf_error(MINFER_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        strcpy(dir, ".");
+    char where[PATH_MAX + 8];
+    snprintf(where, sizeof where, "'%s'", path);
+    st = kind == MINFER_VALUE_TENSOR ? load_pb(buf, size, dir, where, out, name_out)
+                                     : mf_value_from_pb(buf, size, kind, dir, where, out, name_out);
+done:
+    free(dir);
+    free(buf);
+    close(fd);
+    return st;
+}
+
+minfer_status minfer_tensor_load_pb(const char *path, minfer_tensor **out, char **name_out) {
+    return load_pb_file("minfer_tensor_load_pb", path, MINFER_VALUE_TENSOR, out, name_out);
+}
+
+minfer_status minfer_value_load_pb(const char *path, minfer_value_kind kind, minfer_tensor **out,
+                                   char **name_out) {
+    if (kind != MINFER_VALUE_TENSOR && kind != MINFER_VALUE_SEQUENCE &&
+        kind != MINFER_VALUE_OPTIONAL)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_value_load_pb: unknown kind %d", (int)kind);
+    return load_pb_file("minfer_value_load_pb", path, (int)kind, out, name_out);
+}
+
+void mf_tensor_proto_clear(void *proto) {
+    Onnx__TensorProto *tp = proto;
+    free(tp->string_data);
+    free(tp->raw_data.data);
+    tp->string_data = NULL;
+    tp->n_string_data = 0;
+    tp->raw_data.data = NULL;
+    tp->raw_data.len = 0;
+}
+
+minfer_status mf_tensor_to_proto(const minfer_tensor *t, const char *name, void *proto) {
+    Onnx__TensorProto *tp = proto;
+    onnx__tensor_proto__init(tp);
+    int64_t numel = minfer_tensor_numel(t);
+    size_t nbytes = minfer_tensor_nbytes(t);
+    const void *data = minfer_tensor_data(t);
+    tp->n_dims = (size_t)(t->view.rank > 0 ? t->view.rank : 0);
+    tp->dims = (int64_t *)t->view.dims;
+    tp->data_type = t->view.dtype;
+    tp->name = (char *)(name ? name : "");
+    if (t->view.dtype == MINFER_DTYPE_STRING) {
+        char *const *s = data;
+        ProtobufCBinaryData *strings = mf_calloc((size_t)numel + 1, sizeof *strings);
+        if (!strings)
+            return mf_error(MINFER_ERR_NOMEM, "out of memory writing a string tensor");
+        for (int64_t i = 0; i < numel; i++) {
+            const char *v = s[i] ? s[i] : "";
+            strings[i].data = (uint8_t *)v;
+            strings[i].len = strlen(v);
+        }
+        tp->n_string_data = (size_t)numel;
+        tp->string_data = strings;
+    } else if (nbytes) {
+        unsigned char *raw = mf_malloc(nbytes);
+        if (!raw)
+            return mf_error(MINFER_ERR_NOMEM, "out of memory writing a tensor");
+        memcpy(raw, data, nbytes);
+        to_host_order(raw, nbytes, t->view.dtype); /* the swap is its own inverse */
+        tp->raw_data.data = raw;
+        tp->raw_data.len = nbytes;
+    }
+    return MINFER_OK;
+}
+
+minfer_status minfer_tensor_save_pb(const minfer_tensor *t, const char *name, const char *path) {
+    Onnx__TensorProto tp;
+    unsigned char *packed = NULL;
+    minfer_status st = MINFER_OK;
+
+    if (!t || !path)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_save_pb: NULL argument");
+    if (t->view.kind != MINFER_VALUE_TENSOR)
+        return mf_value_save_pb(t, name, path);
+    if ((st = mf_tensor_to_proto(t, name, &tp)) != MINFER_OK)
+        return mf_error_prefix(st, "minfer_tensor_save_pb");
+    size_t psize = onnx__tensor_proto__get_packed_size(&tp);
+    packed = mf_malloc(psize ? psize : 1);
+    if (!packed) {
+        st = mf_error(MINFER_ERR_NOMEM, "minfer_tensor_save_pb: out of memory");
+        goto done;
+    }
+    onnx__tensor_proto__pack(&tp, packed);
+    st = mf_write_file(path, packed, psize); /* whole or not at all (fileio.c) */
+done:
+    free(packed);
+    mf_tensor_proto_clear(&tp);
+    return st;
+}

@@ -1,0 +1,400 @@
+/*
+ * Level 2: Conv, Gemm and MatMul with what follows them, into the minfer
+ * domain (docs/fused-ops.md).
+ *
+ *  fuse_conv    Conv [+ Add(Z)] [+ activation] -> FusedConv(X, W, B, Z);
+ *               Conv(Concat(A, B)) over channels -> FusedConv(B, W_B, bias, Conv(A, W_A))
+ *  fuse_gemm    Gemm + activation -> FusedGemm
+ *  fuse_matmul  MatMul [+ Add(bias)] [+ activation] -> FusedMatMul(A, B, bias)
+ *
+ * Every intermediate must be read by the next node of the pattern alone
+ * and not be a graph output. Activations: Relu, Clip (constant scalar
+ * bounds), Sigmoid, HardSigmoid, HardSwish, LeakyRelu, Tanh, and SiLU
+ * spelled x * Sigmoid(x). Checked shapes: the residual Z has exactly the
+ * Conv output's shape (symbolic dims compared by the analysis), the MatMul
+ * bias is 1-D with the output's static last dim. Only float is fused.
+ */
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/internal.h"
+#include "optimize/optimizer.h"
+
+static int live(const mf_opt *o, size_t i) { return !(i < o->cap_dead && o->dead[i]); }
+
+typedef struct act_match {
+    const char *name;
+    float params[2];
+    size_t n_params;
+    int out;      /* the activation's output value */
+    int nodes[2]; /* nodes the activation takes */
+    int n_nodes;
+} act_match;
+
+static int unary_of(const mf_graph *g, int i, int v) {
+    const mf_node *n = &g->nodes[i];
+    return n->n_inputs >= 1 && n->inputs[0] == v && n->n_outputs == 1 && n->outputs[0] >= 0;
+}
+
+/* x * Sigmoid(x): v read by exactly a Sigmoid and the Mul of both. */
+static int match_silu(mf_opt *o, int v, act_match *m) {
+    const mf_graph *g = o->g;
+    if (o->pinned[v] || mf_opt_nuses(o, v) != 2)
+        return 0;
+    int a = o->cons[o->cons_start[v]], b = o->cons[o->cons_start[v] + 1];
+    int s = mf_opt_is(g, a, "Sigmoid") ? a : mf_opt_is(g, b, "Sigmoid") ? b : -1;
+    int mul = s == a ? b : a;
+    if (s < 0 || !unary_of(g, s, v) || !mf_opt_is(g, mul, "Mul") ||
+        g->nodes[mul].n_inputs != 2 || g->nodes[mul].n_outputs != 1)
+        return 0;
+    int sv = g->nodes[s].outputs[0];
+    const int *mi = g->nodes[mul].inputs;
+    if (mf_opt_single_consumer(o, sv) != mul ||
+        !((mi[0] == v && mi[1] == sv) || (mi[0] == sv && mi[1] == v)))
+        return 0;
+    m->name = "Silu";
+    m->n_params = 0;
+    m->out = g->nodes[mul].outputs[0];
+    m->nodes[0] = s;
+    m->nodes[1] = mul;
+    m->n_nodes = 2;
+    return 1;
+}
+
+/* The activation reading v (v's only reader), if it is one the fused ops take. */
+static int match_activation(mf_opt *o, int v, act_match *m) {
+    const mf_graph *g = o->g;
+    memset(m, 0, sizeof *m);
+    if (mf_opt_info(o, v)->dtype != MINFER_DTYPE_FLOAT)
+        return 0;
+    int c = mf_opt_single_consumer(o, v);
+    if (c < 0)
+        return match_silu(o, v, m);
+    const mf_node *n = &g->nodes[c];
+    if (!unary_of(g, c, v))
+        return 0;
+    m->out = n->outputs[0];
+    m->nodes[0] = c;
+    m->n_nodes = 1;
+    static const char *const plain[] = {"Relu", "Sigmoid", "HardSwish", "Tanh"};
+    for (size_t k = 0; k < sizeof plain / sizeof plain[0]; k++)
+        if (mf_opt_is(g, c, plain[k]) && n->n_inputs == 1) {
+            m->name = plain[k];
+            return 1;
+        }
+    if (mf_opt_is(g, c, "LeakyRelu") && n->n_inputs == 1) {
+        m->name = "LeakyRelu";
+        m->params[0] = mf_attr_float(n, "alpha", 0.01f);
+        m->n_params = 1;
+        return 1;
+    }
+    if (mf_opt_is(g, c, "HardSigmoid") && n->n_inputs == 1) {
+        m->name = "HardSigmoid";
+        m->params[0] = mf_attr_float(n, "alpha", 0.2f);
+        m->params[1] = mf_attr_float(n, "beta", 0.5f);
+        m->n_params = 2;
+        return 1;
+    }
+    if (mf_opt_is(g, c, "Clip")) {
+        float lo = -FLT_MAX, hi = FLT_MAX;
+        if (n->opset < 11) {
+            if (n->n_inputs != 1)
+                return 0;
+            lo = mf_attr_float(n, "min", lo);
+            hi = mf_attr_float(n, "max", hi);
+        } else {
+            double d;
+            for (size_t k = 1; k < n->n_inputs && k < 3; k++) {
+                if (n->inputs[k] < 0)
+                    continue;
+                const minfer_tensor *t = mf_opt_const(o, n->inputs[k]);
+                if (!t || t->view.rank > 0 || !mf_opt_scalar(o, n->inputs[k], &d))
+                    return 0;
+                if (k == 1)
+                    lo = (float)d;
+                else
+                    hi = (float)d;
+            }
+            if (n->n_inputs > 3)
+                return 0;
+        }
+        m->name = "Clip";
+        m->params[0] = lo;
+        m->params[1] = hi;
+        m->n_params = 2;
+        return 1;
+    }
+    return 0;
+}
+
+static minfer_status set_activation(mf_opt *o, int i, const act_match *m) {
+    minfer_status st = mf_opt_set_attr_string(o, i, "activation", m->name);
+    if (st == MINFER_OK && m->n_params)
+        st = mf_opt_set_attr_floats(o, i, "activation_params", m->params, m->n_params);
+    return st;
+}
+
+static void take_activation(mf_opt *o, int i, const act_match *m) {
+    for (int k = 0; k < m->n_nodes; k++)
+        mf_opt_kill(o, m->nodes[k]);
+    o->g->nodes[i].outputs[0] = m->out;
+}
+
+/* 1 when every attribute of node i is of a type copy_attrs copies. */
+static int attrs_copyable(const mf_node *n) {
+    for (size_t k = 0; k < n->n_attrs; k++)
+        if (n->attrs[k].type != MINFER_ATTR_INT && n->attrs[k].type != MINFER_ATTR_INTS &&
+            n->attrs[k].type != MINFER_ATTR_STRING && n->attrs[k].type != MINFER_ATTR_FLOAT)
+            return 0;
+    return 1;
+}
+
+/* Copies Conv i's attributes (ints, int lists, strings, floats) onto node j. */
+static minfer_status copy_attrs(mf_opt *o, int i, int j) {
+    minfer_status st = MINFER_OK;
+    for (size_t k = 0; st == MINFER_OK && k < o->g->nodes[i].n_attrs; k++) {
+        const mf_attr a = o->g->nodes[i].attrs[k]; /* the array may move below */
+        switch (a.type) {
+        case MINFER_ATTR_INT: st = mf_opt_set_attr_int(o, j, a.name, a.i); break;
+        case MINFER_ATTR_INTS: st = mf_opt_set_attr_ints(o, j, a.name, a.ints, a.count); break;
+        case MINFER_ATTR_STRING: st = mf_opt_set_attr_string(o, j, a.name, a.s); break;
+        case MINFER_ATTR_FLOAT: st = mf_opt_set_attr_float(o, j, a.name, a.f); break;
+        default: st = MINFER_ERR_UNSUPPORTED; break;
+        }
+    }
+    return st;
+}
+
+/* Conv(Concat(A, B) over channels, W) = Conv(A, W_A) + Conv(B, W_B), W
+ * split along its input channels (group 1): the second becomes a
+ * FusedConv whose residual Z is the first, so the Concat's copy is never
+ * made (a fire module of SqueezeNet concatenates two convolutions for the
+ * next one's 1x1 squeeze). The Concat node is reused as the first Conv.
+ * Checked: the Concat has two inputs, is read by this Conv alone and is
+ * not a graph output; channel counts static; W a float initializer with
+ * those channels; the Conv's output not read by an Add alone (which the
+ * residual fusion below would take). Sets *z to the new residual value,
+ * or -1 when the pattern does not match. */
+static minfer_status split_concat_input(mf_opt *o, int i, int *z) {
+    mf_graph *g = o->g;
+    *z = -1;
+    const mf_node *n = &g->nodes[i];
+    int x = n->inputs[0], w = n->inputs[1], c = mf_opt_producer(o, x);
+    if (c < 0 || !mf_opt_is(g, c, "Concat") || g->nodes[c].n_inputs != 2 ||
+        g->nodes[c].n_outputs != 1 || mf_opt_single_consumer(o, x) != i ||
+        mf_attr_int(n, "group", 1) != 1 || !attrs_copyable(n))
+        return MINFER_OK;
+    int y = n->outputs[0], cy = mf_opt_single_consumer(o, y);
+    if (cy >= 0 && mf_opt_is(g, cy, "Add"))
+        return MINFER_OK;
+    int a = g->nodes[c].inputs[0], b = g->nodes[c].inputs[1];
+    if (a < 0 || b < 0)
+        return MINFER_OK;
+    /* Copies: the analysis may move its array on the next call. */
+    const mf_vinfo xi = *mf_opt_info(o, x), ai = *mf_opt_info(o, a), bi = *mf_opt_info(o, b);
+    int rank = xi.rank;
+    int64_t axis = mf_attr_int(&g->nodes[c], "axis", 0);
+    if (rank < 3 || (axis != 1 && axis != 1 - rank))
+        return MINFER_OK;
+    int64_t ca = ai.rank == rank ? mf_opt_dim(&ai, 1) : -1;
+    int64_t cb = bi.rank == rank ? mf_opt_dim(&bi, 1) : -1;
+    const minfer_tensor *wt = mf_opt_const(o, w);
+    if (ca <= 0 || cb <= 0 || !wt || wt->view.dtype != MINFER_DTYPE_FLOAT ||
+        wt->view.rank != rank || wt->view.dims[1] != ca + cb ||
+        ai.dtype != MINFER_DTYPE_FLOAT || bi.dtype != MINFER_DTYPE_FLOAT)
+        return MINFER_OK;
+    /* W [M, ca + cb, k...] -> W_A [M, ca, k...], W_B [M, cb, k...]. */
+    size_t m = (size_t)wt->view.dims[0], ks = 1;
+    for (int d = 2; d < rank; d++)
+        ks *= (size_t)wt->view.dims[d];
+    if (wt->view.nbytes < m * (size_t)(ca + cb) * ks * sizeof(float))
+        return MINFER_OK;
+    minfer_tensor *wa = NULL, *wb = NULL;
+    int64_t dims[MINFER_MAX_RANK];
+    memcpy(dims, wt->view.dims, (size_t)rank * sizeof dims[0]);
+    dims[1] = ca;
+    minfer_status st = minfer_tensor_create(MINFER_DTYPE_FLOAT, dims, (size_t)rank, &wa);
+    dims[1] = cb;
+    if (st == MINFER_OK)
+        st = minfer_tensor_create(MINFER_DTYPE_FLOAT, dims, (size_t)rank, &wb);
+    if (st != MINFER_OK) {
+        minfer_tensor_free(wa);
+        return st;
+    }
+    const float *src = (const float *)((const char *)wt->view.data + wt->view.offset);
+    float *pa = minfer_tensor_data(wa), *pb = minfer_tensor_data(wb);
+    for (size_t r = 0; r < m; r++) {
+        memcpy(pa + r * (size_t)ca * ks, src + r * (size_t)(ca + cb) * ks,
+               (size_t)ca * ks * sizeof(float));
+        memcpy(pb + r * (size_t)cb * ks, src + (r * (size_t)(ca + cb) + (size_t)ca) * ks,
+               (size_t)cb * ks * sizeof(float));
+    }
+    char name[512];
+    const char *wname = g->values[w].name ? g->values[w].name : "W";
+    int va = mf_opt_add_const(o, wname, wa);
+    int vb = va < 0 ? -1 : mf_opt_add_const(o, wname, wb);
+    if (va < 0) {
+        minfer_tensor_free(wb);
+        return MINFER_ERR_NOMEM;
+    }
+    if (vb < 0)
+        return MINFER_ERR_NOMEM;
+    /* The partial sum P, a fresh value produced by the former Concat. */
+    int p = -1;
+    for (int tries = 0; tries < 1000 && p < 0; tries++) {
+        snprintf(name, sizeof name, "%s_part_opt%u", g->values[y].name ? g->values[y].name : "y",
+                 o->name_seq++);
+        if (mf_graph_find(g, name) < 0 && (p = mf_graph_intern(g, name)) < 0)
+            return MINFER_ERR_NOMEM;
+    }
+    if (p < 0)
+        return MINFER_OK;
+    int ins_a[2] = {a, va};
+    mf_opt_drop_attr(o, c, "axis");
+    if ((st = mf_opt_set_op(o, c, "", "Conv")) != MINFER_OK ||
+        (st = copy_attrs(o, i, c)) != MINFER_OK ||
+        (st = mf_opt_set_inputs(o, c, ins_a, 2)) != MINFER_OK)
+        return st;
+    g->nodes[c].opset = g->nodes[i].opset;
+    g->nodes[c].outputs[0] = p;
+    /* Named after the Conv it is half of (profiles list nodes by name). */
+    snprintf(name, sizeof name, "%s_part", g->nodes[i].name ? g->nodes[i].name : "");
+    char *nm = mf_strdup(name);
+    if (!nm)
+        return MINFER_ERR_NOMEM;
+    free(g->nodes[c].name);
+    g->nodes[c].name = nm;
+    const mf_node *nn = &g->nodes[i];
+    int ins_b[4] = {b, vb, nn->n_inputs > 2 ? nn->inputs[2] : -1, p};
+    if ((st = mf_opt_set_inputs(o, i, ins_b, 4)) != MINFER_OK)
+        return st;
+    *z = p;
+    return MINFER_OK;
+}
+
+minfer_status mf_pass_fuse_conv(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    minfer_status st;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "Conv") || n->n_inputs < 2 ||
+            n->n_inputs > 3 || n->n_outputs != 1 || n->outputs[0] < 0 || n->inputs[0] < 0 ||
+            mf_opt_info(o, n->inputs[0])->dtype != MINFER_DTYPE_FLOAT)
+            continue;
+        int y = n->outputs[0], z = -1, add = -1, split;
+        if ((st = split_concat_input(o, i, &split)) != MINFER_OK)
+            return st;
+        n = &g->nodes[i];
+        int c = split >= 0 ? -1 : mf_opt_single_consumer(o, y);
+        if (c >= 0 && mf_opt_is(g, c, "Add") && g->nodes[c].n_inputs == 2 &&
+            g->nodes[c].n_outputs == 1) {
+            const int *ai = g->nodes[c].inputs;
+            int other = ai[0] == y ? ai[1] : ai[0];
+            if (other >= 0 && other != y && mf_opt_same_shape(o, other, y) &&
+                mf_opt_info(o, other)->dtype == MINFER_DTYPE_FLOAT) {
+                z = other;
+                add = c;
+            }
+        }
+        act_match m;
+        int has_act = match_activation(o, add >= 0 ? g->nodes[add].outputs[0] : y, &m);
+        if (add < 0 && !has_act && split < 0)
+            continue;
+        if (split >= 0) {
+            z = split; /* inputs already (B, W_B, bias, P) */
+        } else {
+            int ins[4] = {n->inputs[0], n->inputs[1], n->n_inputs > 2 ? n->inputs[2] : -1, z};
+            if ((st = mf_opt_set_inputs(o, i, ins, z >= 0 ? 4 : (size_t)(n->n_inputs))) !=
+                MINFER_OK)
+                return st;
+        }
+        if ((st = mf_opt_set_op(o, i, "minfer", "FusedConv")) != MINFER_OK)
+            return st;
+        if (add >= 0) {
+            g->nodes[i].outputs[0] = g->nodes[add].outputs[0];
+            mf_opt_kill(o, add);
+        }
+        if (has_act) {
+            if ((st = set_activation(o, i, &m)) != MINFER_OK)
+                return st;
+            take_activation(o, i, &m);
+        }
+        (*fired)++;
+        if ((st = mf_opt_reindex(o)) != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
+}
+
+minfer_status mf_pass_fuse_gemm(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    minfer_status st;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        act_match m;
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "Gemm") || n->n_outputs != 1 ||
+            n->outputs[0] < 0 || n->n_inputs < 2 || n->opset < 7 ||
+            !match_activation(o, n->outputs[0], &m))
+            continue;
+        if ((st = mf_opt_set_op(o, i, "minfer", "FusedGemm")) != MINFER_OK ||
+            (st = set_activation(o, i, &m)) != MINFER_OK)
+            return st;
+        take_activation(o, i, &m);
+        (*fired)++;
+        if ((st = mf_opt_reindex(o)) != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
+}
+
+minfer_status mf_pass_fuse_matmul(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    minfer_status st;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "MatMul") || n->n_inputs != 2 ||
+            n->n_outputs != 1 || n->outputs[0] < 0 ||
+            mf_opt_info(o, n->inputs[0])->dtype != MINFER_DTYPE_FLOAT)
+            continue;
+        int y = n->outputs[0], bias = -1, add = -1;
+        const mf_vinfo yi = *mf_opt_info(o, y);
+        int c = mf_opt_single_consumer(o, y);
+        if (c >= 0 && mf_opt_is(g, c, "Add") && g->nodes[c].n_inputs == 2 &&
+            g->nodes[c].n_outputs == 1 && yi.rank >= 1 && mf_opt_dim(&yi, yi.rank - 1) >= 0) {
+            const int *ai = g->nodes[c].inputs;
+            int other = ai[0] == y ? ai[1] : ai[0];
+            const mf_vinfo *bi = mf_opt_info(o, other);
+            if (other != y && bi->dtype == MINFER_DTYPE_FLOAT && bi->rank == 1 &&
+                mf_opt_dim(bi, 0) == mf_opt_dim(&yi, yi.rank - 1)) {
+                bias = other;
+                add = c;
+            }
+        }
+        act_match m;
+        int has_act = match_activation(o, add >= 0 ? g->nodes[add].outputs[0] : y, &m);
+        if (add < 0 && !has_act)
+            continue;
+        int ins[3] = {n->inputs[0], n->inputs[1], bias};
+        if ((st = mf_opt_set_inputs(o, i, ins, bias >= 0 ? 3 : 2)) != MINFER_OK ||
+            (st = mf_opt_set_op(o, i, "minfer", "FusedMatMul")) != MINFER_OK)
+            return st;
+        if (add >= 0) {
+            g->nodes[i].outputs[0] = g->nodes[add].outputs[0];
+            mf_opt_kill(o, add);
+        }
+        if (has_act) {
+            if ((st = set_activation(o, i, &m)) != MINFER_OK)
+                return st;
+            take_activation(o, i, &m);
+        }
+        (*fired)++;
+        if ((st = mf_opt_reindex(o)) != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
+}

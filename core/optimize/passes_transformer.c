@@ -1,0 +1,391 @@
+/*
+ * Level 2: the transformer patterns exporters spell out op by op.
+ *
+ *  fuse_layernorm  ReduceMean(X) -> Sub(X, mean) -> Pow(., 2) -> ReduceMean
+ *                  -> Add(., eps) -> Sqrt -> Div(sub, sqrt) -> Mul(., scale)
+ *                  [-> Add(., bias)]  =>  LayerNormalization(X, scale, bias)
+ *                  Both ReduceMeans over the same single last axis with
+ *                  keepdims; scale and bias 1-D of X's static last dim; eps
+ *                  and the exponent scalar constants.
+ *  fuse_gelu       Div(X, sqrt 2) | Mul(X, 1/sqrt 2) -> Erf -> Add(., 1) and
+ *                  the two Muls by X and 0.5 in any order, including
+ *                  Mul(Mul(X, 0.5), .)  =>  Gelu(X)
+ *  fuse_attention  MatMul(Q, KT) -> Div | Mul by a scalar (or Q scaled
+ *                  before the MatMul, as PyTorch exports it, or no scale)
+ *                  [-> Add(mask)] -> Softmax(last axis) -> MatMul(., V)
+ *                  =>  Attention(Q, KT, V, mask; scale). Q's last dim must
+ *                  match KT's second-to-last, KT's last V's second-to-last,
+ *                  and the mask must broadcast to the scores without
+ *                  growing them.
+ *
+ * Constants must be single-element float initializers that cannot widen
+ * the result by broadcasting (rank 0, or a rank not above the operand's).
+ * Every intermediate has exactly the readers the pattern names (Sub's
+ * output feeds Pow and Div) and is not a graph output.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "util/internal.h"
+#include "optimize/optimizer.h"
+
+static int live(const mf_opt *o, size_t i) { return !(i < o->cap_dead && o->dead[i]); }
+
+/* The operand of binary node i that is not v (-1 unless exactly one is v). */
+static int other_input(const mf_graph *g, int i, int v) {
+    const mf_node *n = &g->nodes[i];
+    if (n->n_inputs != 2 || n->n_outputs != 1 || n->outputs[0] < 0)
+        return -1;
+    if (n->inputs[0] == v && n->inputs[1] != v)
+        return n->inputs[1];
+    if (n->inputs[1] == v && n->inputs[0] != v)
+        return n->inputs[0];
+    return -1;
+}
+
+/* A one-element float constant c that broadcasting with x cannot widen. */
+static int scalar_for(mf_opt *o, int c, int x, double *val) {
+    const minfer_tensor *t = mf_opt_const(o, c);
+    if (!t || !mf_opt_scalar(o, c, val) || t->view.dtype != MINFER_DTYPE_FLOAT)
+        return 0;
+    if (t->view.rank == 0)
+        return 1;
+    int r = mf_opt_info(o, x)->rank;
+    return r >= t->view.rank;
+}
+
+static int out0(const mf_graph *g, int i) { return g->nodes[i].outputs[0]; }
+
+static int near(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b); }
+
+/* The single reduced axis of a ReduceMean with keepdims (normalized to -1
+ * when it is the last of a known rank), or 0 for anything else. */
+static int reduce_last_axis(mf_opt *o, int i) {
+    const mf_node *n = &o->g->nodes[i];
+    int64_t axes[MINFER_MAX_RANK];
+    int cnt;
+    if (mf_attr_int(n, "keepdims", 1) != 1 || n->n_outputs != 1)
+        return 0;
+    if (n->opset >= 18) {
+        if (n->n_inputs < 2 || mf_attr_int(n, "noop_with_empty_axes", 0))
+            return 0;
+        cnt = mf_opt_const_ints(o, n->inputs[1], axes, MINFER_MAX_RANK);
+    } else {
+        const int64_t *a;
+        cnt = (int)mf_attr_ints(n, "axes", &a);
+        if (cnt == 1)
+            axes[0] = a[0];
+        if (n->n_inputs != 1)
+            return 0;
+    }
+    if (cnt != 1)
+        return 0;
+    int r = mf_opt_info(o, n->inputs[0])->rank;
+    if (axes[0] == -1 || (r >= 1 && axes[0] == r - 1))
+        return -1;
+    return 0;
+}
+
+/* ---- LayerNorm ------------------------------------------------------------ */
+
+static minfer_status try_layernorm(mf_opt *o, int r1, int *done) {
+    mf_graph *g = o->g;
+    double two, eps;
+    *done = 0;
+    const mf_node *n = &g->nodes[r1];
+    int x = n->inputs[0];
+    if (x < 0 || reduce_last_axis(o, r1) != -1)
+        return MINFER_OK;
+    const mf_vinfo xi = *mf_opt_info(o, x);
+    if (xi.dtype != MINFER_DTYPE_FLOAT || xi.rank < 1 || mf_opt_dim(&xi, xi.rank - 1) < 0)
+        return MINFER_OK;
+    int64_t D = mf_opt_dim(&xi, xi.rank - 1);
+    int sub = mf_opt_single_consumer(o, out0(g, r1));
+    if (!mf_opt_is(g, sub, "Sub") || g->nodes[sub].n_inputs != 2 || g->nodes[sub].inputs[0] != x ||
+        g->nodes[sub].inputs[1] != out0(g, r1))
+        return MINFER_OK;
+    int s = out0(g, sub);
+    if (s < 0 || o->pinned[s] || mf_opt_nuses(o, s) != 2)
+        return MINFER_OK;
+    int c0 = o->cons[o->cons_start[s]], c1 = o->cons[o->cons_start[s] + 1];
+    int pw = mf_opt_is(g, c0, "Pow") ? c0 : c1, dv = pw == c0 ? c1 : c0;
+    if (!mf_opt_is(g, pw, "Pow") || !mf_opt_is(g, dv, "Div") || g->nodes[pw].n_inputs != 2 ||
+        g->nodes[pw].inputs[0] != s || !scalar_for(o, g->nodes[pw].inputs[1], s, &two) ||
+        two != 2.0)
+        return MINFER_OK;
+    int r2 = mf_opt_single_consumer(o, out0(g, pw));
+    if (!mf_opt_is(g, r2, "ReduceMean") || reduce_last_axis(o, r2) != -1)
+        return MINFER_OK;
+    int add = mf_opt_single_consumer(o, out0(g, r2));
+    if (!mf_opt_is(g, add, "Add"))
+        return MINFER_OK;
+    int ev = other_input(g, add, out0(g, r2));
+    if (ev < 0 || !scalar_for(o, ev, out0(g, r2), &eps) || eps < 0)
+        return MINFER_OK;
+    int sq = mf_opt_single_consumer(o, out0(g, add));
+    if (!mf_opt_is(g, sq, "Sqrt") || g->nodes[sq].n_inputs != 1 ||
+        mf_opt_single_consumer(o, out0(g, sq)) != dv || g->nodes[dv].n_inputs != 2 ||
+        g->nodes[dv].inputs[0] != s || g->nodes[dv].inputs[1] != out0(g, sq))
+        return MINFER_OK;
+    int mul = mf_opt_single_consumer(o, out0(g, dv));
+    if (!mf_opt_is(g, mul, "Mul"))
+        return MINFER_OK;
+    int scale = other_input(g, mul, out0(g, dv));
+    const mf_vinfo *si = mf_opt_info(o, scale);
+    if (scale < 0 || si->dtype != MINFER_DTYPE_FLOAT || si->rank != 1 || mf_opt_dim(si, 0) != D)
+        return MINFER_OK;
+    int last = mul, bias = -1;
+    int badd = mf_opt_single_consumer(o, out0(g, mul));
+    if (mf_opt_is(g, badd, "Add")) {
+        int b = other_input(g, badd, out0(g, mul));
+        const mf_vinfo *bi = mf_opt_info(o, b);
+        if (b >= 0 && bi->dtype == MINFER_DTYPE_FLOAT && bi->rank == 1 && mf_opt_dim(bi, 0) == D) {
+            bias = b;
+            last = badd;
+        }
+    }
+    int ins[3] = {x, scale, bias};
+    minfer_status st;
+    if ((st = mf_opt_set_inputs(o, last, ins, bias >= 0 ? 3 : 2)) != MINFER_OK ||
+        (st = mf_opt_set_op(o, last, "minfer", "LayerNormalization")) != MINFER_OK ||
+        (st = mf_opt_set_attr_int(o, last, "axis", -1)) != MINFER_OK ||
+        (st = mf_opt_set_attr_float(o, last, "epsilon", (float)eps)) != MINFER_OK)
+        return st;
+    int kill[] = {r1, sub, pw, r2, add, sq, dv, mul};
+    for (size_t k = 0; k < sizeof kill / sizeof kill[0]; k++)
+        if (kill[k] != last)
+            mf_opt_kill(o, kill[k]);
+    *done = 1;
+    return MINFER_OK;
+}
+
+minfer_status mf_pass_fuse_layernorm(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k], done = 0;
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "ReduceMean"))
+            continue;
+        minfer_status st = try_layernorm(o, i, &done);
+        if (st == MINFER_OK && done) {
+            (*fired)++;
+            st = mf_opt_reindex(o);
+        }
+        if (st != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
+}
+
+/* ---- Gelu ----------------------------------------------------------------- */
+
+static minfer_status try_gelu(mf_opt *o, int erf, int *done) {
+    mf_graph *g = o->g;
+    double c;
+    *done = 0;
+    int d = g->nodes[erf].inputs[0];
+    int dn = mf_opt_producer(o, d);
+    if (g->nodes[erf].n_inputs != 1 || mf_opt_single_consumer(o, d) != erf || dn < 0 ||
+        g->nodes[dn].n_inputs != 2)
+        return MINFER_OK;
+    int x = -1;
+    if (mf_opt_is(g, dn, "Div")) {
+        x = g->nodes[dn].inputs[0];
+        if (!scalar_for(o, g->nodes[dn].inputs[1], x, &c) || !near(c, sqrt(2.0), 1e-4))
+            return MINFER_OK;
+    } else if (mf_opt_is(g, dn, "Mul")) {
+        for (int k = 0; k < 2 && x < 0; k++) {
+            int cand = g->nodes[dn].inputs[k], cv = g->nodes[dn].inputs[1 - k];
+            if (scalar_for(o, cv, cand, &c) && near(c, sqrt(0.5), 1e-4))
+                x = cand;
+        }
+    }
+    if (x < 0 || mf_opt_info(o, x)->dtype != MINFER_DTYPE_FLOAT)
+        return MINFER_OK;
+    int a1 = mf_opt_single_consumer(o, out0(g, erf));
+    if (!mf_opt_is(g, a1, "Add"))
+        return MINFER_OK;
+    int one = other_input(g, a1, out0(g, erf));
+    if (one < 0 || !scalar_for(o, one, x, &c) || c != 1.0)
+        return MINFER_OK;
+    int m1 = mf_opt_single_consumer(o, out0(g, a1));
+    if (!mf_opt_is(g, m1, "Mul"))
+        return MINFER_OK;
+    int o1 = other_input(g, m1, out0(g, a1));
+    int last = -1, half = -1;
+    if (o1 == x) { /* Mul(Mul(X, 1 + erf), 0.5) */
+        int m2 = mf_opt_single_consumer(o, out0(g, m1));
+        if (mf_opt_is(g, m2, "Mul") && scalar_for(o, other_input(g, m2, out0(g, m1)), x, &c) &&
+            c == 0.5)
+            last = m2;
+    } else if (o1 >= 0 && scalar_for(o, o1, x, &c) && c == 0.5) { /* Mul(Mul(1 + erf, 0.5), X) */
+        int m2 = mf_opt_single_consumer(o, out0(g, m1));
+        if (mf_opt_is(g, m2, "Mul") && other_input(g, m2, out0(g, m1)) == x)
+            last = m2;
+    } else if (o1 >= 0) { /* Mul(Mul(X, 0.5), 1 + erf) */
+        half = mf_opt_producer(o, o1);
+        if (mf_opt_is(g, half, "Mul") && mf_opt_single_consumer(o, o1) == m1 &&
+            scalar_for(o, other_input(g, half, x), x, &c) && c == 0.5)
+            last = m1;
+        else
+            half = -1;
+    }
+    if (last < 0)
+        return MINFER_OK;
+    int ins[1] = {x};
+    minfer_status st;
+    if ((st = mf_opt_set_inputs(o, last, ins, 1)) != MINFER_OK ||
+        (st = mf_opt_set_op(o, last, "minfer", "Gelu")) != MINFER_OK)
+        return st;
+    int kill[] = {dn, erf, a1, m1, half};
+    for (size_t k = 0; k < sizeof kill / sizeof kill[0]; k++)
+        if (kill[k] >= 0 && kill[k] != last)
+            mf_opt_kill(o, kill[k]);
+    *done = 1;
+    return MINFER_OK;
+}
+
+minfer_status mf_pass_fuse_gelu(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k], done = 0;
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "Erf") || g->nodes[i].n_inputs != 1 ||
+            g->nodes[i].inputs[0] < 0 || g->nodes[i].n_outputs != 1)
+            continue;
+        minfer_status st = try_gelu(o, i, &done);
+        if (st == MINFER_OK && done) {
+            (*fired)++;
+            st = mf_opt_reindex(o);
+        }
+        if (st != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
+}
+
+/* ---- Attention ------------------------------------------------------------ */
+
+/* 1 if dims d of u and e of w are the same (static or symbolic). */
+static int same_dim(const mf_vinfo *u, int d, const mf_vinfo *w, int e) {
+    return d >= 0 && e >= 0 && d < u->rank && e < w->rank && u->a[d] >= 0 &&
+           u->a[d] == w->a[e] && u->b[d] == w->b[e];
+}
+
+/* Scale applied by Div/Mul node i to operand v: 1 and *scale, or 0. */
+static int scaling(mf_opt *o, int i, int *v, double *scale) {
+    const mf_graph *g = o->g;
+    double c;
+    if (i < 0 || g->nodes[i].n_inputs != 2)
+        return 0;
+    const int *in = g->nodes[i].inputs;
+    if (mf_opt_is(g, i, "Div") && scalar_for(o, in[1], in[0], &c) && c != 0.0) {
+        *v = in[0];
+        *scale = 1.0 / c;
+        return 1;
+    }
+    if (mf_opt_is(g, i, "Mul"))
+        for (int k = 0; k < 2; k++)
+            if (scalar_for(o, in[1 - k], in[k], &c)) {
+                *v = in[k];
+                *scale = c;
+                return 1;
+            }
+    return 0;
+}
+
+static minfer_status try_attention(mf_opt *o, int sm, int *done) {
+    mf_graph *g = o->g;
+    const mf_node *smn = &g->nodes[sm];
+    *done = 0;
+    int sin = smn->inputs[0];
+    const mf_vinfo si = *mf_opt_info(o, sin);
+    int64_t axis = mf_attr_int(smn, "axis", smn->opset >= 13 ? -1 : 1);
+    if (si.rank < 2 || si.dtype != MINFER_DTYPE_FLOAT || (axis != -1 && axis != si.rank - 1))
+        return MINFER_OK;
+    int kill[5], nk = 0, mask = -1, scores = sin;
+    int p = mf_opt_producer(o, sin);
+    if (mf_opt_single_consumer(o, sin) != sm || p < 0)
+        return MINFER_OK;
+    if (mf_opt_is(g, p, "Add") && g->nodes[p].n_inputs == 2) {
+        for (int k = 0; k < 2 && mask < 0; k++) {
+            int cand = g->nodes[p].inputs[k], mk = g->nodes[p].inputs[1 - k];
+            int cp = mf_opt_producer(o, cand);
+            if (cand == mk || mf_opt_single_consumer(o, cand) != p ||
+                !(mf_opt_is(g, cp, "MatMul") || mf_opt_is(g, cp, "Div") || mf_opt_is(g, cp, "Mul")))
+                continue;
+            const mf_vinfo mi = *mf_opt_info(o, mk), ci = *mf_opt_info(o, cand);
+            int ok = mi.dtype == MINFER_DTYPE_FLOAT && mi.rank >= 0 && ci.rank == si.rank &&
+                     mi.rank <= ci.rank;
+            for (int d = 0; ok && d < mi.rank; d++) {
+                int e = ci.rank - mi.rank + d;
+                ok = mf_opt_dim(&mi, d) == 1 || same_dim(&mi, d, &ci, e);
+            }
+            if (ok) {
+                mask = mk;
+                scores = cand;
+            }
+        }
+        if (mask < 0)
+            return MINFER_OK;
+        kill[nk++] = p;
+        p = mf_opt_producer(o, scores);
+    }
+    double scale = 1.0;
+    int mm = p, q = -1;
+    int sv;
+    if (!mf_opt_is(g, p, "MatMul")) {
+        if (!scaling(o, p, &sv, &scale) || mf_opt_single_consumer(o, sv) != p)
+            return MINFER_OK;
+        kill[nk++] = p;
+        mm = mf_opt_producer(o, sv);
+    }
+    if (!mf_opt_is(g, mm, "MatMul") || g->nodes[mm].n_inputs != 2)
+        return MINFER_OK;
+    kill[nk++] = mm;
+    q = g->nodes[mm].inputs[0];
+    int kt = g->nodes[mm].inputs[1];
+    int qp = mf_opt_producer(o, q);
+    if (scale == 1.0 && mf_opt_single_consumer(o, q) == mm && scaling(o, qp, &sv, &scale)) {
+        kill[nk++] = qp; /* Q scaled before the MatMul */
+        q = sv;
+    }
+    int m2 = mf_opt_single_consumer(o, out0(g, sm));
+    if (!mf_opt_is(g, m2, "MatMul") || g->nodes[m2].n_inputs != 2 ||
+        g->nodes[m2].inputs[0] != out0(g, sm))
+        return MINFER_OK;
+    int v = g->nodes[m2].inputs[1];
+    const mf_vinfo qi = *mf_opt_info(o, q), ki = *mf_opt_info(o, kt), vi = *mf_opt_info(o, v);
+    if (qi.dtype != MINFER_DTYPE_FLOAT || ki.dtype != MINFER_DTYPE_FLOAT ||
+        vi.dtype != MINFER_DTYPE_FLOAT || qi.rank < 2 || ki.rank < 2 || vi.rank < 2 ||
+        !same_dim(&qi, qi.rank - 1, &ki, ki.rank - 2) ||
+        !same_dim(&ki, ki.rank - 1, &vi, vi.rank - 2))
+        return MINFER_OK;
+    kill[nk++] = sm;
+    int ins[4] = {q, kt, v, mask};
+    minfer_status st;
+    if ((st = mf_opt_set_inputs(o, m2, ins, mask >= 0 ? 4 : 3)) != MINFER_OK ||
+        (st = mf_opt_set_op(o, m2, "minfer", "Attention")) != MINFER_OK ||
+        (st = mf_opt_set_attr_float(o, m2, "scale", (float)scale)) != MINFER_OK)
+        return st;
+    for (int k = 0; k < nk; k++)
+        mf_opt_kill(o, kill[k]);
+    *done = 1;
+    return MINFER_OK;
+}
+
+minfer_status mf_pass_fuse_attention(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k], done = 0;
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "Softmax") || g->nodes[i].n_inputs != 1 ||
+            g->nodes[i].inputs[0] < 0 || g->nodes[i].n_outputs != 1)
+            continue;
+        minfer_status st = try_attention(o, i, &done);
+        if (st == MINFER_OK && done) {
+            (*fired)++;
+            st = mf_opt_reindex(o);
+        }
+        if (st != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
+}

@@ -1,0 +1,35 @@
+/*
+ * Per-op shape and type inference.
+ *
+ * mf_infer_node computes the element type and shape of each output of one
+ * node from its inputs' types and shapes and, where the op needs them, the
+ * contents of small inputs (Reshape's shape, Slice's starts, ...).
+ *
+ * Inputs: in[i] describes node->inputs[i] (ignored when node->inputs[i] < 0,
+ * an omitted optional input). in[i].rank == -1 means the rank is unknown;
+ * in[i].dims[d] == -1 means that dimension is unknown (symbolic at build
+ * time). in[i].data, when not NULL, points at the input's contents in host
+ * memory, plain layout (in[i].nbytes bytes).
+ *
+ * Outputs: out[j] is filled with dtype, rank and dims (dims -1 where not
+ * known; rank -1 when even the rank is not known, e.g. Reshape whose shape
+ * input's contents are not known yet). data/offset/nbytes/layout are left 0.
+ *
+ * Returns MINFER_OK, or MINFER_ERR_SHAPE / MINFER_ERR_TYPE / MINFER_ERR_MODEL
+ * (bad attribute) with a message in err (without the node name: the caller
+ * adds it). An op with no inference rule gives outputs with dtype 0 and
+ * rank -1 and MINFER_OK: the provider then allocates outputs at run time.
+ */
+#ifndef MINFER_CORE_SHAPE_INFER_H
+#define MINFER_CORE_SHAPE_INFER_H
+
+#include "graph/graph.h"
+
+minfer_status mf_infer_node(const mf_node *node, const minfer_tensor_view *in, size_t n_in,
+                            minfer_tensor_view *out, size_t n_out, char *err, size_t err_size);
+
+/* 1 if the core has an inference rule for (domain, op_type). domain "",
+ * "ai.onnx" and NULL all mean the default domain. */
+int mf_infer_known(const char *domain, const char *op_type);
+
+#endif
