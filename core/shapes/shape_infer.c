@@ -17,6 +17,7 @@
  */
 #include "shapes/shape_infer.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -225,6 +226,10 @@ int mf_infer_known(const char *domain, const char *op_type) {
     return find_rule(domain, op_type) != NULL;
 }
 
+static _Atomic(mf_infer_fallback_fn) fallback;
+
+void mf_infer_set_fallback(mf_infer_fallback_fn fn) { atomic_store(&fallback, fn); }
+
 minfer_status mf_infer_node(const mf_node *node, const minfer_tensor_view *in, size_t n_in,
                             minfer_tensor_view *out, size_t n_out, char *err, size_t err_size) {
     ictx c;
@@ -262,7 +267,9 @@ minfer_status mf_infer_node(const mf_node *node, const minfer_tensor_view *in, s
     if (node->domain && strcmp(node->domain, "ai.onnx.preview.training") == 0)
         return infer_training(node, in, c.n_in, out, c.n_out, err, err_size);
     rule = find_rule(node->domain, node->op_type);
-    if (!rule)
-        return MINFER_OK;
+    if (!rule) {
+        mf_infer_fallback_fn fb = atomic_load(&fallback);
+        return fb ? fb(node, in, n_in, out, n_out, err, err_size) : MINFER_OK;
+    }
     return rule->fn(&c);
 }
