@@ -1,0 +1,355 @@
+/*
+ * plugins/contrib: registration table and shared helpers (contrib.h).
+ */
+#include "contrib.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t attr_i(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
+               int64_t dflt) {
+    int64_t v;
+    return api->attr_int(n, name, &v) ? v : dflt;
+}
+
+float attr_f(const minfer_host_api *api, const minfer_node_desc *n, const char *name, float dflt) {
+    float v;
+    return api->attr_float(n, name, &v) ? v : dflt;
+}
+
+void attr_s(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
+            const char *dflt, char *buf, size_t size) {
+    const char *s;
+    size_t len;
+    if (!api->attr_string(n, name, &s, &len)) {
+        s = dflt;
+        len = strlen(dflt);
+    }
+    if (len >= size)
+        len = size - 1;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+}
+
+size_t attr_is(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
+               const int64_t **out) {
+    size_t c = 0;
+    if (!api->attr_ints(n, name, out, &c)) {
+        *out = NULL;
+        return 0;
+    }
+    return c;
+}
+
+size_t attr_fs(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
+               const float **out) {
+    size_t c = 0;
+    if (!api->attr_floats(n, name, out, &c)) {
+        *out = NULL;
+        return 0;
+    }
+    return c;
+}
+
+void out_shape(minfer_tensor_view *o, int32_t dtype, int32_t rank, const int64_t *dims) {
+    o->dtype = dtype;
+    o->rank = rank;
+    for (int32_t i = 0; i < rank && i < MINFER_MAX_RANK; i++)
+        o->dims[i] = dims[i];
+}
+
+void out_like(minfer_tensor_view *o, const minfer_value_desc *in, int32_t dtype) {
+    out_shape(o, dtype, in->rank, in->dims);
+}
+
+minfer_status want_type(infer_args *a, size_t i, int32_t dtype) {
+    const minfer_node_desc *n = a->node;
+    if (i >= n->n_inputs || !n->inputs[i].present)
+        return FAIL(a, MINFER_ERR_MODEL, "%s: input %zu is required", n->op_type, i);
+    if (n->inputs[i].dtype != 0 && n->inputs[i].dtype != dtype)
+        return FAIL(a, MINFER_ERR_TYPE, "%s: input %zu ('%s') is %s, expected %s", n->op_type, i,
+                    n->inputs[i].name, minfer_elem_name(n->inputs[i].dtype),
+                    minfer_elem_name(dtype));
+    return MINFER_OK;
+}
+
+size_t numel(const minfer_tensor_view *v) {
+    int64_t n = 0;
+    if (minfer_dims_numel(v->dims, v->rank, &n) != MINFER_OK)
+        return 0;
+    return (size_t)n;
+}
+
+minfer_status check_in(compute_args *a, size_t i, int32_t dtype, int rmin, int rmax) {
+    const minfer_node_desc *n = a->node;
+    if (i >= a->n_inputs || !a->inputs[i].data)
+        return FAIL(a, MINFER_ERR_MODEL, "%s: input %zu is required", n->op_type, i);
+    const minfer_tensor_view *v = &a->inputs[i];
+    if (v->dtype != dtype)
+        return FAIL(a, MINFER_ERR_TYPE, "%s: input %zu ('%s') is %s, expected %s", n->op_type, i,
+                    n->inputs[i].name, minfer_elem_name(v->dtype), minfer_elem_name(dtype));
+    if (v->rank < rmin || v->rank > rmax)
+        return FAIL(a, MINFER_ERR_SHAPE, "%s: input %zu ('%s') has rank %d, expected %d..%d",
+                    n->op_type, i, n->inputs[i].name, v->rank, rmin, rmax);
+    return MINFER_OK;
+}
+
+/* ---- Activations ---- */
+
+int act_parse(const char *name, const float *p, size_t np, act *out) {
+    act f = {ACT_NONE, 0, 0, 0};
+    if (!name || !name[0])
+        f.kind = ACT_NONE;
+    else if (!strcmp(name, "Relu"))
+        f.kind = ACT_RELU;
+    else if (!strcmp(name, "LeakyRelu"))
+        f = (act){ACT_LEAKYRELU, np > 0 ? p[0] : 0.01f, 0, 0};
+    else if (!strcmp(name, "Tanh"))
+        f.kind = ACT_TANH;
+    else if (!strcmp(name, "Sigmoid"))
+        f.kind = ACT_SIGMOID;
+    else if (!strcmp(name, "Clip")) {
+        if (np < 2)
+            return -1;
+        f = (act){ACT_CLIP, p[0], p[1], 0};
+    } else if (!strcmp(name, "HardSigmoid"))
+        f = (act){ACT_HARDSIGMOID, np > 0 ? p[0] : 0.2f, np > 1 ? p[1] : 0.5f, 0};
+    else if (!strcmp(name, "Elu"))
+        f = (act){ACT_ELU, np > 0 ? p[0] : 1.0f, 0, 0};
+    else if (!strcmp(name, "Selu"))
+        f = (act){ACT_SELU, np > 0 ? p[0] : 1.67326319217681884765625f,
+                  np > 1 ? p[1] : 1.05070102214813232421875f, 0};
+    else if (!strcmp(name, "Softsign"))
+        f.kind = ACT_SOFTSIGN;
+    else
+        return -1;
+    *out = f;
+    return 0;
+}
+
+void act_apply(const act *f, float *x, size_t n) {
+    switch (f->kind) {
+    case ACT_NONE:
+        break;
+    case ACT_RELU:
+        for (size_t i = 0; i < n; i++)
+            x[i] = x[i] > 0 ? x[i] : 0;
+        break;
+    case ACT_LEAKYRELU:
+        for (size_t i = 0; i < n; i++)
+            x[i] = x[i] >= 0 ? x[i] : x[i] * f->p0;
+        break;
+    case ACT_TANH:
+        for (size_t i = 0; i < n; i++)
+            x[i] = tanhf(x[i]);
+        break;
+    case ACT_SIGMOID:
+        for (size_t i = 0; i < n; i++)
+            x[i] = 1.0f / (1.0f + expf(-x[i]));
+        break;
+    case ACT_CLIP:
+        for (size_t i = 0; i < n; i++)
+            x[i] = x[i] < f->p0 ? f->p0 : x[i] > f->p1 ? f->p1 : x[i];
+        break;
+    case ACT_HARDSIGMOID:
+        for (size_t i = 0; i < n; i++) {
+            float v = f->p0 * x[i] + f->p1;
+            x[i] = v < 0 ? 0 : v > 1 ? 1 : v;
+        }
+        break;
+    case ACT_ELU:
+        for (size_t i = 0; i < n; i++)
+            x[i] = x[i] >= 0 ? x[i] : f->p0 * (expf(x[i]) - 1.0f);
+        break;
+    case ACT_SELU:
+        for (size_t i = 0; i < n; i++)
+            x[i] = f->p1 * (x[i] > 0 ? x[i] : f->p0 * (expf(x[i]) - 1.0f));
+        break;
+    case ACT_SOFTSIGN:
+        for (size_t i = 0; i < n; i++)
+            x[i] = x[i] / (1.0f + fabsf(x[i]));
+        break;
+    }
+}
+
+/* ---- GEMM ----
+ * Rows of C are split across threads. Within a row block, K is walked in
+ * panels of KB so a panel of B stays in cache while it is applied to every
+ * row of the block; the innermost loop runs along a row of B and of C
+ * (unit stride, vectorised by the compiler). A transposed B is first copied
+ * into row-major order, per panel, by each thread. */
+typedef struct gemm_job {
+    size_t M, N, K, lda, ldb, ldc;
+    float alpha;
+    const float *A, *B;
+    float *C;
+    int trans_a, trans_b, accumulate;
+} gemm_job;
+
+enum { GEMM_KB = 128, GEMM_MB = 16 };
+
+static void gemm_rows(const gemm_job *j, size_t m0, size_t m1, float *panel) {
+    for (size_t i = m0; i < m1; i++) {
+        float *c = j->C + i * j->ldc;
+        if (!j->accumulate)
+            memset(c, 0, j->N * sizeof(float));
+    }
+    for (size_t k0 = 0; k0 < j->K; k0 += GEMM_KB) {
+        size_t k1 = k0 + GEMM_KB < j->K ? k0 + GEMM_KB : j->K;
+        const float *bp;
+        size_t ldp;
+        if (j->trans_b) {
+            for (size_t k = k0; k < k1; k++)
+                for (size_t n = 0; n < j->N; n++)
+                    panel[(k - k0) * j->N + n] = j->B[n * j->ldb + k];
+            bp = panel;
+            ldp = j->N;
+        } else {
+            bp = j->B + k0 * j->ldb;
+            ldp = j->ldb;
+        }
+        for (size_t i = m0; i < m1; i++) {
+            float *restrict c = j->C + i * j->ldc;
+            for (size_t k = k0; k < k1; k++) {
+                float av = j->trans_a ? j->A[k * j->lda + i] : j->A[i * j->lda + k];
+                av *= j->alpha;
+                if (av == 0.0f)
+                    continue;
+                const float *restrict b = bp + (k - k0) * ldp;
+                for (size_t n = 0; n < j->N; n++)
+                    c[n] += av * b[n];
+            }
+        }
+    }
+}
+
+static void gemm_range(void *arg, size_t b0, size_t b1) {
+    const gemm_job *j = arg;
+    float *panel = NULL;
+    if (j->trans_b) {
+        size_t kb = j->K < GEMM_KB ? j->K : GEMM_KB;
+        panel = malloc(kb * j->N * sizeof(float) + 1);
+    }
+    for (size_t b = b0; b < b1; b++) {
+        size_t m0 = b * GEMM_MB, m1 = m0 + GEMM_MB < j->M ? m0 + GEMM_MB : j->M;
+        if (j->trans_b && !panel) {
+            /* Out of memory for the panel: the transposed B is read in place. */
+            for (size_t i = m0; i < m1; i++) {
+                float *c = j->C + i * j->ldc;
+                for (size_t n = 0; n < j->N; n++) {
+                    float s = 0;
+                    for (size_t k = 0; k < j->K; k++)
+                        s += (j->trans_a ? j->A[k * j->lda + i] : j->A[i * j->lda + k]) *
+                             j->B[n * j->ldb + k];
+                    c[n] = j->alpha * s + (j->accumulate ? c[n] : 0.0f);
+                }
+            }
+            continue;
+        }
+        gemm_rows(j, m0, m1, panel);
+    }
+    free(panel);
+}
+
+void sgemm(const minfer_host_api *api, void *host, size_t M, size_t N, size_t K, float alpha,
+           const float *A, size_t lda, int trans_a, const float *B, size_t ldb, int trans_b,
+           float *C, size_t ldc, int accumulate) {
+    gemm_job j = {M, N, K, lda, ldb, ldc, alpha, A, B, C, trans_a, trans_b, accumulate};
+    if (M == 0 || N == 0)
+        return;
+    size_t blocks = (M + GEMM_MB - 1) / GEMM_MB;
+    if (api && api->parallel_for && blocks > 1 && (uint64_t)M * N * K > 32768)
+        api->parallel_for(host, blocks, 1, gemm_range, &j);
+    else
+        gemm_range(&j, 0, blocks);
+}
+
+void par_for(compute_args *a, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
+    if (a->api && a->api->parallel_for && n > grain)
+        a->api->parallel_for(a->host, n, grain, fn, arg);
+    else if (n)
+        fn(arg, 0, n);
+}
+
+int64_t nchwc_block(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") ? 16 : 8;
+#else
+    return 8;
+#endif
+}
+
+/* ---- Registration ---- */
+
+#define MS "com.microsoft"
+#define NCHWC "com.microsoft.nchwc"
+#define DET MINFER_PLUGIN_OP_DETERMINISTIC
+#define OPS(dom, type, fn, fl)                                                              \
+    {.struct_size = sizeof(minfer_plugin_op), .domain = dom, .op_type = type,                  \
+     .since_version = 1, .flags = (fl), .infer = fn##_infer, .compute = fn##_compute}
+#define OPC(dom, type, fn, fl)                                                              \
+    {.struct_size = sizeof(minfer_plugin_op), .domain = dom, .op_type = type,                  \
+     .since_version = 1, .flags = (fl), .infer = fn##_infer, .create = fn##_create,           \
+     .compute = fn##_compute, .destroy = fn##_destroy}
+
+static const minfer_plugin_op ops[] = {
+    OPS(MS, "Gelu", gelu, DET),
+    OPS(MS, "FastGelu", fast_gelu, DET),
+    OPS(MS, "BiasGelu", bias_gelu, DET),
+    OPS(MS, "QuickGelu", quick_gelu, DET),
+    OPS(MS, "BiasAdd", bias_add, DET),
+    OPC(MS, "FusedConv", fused_conv, DET),
+    OPC(MS, "FusedGemm", fused_gemm, DET),
+    OPS(MS, "FusedMatMul", fused_matmul, DET),
+    OPS(MS, "SkipLayerNormalization", skip_ln, DET),
+    OPS(MS, "SimplifiedLayerNormalization", simplified_ln, DET),
+    OPS(MS, "SkipSimplifiedLayerNormalization", skip_simplified_ln, DET),
+    OPS(MS, "EmbedLayerNormalization", embed_ln, DET),
+    OPS(MS, "Attention", attention, DET),
+    OPS(MS, "MultiHeadAttention", mha, DET),
+    OPS(MS, "RotaryEmbedding", rotary, DET),
+    OPC(MS, "MatMulNBits", matmul_nbits, DET),
+    OPS(NCHWC, "ReorderInput", reorder_input, DET),
+    OPS(NCHWC, "ReorderOutput", reorder_output, DET),
+    OPC(NCHWC, "Conv", nchwc_conv, DET),
+    OPS(NCHWC, "MaxPool", nchwc_pool, DET),
+    OPS(NCHWC, "AveragePool", nchwc_pool, DET),
+    OPS(NCHWC, "GlobalAveragePool", nchwc_global_pool, DET),
+    OPS(NCHWC, "GlobalMaxPool", nchwc_global_pool, DET),
+    OPS(NCHWC, "Upsample", nchwc_upsample, DET),
+};
+
+/* ONNX Runtime writes SimplifiedLayerNormalization in the default domain
+ * (its CPU kernel is registered there, at opset 1 and up; ONNX itself has no
+ * op of that name). It is registered here in the default domain too when
+ * the host accepts that, and in com.microsoft always. */
+static const minfer_plugin_op simplified_default =
+    OPS("", "SimplifiedLayerNormalization", simplified_ln, DET);
+
+static minfer_status register_ops(const minfer_plugin_host *host, minfer_plugin_registry *reg) {
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        minfer_status st = host->register_op(reg, &ops[i]);
+        if (st != MINFER_OK)
+            return st;
+    }
+    (void)host->register_op(reg, &simplified_default);
+    return MINFER_OK;
+}
+
+static const minfer_plugin_info info = {
+    .abi_version = MINFER_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(minfer_plugin_info),
+    .name = "contrib",
+    .version = "1.0",
+    .register_ops = register_ops,
+};
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+MINFER_PLUGIN_DEFINE(info)
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif

@@ -1,0 +1,158 @@
+/*
+ * Private header of plugins/contrib: the com.microsoft (and
+ * com.microsoft.nchwc) ops ONNX Runtime writes into the models it optimizes.
+ *
+ * Each op family lives in its own file (activation.c, fused.c, norm.c,
+ * attention.c, nchwc.c, nbits.c) and exposes, per op, an infer function
+ * (types and shapes, from the node description) and a compute function
+ * (host tensors, plain row-major). Ops that parse attributes or repack
+ * weights once per node also have a create / destroy pair. contrib.c holds
+ * the one registration table and the helpers below. Semantics follow ONNX
+ * Runtime's contrib-op definitions (docs/ContribOperators.md and
+ * onnxruntime/core/graph/contrib_ops/ in its source) and are documented in
+ * docs/plugins.md; every op is tested against a composition of standard ONNX
+ * ops run on the CPU provider (tests/contrib/).
+ */
+#ifndef MINFER_PLUGIN_CONTRIB_H
+#define MINFER_PLUGIN_CONTRIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "minfer/plugin.h"
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+
+typedef const minfer_plugin_infer_args infer_args;
+typedef const minfer_plugin_create_args create_args;
+typedef const minfer_plugin_compute_args compute_args;
+
+/* Writes the message into the call's err buffer and returns st. */
+#define FAIL(a, st, ...) (snprintf((a)->err, (a)->err_size, __VA_ARGS__), (st))
+
+/* ---- Attributes (host accessors with defaults) ---- */
+int64_t attr_i(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
+               int64_t dflt);
+float attr_f(const minfer_host_api *api, const minfer_node_desc *n, const char *name, float dflt);
+/* A string attribute copied into buf (NUL-terminated); dflt when absent. */
+void attr_s(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
+            const char *dflt, char *buf, size_t size);
+/* Ints attribute: count (0 when absent) and pointer. */
+size_t attr_is(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
+               const int64_t **out);
+size_t attr_fs(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
+               const float **out);
+
+/* ---- Shapes and inference helpers ---- */
+/* Input i present (given, not omitted)? */
+static inline int has_in(const minfer_node_desc *n, size_t i) {
+    return i < n->n_inputs && n->inputs[i].present;
+}
+static inline int has_out(const minfer_node_desc *n, size_t i) {
+    return i < n->n_outputs && n->outputs[i].name && n->outputs[i].name[0];
+}
+/* Output o: dtype, and the shape of input i (copied, rank -1 stays -1). */
+void out_like(minfer_tensor_view *o, const minfer_value_desc *in, int32_t dtype);
+void out_shape(minfer_tensor_view *o, int32_t dtype, int32_t rank, const int64_t *dims);
+/* Requires input i to have dtype (when known); an error naming the input otherwise. */
+minfer_status want_type(infer_args *a, size_t i, int32_t dtype);
+/* Element count of a view (its rank must be >= 0); 0 on overflow is impossible
+ * here since the host allocated it. */
+size_t numel(const minfer_tensor_view *v);
+/* Checks at compute time that input i is present with dtype and rank in
+ * [rmin, rmax]; an error naming the input otherwise. */
+minfer_status check_in(compute_args *a, size_t i, int32_t dtype, int rmin, int rmax);
+
+/* ---- Math ---- */
+/* Activations as ONNX Runtime's fused kernels know them (MLAS and the
+ * FusedGemm functors). */
+enum act_kind {
+    ACT_NONE, ACT_RELU, ACT_LEAKYRELU, ACT_TANH, ACT_SIGMOID, ACT_CLIP, ACT_HARDSIGMOID,
+    ACT_ELU, ACT_SELU, ACT_SOFTSIGN
+};
+typedef struct act {
+    enum act_kind kind;
+    float p0, p1, p2;
+} act;
+/* Parses activation name into an act; -1 for an unknown name. */
+int act_parse(const char *name, const float *params, size_t n_params, act *out);
+void act_apply(const act *f, float *x, size_t n);
+
+/* C[M,N] (ldc) = alpha * A[M,K] B[K,N] + (accumulate ? C : 0), A and B plain
+ * row-major with the given leading dimensions; trans_b: B is given as [N,K]
+ * (ldb). Rows split over the host's threads when api/host are given. */
+void sgemm(const minfer_host_api *api, void *host, size_t M, size_t N, size_t K, float alpha,
+           const float *A, size_t lda, int trans_a, const float *B, size_t ldb, int trans_b,
+           float *C, size_t ldc, int accumulate);
+
+/* Runs fn over [0, n) on the host's pool (serially without one). */
+void par_for(compute_args *a, size_t n, size_t grain, minfer_range_fn fn, void *arg);
+
+/* ---- Ops (infer, compute; optional create / destroy) ---- */
+#define OP_DECL(name)                                                                          \
+    minfer_status name##_infer(void *op, infer_args *a);                                       \
+    minfer_status name##_compute(void *op, void *state, compute_args *a)
+#define OP_DECL_STATE(name)                                                                    \
+    OP_DECL(name);                                                                             \
+    minfer_status name##_create(void *op, create_args *a, void **state);                       \
+    void name##_destroy(void *op, void *state)
+
+OP_DECL(gelu);
+OP_DECL(fast_gelu);
+OP_DECL(bias_gelu);
+OP_DECL(quick_gelu);
+OP_DECL(bias_add);
+OP_DECL_STATE(fused_conv);
+OP_DECL_STATE(fused_gemm);
+OP_DECL(fused_matmul);
+OP_DECL(skip_ln);
+OP_DECL(simplified_ln);
+OP_DECL(skip_simplified_ln);
+OP_DECL(embed_ln);
+OP_DECL(attention);
+OP_DECL(mha);
+OP_DECL(rotary);
+OP_DECL(reorder_input);
+OP_DECL(reorder_output);
+OP_DECL_STATE(nchwc_conv);
+OP_DECL(nchwc_pool);
+OP_DECL(nchwc_global_pool);
+OP_DECL(nchwc_upsample);
+OP_DECL_STATE(matmul_nbits);
+
+/* The NCHWc block size ONNX Runtime's MLAS uses on this CPU (16 with
+ * AVX-512F, else 8): models ORT optimized at level 'all' hold weights
+ * reordered for it, and say so nowhere in the file. */
+int64_t nchwc_block(void);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+
+
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+/* ---- Convolution and pooling geometry (fused.c) ----
+ * Spatial output sizes from the attributes (auto_pad, kernel_shape, strides,
+ * pads, dilations; ceil_mode for pools), as ONNX's Conv / MaxPool define
+ * them. in[i] == -1 (unknown) gives out[i] == -1. */
+typedef struct conv_geom {
+    int nd;
+    int64_t k[3], s[3], d[3], pb[3], pe[3], in[3], out[3];
+} conv_geom;
+minfer_status conv_geom_make(const minfer_host_api *api, const minfer_node_desc *n, int nd,
+                             const int64_t *in_spatial, const int64_t *kernel, int ceil_mode,
+                             conv_geom *g, char *err, size_t err_size);
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#endif
