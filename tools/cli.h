@@ -124,6 +124,12 @@ int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_providers(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
+/* For `minfer info`: when path is a compiled model (by its magic), prints
+ * what it says about itself (format version, sections, the level and
+ * providers it was compiled for), or adds it to root as "compiled" when root
+ * is not NULL, and returns 1; returns 0 for any other file. */
+int cli_describe_compiled(const char *path, json_t *root);
 
 /* --opt-level N, taken by main() from any command's arguments: the graph
  * optimization level cli_make_options sets (-1: not given). */

@@ -158,6 +158,8 @@ static int print_memory(minfer_session *s, int verbose) {
 /* The optimizer on its own (as the session runs it): node counts by op
  * before and after, and how often each pass fired. */
 static void print_optimization(const char *path) {
+    if (cli_describe_compiled(path, NULL))
+        return; /* optimized when it was compiled */
     minfer_opt_summary *sum = malloc(sizeof *sum);
     minfer_status st = sum ? minfer_optimize_model(path, NULL, cli_opt_level, sum)
                            : MINFER_ERR_NOMEM;
@@ -329,7 +331,7 @@ static int info_json(minfer_session *s, const char *path, json_t *nodes, const c
     json_object_set_new(root, "nodes", nodes);
     json_object_set_new(root, "op_types", counts_json(ops, n_ops));
     json_object_set_new(root, "nodes_per_provider", counts_json(prov, n_prov));
-    minfer_opt_summary *sum = malloc(sizeof *sum);
+    minfer_opt_summary *sum = cli_describe_compiled(path, root) ? NULL : malloc(sizeof *sum);
     if (sum && minfer_optimize_model(path, NULL, cli_opt_level, sum) == MINFER_OK) {
         json_t *o = json_object(), *fired = json_object();
         json_object_set_new(o, "level", json_integer(sum->level));

@@ -14,6 +14,7 @@ packages=(
     protobuf-c-compiler
     libcmocka-dev
     libjansson-dev  # the one JSON library: profiles, --json, bench --json
+    libxxhash-dev   # the checksums of compiled model files (docs/format.md)
     libdnnl-dev
     ocl-icd-opencl-dev
     opencl-c-headers

@@ -16,6 +16,8 @@ static void usage(FILE *f) {
             "  bench MODEL  time session creation and runs; memory figures\n"
             "  providers    list the providers found and whether each one loads here\n"
             "  optimize MODEL -o OUT.onnx  write the optimized graph as an ONNX file\n"
+            "  compile MODEL -o OUT.mfc    write the optimized model in minfer's compiled\n"
+            "               format (docs/format.md); every command takes it as MODEL\n"
             "\n"
             "options:\n"
             "  -h, --help   show this help (minfer <command> --help for a command)\n"
@@ -93,6 +95,8 @@ static int dispatch(int argc, char **argv) {
         return cmd_providers(argc - 2, argv + 2);
     if (strcmp(cmd, "optimize") == 0)
         return cmd_optimize(argc - 2, argv + 2);
+    if (strcmp(cmd, "compile") == 0)
+        return cmd_compile(argc - 2, argv + 2);
     if (cmd[0] == '-')
         fprintf(stderr, "minfer: unknown option '%s' (try 'minfer --help')\n", cmd);
     else

@@ -107,6 +107,15 @@ struct mf_graph {
     int *capture_slot;
     size_t n_captures;
     int captures_done;
+    /* A graph read from a compiled file (load/mfc_read.c): the file's bytes,
+     * which its constant tensors point into, given back by mf_graph_free
+     * through blob_release; compiled_level is 1 + the optimization level
+     * it was compiled at (0: not compiled), so a session does not run the
+     * optimizer on it again. */
+    void *blob;
+    size_t blob_size;
+    void (*blob_release)(void *blob, size_t size);
+    int compiled_level;
 };
 
 /* Construction. All return MINFER_OK or set the last error. */

@@ -28,6 +28,7 @@
 #include "util/fileio.h"
 #include "graph/graph.h"
 #include "util/internal.h"
+#include "load/mfc.h"
 #include "optimize/optimizer.h"
 #include "place/provider_loader.h"
 #include "session/session.h"
@@ -570,6 +571,11 @@ static minfer_status eval_checked(void *user, const mf_graph *g, int node, minfe
  * Constant folding runs nodes on a private CPU provider instance. */
 static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
     int level = opt_level(opt);
+    if (s->g->compiled_level) { /* a compiled file: optimized when compiled (docs/format.md) */
+        mf_log(s, MINFER_LOG_INFO, "%s: compiled at optimization level %d; not optimized again",
+               s->errctx, s->g->compiled_level - 1);
+        return MINFER_OK;
+    }
     if (level == 0 || s->g->n_nodes == 0)
         return MINFER_OK;
     /* The passes know tensors only: a graph with control flow, sequences
@@ -870,6 +876,12 @@ minfer_status minfer_session_create(const char *model_path, const minfer_options
     else
         snprintf(dir, sizeof dir, ".");
     minfer_limits lim = mf_options_limits(opt);
+    if (minfer_is_compiled(data, size)) { /* the graph keeps the mapping (load/mfc.h) */
+        if ((st = mf_mfc_load(data, size, mapped ? mf_mfc_unmap : mf_mfc_free, model_path, &lim,
+                              &g)) != MINFER_OK)
+            return st;
+        return mf_session_create_graph_timed(g, opt, model_path, now_ms() - t0, out);
+    }
     st = mf_load_onnx_ex(data, size, mapped, dir, model_path, &lim, &g);
     if (mapped)
         munmap(data, size);
@@ -889,7 +901,15 @@ minfer_status minfer_session_create_from_memory(const void *data, size_t size,
     if (!data || !out)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_create_from_memory: NULL argument");
     minfer_limits lim = mf_options_limits(opt);
-    if ((st = mf_load_onnx(data, size, ".", "<memory>", &lim, &g)) != MINFER_OK)
+    if (minfer_is_compiled(data, size)) { /* a copy the graph keeps: data is the caller's */
+        void *copy = NULL;
+        if (mf_test_alloc_fails() || posix_memalign(&copy, 64, size ? size : 1) != 0)
+            return mf_error(MINFER_ERR_NOMEM, "<memory>: out of memory copying %zu bytes", size);
+        memcpy(copy, data, size);
+        st = mf_mfc_load(copy, size, mf_mfc_free, "<memory>", &lim, &g);
+    } else
+        st = mf_load_onnx(data, size, ".", "<memory>", &lim, &g);
+    if (st != MINFER_OK)
         return st;
     return mf_session_create_graph(g, opt, "<memory>", out);
 }

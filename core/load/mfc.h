@@ -1,0 +1,64 @@
+/*
+ * The compiled model format (docs/format.md): constants shared by the
+ * writer (mfc_write.c) and the reader (mfc_read.c).
+ *
+ * A file is a header, a section table and sections; every integer is
+ * little-endian. Each section's offset, size and xxHash64 are in the
+ * table, the table's xxHash64 in the header, and the header's own in its
+ * last eight bytes. The weights section starts at a multiple of
+ * MFC_ALIGN and so does each tensor in it, so a mapping of the file gives
+ * tensors their data in place.
+ */
+#ifndef MINFER_CORE_MFC_H
+#define MINFER_CORE_MFC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/graph.h"
+#include "minfer/compile.h"
+
+#define MFC_MAGIC "\x89MFC\r\n\x1a\n"
+#define MFC_MAGIC_LEN 8
+/* A reader refuses any other version: what it cannot skip needs a new one. */
+#define MFC_VERSION 1
+#define MFC_ENDIAN_MARK 0x01020304u
+#define MFC_HEADER_SIZE 88
+#define MFC_TABLE_ENTRY 32
+#define MFC_ALIGN 64
+/* Header flags a reader must understand (none defined in version 1). */
+#define MFC_FLAGS_KNOWN 0u
+
+/* Section ids: four ASCII characters, read as a little-endian u32. */
+#define MFC_ID(a, b, c, d) \
+    ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
+#define MFC_SEC_STRS MFC_ID('S', 'T', 'R', 'S') /* string table */
+#define MFC_SEC_META MFC_ID('M', 'E', 'T', 'A') /* compile settings, model metadata */
+#define MFC_SEC_GRPH MFC_ID('G', 'R', 'P', 'H') /* the graph */
+#define MFC_SEC_WGTS MFC_ID('W', 'G', 'T', 'S') /* tensor data, MFC_ALIGN-aligned */
+/* Section flag: a reader that does not know the id may skip the section. */
+#define MFC_SEC_OPTIONAL 1u
+
+/* No string (a NULL dim_param). */
+#define MFC_NO_STRING 0xffffffffu
+/* Tensor storage kinds in the graph section. */
+#define MFC_TENSOR_WEIGHTS 0 /* offset and size in the weights section */
+#define MFC_TENSOR_STRINGS 1 /* one string-table index per element */
+
+/* Writes the graph a session built (g, its top-level graph after
+ * optimization) to path; level and providers are recorded. */
+minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers, const char *path);
+
+/* Loads a compiled file held in data[0..size). The graph takes ownership of
+ * data in every case (on failure it is released at once): its constant
+ * tensors point into it, and mf_graph_free calls release(data, size).
+ * limits (NULL: defaults) bound the file, node count and tensor sizes;
+ * errctx names the file in messages. */
+minfer_status mf_mfc_load(void *data, size_t size, void (*release)(void *, size_t),
+                          const char *errctx, const minfer_limits *limits, mf_graph **out);
+/* Release functions for mf_mfc_load: a mapping of the whole file (munmap),
+ * or a malloc'ed or posix_memalign'ed copy (free). */
+void mf_mfc_unmap(void *data, size_t size);
+void mf_mfc_free(void *data, size_t size);
+
+#endif

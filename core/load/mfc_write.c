@@ -1,0 +1,499 @@
+/*
+ * mf_graph -> compiled model file (docs/format.md), and minfer_compile_model.
+ *
+ * 1. The graph (and its subgraphs, depth first) is encoded into the GRPH
+ *    section; every name and string goes through one deduplicating string
+ *    table (STRS), and every numeric tensor (initializers and tensor
+ *    attributes) gets a MFC_ALIGN-aligned place in the weights section
+ *    (WGTS), recorded as offset and size.
+ * 2. META holds the optimization level, the provider list and the model's
+ *    own metadata.
+ * 3. The file is written header, section table, STRS, META, GRPH, WGTS;
+ *    the weights are streamed from the graph's tensors (hashed in a first
+ *    pass, so the table is complete before anything is written).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "graph/graph.h"
+#include "load/mfc.h"
+#include "minfer/compile.h"
+#include "session/session.h"
+#include "util/internal.h"
+
+/* A growing little-endian byte buffer; failed sticks after an allocation fails. */
+typedef struct wbuf {
+    uint8_t *p;
+    size_t n, cap;
+    int failed;
+} wbuf;
+
+static void put(wbuf *b, const void *src, size_t len) {
+    if (b->failed)
+        return;
+    if (len > b->cap - b->n) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap - b->n < len) {
+            if (cap > SIZE_MAX / 2) {
+                b->failed = 1;
+                return;
+            }
+            cap *= 2;
+        }
+        uint8_t *np = mf_realloc(b->p, cap);
+        if (!np) {
+            b->failed = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+    if (len)
+        memcpy(b->p + b->n, src, len);
+    b->n += len;
+}
+
+static void put_u8(wbuf *b, uint8_t v) { put(b, &v, 1); }
+
+static void put_u32(wbuf *b, uint32_t v) {
+    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    put(b, x, 4);
+}
+
+static void put_u64(wbuf *b, uint64_t v) {
+    put_u32(b, (uint32_t)v);
+    put_u32(b, (uint32_t)(v >> 32));
+}
+
+static void put_i32(wbuf *b, int32_t v) { put_u32(b, (uint32_t)v); }
+static void put_i64(wbuf *b, int64_t v) { put_u64(b, (uint64_t)v); }
+
+static void put_f32(wbuf *b, float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    put_u32(b, u);
+}
+
+/* One tensor's bytes placed in the weights section. */
+typedef struct wslot {
+    const void *data;
+    size_t bytes;
+    uint64_t offset; /* in the section */
+} wslot;
+
+typedef struct writer {
+    wbuf strs_data;          /* the strings' bytes */
+    wbuf strs_index;         /* per string: u64 offset, u32 length */
+    uint32_t n_strings;
+    uint32_t *hash;          /* string index + 1, open addressing */
+    size_t hash_cap;
+    wbuf graph;
+    wslot *w;
+    size_t n_w, cap_w;
+    uint64_t w_size;
+    uint64_t w_payload;
+    int failed;              /* out of memory */
+    const char *err;         /* a graph the format cannot hold, or NULL */
+} writer;
+
+static uint64_t str_hash(const char *s, size_t len) {
+    return XXH64(s, len, 0);
+}
+
+static int str_equal(const writer *w, uint32_t idx, const char *s, size_t len) {
+    const uint8_t *e = w->strs_index.p + (size_t)idx * 12;
+    uint64_t off = (uint64_t)e[0] | (uint64_t)e[1] << 8 | (uint64_t)e[2] << 16 |
+                   (uint64_t)e[3] << 24 | (uint64_t)e[4] << 32 | (uint64_t)e[5] << 40 |
+                   (uint64_t)e[6] << 48 | (uint64_t)e[7] << 56;
+    uint32_t l = (uint32_t)e[8] | (uint32_t)e[9] << 8 | (uint32_t)e[10] << 16 |
+                 (uint32_t)e[11] << 24;
+    return l == len && (len == 0 || memcmp(w->strs_data.p + off, s, len) == 0);
+}
+
+/* The string table index of s[0..len), added once. */
+static uint32_t intern(writer *w, const char *s, size_t len) {
+    if (w->failed)
+        return 0;
+    if ((size_t)w->n_strings * 2 >= w->hash_cap) {
+        size_t cap = w->hash_cap ? w->hash_cap * 2 : 1024;
+        uint32_t *h = mf_calloc(cap, sizeof *h);
+        if (!h) {
+            w->failed = 1;
+            return 0;
+        }
+        for (size_t i = 0; i < w->hash_cap; i++) {
+            if (!w->hash[i])
+                continue;
+            uint32_t idx = w->hash[i] - 1;
+            const uint8_t *e = w->strs_index.p + (size_t)idx * 12;
+            uint64_t off = 0;
+            for (int k = 7; k >= 0; k--)
+                off = off << 8 | e[k];
+            uint32_t l = (uint32_t)e[8] | (uint32_t)e[9] << 8 | (uint32_t)e[10] << 16 |
+                         (uint32_t)e[11] << 24;
+            size_t j = (size_t)str_hash((const char *)w->strs_data.p + off, l) & (cap - 1);
+            while (h[j])
+                j = (j + 1) & (cap - 1);
+            h[j] = w->hash[i];
+        }
+        free(w->hash);
+        w->hash = h;
+        w->hash_cap = cap;
+    }
+    size_t j = (size_t)str_hash(s, len) & (w->hash_cap - 1);
+    while (w->hash[j]) {
+        if (str_equal(w, w->hash[j] - 1, s, len))
+            return w->hash[j] - 1;
+        j = (j + 1) & (w->hash_cap - 1);
+    }
+    if (len > UINT32_MAX || w->n_strings == MFC_NO_STRING - 1) {
+        w->err = "a string or the string count is too large for the format";
+        return 0;
+    }
+    put_u64(&w->strs_index, w->strs_data.n);
+    put_u32(&w->strs_index, (uint32_t)len);
+    put(&w->strs_data, s, len);
+    if (w->strs_index.failed || w->strs_data.failed) {
+        w->failed = 1;
+        return 0;
+    }
+    w->hash[j] = ++w->n_strings;
+    return w->n_strings - 1;
+}
+
+static void put_str(writer *w, const char *s) {
+    put_u32(&w->graph, s ? intern(w, s, strlen(s)) : MFC_NO_STRING);
+}
+
+/* A tensor: dtype, rank, dims, then its data: a weights slot or, for
+ * strings, one string index per element. */
+static void put_tensor(writer *w, const minfer_tensor *t) {
+    wbuf *b = &w->graph;
+    const minfer_tensor_view *v = &t->view;
+    if (v->kind != MINFER_VALUE_TENSOR) {
+        w->err = "a constant is a sequence or an optional";
+        return;
+    }
+    put_i32(b, v->dtype);
+    put_i32(b, v->rank);
+    for (int d = 0; d < v->rank; d++)
+        put_i64(b, v->dims[d]);
+    int64_t numel = minfer_tensor_numel(t);
+    const char *data = (const char *)v->data + v->offset;
+    if (v->dtype == MINFER_DTYPE_STRING) {
+        put_u8(b, MFC_TENSOR_STRINGS);
+        for (int64_t i = 0; i < numel; i++) {
+            const char *e = ((char *const *)(const void *)data)[i];
+            put_str(w, e ? e : "");
+        }
+        return;
+    }
+    size_t bytes = minfer_tensor_nbytes(t);
+    if (w->n_w == w->cap_w) {
+        size_t cap = w->cap_w ? w->cap_w * 2 : 64;
+        wslot *ns = mf_realloc(w->w, cap * sizeof *ns);
+        if (!ns) {
+            w->failed = 1;
+            return;
+        }
+        w->w = ns;
+        w->cap_w = cap;
+    }
+    uint64_t off = (w->w_size + MFC_ALIGN - 1) / MFC_ALIGN * MFC_ALIGN;
+    w->w[w->n_w++] = (wslot){data, bytes, off};
+    w->w_size = off + bytes;
+    w->w_payload += bytes;
+    put_u8(b, MFC_TENSOR_WEIGHTS);
+    put_u64(b, off);
+    put_u64(b, bytes);
+}
+
+static void put_graph(writer *w, const mf_graph *g);
+
+static void put_attr(writer *w, const mf_attr *a) {
+    wbuf *b = &w->graph;
+    put_str(w, a->name);
+    put_u32(b, (uint32_t)a->type);
+    switch (a->type) {
+    case MINFER_ATTR_FLOAT:
+        put_f32(b, a->f);
+        break;
+    case MINFER_ATTR_INT:
+    case MF_ATTR_TYPE_PROTO:
+        put_i64(b, a->i);
+        break;
+    case MINFER_ATTR_STRING:
+        put_u32(b, intern(w, a->s ? a->s : "", a->s ? a->s_len : 0));
+        break;
+    case MINFER_ATTR_FLOATS:
+        put_u64(b, a->count);
+        for (size_t i = 0; i < a->count; i++)
+            put_f32(b, a->floats[i]);
+        break;
+    case MINFER_ATTR_INTS:
+        put_u64(b, a->count);
+        for (size_t i = 0; i < a->count; i++)
+            put_i64(b, a->ints[i]);
+        break;
+    case MINFER_ATTR_STRINGS:
+        put_u64(b, a->count);
+        for (size_t i = 0; i < a->count; i++)
+            put_str(w, a->strings[i]);
+        break;
+    case MINFER_ATTR_TENSOR:
+        put_tensor(w, a->t);
+        break;
+    case MINFER_ATTR_TENSORS:
+        put_u64(b, a->count);
+        for (size_t i = 0; i < a->count; i++)
+            put_tensor(w, a->tensors[i]);
+        break;
+    case MINFER_ATTR_GRAPH:
+        put_graph(w, a->g);
+        break;
+    case MINFER_ATTR_GRAPHS:
+        put_u64(b, a->count);
+        for (size_t i = 0; i < a->count; i++)
+            put_graph(w, a->graphs[i]);
+        break;
+    default:
+        w->err = "an attribute has a type the format cannot hold";
+    }
+}
+
+/* name; values (name, kind, contained, dtype, rank, dims and dim names,
+ * initializer); inputs; outputs; opsets; nodes (name, op, domain, explicit
+ * inputs, outputs, attributes). Implicit inputs are not written: loading
+ * finds them again from the subgraphs. */
+static void put_graph(writer *w, const mf_graph *g) {
+    wbuf *b = &w->graph;
+    put_str(w, g->name ? g->name : "");
+    put_u32(b, (uint32_t)g->n_values);
+    for (size_t i = 0; i < g->n_values; i++) {
+        const mf_value *v = &g->values[i];
+        put_str(w, v->name);
+        put_i32(b, v->kind);
+        put_i32(b, v->contained);
+        put_i32(b, v->dtype);
+        put_i32(b, v->rank);
+        for (int d = 0; d < v->rank; d++) {
+            put_i64(b, v->dims[d]);
+            put_str(w, v->dim_params[d]);
+        }
+        put_u8(b, v->initializer != NULL);
+        if (v->initializer)
+            put_tensor(w, v->initializer);
+    }
+    put_u32(b, (uint32_t)g->n_inputs);
+    for (size_t i = 0; i < g->n_inputs; i++)
+        put_u32(b, (uint32_t)g->inputs[i]);
+    put_u32(b, (uint32_t)g->n_outputs);
+    for (size_t i = 0; i < g->n_outputs; i++)
+        put_u32(b, (uint32_t)g->outputs[i]);
+    put_u32(b, (uint32_t)g->n_opsets);
+    for (size_t i = 0; i < g->n_opsets; i++) {
+        put_str(w, g->opsets[i].domain);
+        put_i64(b, g->opsets[i].version);
+    }
+    put_u32(b, (uint32_t)g->n_nodes);
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const mf_node *n = &g->nodes[i];
+        size_t n_in = n->n_inputs - n->n_implicit;
+        put_str(w, n->name);
+        put_str(w, n->op_type);
+        put_str(w, n->domain);
+        put_u32(b, (uint32_t)n_in);
+        for (size_t k = 0; k < n_in; k++)
+            put_i32(b, n->inputs[k]);
+        put_u32(b, (uint32_t)n->n_outputs);
+        for (size_t k = 0; k < n->n_outputs; k++)
+            put_i32(b, n->outputs[k]);
+        put_u32(b, (uint32_t)n->n_attrs);
+        for (size_t a = 0; a < n->n_attrs; a++)
+            put_attr(w, &n->attrs[a]);
+    }
+}
+
+static void put_meta(writer *w, wbuf *b, const mf_graph *g, int level, const char *providers) {
+    static const mf_model_meta empty = {0};
+    const mf_model_meta *m = g->meta ? g->meta : &empty;
+    put_u32(b, (uint32_t)level);
+#define STR(s) put_u32(b, intern(w, (s) ? (s) : "", (s) ? strlen(s) : 0))
+    STR(providers);
+    STR(m->producer_name);
+    STR(m->producer_version);
+    STR(m->domain);
+    STR(m->doc_string);
+    STR(m->graph_doc_string);
+    put_i64(b, m->model_version);
+    put_i64(b, m->ir_version);
+    put_u32(b, (uint32_t)m->n_props);
+    for (size_t i = 0; i < m->n_props; i++) {
+        STR(m->keys[i]);
+        STR(m->values[i]);
+    }
+#undef STR
+}
+
+static int little_endian(void) {
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one == 1;
+}
+
+static int write_all(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
+
+static const uint8_t zeros[MFC_ALIGN];
+
+minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers, const char *path) {
+    writer w;
+    wbuf meta = {0}, strs = {0}, head = {0};
+    minfer_status st = MINFER_OK;
+    FILE *f = NULL;
+    memset(&w, 0, sizeof w);
+    if (!little_endian())
+        return mf_error(MINFER_ERR_UNSUPPORTED,
+                        "%s: compiled files are little-endian; this host is not", path);
+    put_graph(&w, g);
+    put_meta(&w, &meta, g, level, providers);
+    /* STRS: u32 count, the index (u64 offset, u32 length each), the bytes. */
+    put_u32(&strs, w.n_strings);
+    put(&strs, w.strs_index.p, w.strs_index.n);
+    put(&strs, w.strs_data.p, w.strs_data.n);
+    if (w.err) {
+        st = mf_error(MINFER_ERR_UNSUPPORTED, "%s: cannot compile: %s", path, w.err);
+        goto done;
+    }
+    if (w.failed || w.graph.failed || meta.failed || strs.failed) {
+        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory encoding the graph", path);
+        goto done;
+    }
+
+    /* Layout: header, table, STRS, META, GRPH, padding, WGTS. */
+    enum { N_SEC = 4 };
+    uint32_t ids[N_SEC] = {MFC_SEC_STRS, MFC_SEC_META, MFC_SEC_GRPH, MFC_SEC_WGTS};
+    const wbuf *bufs[N_SEC] = {&strs, &meta, &w.graph, NULL};
+    uint64_t off[N_SEC], size[N_SEC], sum[N_SEC];
+    uint64_t pos = MFC_HEADER_SIZE + (uint64_t)N_SEC * MFC_TABLE_ENTRY;
+    for (int i = 0; i < N_SEC - 1; i++) {
+        off[i] = pos;
+        size[i] = bufs[i]->n;
+        sum[i] = XXH64(bufs[i]->p, bufs[i]->n, 0);
+        pos += size[i];
+    }
+    off[3] = (pos + MFC_ALIGN - 1) / MFC_ALIGN * MFC_ALIGN;
+    size[3] = w.w_size;
+    XXH64_state_t *xs = XXH64_createState();
+    if (!xs) {
+        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    XXH64_reset(xs, 0);
+    uint64_t at = 0;
+    for (size_t i = 0; i < w.n_w; i++) {
+        if (w.w[i].offset > at)
+            XXH64_update(xs, zeros, (size_t)(w.w[i].offset - at));
+        XXH64_update(xs, w.w[i].data, w.w[i].bytes);
+        at = w.w[i].offset + w.w[i].bytes;
+    }
+    sum[3] = XXH64_digest(xs);
+    XXH64_freeState(xs);
+
+    wbuf table = {0};
+    for (int i = 0; i < N_SEC; i++) {
+        put_u32(&table, ids[i]);
+        put_u32(&table, 0);
+        put_u64(&table, off[i]);
+        put_u64(&table, size[i]);
+        put_u64(&table, sum[i]);
+    }
+    put(&head, MFC_MAGIC, MFC_MAGIC_LEN);
+    put_u32(&head, MFC_VERSION);
+    put_u32(&head, MFC_ENDIAN_MARK);
+    put_u32(&head, MFC_HEADER_SIZE);
+    put_u32(&head, 0); /* flags */
+    put_u64(&head, off[3] + size[3]);
+    put_u64(&head, MFC_HEADER_SIZE);
+    put_u32(&head, N_SEC);
+    put_u32(&head, 0);
+    char ver[24] = {0};
+    snprintf(ver, sizeof ver, "%s", minfer_version());
+    put(&head, ver, sizeof ver);
+    put_u64(&head, table.failed ? 0 : XXH64(table.p, table.n, 0));
+    if (!head.failed)
+        put_u64(&head, XXH64(head.p, head.n, 0));
+    put(&head, table.p, table.n);
+    free(table.p);
+    if (head.failed || table.failed) {
+        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+
+    f = fopen(path, "wb");
+    if (!f) {
+        st = mf_error(MINFER_ERR_IO, "%s: cannot open for writing", path);
+        goto done;
+    }
+    int ok = write_all(f, head.p, head.n);
+    for (int i = 0; ok && i < N_SEC - 1; i++)
+        ok = write_all(f, bufs[i]->p, bufs[i]->n);
+    ok = ok && write_all(f, zeros, (size_t)(off[3] - pos));
+    at = 0;
+    for (size_t i = 0; ok && i < w.n_w; i++) {
+        ok = write_all(f, zeros, (size_t)(w.w[i].offset - at)) &&
+             write_all(f, w.w[i].data, w.w[i].bytes);
+        at = w.w[i].offset + w.w[i].bytes;
+    }
+    if (fclose(f) != 0)
+        ok = 0;
+    if (!ok)
+        st = mf_error(MINFER_ERR_IO, "%s: write error (disk full?)", path);
+done:
+    free(w.strs_data.p);
+    free(w.strs_index.p);
+    free(w.hash);
+    free(w.graph.p);
+    free(w.w);
+    free(meta.p);
+    free(strs.p);
+    free(head.p);
+    return st;
+}
+
+/* The session's level, as session.c's opt_level reads it. */
+static int effective_level(const minfer_options *opt) {
+    if (opt && opt->opt_level >= 0)
+        return opt->opt_level;
+    const char *e = getenv("MINFER_OPT_LEVEL");
+    if (e && e[0] >= '0' && e[0] <= '3' && !e[1])
+        return e[0] - '0';
+    return 3;
+}
+
+minfer_status minfer_compile_model(const char *model_path, const char *out_path,
+                                   const minfer_options *opt) {
+    minfer_session *s = NULL;
+    minfer_status st;
+    if (!model_path || !out_path)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_compile_model: NULL path");
+    if ((st = minfer_session_create(model_path, opt, &s)) != MINFER_OK)
+        return st;
+    if (s->g->compiled_level) {
+        minfer_session_free(s);
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "%s: the model is already compiled; compile its ONNX file", model_path);
+    }
+    char providers[256] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < s->n_provs; i++) {
+        int k = snprintf(providers + used, sizeof providers - used, "%s%s", i ? "," : "",
+                         s->provs[i].name);
+        if (k < 0 || (size_t)k >= sizeof providers - used)
+            break;
+        used += (size_t)k;
+    }
+    st = mf_mfc_write(s->g, effective_level(opt), providers, out_path);
+    minfer_session_free(s);
+    return st;
+}
