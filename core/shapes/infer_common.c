@@ -387,3 +387,58 @@ minfer_status si_shape_of_x(ictx *c, int32_t dtype) {
 minfer_status si_same_type_shape(ictx *c) {
     return si_shape_of_x(c, 0);
 }
+
+minfer_status si_dtype_attr(ictx *c, const char *name, int32_t dflt, int32_t *out) {
+    const mf_attr *a = mf_node_attr(c->node, name);
+    int64_t v;
+    if (!a) {
+        *out = dflt;
+        return MINFER_OK;
+    }
+    if (a->type != MINFER_ATTR_INT)
+        return si_fail(c, MINFER_ERR_MODEL, "attribute %s is not an int", name);
+    v = a->i;
+    /* 0 is UNDEFINED, 8 (string) is no numeric type; above 16 are the float8
+     * and 4-bit types, which minfer does not hold. */
+    if (v < MINFER_DTYPE_FLOAT || v > MINFER_DTYPE_BFLOAT16 || v == MINFER_DTYPE_STRING)
+        return si_fail(c, MINFER_ERR_TYPE, "attribute %s = %lld is not a supported element type",
+                       name, (long long)v);
+    *out = (int32_t)v;
+    return MINFER_OK;
+}
+
+minfer_status si_as_rule(ictx *c, infer_fn fn, const char *op, const size_t *idx, size_t n,
+                         int32_t dtype) {
+    mf_node tmp = *c->node;
+    int inputs[8];
+    minfer_tensor_view in[8];
+    ictx sub = *c;
+    minfer_status st;
+    if (n > 8)
+        return si_fail(c, MINFER_ERR_LIMIT, "too many inputs");
+    for (size_t k = 0; k < n; k++) {
+        const minfer_tensor_view *v = si_input(c, idx[k]);
+        inputs[k] = v ? 0 : -1;
+        memset(&in[k], 0, sizeof in[k]);
+        in[k].rank = -1;
+        if (v) {
+            in[k] = *v;
+            in[k].dtype = 0; /* the op's own type constraints are not the template's */
+        }
+    }
+    tmp.op_type = (char *)op;
+    tmp.inputs = inputs;
+    tmp.n_inputs = n;
+    tmp.n_implicit = 0;
+    tmp.n_outputs = c->n_out < 1 ? c->n_out : 1;
+    sub.node = &tmp;
+    sub.op = op;
+    sub.in = in;
+    sub.n_in = n;
+    sub.n_out = tmp.n_outputs;
+    if ((st = fn(&sub)))
+        return st;
+    if (c->n_out)
+        c->out[0].dtype = dtype;
+    return MINFER_OK;
+}

@@ -134,7 +134,7 @@ minfer_status si_conv(ictx *c) {
         : ks.state == LIST_KNOWN ? (int32_t)ks.n + 2
                                  : -1;
     if (r < 0)
-        return si_set_out(c, 0, x->dtype, -1, NULL);
+        return si_set_out(c, 0, si_first_dtype(x, w), -1, NULL);
     if (ks.state == LIST_KNOWN && (int32_t)ks.n != r - 2)
         return si_fail(c, MINFER_ERR_MODEL, "kernel_shape has %zu values for %d spatial axes",
                     ks.n, (int)(r - 2));
@@ -231,5 +231,5 @@ minfer_status si_conv(ictx *c) {
             d[2 + i] = o;
         }
     }
-    return si_set_out(c, 0, x->dtype, r, d);
+    return si_set_out(c, 0, si_first_dtype(x, w), r, d);
 }

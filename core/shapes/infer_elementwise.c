@@ -1,6 +1,10 @@
 /*
  * Elementwise ops: unary, binary with broadcasting (and the comparisons
  * and logic ops that give bool), the variadic ones, Where, Clip, PRelu.
+ *
+ * Types: the output has the inputs' one type T, except the comparisons and
+ * And/Or/Xor (bool), IsInf/IsNaN (bool), Pow (the base's type; the exponent
+ * may differ from opset 12) and Where (X's and Y's; the condition is bool).
  */
 #include "shapes/infer_rules.h"
 
@@ -43,7 +47,8 @@ minfer_status si_binary(ictx *c) {
     /* Pow's exponent may have its own type (opset 12+); BitShift etc. not here. */
     if (strcmp(c->op, "Pow") && (st = si_same_type(c, a, "A", b, "B")))
         return st;
-    dt = to_bool ? MINFER_DTYPE_BOOL : si_first_dtype(a, b);
+    /* Pow's output is T (the base's type) whatever T1 (the exponent's) is. */
+    dt = to_bool ? MINFER_DTYPE_BOOL : !strcmp(c->op, "Pow") ? a->dtype : si_first_dtype(a, b);
     if (c->opset < 7) {
         /* Before opset 7, B was broadcast onto A (broadcast/axis attributes)
          * and the result always had A's shape. */

@@ -43,7 +43,7 @@ minfer_status si_gemm(ictx *c) {
                             (long long)n);
         }
     }
-    return si_set_out(c, 0, a->dtype, 2, d);
+    return si_set_out(c, 0, si_first_dtype(a, b), 2, d);
 }
 
 minfer_status si_matmul(ictx *c) {

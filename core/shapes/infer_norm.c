@@ -63,7 +63,8 @@ minfer_status si_layernorm(ictx *c) {
         (st = si_same_type(c, x, "X", si_input(c, 2), "B")) || (st = si_same_as(c, 0, x)))
         return st;
     axis = mf_attr_int(c->node, "axis", -1);
-    stash = (int32_t)mf_attr_int(c->node, "stash_type", MINFER_DTYPE_FLOAT);
+    if ((st = si_dtype_attr(c, "stash_type", MINFER_DTYPE_FLOAT, &stash)))
+        return st;
     if (x->rank < 0) {
         if ((st = si_set_out(c, 1, stash, -1, NULL)))
             return st;

@@ -16,14 +16,18 @@ minfer_status si_random(ictx *c) {
     for (size_t i = 0; i < s.n; i++)
         if (s.v[i] < 0)
             return si_fail(c, MINFER_ERR_SHAPE, "shape has negative dim %lld", (long long)s.v[i]);
-    return si_set_out(c, 0, (int32_t)mf_attr_int(c->node, "dtype", MINFER_DTYPE_FLOAT),
-                   (int32_t)s.n, s.v);
+    int32_t dt;
+    if ((st = si_dtype_attr(c, "dtype", MINFER_DTYPE_FLOAT, &dt)))
+        return st;
+    return si_set_out(c, 0, dt, (int32_t)s.n, s.v);
 }
 
 /* RandomUniformLike, RandomNormalLike, Bernoulli: input 0's shape; dtype,
  * else input 0's type. */
 minfer_status si_random_like(ictx *c) {
-    return si_shape_of_x(c, (int32_t)mf_attr_int(c->node, "dtype", 0));
+    int32_t dt;
+    minfer_status st = si_dtype_attr(c, "dtype", 0, &dt);
+    return st ? st : si_shape_of_x(c, dt);
 }
 
 /* Multinomial: [batch, classes] -> [batch, sample_size], int32 by default. */
@@ -39,5 +43,8 @@ minfer_status si_multinomial(ictx *c) {
         return si_fail(c, MINFER_ERR_MODEL, "sample_size must be positive");
     if (x->rank == 2)
         d[0] = x->dims[0];
-    return si_set_out(c, 0, (int32_t)mf_attr_int(c->node, "dtype", MINFER_DTYPE_INT32), 2, d);
+    int32_t dt;
+    if ((st = si_dtype_attr(c, "dtype", MINFER_DTYPE_INT32, &dt)))
+        return st;
+    return si_set_out(c, 0, dt, 2, d);
 }

@@ -92,6 +92,16 @@ int64_t si_static_len(const minfer_tensor_view *v);
 minfer_status si_read_scalar(ictx *c, size_t i, int *is_float, double *f, int64_t *n,
                              int *known);
 
+/* An element-type attribute (Cast's 'to', EyeLike's 'dtype', ...): dflt
+ * when absent; an error unless it names a type minfer holds. */
+minfer_status si_dtype_attr(ictx *c, const char *name, int32_t dflt, int32_t *out);
+/* Runs rule fn as op over inputs idx[0..n) of c's node (the shape of a
+ * QLinearConv is a Conv's over X and W), then gives output 0 the type
+ * dtype: the inputs' types are hidden from fn, whose own constraints are
+ * not the op's. */
+minfer_status si_as_rule(ictx *c, infer_fn fn, const char *op, const size_t *idx, size_t n,
+                         int32_t dtype);
+
 /* ---- Integer lists and axes (infer_common.c) ----------------------------- */
 
 /* An integer list given by an attribute or by an input's contents. */
@@ -167,6 +177,7 @@ minfer_status si_conv(ictx *c);
 /* infer_pool.c */
 minfer_status si_pool(ictx *c);
 minfer_status si_global_pool(ictx *c);
+minfer_status si_maxunpool(ictx *c);
 
 /* infer_einsum.c */
 minfer_status si_einsum(ictx *c);
@@ -208,13 +219,31 @@ minfer_status si_gather(ictx *c);
 minfer_status si_scatter(ictx *c);
 minfer_status si_depth_space(ictx *c);
 minfer_status si_eyelike(ictx *c);
+minfer_status si_topk(ictx *c);
+minfer_status si_nonzero(ictx *c);
+minfer_status si_gather_nd(ictx *c);
+minfer_status si_onehot(ictx *c);
+minfer_status si_compress(ictx *c);
+minfer_status si_unique(ictx *c);
+
+/* infer_resize.c */
+minfer_status si_resize(ictx *c);
+minfer_status si_grid_sample(ictx *c);
+
+/* infer_rnn.c */
+minfer_status si_rnn(ictx *c);
 
 /* infer_quant.c */
 minfer_status si_quantize(ictx *c);
 minfer_status si_dequantize(ictx *c);
+minfer_status si_dynamic_quantize(ictx *c);
+minfer_status si_qlinear(ictx *c);
+minfer_status si_integer(ictx *c);
 
 /* infer_detection.c */
 minfer_status si_det(ictx *c);
+minfer_status si_nms(ictx *c);
+minfer_status si_roialign(ictx *c);
 
 /* infer_loss.c */
 minfer_status si_loss(ictx *c);
@@ -225,6 +254,8 @@ minfer_status si_tfidf(ictx *c);
 
 /* infer_signal.c */
 minfer_status si_melweight(ictx *c);
+minfer_status si_window_fn(ictx *c);
+minfer_status si_dft(ictx *c);
 
 /* infer_random.c */
 minfer_status si_random(ictx *c);
