@@ -140,6 +140,10 @@ minfer_status mf_fill_desc(minfer_session *s, mf_plan *p, int i, const minfer_te
         vd->rank = v->rank;
         memcpy(vd->dims, v->dims, sizeof vd->dims);
         vd->present = 1;
+        /* The layout its producer reported reaches a reader in the same
+         * domain; across domains the copy is plain. */
+        int dom = s->assign ? mf_dom_of_prov(s, s->assign[i]) : 0;
+        vd->layout = dom != 0 && p->vals[vi].dom == dom ? v->layout : 0;
         if (p->vals[vi].known) {
             vd->const_data = p->vals[vi].view.data;
             vd->const_nbytes = p->vals[vi].view.nbytes;
@@ -155,6 +159,7 @@ minfer_status mf_fill_desc(minfer_session *s, mf_plan *p, int i, const minfer_te
     d->inputs = in;
     d->outputs = out;
     d->host_node = n;
+    d->value_desc_size = sizeof(minfer_value_desc);
     return MINFER_OK;
 }
 

@@ -22,8 +22,14 @@
  *
  * Versioning rules (docs/providers.md):
  *  - Every struct that crosses the boundary starts with a size or version
- *    field. New members are only ever appended; MINFER_PROVIDER_ABI_VERSION
- *    changes only when an existing member changes meaning or place.
+ *    field, and the arrays of minfer_value_desc and minfer_tensor_view come
+ *    with their stride (minfer_node_desc.value_desc_size,
+ *    minfer_exec_args.tensor_view_size). New members are only ever
+ *    appended, each labelled with the ABI version that added it ("ABI 2");
+ *    MINFER_PROVIDER_ABI_VERSION changes only when an existing member
+ *    changes meaning or place. Step through those arrays with the stride
+ *    (minfer/provider_kit.h: minfer_kit_input, minfer_kit_view_input), not
+ *    with sizeof, so appending to them needs no new version.
  *  - The host checks abi_version and struct_size before it calls anything,
  *    and checks an optional member for NULL (and that struct_size covers it)
  *    before calling it. Each optional member says what NULL means.
@@ -51,7 +57,11 @@
 extern "C" {
 #endif
 
-#define MINFER_PROVIDER_ABI_VERSION 1u
+/* 2: minfer_value_desc.layout appended, which changed the element size
+ * of the desc arrays a version-1 provider indexes with its own sizeof; the
+ * strides (value_desc_size, tensor_view_size) appended so that later
+ * growth of either struct does not. */
+#define MINFER_PROVIDER_ABI_VERSION 2u
 
 /* ---- Data the host hands to a provider --------------------------------- */
 
@@ -93,6 +103,11 @@ typedef struct minfer_value_desc {
     const void *const_data;
     size_t const_nbytes;
     int32_t present;
+    /* ABI 2: the layout the value arrives in at execute_node: the one its
+     * producer's provider reported (minfer_node_prep.output_layouts) when
+     * producer and this node compute in the same memory domain, else 0
+     * (plain). Known from prepare_node on (0 at supports_operator). */
+    uint64_t layout;
 } minfer_value_desc;
 
 /* One node. Attributes are read through minfer_host_api's attr_* calls. */
@@ -107,6 +122,9 @@ typedef struct minfer_node_desc {
     const minfer_value_desc *inputs;
     const minfer_value_desc *outputs;
     const void *host_node; /* opaque, for the attribute accessors */
+    /* ABI 2: the host's sizeof(minfer_value_desc), the stride of inputs
+     * and outputs (minfer_kit_input steps by it). */
+    uint32_t value_desc_size;
 } minfer_node_desc;
 
 /* Filled by prepare_node. The host zero-fills it and sets every
@@ -131,8 +149,11 @@ typedef struct minfer_exec_args {
     void *workspace;                 /* workspace_bytes from prepare, or NULL; in a
                                         device domain, the buffer handle */
     size_t workspace_bytes;
-    size_t workspace_offset;         /* byte offset of the workspace inside that
-                                        buffer (always 0 in host memory) */
+    size_t workspace_offset;         /* ABI 1, appended: byte offset of the workspace
+                                        inside that buffer (always 0 in host memory) */
+    /* ABI 2: the host's sizeof(minfer_tensor_view), the stride of inputs
+     * and outputs (minfer_kit_view_input steps by it). */
+    uint32_t tensor_view_size;
 } minfer_exec_args;
 
 /* Attribute types, numbered as ONNX's AttributeProto.AttributeType. */
@@ -182,15 +203,16 @@ typedef struct minfer_host_api {
      * this shape and fills args->outputs[index]. The element type is taken
      * from args->outputs[index].dtype: set it first if the host left it 0. */
     minfer_status (*alloc_output)(void *run, size_t index, int32_t rank, const int64_t *dims);
-    /* Appended members (check struct_size before use). */
-    /* A STRINGS attribute: *out receives count NUL-terminated strings. */
+    /* Appended members (check with MINFER_HOST_HAS, minfer/provider_kit.h,
+     * before use). */
+    /* ABI 1, appended: a STRINGS attribute: *out receives count NUL-terminated strings. */
     int (*attr_strings)(const minfer_node_desc *node, const char *name, const char *const **out,
                         size_t *count);
-    /* Host memory for the provider's own use (node state, scratch): like
+    /* ABI 1, appended: host memory for the provider's own use (node state, scratch): like
      * malloc, and freed with free(), but counted by the host, so its
      * allocation-failure tests reach the provider. NULL when it fails. */
     void *(*alloc)(void *host, size_t bytes);
-    /* Charges work to the run's budget (minfer_run_limits.max_run_elements)
+    /* ABI 1, appended: charges work to the run's budget (minfer_run_limits.max_run_elements)
      * before a kernel whose cost is not proportional to its outputs starts
      * it (an Einsum's products); run is minfer_exec_args.run. Returns
      * MINFER_ERR_LIMIT, with the message set, when the run cannot afford
@@ -400,13 +422,13 @@ typedef struct minfer_provider {
     size_t (*tensor_bytes)(void *ctx, const minfer_tensor_view *desc);
 
     /* Appended members (the host reads them only when struct_size covers them). */
-    /* Non-zero: the domain's buffer handles are host pointers, and the
+    /* ABI 1, appended: non-zero: the domain's buffer handles are host pointers, and the
      * provider reads a plain tensor given as (host pointer, offset) as well
      * as one in its own buffers. The host then hands it plain host values
      * (graph inputs, other providers' outputs) in place instead of copying
      * them into its domain. */
     int32_t host_addressable;
-    /* The device an instance computes on: writes one line naming it into
+    /* ABI 1, appended: the device an instance computes on: writes one line naming it into
      * buf ("Intel(R) Xeon(R) CPU (OpenCL platform 'Portable Computing
      * Language')") and returns its kind, MINFER_DEVICE_*. NULL: the host's
      * CPU. The host leaves a provider on a CPU device out of the default
