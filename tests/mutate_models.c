@@ -23,7 +23,12 @@
  * written to --save DIR for the fuzz regression corpus.
  *
  *   mutate_models [--cases N] [--seed S] [--timeout SEC] [--only K] [--save DIR]
- *                 [--node-dir DIR --node-list FILE] [MODEL.onnx ...]
+ *                 [--node-dir DIR --node-list FILE] [--compiled K] [MODEL.onnx ...]
+ * --compiled K also compiles every K-th node model and each MODEL.onnx
+ * (minfer_compile_model, docs/format.md) into a temporary directory; those
+ * files take their share of cases with byte mutations of their sections,
+ * the checksums recomputed in three cases of four so that the decoder, not
+ * the checksum, meets the damage.
  * Node models (DIR/NAME/model.onnx for each NAME in FILE) take most cases;
  * each MODEL.onnx given directly (large ones such as squeezenet) gets one
  * case in 100.
@@ -44,6 +49,8 @@
 #include <unistd.h>
 
 #include "fuzz/onnx_build.h"
+#include "mfc_util.h"
+#include "minfer/compile.h"
 #include "minfer/minfer.h"
 
 typedef struct model {
@@ -51,6 +58,7 @@ typedef struct model {
     uint8_t *data;
     size_t size;
     int big;
+    int compiled; /* a compiled file (docs/format.md), not ONNX */
 } model;
 
 static model *models;
@@ -151,6 +159,46 @@ static uint8_t *mutate_bytes(rng *r, const uint8_t *src, size_t n, size_t *out_n
         snprintf(desc, dlen, "%zu 0xff bytes at %zu", k, at);
         break;
     }
+    }
+    *out_n = len;
+    return b;
+}
+
+/* A compiled file: bytes of one section (the weights only for small
+ * models: in large ones they just change numbers) or the header and table
+ * changed, or the file cut; then, in three cases of four, every checksum
+ * made right again. */
+static uint8_t *mutate_compiled(rng *r, const model *mo, size_t *out_n, char *desc,
+                                size_t dlen) {
+    static const char *const secs[] = {"GRPH", "STRS", "META", "WGTS"};
+    uint8_t *b = ob_alloc(mo->size);
+    memcpy(b, mo->data, mo->size);
+    size_t len = mo->size, off = 0, n = 88;
+    const char *where = "header";
+    int pick = (int)below(r, mo->big ? 4 : 5);
+    if (pick < 4) {
+        const uint8_t *e = mfc_find(b, len, secs[pick == 3 && mo->big ? 0 : pick]);
+        if (e) {
+            where = secs[pick == 3 && mo->big ? 0 : pick];
+            off = (size_t)mfc_le64(e + 8);
+            n = (size_t)mfc_le64(e + 16);
+        }
+    }
+    if (below(r, 8) == 0) {
+        len = below(r, len);
+        snprintf(desc, dlen, "compiled: truncated to %zu of %zu bytes", len, mo->size);
+    } else {
+        int k = 1 + (int)below(r, 6);
+        for (int i = 0; i < k && n; i++) {
+            size_t at = off + below(r, n);
+            b[at] = below(r, 2) ? (uint8_t)next_u64(r) : (uint8_t)(b[at] ^ (1u << below(r, 8)));
+        }
+        snprintf(desc, dlen, "compiled: %d bytes of %s changed", k, where);
+    }
+    if (below(r, 4) != 0) {
+        mfc_fix_checksums(b, len, below(r, 2));
+        size_t used = strlen(desc);
+        snprintf(desc + used, dlen - used, ", checksums recomputed");
     }
     *out_n = len;
     return b;
@@ -484,6 +532,8 @@ static uint8_t *make_case(long k, uint64_t seed, size_t *len, const model **whic
     else
         mo = &models[below(&r, n_small)];
     *which = mo;
+    if (mo->compiled)
+        return mutate_compiled(&r, mo, len, desc, dlen);
     /* Large models get structural mutations only: random bytes there
      * mostly land in weights and just run the whole network. */
     if (!mo->big && below(&r, 10) < 4)
@@ -645,7 +695,8 @@ static void save_case(const char *dir, long k, uint64_t seed) {
     if (!dir)
         return;
     uint8_t *bytes = make_case(k, seed, &len, &mo, desc, sizeof desc);
-    snprintf(path, sizeof path, "%s/mutate-%llu-%ld.onnx", dir, (unsigned long long)seed, k);
+    snprintf(path, sizeof path, "%s/mutate-%llu-%ld.%s", dir, (unsigned long long)seed, k,
+             mo->compiled ? "mfc" : "onnx");
     if (ob_write(path, bytes, len) == 0)
         fprintf(stderr, "  saved as %s\n", path);
     free(bytes);
@@ -670,7 +721,31 @@ static void load_model(const char *path, int big) {
         return;
     }
     fclose(f);
+    mo->compiled = minfer_is_compiled(mo->data, mo->size);
     n_models++;
+}
+
+/* Compiles models[first..last), every every-th one, into dir and loads the
+ * results (as small or big as their sources). Returns how many. */
+static size_t compile_models(size_t first, size_t last, size_t every, const char *dir) {
+    size_t done = 0;
+    minfer_options *opt = NULL;
+    if (minfer_options_create(&opt) != MINFER_OK ||
+        minfer_options_set_providers_str(opt, "cpu") != MINFER_OK ||
+        minfer_options_set_threads(opt, 1) != MINFER_OK ||
+        minfer_options_set_log_level(opt, MINFER_LOG_ERROR) != MINFER_OK)
+        exit(3);
+    for (size_t i = first; i < last && n_models < 8192; i += every) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%zu.mfc", dir, i);
+        if (minfer_compile_model(models[i].path, path, opt) != MINFER_OK)
+            continue;
+        load_model(path, models[i].big);
+        unlink(path);
+        done++;
+    }
+    minfer_options_free(opt);
+    return done;
 }
 
 int main(int argc, char **argv) {
@@ -678,6 +753,7 @@ int main(int argc, char **argv) {
     uint64_t seed = 20240611;
     double timeout = 20.0;
     const char *node_dir = NULL, *node_list = NULL, *save = NULL;
+    long compiled = 0;
     const char **big = calloc((size_t)argc + 1, sizeof *big);
     size_t n_big_args = 0;
     for (int i = 1; i < argc; i++) {
@@ -695,13 +771,20 @@ int main(int argc, char **argv) {
             node_dir = argv[++i];
         else if (strcmp(argv[i], "--node-list") == 0 && i + 1 < argc)
             node_list = argv[++i];
+        else if (strcmp(argv[i], "--compiled") == 0 && i + 1 < argc)
+            compiled = atol(argv[++i]);
         else if (argv[i][0] == '-') {
             fprintf(stderr, "mutate_models: unknown option %s\n", argv[i]);
             return 2;
         } else
             big[n_big_args++] = argv[i];
     }
-    size_t cap = 4096 + n_big_args;
+    size_t cap = 8192 + 2 * n_big_args;
+    char tmpdir[] = "/tmp/mutate_models_XXXXXX";
+    if (compiled > 0 && !mkdtemp(tmpdir)) {
+        fprintf(stderr, "mutate_models: mkdtemp: %s\n", strerror(errno));
+        return 2;
+    }
     models = calloc(cap, sizeof *models);
     if (node_dir && node_list) {
         FILE *f = fopen(node_list, "r");
@@ -716,9 +799,18 @@ int main(int argc, char **argv) {
         if (f)
             fclose(f);
     }
+    size_t n_onnx = n_models, n_mfc = 0;
+    if (compiled > 0)
+        n_mfc += compile_models(0, n_onnx, (size_t)compiled, tmpdir);
     n_small = n_models;
     for (size_t i = 0; i < n_big_args; i++)
         load_model(big[i], 1);
+    if (compiled > 0)
+        n_mfc += compile_models(n_small, n_models, 1, tmpdir);
+    if (compiled > 0) {
+        rmdir(tmpdir);
+        printf("mutate_models: %zu compiled models among them\n", n_mfc);
+    }
     n_big = n_models - n_small;
     if (!n_models) {
         fprintf(stderr, "mutate_models: no models found\n");
