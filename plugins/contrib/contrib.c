@@ -304,7 +304,6 @@ static const minfer_plugin_op ops[] = {
     OPC(MS, "FusedGemm", fused_gemm, DET),
     OPS(MS, "FusedMatMul", fused_matmul, DET),
     OPS(MS, "SkipLayerNormalization", skip_ln, DET),
-    OPS(MS, "SimplifiedLayerNormalization", simplified_ln, DET),
     OPS(MS, "SkipSimplifiedLayerNormalization", skip_simplified_ln, DET),
     OPS(MS, "EmbedLayerNormalization", embed_ln, DET),
     OPS(MS, "Attention", attention, DET),
@@ -321,12 +320,18 @@ static const minfer_plugin_op ops[] = {
     OPS(NCHWC, "Upsample", nchwc_upsample, DET),
 };
 
-/* ONNX Runtime writes SimplifiedLayerNormalization in the default domain
- * (its CPU kernel is registered there, at opset 1 and up; ONNX itself has no
- * op of that name). It is registered here in the default domain too when
- * the host accepts that, and in com.microsoft always. */
-static const minfer_plugin_op simplified_default =
-    OPS("", "SimplifiedLayerNormalization", simplified_ln, DET);
+/* ONNX Runtime writes two ops of its own into the default domain:
+ * SimplifiedLayerNormalization (from opset 1; ONNX has no op of that name,
+ * and ORT has none in com.microsoft) and LayerNormalization at opsets
+ * before 17, where ONNX has none (from 17 it is ONNX's, same function, run
+ * by the CPU provider). A host that refuses default-domain plugin ops
+ * leaves them out and the rest of the plugin loads. */
+static const minfer_plugin_op default_domain_ops[] = {
+    OPS("", "SimplifiedLayerNormalization", simplified_ln, DET),
+    {.struct_size = sizeof(minfer_plugin_op), .domain = "", .op_type = "LayerNormalization",
+     .since_version = 1, .until_version = 16, .flags = DET, .infer = layer_norm_infer,
+     .compute = layer_norm_compute},
+};
 
 static minfer_status register_ops(const minfer_plugin_host *host, minfer_plugin_registry *reg) {
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
@@ -334,7 +339,8 @@ static minfer_status register_ops(const minfer_plugin_host *host, minfer_plugin_
         if (st != MINFER_OK)
             return st;
     }
-    (void)host->register_op(reg, &simplified_default);
+    for (size_t i = 0; i < sizeof default_domain_ops / sizeof default_domain_ops[0]; i++)
+        (void)host->register_op(reg, &default_domain_ops[i]);
     return MINFER_OK;
 }
 

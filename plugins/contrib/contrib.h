@@ -111,6 +111,7 @@ OP_DECL_STATE(fused_gemm);
 OP_DECL(fused_matmul);
 OP_DECL(skip_ln);
 OP_DECL(simplified_ln);
+OP_DECL(layer_norm);
 OP_DECL(skip_simplified_ln);
 OP_DECL(embed_ln);
 OP_DECL(attention);

@@ -303,3 +303,61 @@ minfer_status embed_ln_compute(void *op, void *state, compute_args *a) {
         }
     return MINFER_OK;
 }
+
+/* ---- LayerNormalization before opset 17 ----
+ * ONNX Runtime's own LayerNormalization in the default domain (from opset
+ * 1; ONNX has one only from 17, the same function): X, Scale, [B]; attrs
+ * axis (-1), epsilon (1e-5); outputs Y, [Mean], [InvStdDev] of X's shape
+ * with the normalized dimensions 1. */
+
+minfer_status layer_norm_infer(void *op, infer_args *a) {
+    (void)op;
+    const minfer_node_desc *n = a->node;
+    minfer_status st;
+    if ((st = want_type(a, 0, MINFER_DTYPE_FLOAT)) || (st = want_type(a, 1, MINFER_DTYPE_FLOAT)) ||
+        (has_in(n, 2) && (st = want_type(a, 2, MINFER_DTYPE_FLOAT))))
+        return st;
+    const minfer_value_desc *x = &n->inputs[0];
+    out_like(&a->outputs[0], x, MINFER_DTYPE_FLOAT);
+    int64_t axis = attr_i(a->api, n, "axis", -1);
+    for (size_t o = 1; o < 3 && o < a->n_outputs; o++) {
+        if (x->rank < 0) {
+            a->outputs[o].dtype = MINFER_DTYPE_FLOAT;
+            continue;
+        }
+        if (axis < -x->rank || axis >= x->rank)
+            return FAIL(a, MINFER_ERR_MODEL, "%s: axis %lld out of range for rank %d", n->op_type,
+                        (long long)axis, x->rank);
+        stat_shape(&a->outputs[o], x, x->rank - (int)(axis < 0 ? axis + x->rank : axis));
+    }
+    return MINFER_OK;
+}
+
+minfer_status layer_norm_compute(void *op, void *state, compute_args *a) {
+    (void)op, (void)state;
+    const minfer_node_desc *n = a->node;
+    minfer_status st;
+    if ((st = check_in(a, 0, MINFER_DTYPE_FLOAT, 1, MINFER_MAX_RANK)) ||
+        (st = check_in(a, 1, MINFER_DTYPE_FLOAT, 0, MINFER_MAX_RANK)))
+        return st;
+    const minfer_tensor_view *x = &a->inputs[0], *g = &a->inputs[1];
+    const minfer_tensor_view *b = a->n_inputs > 2 && a->inputs[2].data ? &a->inputs[2] : NULL;
+    int64_t axis = attr_i(a->api, n, "axis", -1);
+    if (axis < -x->rank || axis >= x->rank)
+        return FAIL(a, MINFER_ERR_MODEL, "%s: axis %lld out of range for rank %d", n->op_type,
+                    (long long)axis, x->rank);
+    if (axis < 0)
+        axis += x->rank;
+    size_t H = 1;
+    for (int i = (int)axis; i < x->rank; i++)
+        H *= (size_t)x->dims[i];
+    /* Scale and B are the normalized shape (broadcasting a smaller one is
+     * not what ORT's models hold). */
+    if (numel(g) != H || (b && (b->dtype != MINFER_DTYPE_FLOAT || numel(b) != H)))
+        return FAIL(a, MINFER_ERR_SHAPE, "%s: Scale and B must have %zu elements", n->op_type, H);
+    size_t rows = H ? numel(x) / H : 0;
+    ln_job j = {0, H, 1, attr_f(a->api, n, "epsilon", 1e-5f), x->data, NULL, NULL, g->data,
+                b ? b->data : NULL, a->outputs[0].data, opt_out(a, 1), opt_out(a, 2), NULL};
+    par_for(a, rows, 16, ln_rows, &j);
+    return MINFER_OK;
+}

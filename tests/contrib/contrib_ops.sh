@@ -1,0 +1,28 @@
+#!/bin/bash
+# Every plugins/contrib op against a composition of standard ONNX ops.
+# usage: contrib_ops.sh MINFER PLUGIN WORK_DIR
+#   make_op_cases.py writes the cases (model.onnx with the contrib op,
+#   composition.onnx in standard ops, random inputs) into WORK_DIR; the CPU
+#   provider runs each composition into output_K.pb, and `minfer test
+#   --plugin PLUGIN` then checks the contrib ops against those outputs.
+# Exit 77 (skip) when /usr/bin/python3 lacks onnx or numpy (python3-onnx).
+set -u
+minfer=$1 plugin=$2 work=$3
+here=$(cd "$(dirname "$0")" && pwd)
+/usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null || { echo "SKIP: python3-onnx missing"; exit 77; }
+rm -rf "$work" && mkdir -p "$work" || exit 1
+/usr/bin/python3 "$here/make_op_cases.py" "$work" || { echo "FAIL: make_op_cases.py"; exit 1; }
+n=0
+for d in "$work"/*/; do
+  ds=$d/test_data_set_0
+  if ! "$minfer" run "$d/composition.onnx" --providers cpu --inputs "$ds" --outputs "$ds" >"$work/run.log" 2>&1; then
+    echo "FAIL: the composition of $(basename "$d") did not run:"; cat "$work/run.log"; exit 1
+  fi
+  n=$((n + 1))
+done
+out=$("$minfer" test --plugin "$plugin" --rtol 1e-3 --atol 1e-4 "$work" 2>&1)
+rc=$?
+echo "$out"
+# Every case must pass: a skipped one would hide an op that does not run.
+echo "$out" | grep -q "^$n passed, 0 failed, 0 skipped" || { echo "FAIL: expected $n passed"; exit 1; }
+exit $rc
