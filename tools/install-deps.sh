@@ -19,6 +19,8 @@ packages=(
     ocl-icd-opencl-dev
     opencl-c-headers
     pocl-opencl-icd
+    libclblast-dev  # CLBlast: the OpenCL provider's second GEMM back end (docs/opencl.md)
+    oclgrind        # runs the OpenCL kernels in a checking simulator (ctest's opencl_oclgrind)
     libonnx-testdata
     dpkg-dev  # dpkg-shlibdeps and file: Depends of the cpack Debian packages
     file

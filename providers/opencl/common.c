@@ -389,6 +389,7 @@ minfer_status ocl_enqueue(const ocl_exec *e, int k, int dims, const size_t *glob
                                         g, l, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return ocl_fail(e, MINFER_ERR_PROVIDER, "enqueueing a kernel: %s", ocl_err_str(err));
+    atomic_fetch_add(&e->ctx->n_launch, 1);
     return MINFER_OK;
 }
 
@@ -410,6 +411,7 @@ minfer_status ocl_copy(const ocl_exec *e, cl_mem src, size_t soff, cl_mem dst, s
     if (err != CL_SUCCESS)
         return ocl_fail(e, MINFER_ERR_PROVIDER, "copying %zu bytes: %s", bytes,
                         ocl_err_str(err));
+    atomic_fetch_add(&e->ctx->n_launch, 1);
     return MINFER_OK;
 }
 

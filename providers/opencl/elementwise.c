@@ -266,7 +266,7 @@ minfer_status ocl_execute_binary(const ocl_exec *e) {
     const binary_state *st = e->state;
     size_t nin = e->args->n_inputs;
     int32_t rank = 0;
-    int64_t od[OCL_MAX_RANK];
+    int64_t od[OCL_MAX_RANK] = {0}; /* gcc -O2 cannot see that rank 0 reads none */
     for (size_t i = 0; i < nin; i++) {
         const minfer_tensor_view *v = ocl_input(e, i);
         if (!v)

@@ -37,6 +37,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,7 +55,7 @@
 #define OCL_KERNELS(X)                                                                     \
     X(unary) X(binary_flat) X(binary_bcast) X(channel_affine) X(gemm) X(conv_tile)          \
     X(conv_direct) X(pool) X(global_pool) X(softmax) X(layernorm) X(strided_copy)            \
-    X(gather) X(gather16) X(reduce) X(concat_copy) X(concat_copy16)
+    X(gather) X(gather16) X(reduce) X(concat_copy) X(concat_copy16) X(gemm_epilogue)
 
 enum {
 #define X(k) OCL_K_##k,
@@ -130,7 +131,19 @@ typedef struct ocl_ctx {
     int khr_fp16;         /* the device reports cl_khr_fp16 (logged; not needed) */
     double build_ms;      /* how long the program took, for the log */
     int from_cache;
+    int gemm_mode;        /* OCL_GEMM_*: option gemm=, else MINFER_OPENCL_GEMM */
+    size_t wg_multiple;   /* CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE (program.c) */
+    /* Commands enqueued and host waits (tune.c, ocl_run_counters): totals
+     * since init, and the totals when the last run ended. */
+    atomic_ullong n_launch, n_sync, n_runs;
+    unsigned long long last_launch, last_sync;
+    unsigned long long run_launch, run_sync; /* of the last run */
+    struct ocl_tune *tune; /* the tuning cache, loaded on first use (tune.c) */
 } ocl_ctx;
+
+/* GEMM back ends: auto picks per shape by timing (tune.c's cache); own is
+ * kernels/gemm.cl; clblast is CLBlast where it applies. */
+enum { OCL_GEMM_AUTO, OCL_GEMM_OWN, OCL_GEMM_CLBLAST };
 
 /* What a kernel's prepare works on. */
 typedef struct ocl_prep {
@@ -183,6 +196,23 @@ void ocl_release_program(ocl_ctx *ctx);
 ocl_kset *ocl_kset_take(ocl_ctx *ctx);
 /* Returns a set taken with ocl_kset_take, once its launches are enqueued. */
 void ocl_kset_give(ocl_ctx *ctx, ocl_kset *ks);
+
+/* The disk cache directory ($XDG_CACHE_HOME/minfer), created; 0 on success. */
+int ocl_cache_dir(char *buf, size_t size);
+
+/* ---- tune.c -------------------------------------------------------------- */
+
+/* The tuning cache: a choice (an int) per key, on disk beside the program
+ * cache in a file keyed by device, driver and platform. 1 and *value when
+ * key is known. */
+int ocl_tune_get(ocl_ctx *ctx, const char *key, int *value);
+/* Records key's choice (in memory, and appended to the file). */
+void ocl_tune_put(ocl_ctx *ctx, const char *key, int value, double ms_a, double ms_b);
+void ocl_tune_free(ocl_ctx *ctx);
+/* A host wait (clFinish, a blocking transfer) for the counters. */
+void ocl_count_sync(ocl_ctx *ctx);
+/* Milliseconds of a monotonic clock. */
+double ocl_now_ms(void);
 
 /* ---- common.c ------------------------------------------------------------ */
 

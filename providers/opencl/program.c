@@ -53,8 +53,7 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The cache directory, created if needed; 0 on success. */
-static int cache_dir(char *buf, size_t size) {
+int ocl_cache_dir(char *buf, size_t size) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     char base[512];
     if (xdg && xdg[0] == '/')
@@ -171,7 +170,7 @@ minfer_status ocl_build_program(ocl_ctx *ctx) {
     key = fnv1a(key, ctx->platform_name);
     key = fnv1a(key, opts);
     key = fnv1a(key, minfer_ocl_source);
-    if (ctx->use_cache && cache_dir(dir, sizeof dir) == 0)
+    if (ctx->use_cache && ocl_cache_dir(dir, sizeof dir) == 0)
         snprintf(path, sizeof path, "%s/opencl-%016llx.bin", dir, (unsigned long long)key);
     double t0 = now_ms();
     cl_int err;
@@ -216,6 +215,13 @@ minfer_status ocl_build_program(ocl_ctx *ctx) {
                                  &wg, NULL);
         ctx->kernel_wg[i] = wg ? wg : 1;
     }
+    /* The device's step of efficient work-group sizes (a GPU's warp or
+     * wavefront), for kernels with a free 1-D local size. */
+    size_t mult = 0;
+    clGetKernelWorkGroupInfo(ks->k[OCL_K_gemm_epilogue], ctx->device,
+                             CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof mult, &mult,
+                             NULL);
+    ctx->wg_multiple = mult && mult <= ctx->kernel_wg[OCL_K_gemm_epilogue] ? mult : 1;
     ks->next_free = ctx->free_sets;
     ctx->free_sets = ks;
     ctx->build_ms = now_ms() - t0;

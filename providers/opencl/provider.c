@@ -249,6 +249,7 @@ static void ocl_shutdown(void *vctx) {
     if (ctx->queue)
         clFinish(ctx->queue);
     ocl_release_program(ctx);
+    ocl_tune_free(ctx);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);
     if (ctx->context)
@@ -259,7 +260,12 @@ static void ocl_shutdown(void *vctx) {
 }
 
 /* Options: comma-separated key=value; device=P:D|N|name, cache=0|1,
- * fp16=0|1 (*fp16 stays -1 when not given). */
+ * fp16=0|1 (*fp16 stays -1 when not given), gemm=auto|own|clblast. */
+static int parse_gemm_mode(const char *v) {
+    return !strcmp(v, "auto") ? OCL_GEMM_AUTO : !strcmp(v, "own") ? OCL_GEMM_OWN
+           : !strcmp(v, "clblast") ? OCL_GEMM_CLBLAST : -1;
+}
+
 static minfer_status parse_options(ocl_ctx *ctx, const char *options, char *device,
                                    size_t dsize, int *fp16) {
     char buf[512];
@@ -286,9 +292,11 @@ static minfer_status parse_options(ocl_ctx *ctx, const char *options, char *devi
             ctx->use_cache = eq[1] == '1';
         } else if (strcmp(tok, "fp16") == 0 && (!strcmp(eq + 1, "0") || !strcmp(eq + 1, "1"))) {
             *fp16 = eq[1] == '1';
+        } else if (strcmp(tok, "gemm") == 0 && parse_gemm_mode(eq + 1) >= 0) {
+            ctx->gemm_mode = parse_gemm_mode(eq + 1);
         } else {
             ctx->api->set_error(ctx->host, "opencl: unknown option '%s=%s' (keys: device=P:D, "
-                                "device=N or device=NAME, cache=0|1, fp16=0|1)", tok, eq + 1);
+                                "device=N or device=NAME, cache=0|1, fp16=0|1, gemm=auto|own|clblast)", tok, eq + 1);
             return MINFER_ERR_INVALID_ARG;
         }
     }
@@ -325,6 +333,7 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
     ctx->lock_ready = 1;
     char device[256];
     int fp16 = -1;
+    ctx->gemm_mode = -1;
     minfer_status st = parse_options(ctx, options, device, sizeof device, &fp16);
     const char *env_fp16 = getenv("MINFER_OPENCL_FP16");
     if (st == MINFER_OK && fp16 < 0 && env_fp16 && env_fp16[0]) {
@@ -335,6 +344,15 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
         fp16 = env_fp16[0] == '1';
     }
     ctx->fp16 = fp16 > 0;
+    const char *env_gemm = getenv("MINFER_OPENCL_GEMM");
+    if (st == MINFER_OK && ctx->gemm_mode < 0 && env_gemm && env_gemm[0] &&
+        (ctx->gemm_mode = parse_gemm_mode(env_gemm)) < 0) {
+        api->set_error(host, "opencl: MINFER_OPENCL_GEMM='%s' is not auto, own or clblast",
+                       env_gemm);
+        st = MINFER_ERR_INVALID_ARG;
+    }
+    if (ctx->gemm_mode < 0)
+        ctx->gemm_mode = OCL_GEMM_AUTO;
     const char *env = getenv("MINFER_OPENCL_DEVICE");
     if (st == MINFER_OK)
         st = device[0] ? choose_device(ctx, device, "option device=")
@@ -595,6 +613,7 @@ static minfer_status transfer(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t by
         }
         free(stage);
     }
+    ocl_count_sync(ctx); /* every path above waits for the transfer */
     if (err != CL_SUCCESS) {
         ctx->api->set_error(ctx->host, "opencl: copying %zu bytes %s the device: %s", bytes,
                             to_host ? "from" : "to", ocl_err_str(err));
@@ -656,10 +675,25 @@ static size_t ocl_tensor_bytes(void *vctx, const minfer_tensor_view *desc) {
 static minfer_status ocl_synchronize(void *vctx) {
     ocl_ctx *ctx = vctx;
     cl_int err = clFinish(ctx->queue);
+    ocl_count_sync(ctx);
     if (err != CL_SUCCESS) {
         ctx->api->set_error(ctx->host, "opencl: clFinish: %s", ocl_err_str(err));
         return MINFER_ERR_PROVIDER;
     }
+    /* The end of a run: what was counted since the previous one is this
+     * run's (under the lock, as concurrent runs end here too). */
+    pthread_mutex_lock(&ctx->lock);
+    unsigned long long l = atomic_load(&ctx->n_launch), y = atomic_load(&ctx->n_sync);
+    ctx->run_launch = l - ctx->last_launch;
+    ctx->run_sync = y - ctx->last_sync;
+    ctx->last_launch = l;
+    ctx->last_sync = y;
+    unsigned long long runs = atomic_fetch_add(&ctx->n_runs, 1) + 1;
+    pthread_mutex_unlock(&ctx->lock);
+    ctx->api->log(ctx->host, MINFER_LOG_VERBOSE, "opencl: run %llu: %llu kernel launches "
+                  "(commands enqueued: kernels, device copies, CLBlast calls) and %llu host "
+                  "synchronisations (blocking transfers, this wait) since the previous run",
+                  runs, ctx->run_launch, ctx->run_sync);
     return MINFER_OK;
 }
 

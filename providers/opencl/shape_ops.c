@@ -350,6 +350,8 @@ minfer_status ocl_execute_gather(const ocl_exec *e) {
     if ((s = ocl_enqueue(e, k, 3, g, l)) || !check)
         return s;
     cl_int bad = INT32_MAX;
+    /* The one wait inside a run: an index out of range must fail this run. */
+    ocl_count_sync(e->ctx);
     cl_int err = clEnqueueReadBuffer(e->ctx->queue, wb, CL_TRUE, e->args->workspace_offset,
                                      sizeof bad, &bad, 0, NULL, NULL);
     if (err != CL_SUCCESS)

@@ -86,3 +86,21 @@ __kernel void gemm(int M, int N, int K, __global const DT *A, int aoff, int rsa,
         }
     }
 }
+
+/* The epilogue of a GEMM another library computed into Y (CLBlast, with
+ * alpha applied and beta 0): Y = act(Y + beta * C), C broadcast through
+ * its strides, batched over grid dimension 1 (bsy apart; C is shared). One
+ * work-item per element, so any M x N and any device. */
+__kernel void gemm_epilogue(int M, int N, __global DT *Y, int yoff, int ldy, int bsy,
+                            __global const DT *C, int coff, int rsc, int csc, int has_c,
+                            float beta, int act, float p0, float p1) {
+    int i = get_global_id(0), z = get_global_id(1);
+    if (i >= M * N)
+        return;
+    int m = i / N, n = i - m * N;
+    int yi = yoff + z * bsy + m * ldy + n;
+    float v = LD(Y, yi);
+    if (has_c)
+        v += beta * LD(C, coff + m * rsc + n * csc);
+    ST(Y, yi, act1(v, act, p0, p1));
+}
