@@ -57,12 +57,12 @@ static void mfc_fix_checksums(uint8_t *b, size_t n, int fix_size) {
     for (; (e = mfc_entry(b, n, i)) != NULL; i++) {
         uint64_t off = mfc_le64(e + 8), len = mfc_le64(e + 16);
         if (off <= n && len <= n - off)
-            mfc_put64(e + 24, XXH64(b + off, (size_t)len, 0));
+            mfc_put64(e + 24, XXH3_64bits(b + off, (size_t)len));
     }
     uint64_t table = mfc_le64(b + 32);
     if (i && table <= n && (uint64_t)i * 32 <= n - table)
-        mfc_put64(b + 72, XXH64(b + table, (size_t)i * 32, 0));
-    mfc_put64(b + 80, XXH64(b, 80, 0));
+        mfc_put64(b + 72, XXH3_64bits(b + table, (size_t)i * 32));
+    mfc_put64(b + 80, XXH3_64bits(b, 80));
 }
 
 #endif

@@ -18,7 +18,7 @@ static void print_help(void) {
            "\n"
            "Builds a session for MODEL.onnx (optimization, shape inference, placement)\n"
            "and writes its optimized graph and weights to one file in minfer's compiled\n"
-           "format (docs/format.md): a checked header, sections with xxHash64\n"
+           "format (docs/format.md): a checked header, sections with xxHash\n"
            "checksums, weights aligned for use in place from a read-only mapping.\n"
            "Every command takes the result as MODEL; sessions from it skip parsing and\n"
            "optimization, and processes running it share the weights' pages.\n"
@@ -126,7 +126,7 @@ int cli_describe_compiled(const char *path, json_t *root) {
         printf("  weights: %zu tensors, %llu bytes, used in place from a read-only mapping\n",
                ci->n_weights, (unsigned long long)ci->weight_bytes);
         for (size_t i = 0; i < ci->n_sections; i++)
-            printf("  section %-4s offset %12llu size %12llu xxh64 %016llx\n",
+            printf("  section %-4s offset %12llu size %12llu xxh3 %016llx\n",
                    ci->sections[i].name, (unsigned long long)ci->sections[i].offset,
                    (unsigned long long)ci->sections[i].size,
                    (unsigned long long)ci->sections[i].checksum);

@@ -3,9 +3,11 @@
  * writer (mfc_write.c) and the reader (mfc_read.c).
  *
  * A file is a header, a section table and sections; every integer is
- * little-endian. Each section's offset, size and xxHash64 are in the
- * table, the table's xxHash64 in the header, and the header's own in its
- * last eight bytes. The weights section starts at a multiple of
+ * little-endian. Each section's offset, size and checksum are in the table,
+ * the table's checksum in the header, and the header's own in its last
+ * eight bytes. Checksums are xxHash's XXH3_64bits (libxxhash, seed 0): the
+ * weights are hashed at every load, and XXH3 reads them several times
+ * faster than XXH64. The weights section starts at a multiple of
  * MFC_ALIGN and so does each tensor in it, so a mapping of the file gives
  * tensors their data in place.
  */

@@ -596,7 +596,7 @@ static minfer_status check_layout(mfc_ctx *c, uint8_t *data, size_t size, rd *se
     if (size < MFC_HEADER_SIZE || le32(data + 16) != MFC_HEADER_SIZE)
         return fail(c, MINFER_ERR_MODEL, NULL, "header: truncated or of the wrong size (%zu bytes)",
                     size < MFC_HEADER_SIZE ? size : (size_t)le32(data + 16));
-    if (XXH64(data, 80, 0) != le64(data + 80))
+    if (XXH3_64bits(data, 80) != le64(data + 80))
         return fail(c, MINFER_ERR_MODEL, NULL, "header: checksum mismatch (the file is corrupted)");
     uint32_t flags = le32(data + 20);
     uint64_t file_size = le64(data + 24), table_off = le64(data + 32);
@@ -635,7 +635,7 @@ static minfer_status check_layout(mfc_ctx *c, uint8_t *data, size_t size, rd *se
     if (file_size != size)
         return fail(c, MINFER_ERR_MODEL, NULL, "header: the file is %zu bytes, the header says %llu",
                     size, (unsigned long long)file_size);
-    if (XXH64(table, (size_t)n_sec * MFC_TABLE_ENTRY, 0) != le64(data + 72))
+    if (XXH3_64bits(table, (size_t)n_sec * MFC_TABLE_ENTRY) != le64(data + 72))
         return fail(c, MINFER_ERR_MODEL, NULL,
                     "section table: checksum mismatch (the file is corrupted)");
     static const uint32_t need[4] = {MFC_SEC_STRS, MFC_SEC_META, MFC_SEC_GRPH, MFC_SEC_WGTS};
@@ -667,7 +667,7 @@ static minfer_status check_layout(mfc_ctx *c, uint8_t *data, size_t size, rd *se
         }
         if (found[k]++)
             return fail(c, MINFER_ERR_MODEL, nm, ": listed twice");
-        if (XXH64(data + off, (size_t)len, 0) != sum)
+        if (XXH3_64bits(data + off, (size_t)len) != sum)
             return fail(c, MINFER_ERR_MODEL, nm,
                         ": checksum mismatch (the file is corrupted)");
         if (id == MFC_SEC_WGTS && off % MFC_ALIGN)

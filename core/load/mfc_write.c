@@ -99,7 +99,7 @@ typedef struct writer {
 } writer;
 
 static uint64_t str_hash(const char *s, size_t len) {
-    return XXH64(s, len, 0);
+    return XXH3_64bits(s, len);
 }
 
 static int str_equal(const writer *w, uint32_t idx, const char *s, size_t len) {
@@ -379,26 +379,26 @@ minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers, 
     for (int i = 0; i < N_SEC - 1; i++) {
         off[i] = pos;
         size[i] = bufs[i]->n;
-        sum[i] = XXH64(bufs[i]->p, bufs[i]->n, 0);
+        sum[i] = XXH3_64bits(bufs[i]->p, bufs[i]->n);
         pos += size[i];
     }
     off[3] = (pos + MFC_ALIGN - 1) / MFC_ALIGN * MFC_ALIGN;
     size[3] = w.w_size;
-    XXH64_state_t *xs = XXH64_createState();
+    XXH3_state_t *xs = XXH3_createState();
     if (!xs) {
         st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
-    XXH64_reset(xs, 0);
+    XXH3_64bits_reset(xs);
     uint64_t at = 0;
     for (size_t i = 0; i < w.n_w; i++) {
         if (w.w[i].offset > at)
-            XXH64_update(xs, zeros, (size_t)(w.w[i].offset - at));
-        XXH64_update(xs, w.w[i].data, w.w[i].bytes);
+            XXH3_64bits_update(xs, zeros, (size_t)(w.w[i].offset - at));
+        XXH3_64bits_update(xs, w.w[i].data, w.w[i].bytes);
         at = w.w[i].offset + w.w[i].bytes;
     }
-    sum[3] = XXH64_digest(xs);
-    XXH64_freeState(xs);
+    sum[3] = XXH3_64bits_digest(xs);
+    XXH3_freeState(xs);
 
     wbuf table = {0};
     for (int i = 0; i < N_SEC; i++) {
@@ -420,9 +420,9 @@ minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers, 
     char ver[24] = {0};
     snprintf(ver, sizeof ver, "%s", minfer_version());
     put(&head, ver, sizeof ver);
-    put_u64(&head, table.failed ? 0 : XXH64(table.p, table.n, 0));
+    put_u64(&head, table.failed ? 0 : XXH3_64bits(table.p, table.n));
     if (!head.failed)
-        put_u64(&head, XXH64(head.p, head.n, 0));
+        put_u64(&head, XXH3_64bits(head.p, head.n));
     put(&head, table.p, table.n);
     free(table.p);
     if (head.failed || table.failed) {

@@ -48,7 +48,7 @@ typedef struct minfer_compiled_section {
     char name[8];      /* four characters: "STRS", "META", "GRPH", "WGTS" */
     uint64_t offset;   /* from the start of the file */
     uint64_t size;     /* bytes */
-    uint64_t checksum; /* xxHash64 (seed 0) of its bytes */
+    uint64_t checksum; /* XXH3_64bits (xxHash, seed 0) of its bytes */
 } minfer_compiled_section;
 
 /* What a compiled file says about itself. Filled by value; nothing to free. */
