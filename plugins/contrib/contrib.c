@@ -63,13 +63,16 @@ void out_like(minfer_tensor_view *o, const minfer_value_desc *in, int32_t dtype)
     out_shape(o, dtype, in->rank, in->dims);
 }
 
+/* " ('name')" after an input's index, or nothing when the host gave no name. */
+#define QNAME(nm) (nm) && (nm)[0] ? " ('" : "", (nm) && (nm)[0] ? (nm) : "", (nm) && (nm)[0] ? "')" : ""
+
 minfer_status want_type(infer_args *a, size_t i, int32_t dtype) {
     const minfer_node_desc *n = a->node;
     if (i >= n->n_inputs || !n->inputs[i].present)
         return FAIL(a, MINFER_ERR_MODEL, "%s: input %zu is required", n->op_type, i);
     if (n->inputs[i].dtype != 0 && n->inputs[i].dtype != dtype)
-        return FAIL(a, MINFER_ERR_TYPE, "%s: input %zu ('%s') is %s, expected %s", n->op_type, i,
-                    n->inputs[i].name, minfer_elem_name(n->inputs[i].dtype),
+        return FAIL(a, MINFER_ERR_TYPE, "%s: input %zu%s%s%s is %s, expected %s", n->op_type, i,
+                    QNAME(n->inputs[i].name), minfer_elem_name(n->inputs[i].dtype),
                     minfer_elem_name(dtype));
     return MINFER_OK;
 }
@@ -87,11 +90,11 @@ minfer_status check_in(compute_args *a, size_t i, int32_t dtype, int rmin, int r
         return FAIL(a, MINFER_ERR_MODEL, "%s: input %zu is required", n->op_type, i);
     const minfer_tensor_view *v = &a->inputs[i];
     if (v->dtype != dtype)
-        return FAIL(a, MINFER_ERR_TYPE, "%s: input %zu ('%s') is %s, expected %s", n->op_type, i,
-                    n->inputs[i].name, minfer_elem_name(v->dtype), minfer_elem_name(dtype));
+        return FAIL(a, MINFER_ERR_TYPE, "%s: input %zu%s%s%s is %s, expected %s", n->op_type, i,
+                    QNAME(n->inputs[i].name), minfer_elem_name(v->dtype), minfer_elem_name(dtype));
     if (v->rank < rmin || v->rank > rmax)
-        return FAIL(a, MINFER_ERR_SHAPE, "%s: input %zu ('%s') has rank %d, expected %d..%d",
-                    n->op_type, i, n->inputs[i].name, v->rank, rmin, rmax);
+        return FAIL(a, MINFER_ERR_SHAPE, "%s: input %zu%s%s%s has rank %d, expected %d..%d",
+                    n->op_type, i, QNAME(n->inputs[i].name), v->rank, rmin, rmax);
     return MINFER_OK;
 }
 

@@ -5,6 +5,7 @@
 #   composition.onnx in standard ops, random inputs) into WORK_DIR; the CPU
 #   provider runs each composition into output_K.pb, and `minfer test
 #   --plugin PLUGIN` then checks the contrib ops against those outputs.
+#   Cases under WORK_DIR/bad must each fail with the message in expect.txt.
 # Exit 77 (skip) when /usr/bin/python3 lacks onnx or numpy (python3-onnx).
 set -u
 minfer=$1 plugin=$2 work=$3
@@ -12,6 +13,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 /usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null || { echo "SKIP: python3-onnx missing"; exit 77; }
 rm -rf "$work" && mkdir -p "$work" || exit 1
 /usr/bin/python3 "$here/make_op_cases.py" "$work" || { echo "FAIL: make_op_cases.py"; exit 1; }
+# Malformed nodes and inputs (bad/): a clear error naming what is wrong, no crash.
+for d in "$work"/bad/*/; do
+  "$minfer" run "$d/model.onnx" --plugin "$plugin" --inputs "$d/test_data_set_0" >"$work/bad.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] || [ $rc -ge 128 ] || ! grep -qF "$(cat "$d/expect.txt")" "$work/bad.log"; then
+    echo "FAIL: bad/$(basename "$d") (exit $rc), expected an error with: $(cat "$d/expect.txt")"
+    cat "$work/bad.log"; exit 1
+  fi
+done
+echo "$(ls -d "$work"/bad/*/ | wc -l) malformed cases refused with their messages"
+mv "$work/bad" "$work.bad" && rm -rf "$work.bad"
 n=0
 for d in "$work"/*/; do
   ds=$d/test_data_set_0

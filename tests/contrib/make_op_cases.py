@@ -503,10 +503,54 @@ def nchwc(out):
                  {}, {"sc": np.array([1, 1, 2, 3], np.float32)})
 
 
+def bad(out):
+    """Malformed nodes and inputs: each must fail with a message naming what is wrong
+    (OUT/bad/<case>/expect.txt holds a fragment of it), never crash."""
+    out = os.path.join(out, "bad")
+
+    def case(name, inputs, nodes, expect, inits=None, outputs=(("y", None),)):
+        c = Case(name, inputs, inits)
+        c.write(out, nodes, nodes, list(outputs))
+        os.remove(os.path.join(out, name, "composition.onnx"))
+        with open(os.path.join(out, name, "expect.txt"), "w") as f:
+            f.write(expect)
+
+    case("fused_conv_activation", {"x": rnd(1, 2, 5, 5)},
+         [N("FusedConv", ["x", "w"], ["y"], domain=MS, activation="Swish")],
+         "unsupported activation 'Swish'", {"w": rnd(3, 2, 3, 3)})
+    case("nbits_short_b", {"a": rnd(2, 32)},
+         [N("MatMulNBits", ["a", "B", "sc"], ["y"], domain=MS, K=32, N=4, bits=4, block_size=16)],
+         "MatMulNBits: B needs", {"B": np.zeros((4, 2, 3), np.uint8), "sc": np.ones(8, np.float32)})
+    case("nbits_bits", {"a": rnd(2, 32)},
+         [N("MatMulNBits", ["a", "B", "sc"], ["y"], domain=MS, K=32, N=4, bits=3, block_size=16)],
+         "bits 2, 4 or 8", {"B": np.zeros((4, 2, 8), np.uint8), "sc": np.ones(8, np.float32)})
+    case("embed_id_range", {"ids": np.array([[1, 25]], np.int32)},
+         [N("EmbedLayerNormalization", ["ids", "", "we", "pe", "", "g", "be"], ["y"], domain=MS)],
+         "out of its table's range", {"we": rnd(20, 4), "pe": rnd(4, 4), "g": rnd(4), "be": rnd(4)})
+    case("rotary_position", {"x": rnd(1, 2, 8), "pid": np.array([[0, 9]], np.int64)},
+         [N("RotaryEmbedding", ["x", "pid", "c", "s"], ["y"], domain=MS, num_heads=1)],
+         "outside the caches", {"c": rnd(4, 4), "s": rnd(4, 4)})
+    case("attention_past", {"x": rnd(1, 2, 4), "past": rnd(2, 1, 1, 1, 4)},
+         [N("Attention", ["x", "w", "", "", "past"], ["y"], domain=MS, num_heads=1)],
+         "not supported", {"w": rnd(4, 12)})
+    case("nchwc_conv_not_blocked", {"x": rnd(1, 3, 5, 5)},
+         [N("Conv", ["x", "w"], ["y"], domain=NC, kernel_shape=[3, 3])],
+         "not a blocked filter", {"w": rnd(BLOCK + 2, 3, 3, 3)})
+    case("reorder_output_channels", {"x": rnd(1, BLOCK, 2, 2)},
+         [N("ReorderOutput", ["x"], ["y"], domain=NC)], "channels must be positive")
+    case("skip_ln_gamma", {"x": rnd(1, 2, 8), "s": rnd(1, 2, 8)},
+         [N("SkipLayerNormalization", ["x", "s", "g"], ["y"], domain=MS)],
+         "gamma must have 8 elements", {"g": rnd(5)})
+    case("fused_gemm_inner", {"a": rnd(2, 3)},
+         [N("FusedGemm", ["a", "b"], ["y"], domain=MS)], "inner dimensions", {"b": rnd(4, 5)})
+    case("gelu_type", {"x": np.arange(4, dtype=np.int32)},
+         [N("Gelu", ["x"], ["y"], domain=MS)], "is int32, expected float")
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for f in (activations, fused, norms, attention, rotary, nbits, nchwc):
+    for f in (activations, fused, norms, attention, rotary, nbits, nchwc, bad):
         f(out)
     return 0
 

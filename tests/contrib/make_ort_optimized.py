@@ -66,8 +66,8 @@ def export_models(tmp):
                     f2=nn.Linear(4 * hidden, hidden), ln2=nn.LayerNorm(hidden, eps=1e-12))))
 
         def split(s, x):
-            b, t, _ = x.shape
-            return x.view(b, t, s.heads, s.hidden // s.heads).permute(0, 2, 1, 3)
+            # Constant shapes, as ORT's AttentionFusion wants them.
+            return x.view(2, 8, s.heads, s.hidden // s.heads).permute(0, 2, 1, 3)
 
         def forward(s, ids, segs, mask):
             t = ids.shape[1]
@@ -79,7 +79,7 @@ def export_models(tmp):
                 a = torch.matmul(q, k.transpose(-1, -2)) / float(np.sqrt(s.hidden // s.heads))
                 a = torch.softmax(a + ext, dim=-1)
                 c = torch.matmul(a, v).permute(0, 2, 1, 3).contiguous()
-                c = c.view(c.shape[0], c.shape[1], s.hidden)
+                c = c.view(2, 8, s.hidden)
                 x = L["ln1"](L["o"](c) + x)
                 f = L["f2"](torch.nn.functional.gelu(L["f1"](x)))
                 x = L["ln2"](f + x)
@@ -87,7 +87,7 @@ def export_models(tmp):
 
     class Gpt(nn.Module):
         # Decoder-only: RMSNorm (x / sqrt(mean(x^2) + eps) * w), causal attention,
-        # tanh GELU, QuickGELU (x * sigmoid(1.702 x)) in the second block's MLP.
+        # tanh GELU written out (FastGelu), QuickGELU (x * sigmoid(1.702 x)) in the second block's MLP.
         def __init__(s, vocab=64, hidden=32, heads=4, layers=2, seq=8):
             super().__init__()
             s.heads, s.hidden, s.seq = heads, hidden, seq
@@ -115,7 +115,10 @@ def export_models(tmp):
                 a = torch.softmax(q @ k.transpose(-1, -2) * (d ** -0.5) + s.causal, dim=-1)
                 x = x + B["o"]((a @ v).transpose(1, 2).reshape(b, t, s.hidden))
                 h = B["f1"](s.rms(x, s.w1[2 * i + 1]))
-                h = nn.functional.gelu(h, approximate="tanh") if i == 0 else h * torch.sigmoid(1.702 * h)
+                if i == 0:
+                    h = 0.5 * h * (1.0 + torch.tanh(0.7978845608028654 * (h + 0.044715 * torch.pow(h, 3.0))))
+                else:
+                    h = h * torch.sigmoid(1.702 * h)
                 x = x + B["f2"](h)
             return s.head(s.rms(x, s.w1[-1]))
 
