@@ -135,6 +135,17 @@ int cli_describe_compiled(const char *path, json_t *root);
  * optimization level cli_make_options sets (-1: not given). */
 extern int cli_opt_level;
 
+/* --plugin FILE, taken by main() from any command's arguments, in order:
+ * the plugins cli_make_options adds (minfer_options_add_plugin). */
+extern cli_list cli_plugins;
+int cmd_plugins(int argc, char **argv);
+/* Records one --plugin. Returns 0, or CLI_FAIL after one line. */
+int cli_add_plugin(const char *file);
+/* Loads each --plugin once, so a bad one fails any command (but `minfer
+ * plugins`, which lists it with its reason) before any work. Returns 0, or
+ * CLI_FAIL after one line naming the plugin and why. */
+int cli_check_plugins(void);
+
 /* Sets the diagnostics flags run, bench, test and info share: --profile
  * FILE (NULL: not given; checked and begun now, as cli_out_begin does, so a
  * bad path fails before any work; the session records into prof->tmp),

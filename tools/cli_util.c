@@ -109,6 +109,37 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double *ou
 }
 
 int cli_opt_level = -1;
+cli_list cli_plugins;
+
+int cli_add_plugin(const char *file) {
+    const char **v = realloc(cli_plugins.v, (cli_plugins.n + 1) * sizeof *v);
+    if (!v) {
+        fprintf(stderr, "minfer: out of memory\n");
+        return CLI_FAIL;
+    }
+    cli_plugins.v = v;
+    v[cli_plugins.n++] = file;
+    return 0;
+}
+
+int cli_check_plugins(void) {
+    minfer_options *opt = NULL;
+    int rc = 0;
+    if (cli_plugins.n == 0)
+        return 0;
+    minfer_status st = minfer_options_create(&opt);
+    for (size_t i = 0; st == MINFER_OK && i < cli_plugins.n; i++)
+        if ((st = minfer_options_add_plugin(opt, cli_plugins.v[i])) != MINFER_OK) {
+            fprintf(stderr, "minfer: --plugin %s: %s\n", cli_plugins.v[i], cli_error(st));
+            rc = CLI_FAIL;
+        }
+    if (st != MINFER_OK && !rc) {
+        fprintf(stderr, "minfer: %s\n", cli_error(st));
+        rc = CLI_FAIL;
+    }
+    minfer_options_free(opt);
+    return rc;
+}
 
 minfer_status cli_make_options(const char *providers, int threads, minfer_options **out) {
     minfer_options *opt = NULL;
@@ -119,6 +150,8 @@ minfer_status cli_make_options(const char *providers, int threads, minfer_option
         st = minfer_options_set_threads(opt, threads);
     if (st == MINFER_OK && cli_opt_level >= 0)
         st = minfer_options_set_optimization_level(opt, cli_opt_level);
+    for (size_t i = 0; st == MINFER_OK && i < cli_plugins.n; i++)
+        st = minfer_options_add_plugin(opt, cli_plugins.v[i]);
     if (st != MINFER_OK) {
         minfer_options_free(opt);
         opt = NULL;

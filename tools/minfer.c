@@ -15,6 +15,8 @@ static void usage(FILE *f) {
             "  info MODEL   show inputs, outputs, ops, provider placement and memory plan\n"
             "  bench MODEL  time session creation and runs; memory figures\n"
             "  providers    list the providers found and whether each one loads here\n"
+            "  plugins      list the custom-operator plugins found, their ops, and\n"
+            "               whether each one loads here\n"
             "  optimize MODEL -o OUT.onnx  write the optimized graph as an ONNX file\n"
             "  compile MODEL -o OUT.mfc    write the optimized model in minfer's compiled\n"
             "               format (docs/format.md); every command takes it as MODEL\n"
@@ -24,6 +26,9 @@ static void usage(FILE *f) {
             "  --version    print the library version\n"
             "  --opt-level N  graph optimization level 0..3 for any command (default:\n"
             "               MINFER_OPT_LEVEL, else 3)\n"
+            "  --plugin FILE  load a custom-operator plugin (a path, or NAME for\n"
+            "               libminfer_plugin_NAME.so in the plugin directories) for any\n"
+            "               command; may be repeated (docs/plugins.md)\n"
             "\n"
             "Files a command writes (run --outputs, optimize -o, --profile, info --dot\n"
             "and --svg) appear whole or not at all; one that exists is replaced only\n"
@@ -62,6 +67,16 @@ static int dispatch(int argc, char **argv) {
             val = argv[++r];
         } else if (strncmp(a, "--opt-level=", 12) == 0) {
             val = a + 12;
+        } else if (strcmp(a, "--plugin") == 0 || strncmp(a, "--plugin=", 9) == 0) {
+            /* --plugin FILE (or =FILE; any number) applies to every command too. */
+            const char *file = a[8] == '=' ? a + 9 : r + 1 < argc ? argv[++r] : NULL;
+            if (!file || !file[0]) {
+                fprintf(stderr, "minfer: --plugin needs a plugin file or name\n");
+                return CLI_USAGE;
+            }
+            if (cli_add_plugin(file) != 0)
+                return CLI_FAIL;
+            continue;
         } else {
             argv[w++] = argv[r];
             continue;
@@ -83,6 +98,8 @@ static int dispatch(int argc, char **argv) {
         printf("minfer %s\n", minfer_version());
         return CLI_OK;
     }
+    if (strcmp(cmd, "plugins") != 0 && cli_check_plugins() != 0)
+        return CLI_FAIL;
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "test") == 0)
@@ -93,6 +110,8 @@ static int dispatch(int argc, char **argv) {
         return cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "providers") == 0)
         return cmd_providers(argc - 2, argv + 2);
+    if (strcmp(cmd, "plugins") == 0)
+        return cmd_plugins(argc - 2, argv + 2);
     if (strcmp(cmd, "optimize") == 0)
         return cmd_optimize(argc - 2, argv + 2);
     if (strcmp(cmd, "compile") == 0)

@@ -277,7 +277,8 @@ void mf_provider_close(mf_provider_inst *p) {
     if (!p || !p->vt)
         return;
     p->vt->shutdown(p->ctx);
-    dlclose(p->handle);
+    if (p->handle) /* the internal plugin provider has none */
+        dlclose(p->handle);
     free(p->name);
     free(p->path);
     memset(p, 0, sizeof *p);

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "diag/diag.h"
+#include "place/plugin_loader.h"
 #include "plan/planner.h"
 #include "session/session.h"
 #include "shapes/shape_infer.h"
@@ -198,15 +199,17 @@ static minfer_status fold_node(minfer_session *s, mf_plan *p, int i, int *done) 
     *done = 0;
     if (!s->eval || n->n_inputs > 64 || n->n_outputs > 64)
         return MINFER_OK;
-    const minfer_provider *vt = s->eval->vt;
+    mf_provider_inst *ev = s->eval;
     if ((st = node_desc(s, p, i)) != MINFER_OK)
         return st;
-    if (!vt->supports_operator(s->eval->ctx, &ns->desc, why, sizeof why))
+    if (!ev->vt->supports_operator(ev->ctx, &ns->desc, why, sizeof why) &&
+        !(ev = mf_plugin_folder(s->provs, s->n_provs, &ns->desc))) /* a deterministic plugin op */
         return MINFER_OK;
+    const minfer_provider *vt = ev->vt;
     minfer_node_prep prep = {sizeof prep, 0, ns->inplace, ns->layouts};
     mf_error_clear();
     if (MF_VT_HAS(vt, prepare_node) &&
-        (st = vt->prepare_node(s->eval->ctx, &ns->desc, &prep, &state)) != MINFER_OK)
+        (st = vt->prepare_node(ev->ctx, &ns->desc, &prep, &state)) != MINFER_OK)
         return mf_error_prefix(st, "%s: folding %s", s->errctx,
                                mf_node_label(n, i, lbl, sizeof lbl));
     for (size_t k = 0; k < n->n_inputs; k++) {
@@ -241,7 +244,7 @@ static minfer_status fold_node(minfer_session *s, mf_plan *p, int i, int *done) 
     minfer_exec_args args = {sizeof args, &rc, &ns->desc, in, n->n_inputs, out, n->n_outputs,
                              work, prep.workspace_bytes, 0};
     mf_error_clear();
-    st = vt->execute_node(s->eval->ctx, state, &args);
+    st = vt->execute_node(ev->ctx, state, &args);
     mf_run_free_temps(&rc);
     if (st != MINFER_OK) {
         mf_error_prefix(st, "%s: evaluating constant %s", s->errctx,
@@ -269,7 +272,7 @@ static minfer_status fold_node(minfer_session *s, mf_plan *p, int i, int *done) 
     *done = 1;
 done:
     if (state && MF_VT_HAS(vt, release_node))
-        vt->release_node(s->eval->ctx, state);
+        vt->release_node(ev->ctx, state);
     free(work);
     if (st != MINFER_OK)
         for (size_t o = 0; o < n->n_outputs; o++) {

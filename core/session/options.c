@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "session/session.h"
+#include "place/plugin_loader.h"
 
 minfer_status minfer_options_create(minfer_options **out) {
     if (!out)
@@ -28,6 +29,13 @@ static void clear_providers(minfer_options *opt) {
     opt->n_providers = 0;
 }
 
+minfer_status minfer_options_add_plugin(minfer_options *opt, const char *path_or_name) {
+    if (!opt || !path_or_name)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_add_plugin: %s is NULL",
+                        opt ? "path_or_name" : "opt");
+    return mf_plugin_add_name(&opt->plugins, &opt->n_plugins, path_or_name);
+}
+
 void minfer_options_free(minfer_options *opt) {
     if (!opt)
         return;
@@ -42,6 +50,9 @@ void minfer_options_free(minfer_options *opt) {
     for (size_t i = 0; i < opt->n_dims; i++)
         free(opt->dims[i].name);
     free(opt->dims);
+    for (size_t i = 0; i < opt->n_plugins; i++)
+        free(opt->plugins[i]);
+    free(opt->plugins);
     free(opt);
 }
 

@@ -31,6 +31,7 @@
 #include "load/mfc.h"
 #include "optimize/optimizer.h"
 #include "place/provider_loader.h"
+#include "place/plugin_loader.h"
 #include "session/session.h"
 #include "shapes/shape_infer.h"
 #include "exec/threadpool.h"
@@ -340,6 +341,11 @@ static minfer_status open_providers(minfer_session *s, const minfer_options *opt
                     "computed values are resolved at run time",
                     EVAL_PROVIDER, minfer_last_error());
     }
+    /* Plugin ops: one more provider, last (s->provs has room for it). */
+    st = mf_plugin_attach(s->g, opt ? (const char *const *)opt->plugins : NULL,
+                          opt ? opt->n_plugins : 0, &s->api, s, s->errctx, &s->provs[s->n_provs]);
+    if (st == MINFER_OK && s->provs[s->n_provs].vt)
+        s->n_provs++;
 done:
     free(copy);
     if (names != (opt ? opt->providers : NULL))
@@ -405,8 +411,8 @@ static minfer_status assign_nodes(minfer_session *s) {
         size_t used = 0, count = 0;
         for (size_t k = 0; k < g->n_nodes; k++) {
             int i = g->order[k];
-            if (s->assign[i] <= 0)
-                continue;
+            if (s->assign[i] <= 0 || mf_plugin_is_provider(&s->provs[s->assign[i]]))
+                continue; /* a plugin's op runs on no other provider */
             count++;
             int w = snprintf(names + used, sizeof names - used, "%s%s (%s: %s)", used ? "; " : "",
                              mf_node_label(&g->nodes[i], i, lbl, sizeof lbl),

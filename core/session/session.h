@@ -31,6 +31,8 @@ struct minfer_options {
     size_t n_prov_opts;
     struct mf_dim_override *dims; /* free-dimension overrides, in the order set */
     size_t n_dims;
+    char **plugins;         /* minfer_options_add_plugin: paths or names, in order */
+    size_t n_plugins;
 };
 
 /* minfer_options_set_dim (input NULL: by symbolic name) and

@@ -70,6 +70,39 @@ MINFER_API size_t minfer_provider_list_dir_count(const minfer_provider_list *lis
 /* Directory i (< dir count), owned by the list. */
 MINFER_API const char *minfer_provider_list_dir(const minfer_provider_list *list, size_t i);
 
+/* ---- Plugin list ----------------------------------------------------------
+ * Custom-operator plugins (docs/plugins.md): every libminfer_plugin_NAME.so
+ * in the plugin directories (beside the providers': <libdir>/minfer/plugins,
+ * the build tree's plugins/, then MINFER_PLUGIN_PATH), and any extra files
+ * named, each loaded and checked as a session would, with the ops it
+ * registers. */
+
+typedef struct minfer_plugin_desc {
+    const char *name;    /* the plugin's own name; NAME of the file when not loaded */
+    const char *version; /* "" when it gives none or could not be read */
+    const char *path;    /* the library file */
+    int usable;          /* 1: loads, passes the checks and registers its ops */
+    const char *reason;  /* why not, when usable is 0 (one line); else "" */
+    size_t n_ops;
+    const char *const *ops; /* "com.example:Swish (opset 1+)", n_ops of them */
+} minfer_plugin_desc;
+
+typedef struct minfer_plugin_list minfer_plugin_list;
+
+/* Scans the plugin directories, adds extra[0..n_extra) (paths or names),
+ * and probes each. Fails only for a lack of memory. */
+MINFER_API minfer_status minfer_plugin_list_create(const char *const *extra, size_t n_extra,
+                                                   minfer_plugin_list **out);
+/* Frees the list and its strings. NULL is a no-op. */
+MINFER_API void minfer_plugin_list_free(minfer_plugin_list *list);
+MINFER_API size_t minfer_plugin_list_count(const minfer_plugin_list *list);
+/* Entry i (< count), owned by the list. */
+MINFER_API const minfer_plugin_desc *minfer_plugin_list_get(const minfer_plugin_list *list,
+                                                            size_t i);
+/* The plugin directories searched, in order. */
+MINFER_API size_t minfer_plugin_list_dir_count(const minfer_plugin_list *list);
+MINFER_API const char *minfer_plugin_list_dir(const minfer_plugin_list *list, size_t i);
+
 #ifdef __cplusplus
 }
 #endif

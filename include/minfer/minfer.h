@@ -276,6 +276,15 @@ MINFER_API minfer_status minfer_options_set_provider_options(minfer_options *opt
                                                              const char *provider,
                                                              const char *options);
 
+/* Adds a custom-operator plugin (docs/plugins.md, minfer/plugin.h) to the
+ * sessions made with opt: a path to the library (anything with a '/'), or
+ * a NAME found as libminfer_plugin_NAME.so in the plugin directories. The
+ * library is loaded and checked now, so a missing file, a missing entry
+ * symbol, an ABI mismatch or a malformed op fails here, naming the file.
+ * Plugins also come from MINFER_PLUGINS (a comma-separated list), and a
+ * model with ops in a domain nobody serves loads the installed ones. */
+MINFER_API minfer_status minfer_options_add_plugin(minfer_options *opt, const char *path_or_name);
+
 /* ---- Diagnostics options (docs/diagnostics.md) -------------------------- */
 
 /* Receives every message at or below the session's log level instead of

@@ -35,7 +35,7 @@
  *    in a plugins directory beside the providers' (<libdir>/minfer/plugins
  *    when installed) or given by its path. A session's plugins come from minfer_options_add_plugin, the
  *    MINFER_PLUGINS environment variable and the CLI's --plugin. A library
- *    stays loaded while any session or options object uses it.
+ *    stays loaded while any session uses it.
  *  - The ops of all loaded plugins are run by one internal provider,
  *    "plugin", in host memory: placement, boundary copies to and from other
  *    providers, `minfer info` and the planner treat a plugin node like any
@@ -89,8 +89,9 @@ typedef struct minfer_plugin_registry minfer_plugin_registry;
  * (-1: a symbolic or unknown dimension), present == 0 for an omitted
  * optional input, and const_data / const_nbytes (host memory, plain
  * row-major) when the input's contents are known: an initializer, or a
- * value computed from constants and shapes. node->outputs[] carries only
- * the outputs' names. Attributes are read with api->attr_*(node, ...).
+ * value computed from constants and shapes. Value names (inputs[i].name,
+ * node->outputs[j].name) may be "" here: name values by index in messages.
+ * Attributes are read with api->attr_*(node, ...).
  *
  * The host sets every outputs[j] to dtype 0, rank -1 before the call; infer
  * fills dtype, rank and dims (-1 where not known). An output left at rank
@@ -107,9 +108,12 @@ typedef struct minfer_plugin_infer_args {
     size_t err_size;
 } minfer_plugin_infer_args;
 
-/* Kernel creation, once per node when the session is built. node is as in
- * infer, with the shapes the planner inferred; constant inputs
- * (weights) have const_data, valid until destroy. */
+/* Kernel creation, once per node for each plan the session builds: when
+ * the session is built, again for each new signature of input shapes a run
+ * brings, and around each run for a node whose shapes are known only then.
+ * node is as in infer, with the shapes that plan inferred; constant inputs
+ * (weights) have const_data, valid until destroy. The state create makes
+ * is destroyed with its plan. */
 typedef struct minfer_plugin_create_args {
     uint32_t struct_size;
     const minfer_host_api *api;   /* the session's host API (attr_*, alloc, log) */

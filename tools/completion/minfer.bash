@@ -67,7 +67,7 @@ _minfer() {
     # a value and may come before it).
     for ((i = 1; i < COMP_CWORD; i++)); do
         case ${COMP_WORDS[i]} in
-        --opt-level) ((i++)) ;;
+        --opt-level | --plugin) ((i++)) ;;
         -*) ;;
         *)
             cmd=${COMP_WORDS[i]}
@@ -80,9 +80,14 @@ _minfer() {
         mapfile -t COMPREPLY < <(compgen -W '0 1 2 3' -- "$cur")
         return
     fi
+    if [[ $prev == --plugin ]]; then # a plugin file (or a plugin's name)
+        mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+        compopt -o filenames 2>/dev/null
+        return
+    fi
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
-            mapfile -t COMPREPLY < <(compgen -W '--help --version --opt-level' -- "$cur")
+            mapfile -t COMPREPLY < <(compgen -W '--help --version --opt-level --plugin' -- "$cur")
         else
             mapfile -t COMPREPLY < <(compgen -W "$(_minfer_commands "$prog")" -- "$cur")
         fi
