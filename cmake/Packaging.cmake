@@ -9,6 +9,7 @@
 #   tools            minfer-tools            the `minfer` command, its man pages and
 #                                            bash completion
 #   provider-NAME    minfer-provider-NAME    <libdir>/minfer/providers/libminfer_provider_NAME.so
+#   plugin-NAME      minfer-plugin-NAME      <libdir>/minfer/plugins/libminfer_plugin_NAME.so
 #   python           python3-minfer          the Python package (python/)
 # The provider components come from minfer_add_provider (providers/CMakeLists.txt),
 # so a provider that is built gets its package without an edit here. Included
@@ -129,6 +130,8 @@ set(MINFER_MAN_NAME_test "run ONNX test cases and compare the outputs with their
 set(MINFER_MAN_NAME_info "show a model's inputs, outputs, ops, provider placement and memory plan")
 set(MINFER_MAN_NAME_bench "time session creation and runs of an ONNX model")
 set(MINFER_MAN_NAME_providers "list the execution providers found and whether each loads")
+list(APPEND MINFER_CLI_COMMANDS plugins)
+set(MINFER_MAN_NAME_plugins "list the custom-operator plugins found, their ops, and whether each loads")
 set(MINFER_MAN_NAME_optimize "write the optimized graph of an ONNX model as an ONNX file")
 
 find_program(MINFER_HELP2MAN help2man)
@@ -294,6 +297,19 @@ foreach(_name IN LISTS _minfer_providers)
   set(CPACK_COMPONENT_${_comp}_DEPENDS runtime)
   set(CPACK_COMPONENT_${_comp}_DESCRIPTION
     "minfer ${_name} execution provider\nThe ${_name} provider library for minfer, found by libminfer at run time\nin <libdir>/${MINFER_INSTALL_PROVIDER_SUBDIR}; sessions use it when their provider\nlist names it.")
+endforeach()
+
+# minfer-plugin-NAME: each custom-operator plugin (minfer_add_plugin,
+# plugins/CMakeLists.txt), found by libminfer at run time in
+# <libdir>/minfer/plugins with no environment set (docs/plugins.md).
+get_property(_minfer_plugins GLOBAL PROPERTY MINFER_PLUGIN_NAMES)
+foreach(_name IN LISTS _minfer_plugins)
+  string(TOUPPER "plugin-${_name}" _comp)
+  string(REPLACE "_" "-" _pkg "minfer-plugin-${_name}")
+  minfer_deb_package(plugin-${_name} ${_pkg} libs same)
+  set(CPACK_COMPONENT_${_comp}_DEPENDS runtime)
+  set(CPACK_COMPONENT_${_comp}_DESCRIPTION
+    "minfer ${_name} custom-operator plugin\nThe ${_name} operator plugin library for minfer, found by libminfer at run\ntime in <libdir>/${MINFER_INSTALL_PLUGIN_SUBDIR}; sessions load it for models with ops in its\ndomains, or when named with --plugin or MINFER_PLUGINS.")
 endforeach()
 
 # python3-minfer: the Python package (python/CMakeLists.txt), when it was

@@ -143,6 +143,16 @@ expected=(libminfer0 libminfer-dev minfer-tools)
 for p in "${others[@]}"; do
     expected+=("minfer-provider-${p//_/-}")
 done
+# The plugins this build made (plugins/CMakeLists.txt), one package each.
+plugins=()
+for f in "$build"/plugins/libminfer_plugin_*.so; do
+    [[ -e $f ]] || continue
+    f=${f##*/libminfer_plugin_}
+    plugins+=("${f%.so}")
+done
+for p in "${plugins[@]}"; do
+    expected+=("minfer-plugin-${p//_/-}")
+done
 # The Python package, when it was built (python/tests/test_install.sh tests it).
 [[ -d $build/python/minfer ]] && expected+=(python3-minfer)
 for pkg in "${expected[@]}"; do
@@ -237,6 +247,16 @@ for p in "${others[@]}"; do
     opencl) [[ $deps == *libopencl* || $deps == *ocl-icd* ]] ||
         fail "minfer-provider-opencl does not depend on an OpenCL ICD loader: $deps" ;;
     esac
+done
+for p in "${plugins[@]}"; do
+    deb=$(deb_of "minfer-plugin-${p//_/-}")
+    while read -r file; do
+        [[ $file == usr/share/doc/minfer-plugin-${p//_/-}/* ]] && continue # copyright, changelog
+        [[ $file =~ ^usr/lib/$triplet/minfer/plugins/libminfer_plugin_${p}\.so$ ]] ||
+            fail "minfer-plugin-$p holds more or other than its plugin: $file"
+    done < <(files_of "$deb")
+    grep -qx "usr/lib/$triplet/minfer/plugins/libminfer_plugin_${p}\.so" <<<"$(files_of "$deb")" ||
+        fail "minfer-plugin-$p lacks usr/lib/$triplet/minfer/plugins/libminfer_plugin_${p}.so"
 done
 # With apt, ask whether this system could install all of them (simulation only).
 if command -v apt-get >/dev/null; then
@@ -366,6 +386,25 @@ for p in "${others[@]}"; do
         echo "$p,cpu: $p does not initialise here; resnet18 ran on cpu"
     fi
 done
+
+step "plugins"
+# Found in the root's <libdir>/minfer/plugins with no environment set, and
+# used for a model with a com.example op without being named.
+out=$("$minfer" plugins) || fail "'minfer plugins' failed"
+echo "$out"
+grep -qF "$build/plugins" <<<"$out" && fail "the installed CLI searches the build tree's plugins"
+for p in "${plugins[@]}"; do
+    awk -v n="$p" -v d="$(realpath "$libdir")/minfer/plugins/" \
+        '$1 == n && $3 == "yes" && index($4, d) == 1 {f = 1} END {exit !f}' <<<"$out" ||
+        fail "'minfer plugins' does not show $p loading from the installed root"
+done
+if [[ " ${plugins[*]} " == *" example "* ]]; then
+    python3 "$src/tests/plugins/make_swish_model.py" "$tmp/swish.onnx" 1.5
+    info=$("$minfer" info "$tmp/swish.onnx" 2>&1) || { echo "$info" >&2; fail "minfer info on a Swish model"; }
+    grep -Eq "swish.*plugin" <<<"$info" || { echo "$info" >&2; fail "the Swish node is not on provider plugin"; }
+    "$minfer" run "$tmp/swish.onnx" --dim N=2 >/dev/null ||
+        fail "the installed example plugin does not run the Swish model with no environment set"
+fi
 
 # ---- 3. the provider template ----------------------------------------------------
 step "provider template against the installed dev files"
