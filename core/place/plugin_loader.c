@@ -525,6 +525,7 @@ minfer_status mf_plugin_infer(const mf_node *node, const minfer_tensor_view *in,
         .inputs = vd,
         .outputs = vd + n_in,
         .host_node = node,
+        .value_desc_size = sizeof(minfer_value_desc),
     };
     minfer_host_api api;
     memset(&api, 0, sizeof api);

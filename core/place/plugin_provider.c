@@ -140,6 +140,7 @@ static minfer_status execute(void *ctx, void *node_state, const minfer_exec_args
         .n_outputs = a->n_outputs,
         .err = msg,
         .err_size = sizeof msg,
+        .tensor_view_size = a->tensor_view_size ? a->tensor_view_size : sizeof(minfer_tensor_view),
     };
     minfer_status st = pn->op->compute(pn->op->op_data, pn->state, &args);
     if (st != MINFER_OK)

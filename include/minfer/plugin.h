@@ -56,11 +56,17 @@
  * members are only appended, and the host reads an appended member only
  * when struct_size covers it. MINFER_PLUGIN_ABI_VERSION changes only when
  * an existing member changes meaning or place. Tensors, node descriptions
- * and the attribute accessors are the provider ABI's (provider.h).
+ * and the attribute accessors are the provider ABI's (provider.h): a
+ * plugin built with this header is built for MINFER_PROVIDER_ABI_VERSION
+ * too, and MINFER_PLUGIN_ABI_VERSION changes with it whenever those structs
+ * change in place. node->value_desc_size and args->tensor_view_size give
+ * the host's strides of the desc and view arrays (minfer/provider_kit.h's
+ * minfer_kit_input steps by them), so appended members need no new version.
  *
  * History of this header (additions only):
  *  - ABI 1: minfer_plugin_info, minfer_plugin_host, minfer_plugin_op and
- *    the infer / create / compute argument structs below.
+ *    the infer / create / compute argument structs below (with provider
+ *    ABI 2's structs; compute args' tensor_view_size appended for it).
  */
 #ifndef MINFER_PLUGIN_H
 #define MINFER_PLUGIN_H
@@ -141,6 +147,9 @@ typedef struct minfer_plugin_compute_args {
     size_t n_outputs;
     char *err;
     size_t err_size;
+    /* Added with provider ABI 2: the host's sizeof(minfer_tensor_view), the
+     * stride of inputs and outputs (as minfer_exec_args.tensor_view_size). */
+    uint32_t tensor_view_size;
 } minfer_plugin_compute_args;
 
 /* ---- One op ------------------------------------------------------------- */
