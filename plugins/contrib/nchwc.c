@@ -201,65 +201,111 @@ typedef struct nconv_job {
     const act *f;
 } nconv_job;
 
-/* One item is one (image, output block, output row). */
-static void nconv_range(void *arg, size_t i0, size_t i1) {
-    const nconv_job *j = arg;
+/* Up to PX output pixels of one row, (image ni, output block ob, row oh)
+ * from column ow0: the B-wide accumulators of all of them stay in
+ * registers while one filter row of B values is loaded and applied to each.
+ * B is a constant in each instantiation (8 or 16), so the loops over it
+ * unroll and vectorise. */
+enum { PX = 4 }; /* the blocked form below is written out for 4 */
+
+static inline __attribute__((always_inline)) void
+nconv_px(const nconv_job *j, size_t ni, size_t ob, size_t oh, size_t ow0, size_t cnt,
+         const size_t B) {
     const conv_geom *g = &j->g;
-    size_t B = j->B, IH = (size_t)g->in[0], IW = (size_t)g->in[1];
-    size_t OH = (size_t)g->out[0], OW = (size_t)g->out[1], KH = (size_t)g->k[0],
-           KW = (size_t)g->k[1];
-    float acc[16];
-    for (size_t it = i0; it < i1; it++) {
-        size_t oh = it % OH, ob = (it / OH) % j->OB, ni = it / OH / j->OB;
-        float *yrow = j->y + ((ni * j->OB + ob) * OH + oh) * OW * B;
-        for (size_t ow = 0; ow < OW; ow++) {
-            for (size_t b = 0; b < B; b++)
-                acc[b] = j->bias ? j->bias[ob * B + b] : 0.0f;
-            for (size_t kh = 0; kh < KH; kh++) {
-                int64_t ih = (int64_t)oh * g->s[0] - g->pb[0] + (int64_t)kh * g->d[0];
-                if (ih < 0 || ih >= (int64_t)IH)
-                    continue;
-                for (size_t kw = 0; kw < KW; kw++) {
-                    int64_t iw = (int64_t)ow * g->s[1] - g->pb[1] + (int64_t)kw * g->d[1];
-                    if (iw < 0 || iw >= (int64_t)IW)
-                        continue;
-                    size_t pix = (size_t)ih * IW + (size_t)iw, k = kh * KW + kw;
-                    if (j->form == FORM_NCHW) {
-                        for (size_t ic = 0; ic < j->Cin; ic++) {
-                            float xv = j->x[(ni * j->Cin + ic) * IH * IW + pix];
-                            const float *w = j->w + ((ob * j->Cin + ic) * KH * KW + k) * B;
-                            for (size_t b = 0; b < B; b++)
-                                acc[b] += xv * w[b];
-                        }
-                    } else if (j->form == FORM_DEPTHWISE) {
-                        const float *xv = j->x + ((ni * j->OB + ob) * IH * IW + pix) * B;
-                        const float *w = j->w + (ob * KH * KW + k) * B;
+    size_t IH = (size_t)g->in[0], IW = (size_t)g->in[1], KH = (size_t)g->k[0],
+           KW = (size_t)g->k[1], OW = (size_t)g->out[1], OH = (size_t)g->out[0];
+    float acc[PX][16];
+    for (size_t p = 0; p < PX; p++)
+        for (size_t b = 0; b < B; b++)
+            acc[p][b] = j->bias ? j->bias[ob * B + b] : 0.0f;
+    for (size_t kh = 0; kh < KH; kh++) {
+        int64_t ih = (int64_t)oh * g->s[0] - g->pb[0] + (int64_t)kh * g->d[0];
+        if (ih < 0 || ih >= (int64_t)IH)
+            continue;
+        for (size_t kw = 0; kw < KW; kw++) {
+            size_t k = kh * KW + kw;
+            /* Pixels outside the input (padding) read a block of zeros. */
+            static const float zeros[16];
+            size_t pix[PX];
+            int ok[PX];
+            for (size_t p = 0; p < PX; p++) {
+                int64_t iw = (int64_t)(ow0 + p) * g->s[1] - g->pb[1] + (int64_t)kw * g->d[1];
+                ok[p] = p < cnt && iw >= 0 && iw < (int64_t)IW;
+                pix[p] = ok[p] ? (size_t)ih * IW + (size_t)iw : 0;
+            }
+            if (j->form == FORM_NCHW) {
+                for (size_t ic = 0; ic < j->Cin; ic++) {
+                    const float *x = j->x + (ni * j->Cin + ic) * IH * IW;
+                    const float *w = j->w + ((ob * j->Cin + ic) * KH * KW + k) * B;
+                    for (size_t p = 0; p < PX; p++) {
+                        float xv = ok[p] ? x[pix[p]] : 0.0f;
                         for (size_t b = 0; b < B; b++)
-                            acc[b] += xv[b] * w[b];
-                    } else {
-                        size_t IB = j->I / B, gi = ob * B / j->Mg, cb0 = gi * IB;
-                        for (size_t ib = 0; ib < IB; ib++) {
-                            const float *xv =
-                                j->x + ((ni * (j->Cinp / B) + cb0 + ib) * IH * IW + pix) * B;
-                            const float *w = j->w + ((ob * IB + ib) * KH * KW + k) * B * B;
-                            for (size_t bi = 0; bi < B; bi++) {
-                                float v = xv[bi];
-                                const float *wr = w + bi * B;
-                                for (size_t b = 0; b < B; b++)
-                                    acc[b] += v * wr[b];
-                            }
+                            acc[p][b] += xv * w[b];
+                    }
+                }
+            } else if (j->form == FORM_DEPTHWISE) {
+                const float *x = j->x + (ni * j->OB + ob) * IH * IW * B;
+                const float *w = j->w + (ob * KH * KW + k) * B;
+                for (size_t p = 0; p < PX; p++) {
+                    const float *xb = ok[p] ? x + pix[p] * B : zeros;
+                    for (size_t b = 0; b < B; b++)
+                        acc[p][b] += xb[b] * w[b];
+                }
+            } else {
+                size_t IB = j->I / B, gi = ob * B / j->Mg, cb0 = gi * IB;
+                for (size_t ib = 0; ib < IB; ib++) {
+                    const float *x = j->x + (ni * (j->Cinp / B) + cb0 + ib) * IH * IW * B;
+                    const float *w = j->w + ((ob * IB + ib) * KH * KW + k) * B * B;
+                    const float *x0 = ok[0] ? x + pix[0] * B : zeros,
+                                *x1 = ok[1] ? x + pix[1] * B : zeros,
+                                *x2 = ok[2] ? x + pix[2] * B : zeros,
+                                *x3 = ok[3] ? x + pix[3] * B : zeros;
+                    for (size_t bi = 0; bi < B; bi++) {
+                        const float *wr = w + bi * B;
+                        float v0 = x0[bi], v1 = x1[bi], v2 = x2[bi], v3 = x3[bi];
+                        for (size_t b = 0; b < B; b++) {
+                            float wv = wr[b];
+                            acc[0][b] += v0 * wv;
+                            acc[1][b] += v1 * wv;
+                            acc[2][b] += v2 * wv;
+                            acc[3][b] += v3 * wv;
                         }
                     }
                 }
             }
-            float *yv = yrow + ow * B;
-            if (j->sum) {
-                const float *sv = j->sum + (yv - j->y);
-                for (size_t b = 0; b < B; b++)
-                    acc[b] += sv[b];
-            }
-            act_apply(j->f, acc, B);
-            memcpy(yv, acc, B * sizeof(float));
+        }
+    }
+    float *yrow = j->y + ((ni * j->OB + ob) * OH + oh) * OW * B;
+    for (size_t p = 0; p < cnt; p++) {
+        float *yv = yrow + (ow0 + p) * B;
+        if (j->sum) {
+            const float *sv = j->sum + (yv - j->y);
+            for (size_t b = 0; b < B; b++)
+                acc[p][b] += sv[b];
+        }
+        act_apply(j->f, acc[p], B);
+        memcpy(yv, acc[p], B * sizeof(float));
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define NCONV_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define NCONV_CLONES
+#endif
+
+/* One item is one (image, output block, output row). */
+NCONV_CLONES static void nconv_range(void *arg, size_t i0, size_t i1) {
+    const nconv_job *j = arg;
+    size_t OH = (size_t)j->g.out[0], OW = (size_t)j->g.out[1];
+    for (size_t it = i0; it < i1; it++) {
+        size_t oh = it % OH, ob = (it / OH) % j->OB, ni = it / OH / j->OB;
+        for (size_t ow = 0; ow < OW; ow += PX) {
+            size_t cnt = OW - ow < PX ? OW - ow : PX;
+            if (j->B == 16)
+                nconv_px(j, ni, ob, oh, ow, cnt, 16);
+            else
+                nconv_px(j, ni, ob, oh, ow, cnt, 8);
         }
     }
 }
@@ -281,7 +327,7 @@ minfer_status nchwc_conv_compute(void *op, void *state, compute_args *a) {
     if ((st = conv_geom_make(a->api, n, 2, x->dims + 2, w->dims + 2, 0, &j.g, a->err,
                              a->err_size)))
         return st;
-    size_t B = (size_t)nchwc_block();
+    size_t B = (size_t)nchwc_block(); /* 8 or 16: nconv_range instantiates both */
     int64_t group = attr_i(a->api, n, "group", 1);
     size_t Op = (size_t)w->dims[0], I = (size_t)w->dims[1];
     if (group <= 0 || Op % B || Op % (size_t)group)

@@ -35,6 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 SHARED = os.environ.get("MINFER_SHARED_MODELS",
                         os.path.join(os.path.dirname(ROOT), "shared", "models"))
 PEER = os.environ.get("MINFER_PEER_DIR", os.path.expanduser("~/.cache/minfer-peer"))
+PB2RAW = os.path.join(os.path.dirname(SHARED), "peer", "pb2raw.py")
 LEVELS = ("extended", "all")
 SHARED_MODELS = ("squeezenet1_1", "mobilenet_v2", "resnet18", "tiny_encoder")
 
@@ -196,8 +197,7 @@ def make_case(name, level, src, inputs_dir, out_dir):
     try:
         raw = os.path.join(tmp, "raw")
         res = os.path.join(tmp, "out")
-        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "..", "shared", "peer", "pb2raw.py")
-                        if not os.path.exists(PB2RAW) else PB2RAW, src, inputs_dir, raw], check=True)
+        subprocess.run(["/usr/bin/python3", PB2RAW, src, inputs_dir, raw], check=True)
         env = dict(os.environ, NODE_PATH=os.path.join(PEER, "node_modules"))
         model = os.path.join(tmp, "model.onnx")
         subprocess.run(["node", os.path.join(HERE, "ort_optimize.js"), src, level, model, raw, res],
@@ -210,7 +210,7 @@ def make_case(name, level, src, inputs_dir, out_dir):
             if not os.path.exists(meta):
                 break
             m = json.load(open(meta))
-            dt = {"float32": np.float32, "int64": np.int64, "int32": np.int32, "uint8": np.uint8}[m["type"] if "type" in m else m["dtype"]]
+            dt = {"float32": np.float32, "int64": np.int64, "int32": np.int32, "uint8": np.uint8}[m["dtype"]]
             a = np.fromfile(os.path.join(res, f"output_{k}.bin"), dtype=dt).reshape(m["dims"])
             write_pb(os.path.join(tmp, f"output_{k}.pb"), a, m["name"])
         shutil.move(model, os.path.join(case, "model.onnx"))
@@ -219,9 +219,6 @@ def make_case(name, level, src, inputs_dir, out_dir):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return case
-
-
-PB2RAW = os.path.join(os.path.dirname(SHARED), "peer", "pb2raw.py")
 
 
 def main():
