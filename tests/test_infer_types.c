@@ -198,6 +198,10 @@ static const tcase cases[] = {
     {"SoftmaxCrossEntropyLoss", 13, {V(F16), {.dtype = I64, .rank = 1, .dims = {2}}}, {{0}}, {F16, F16}, 0},
     {"StringNormalizer", 10, {{.dtype = STR, .rank = 1, .dims = {3}}}, {{0}}, {STR}, 0},
     {"TfIdfVectorizer", 9, {{.dtype = I64, .rank = 1, .dims = {3}}}, {{0}}, {F}, 0},
+    {"StringConcat", 20, {V(STR), V(STR)}, {{0}}, {STR}, 0},
+    {"RegexFullMatch", 20, {V(STR)}, {STRA("pattern", "a+")}, {BOOL}, 0},
+    {"GlobalLpPool", 2, {IMG(F16)}, {{0}}, {F16}, 0},
+    {"GroupNormalization", 21, {IMG(BF16), {.dtype = BF16, .rank = 1, .dims = {1}}, {.dtype = BF16, .rank = 1, .dims = {1}}}, {INT("num_groups", 1)}, {BF16}, 0},
 };
 
 typedef struct built {

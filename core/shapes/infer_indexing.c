@@ -195,12 +195,15 @@ minfer_status si_onehot(ictx *c) {
         return st;
     if (values->rank >= 0 && si_static_len(values) >= 0 && si_static_len(values) != 2)
         return si_fail(c, MINFER_ERR_SHAPE, "values must hold two entries [off, on]");
-    if (known && !is_float)
-        dv = n;
-    if (known && is_float && f >= 1 && f < 9.2e18)
-        dv = (int64_t)f; /* the spec casts a floating depth to int64 */
-    if (known && dv < 1)
-        return si_fail(c, MINFER_ERR_MODEL, "depth must be positive");
+    /* The spec casts a floating depth to int64 (truncating). Below 1 (or
+     * NaN) is a bad model; from 2^62 on the kernel reports the count it
+     * cannot make, so the length is left unknown here. */
+    if (known && (is_float ? !(f >= 1) : n < 1))
+        return is_float ? si_fail(c, MINFER_ERR_MODEL, "depth must be at least 1, got %g", f)
+                        : si_fail(c, MINFER_ERR_MODEL, "depth must be at least 1, got %lld",
+                                  (long long)n);
+    if (known && (is_float ? f < 0x1p62 : n < ((int64_t)1 << 62)))
+        dv = is_float ? (int64_t)f : n;
     if (idx->rank < 0)
         return si_set_out(c, 0, values->dtype, -1, NULL);
     if (idx->rank + 1 > MINFER_MAX_RANK)

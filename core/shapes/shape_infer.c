@@ -6,10 +6,15 @@
  *  2. The inputs are validated as far as the view allows (rank within
  *     MINFER_MAX_RANK, no dimension below -1), so no rule ever reads past
  *     a dims array, whatever a hostile model declares.
- *  3. The op's rule (the table at the bottom, looked up by op_type in the
- *     default domain) fills the outputs. Rules follow the ONNX operator
- *     specs and switch on node->opset where a signature changed (axes as an
- *     attribute or as an input, Slice attributes before opset 10, ...).
+ *  3. The op's rule (the table below, looked up by op_type in the default
+ *     domain; the rules live in infer_<family>.c, see infer_rules.h) fills
+ *     the outputs. Rules follow the ONNX operator specs and switch on
+ *     node->opset where a signature changed (axes as an attribute or as an
+ *     input, Slice attributes before opset 10, ...). Each output's element
+ *     type is the one the op's type constraints give it: an input's (T),
+ *     another input's (Resize's Y is X's, not roi's or scales'), an
+ *     attribute's (Cast 'to', RandomNormal 'dtype'), or a fixed type (Shape:
+ *     int64); tests/test_infer_types.c checks them op by op.
  *
  * Unknown information propagates as -1 and never causes an error: a check
  * only fires when both sides of it are known. All dimension arithmetic is
@@ -89,6 +94,7 @@ static const struct rule {
     {"Gelu", si_unary},
     {"Gemm", si_gemm},
     {"GlobalAveragePool", si_global_pool},
+    {"GlobalLpPool", si_global_pool},
     {"GlobalMaxPool", si_global_pool},
     {"Greater", si_binary},
     {"GreaterOrEqual", si_binary},
@@ -156,6 +162,7 @@ static const struct rule {
     {"ReduceProd", si_reduce},
     {"ReduceSum", si_reduce},
     {"ReduceSumSquare", si_reduce},
+    {"RegexFullMatch", si_unary_bool},
     {"Relu", si_unary},
     {"Reshape", si_reshape},
     {"Resize", si_resize},
@@ -183,6 +190,7 @@ static const struct rule {
     {"Split", si_split},
     {"Sqrt", si_unary},
     {"Squeeze", si_squeeze},
+    {"StringConcat", si_binary},
     {"StringNormalizer", si_string_normalizer},
     {"Sub", si_binary},
     {"Sum", si_variadic},
