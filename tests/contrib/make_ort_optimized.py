@@ -188,6 +188,16 @@ def contrib_ops(model_path):
     return s or "-"
 
 
+def mark_default_domain(case):
+    """Marks a case whose graph holds ORT's default-domain ops (tests/contrib/check_results.sh)."""
+    m = onnx.load(os.path.join(case, "model.onnx"), load_external_data=False)
+    opset = max([o.version for o in m.opset_import if o.domain in ("", "ai.onnx")] or [0])
+    if any(n.domain in ("", "ai.onnx") and (n.op_type == "SimplifiedLayerNormalization" or
+                                           (n.op_type == "LayerNormalization" and opset < 17))
+           for n in m.graph.node):
+        open(os.path.join(case, "needs_default_domain"), "w").close()
+
+
 def make_case(name, level, src, inputs_dir, out_dir):
     case = os.path.join(out_dir, f"{name}_{level}")
     ds = os.path.join(case, "test_data_set_0")
@@ -214,6 +224,7 @@ def make_case(name, level, src, inputs_dir, out_dir):
             a = np.fromfile(os.path.join(res, f"output_{k}.bin"), dtype=dt).reshape(m["dims"])
             write_pb(os.path.join(tmp, f"output_{k}.pb"), a, m["name"])
         shutil.move(model, os.path.join(case, "model.onnx"))
+        mark_default_domain(case)
         for f in glob.glob(os.path.join(tmp, "output_*.pb")):
             shutil.move(f, ds)
     finally:
