@@ -349,9 +349,14 @@ def rotary(out):
 
 
 def nbits(out):
-    for name, K, Nn, bits, bs, zp_kind in [("matmul_nbits_4", 70, 12, 4, 32, "packed"),
-                                           ("matmul_nbits_4_nozp", 64, 9, 4, 16, None),
-                                           ("matmul_nbits_8_fzp", 40, 5, 8, 16, "float")]:
+    # Rows of A: up to 8 read the packed weights directly, more dequantize panels.
+    for name, K, Nn, bits, bs, zp_kind, rows, gidx in [
+            ("matmul_nbits_4", 70, 12, 4, 32, "packed", (3, 2), False),
+            ("matmul_nbits_4_nozp", 64, 9, 4, 16, None, (3, 2), False),
+            ("matmul_nbits_4_rows", 96, 70, 4, 32, "packed", (4, 5), False),
+            ("matmul_nbits_2", 48, 6, 2, 16, "packed", (1, 2), False),
+            ("matmul_nbits_8_fzp", 40, 5, 8, 16, "float", (3, 2), False),
+            ("matmul_nbits_8_fzp_rows", 40, 5, 8, 16, "float", (12, 2), False)]:
         kb = (K + bs - 1) // bs
         q = rng.integers(0, 1 << bits, (Nn, kb * bs)).astype(np.uint8)
         scales = (rng.random((Nn, kb)) * 0.1 + 0.01).astype(np.float32)
@@ -371,14 +376,20 @@ def nbits(out):
             zf = zpk
         else:
             zf = np.full((Nn, kb), 1 << (bits - 1), np.float32)
-        w = (q.astype(np.float32) - np.repeat(zf, bs, axis=1)) * np.repeat(scales, bs, axis=1)
+        if gidx:
+            g = rng.integers(0, kb, kb * bs).astype(np.int32)
+            w = (q.astype(np.float32) - zf[:, g]) * scales[:, g]
+        else:
+            w = (q.astype(np.float32) - np.repeat(zf, bs, axis=1)) * np.repeat(scales, bs, axis=1)
         w = w[:, :K]
         bias = rnd(Nn)
         inits = {"B": packed, "sc": scales.reshape(-1), "bias": bias}
-        ins = ["a", "B", "sc", "zp" if zp_kind else "", "", "bias"]
+        ins = ["a", "B", "sc", "zp" if zp_kind else "", "gi" if gidx else "", "bias"]
         if zp_kind:
             inits["zp"] = zpk.reshape(-1) if zp_kind == "float" else zpk
-        c = Case(name, {"a": rnd(3, 2, K)}, {"bias": bias})
+        if gidx:
+            inits["gi"] = g[:K]
+        c = Case(name, {"a": rnd(*rows, K)}, {"bias": bias})
         c.write(out, [N("MatMulNBits", ins, ["y"], domain=MS, K=K, N=Nn, bits=bits, block_size=bs,
                         accuracy_level=0)],
                 [N("MatMul", ["a", "wt"], ["m"]), N("Add", ["m", "bias"], ["y"])], [("y", None)],
@@ -547,6 +558,10 @@ def bad(out):
          "gamma must have 8 elements", {"g": rnd(5)})
     case("fused_gemm_inner", {"a": rnd(2, 3)},
          [N("FusedGemm", ["a", "b"], ["y"], domain=MS)], "inner dimensions", {"b": rnd(4, 5)})
+    case("nbits_gidx", {"a": rnd(2, 32)},
+         [N("MatMulNBits", ["a", "B", "sc", "", "gi"], ["y"], domain=MS, K=32, N=4, bits=4, block_size=16)],
+         "g_idx", {"B": np.zeros((4, 2, 8), np.uint8), "sc": np.ones(8, np.float32),
+                   "gi": np.zeros(32, np.int32)})
     case("gelu_type", {"x": np.arange(4, dtype=np.int32)},
          [N("Gelu", ["x"], ["y"], domain=MS)], "is int32, expected float")
 
