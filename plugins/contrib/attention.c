@@ -123,10 +123,29 @@ static void to_heads(const float *src, size_t ld, size_t col0, const float *bias
             }
 }
 
+/* a * b * c * d, or SIZE_MAX when it does not fit (alloc_f then fails). */
+static size_t mul4(size_t a, size_t b, size_t c, size_t d) {
+    size_t r;
+    if (minfer_size_mul(a, b, &r) || minfer_size_mul(r, c, &r) || minfer_size_mul(r, d, &r))
+        return SIZE_MAX;
+    return r;
+}
+
+/* Sum of scratch sizes, SIZE_MAX on overflow. */
+static size_t add4(size_t a, size_t b, size_t c, size_t d) {
+    size_t r;
+    if (minfer_size_add(a, b, &r) || minfer_size_add(r, c, &r) || minfer_size_add(r, d, &r))
+        return SIZE_MAX;
+    return r;
+}
+
 static float *alloc_f(compute_args *a, size_t n, minfer_status *st) {
     size_t bytes;
     float *p = NULL;
-    if (minfer_size_mul(n, sizeof(float), &bytes) || !(p = malloc(bytes ? bytes : 1)))
+    if (n == SIZE_MAX || minfer_size_mul(n, sizeof(float), &bytes))
+        *st = FAIL(a, MINFER_ERR_LIMIT, "%s: the attention scratch is too large",
+                   a->node->op_type);
+    else if (!(p = malloc(bytes ? bytes : 1)))
         *st = FAIL(a, MINFER_ERR_NOMEM, "%s: out of memory (%zu floats)", a->node->op_type, n);
     return p;
 }
@@ -211,14 +230,15 @@ minfer_status attention_compute(void *op, void *state, compute_args *a) {
     t.causal = attr_i(a->api, n, "unidirectional", 0) != 0;
     if ((st = check_masks(a, &t, 3, 5)))
         return st;
-    size_t W = (size_t)w->dims[1], rows = t.B * t.S;
-    float *qkv = alloc_f(a, rows * W, &st), *heads_buf = NULL;
+    size_t W = (size_t)w->dims[1], rows = t.B * t.S; /* rows: the input's, allocated */
+    float *qkv = alloc_f(a, mul4(rows, W, 1, 1), &st), *heads_buf = NULL;
     if (!qkv)
         return st;
     sgemm(a->api, a->host, rows, W, (size_t)x->dims[2], 1.0f, x->data, (size_t)x->dims[2], 0,
           w->data, W, 0, qkv, W, 0);
-    size_t nq = t.B * t.N * t.S * t.H, nv = t.B * t.N * t.S * t.Hv, np = t.B * t.N * t.S * t.L;
-    if (!(heads_buf = alloc_f(a, 2 * nq + nv + np, &st))) {
+    size_t nq = mul4(t.B, t.N, t.S, t.H), nv = mul4(t.B, t.N, t.S, t.Hv),
+           np = mul4(t.B, t.N, t.S, t.L);
+    if (!(heads_buf = alloc_f(a, add4(nq, nq, nv, np), &st))) {
         free(qkv);
         return st;
     }
@@ -328,8 +348,9 @@ minfer_status mha_compute(void *op, void *state, compute_args *a) {
     t.causal = attr_i(a->api, n, "unidirectional", 0) != 0;
     if ((st = check_masks(a, &t, 4, 5)))
         return st;
-    size_t nq = t.B * t.N * t.S * t.H, nk = t.B * t.N * t.L * t.H, nv = t.B * t.N * t.L * t.Hv;
-    float *buf = alloc_f(a, nq + nk + nv + t.B * t.N * t.S * t.L, &st);
+    size_t nq = mul4(t.B, t.N, t.S, t.H), nk = mul4(t.B, t.N, t.L, t.H),
+           nv = mul4(t.B, t.N, t.L, t.Hv);
+    float *buf = alloc_f(a, add4(nq, nk, nv, mul4(t.B, t.N, t.S, t.L)), &st);
     if (!buf)
         return st;
     float *qh = buf, *kh = qh + nq, *vh = kh + nk;
