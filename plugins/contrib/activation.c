@@ -16,36 +16,31 @@ enum ew_kind { EW_GELU, EW_FAST_GELU, EW_QUICK_GELU };
 typedef struct ew_job {
     enum ew_kind kind;
     float alpha;
-    const float *x, *bias, *skip;
-    size_t bias_len;
+    const float *x, *bias;
+    size_t bias_len, n;
     float *y;
 } ew_job;
 
 enum { EW_CHUNK = 4096 };
 
+static inline float ew_one(enum ew_kind kind, float alpha, float v) {
+    switch (kind) {
+    case EW_GELU:
+        return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case EW_FAST_GELU:
+        return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    case EW_QUICK_GELU:
+        return v / (1.0f + expf(-alpha * v));
+    }
+    return v;
+}
+
+/* Elements [c0 * EW_CHUNK, c1 * EW_CHUNK), the last chunk cut at n. */
 static void ew_range(void *arg, size_t c0, size_t c1) {
     const ew_job *j = arg;
-    for (size_t c = c0; c < c1; c++) {
-        /* Chunks are multiples of... any size: the bias index is i % bias_len. */
-        size_t i0 = c * EW_CHUNK, i1 = i0 + EW_CHUNK;
-        for (size_t i = i0; i < i1; i++) {
-            float v = j->x[i];
-            if (j->bias)
-                v += j->bias[i % j->bias_len];
-            switch (j->kind) {
-            case EW_GELU:
-                v = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-                break;
-            case EW_FAST_GELU:
-                v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-                break;
-            case EW_QUICK_GELU:
-                v = v / (1.0f + expf(-j->alpha * v));
-                break;
-            }
-            j->y[i] = v;
-        }
-    }
+    size_t i1 = c1 * EW_CHUNK < j->n ? c1 * EW_CHUNK : j->n;
+    for (size_t i = c0 * EW_CHUNK; i < i1; i++)
+        j->y[i] = ew_one(j->kind, j->alpha, j->x[i] + (j->bias ? j->bias[i % j->bias_len] : 0.0f));
 }
 
 static minfer_status ew_run(compute_args *a, enum ew_kind kind, float alpha, int bias_input) {
@@ -64,29 +59,8 @@ static minfer_status ew_run(compute_args *a, enum ew_kind kind, float alpha, int
                         "%s: bias has %zu elements, the input's last dimension is %lld",
                         a->node->op_type, bl, x->rank ? (long long)x->dims[x->rank - 1] : 0LL);
     }
-    ew_job j = {kind, alpha, x->data, b ? b->data : NULL, NULL, bl, a->outputs[0].data};
-    size_t full = n / EW_CHUNK;
-    par_for(a, full, 4, ew_range, &j);
-    /* The tail, shorter than a chunk. */
-    ew_job t = j;
-    size_t done = full * EW_CHUNK;
-    for (size_t i = done; i < n; i++) {
-        float v = t.x[i];
-        if (t.bias)
-            v += t.bias[i % bl];
-        switch (kind) {
-        case EW_GELU:
-            v = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-            break;
-        case EW_FAST_GELU:
-            v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-            break;
-        case EW_QUICK_GELU:
-            v = v / (1.0f + expf(-alpha * v));
-            break;
-        }
-        t.y[i] = v;
-    }
+    ew_job j = {kind, alpha, x->data, b ? b->data : NULL, bl, n, a->outputs[0].data};
+    par_for(a, (n + EW_CHUNK - 1) / EW_CHUNK, 4, ew_range, &j);
     return MINFER_OK;
 }
 
