@@ -102,6 +102,7 @@ static const tcase cases[] = {
     {"Equal", 13, {V(F16), V(F16)}, {{0}}, {BOOL}, 0},
     {"Less", 13, {V(I64), V(I64)}, {{0}}, {BOOL}, 0},
     {"And", 7, {V(BOOL), V(BOOL)}, {{0}}, {BOOL}, 0},
+    {"Xor", 7, {V(I32), V(I32)}, {{0}}, {0}, MINFER_ERR_TYPE},
     {"Not", 1, {V(BOOL)}, {{0}}, {BOOL}, 0},
     {"IsNaN", 13, {V(F16)}, {{0}}, {BOOL}, 0},
     {"IsInf", 10, {V(DBL)}, {{0}}, {BOOL}, 0},

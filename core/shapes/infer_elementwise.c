@@ -47,6 +47,11 @@ minfer_status si_binary(ictx *c) {
     /* Pow's exponent may have its own type (opset 12+); BitShift etc. not here. */
     if (strcmp(c->op, "Pow") && (st = si_same_type(c, a, "A", b, "B")))
         return st;
+    /* And, Or, Xor take bool only (their T); the comparisons give bool. */
+    if ((!strcmp(c->op, "And") || !strcmp(c->op, "Or") || !strcmp(c->op, "Xor")) &&
+        si_first_dtype(a, b) && si_first_dtype(a, b) != MINFER_DTYPE_BOOL)
+        return si_fail(c, MINFER_ERR_TYPE, "inputs must be bool, not %s",
+                       si_dtype_name(si_first_dtype(a, b)));
     /* Pow's output is T (the base's type) whatever T1 (the exponent's) is. */
     dt = to_bool ? MINFER_DTYPE_BOOL : !strcmp(c->op, "Pow") ? a->dtype : si_first_dtype(a, b);
     if (c->opset < 7) {
