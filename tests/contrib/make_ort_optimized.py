@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """ONNX Runtime-optimized models as ONNX test cases, for plugins/contrib.
 
-usage: make_ort_optimized.py OUT_DIR [NAME...]
+usage: make_ort_optimized.py OUT_DIR [NAME...] [--from DIR]
 
 For every source model (the four shared models and small transformer and CNN
 models exported here with torch) and every level in LEVELS, ONNX Runtime
@@ -12,6 +12,9 @@ input_K.pb + output_K.pb, ORT's outputs being the reference that
 `minfer test --plugin contrib` compares against.  A case already complete in
 OUT_DIR is kept (the directory is a cache).  Prints one line per case with
 the com.microsoft ops its optimized graph holds.  Exit status 77: no ORT peer.
+With --from DIR, every ONNX test case in DIR (a directory with model.onnx and
+test_data_set_0, e.g. the corpus tests/zoo/build_zoo.py makes) is a source
+too, named after its directory.
 
 Environment: MINFER_SHARED_MODELS (default ../shared/models beside the
 checkout), MINFER_PEER_DIR (default ~/.cache/minfer-peer, where ort-bench
@@ -233,11 +236,20 @@ def make_case(name, level, src, inputs_dir, out_dir):
 
 
 def main():
-    if len(sys.argv) < 2:
+    if len(sys.argv) < 2 or sys.argv[1] == "--from":
         print(__doc__, file=sys.stderr)
         return 2
-    out_dir = sys.argv[1]
-    want = set(sys.argv[2:])
+    args = sys.argv[1:]
+    extra = None
+    if "--from" in args:
+        i = args.index("--from")
+        if i + 1 >= len(args):
+            print(__doc__, file=sys.stderr)
+            return 2
+        extra = args[i + 1]
+        del args[i:i + 2]
+    out_dir = args[0]
+    want = set(args[1:])
     if not os.path.isdir(os.path.join(PEER, "node_modules", "onnxruntime-node")) or not os.path.exists(PB2RAW):
         print(f"make_ort_optimized: no ONNX Runtime peer in {PEER} (run ../shared/peer/ort-bench once)",
               file=sys.stderr)
@@ -250,6 +262,12 @@ def main():
             if not want or name in want:
                 sources[name] = (os.path.join(SHARED, name, "model.onnx"),
                                  os.path.join(SHARED, name, "test_data_set_0"))
+        if extra:
+            for name in sorted(os.listdir(extra)):
+                d = os.path.join(extra, name)
+                if (os.path.exists(os.path.join(d, "model.onnx")) and
+                        os.path.isdir(os.path.join(d, "test_data_set_0")) and (not want or name in want)):
+                    sources[name] = (os.path.join(d, "model.onnx"), os.path.join(d, "test_data_set_0"))
         exported = [n for n in ("bert_tiny", "gpt_tiny", "cnn_tiny") if not want or n in want]
         if exported and not all(os.path.exists(os.path.join(out_dir, f"{n}_{l}", "test_data_set_0", "output_0.pb"))
                                 for n in exported for l in LEVELS):
