@@ -390,7 +390,7 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
         st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
     if (st == MINFER_OK) {
         minfer_exec_args args = {sizeof args, r, &desc, in, n->n_inputs, out, n->n_outputs,
-                                 work, prep.workspace_bytes, 0};
+                                 work, prep.workspace_bytes, 0, sizeof(minfer_tensor_view)};
         mf_error_clear();
         st = pi->vt->execute_node(pi->ctx, state, &args);
         if (st != MINFER_OK)
@@ -628,7 +628,7 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
         }
         mf_provider_inst *pi = &s->provs[s->assign[i]];
         minfer_exec_args args = {sizeof args, r, &ns->desc, in, n->n_inputs, out, n->n_outputs,
-                                 NULL, 0, 0};
+                                 NULL, 0, 0, sizeof(minfer_tensor_view)};
         if (ns->ws_buffer >= 0) {
             minfer_tensor_view w;
             place(c, p, ns->ws_buffer, &w, ns->workspace);

@@ -242,7 +242,7 @@ static minfer_status fold_node(minfer_session *s, mf_plan *p, int i, int *done) 
     }
     mf_run rc = {s, p, i, out, n->n_outputs, NULL, NULL, NULL, 0, 0, NULL};
     minfer_exec_args args = {sizeof args, &rc, &ns->desc, in, n->n_inputs, out, n->n_outputs,
-                             work, prep.workspace_bytes, 0};
+                             work, prep.workspace_bytes, 0, sizeof(minfer_tensor_view)};
     mf_error_clear();
     st = vt->execute_node(ev->ctx, state, &args);
     mf_run_free_temps(&rc);
