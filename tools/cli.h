@@ -60,8 +60,6 @@ int cli_is_float(minfer_dtype dt);
 double cli_elem(const void *data, minfer_dtype dt, size_t i);
 /* Elements as counted by cli_elem: numel, doubled for complex types. */
 size_t cli_scalar_count(const minfer_tensor *t);
-float cli_half_to_float(uint16_t h);
-uint16_t cli_float_to_half(float f);
 
 /* A tensor of the input's declared type with symbolic dims set to 1 and
  * random contents from a fixed-seed generator (floats in [-1, 1], integers

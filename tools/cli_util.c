@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "minfer/provider_kit.h"
 
 static const cli_opt *find_long(const cli_opt *opts, size_t n, const char *name, size_t len) {
     for (size_t i = 0; i < n; i++)
@@ -209,68 +210,14 @@ int cli_is_float(minfer_dtype dt) {
            dt == MINFER_DTYPE_COMPLEX128;
 }
 
-float cli_half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else if (exp == 0) {
-        if (man == 0) {
-            bits = sign;
-        } else { /* subnormal: normalise */
-            int e = -1;
-            do {
-                e++;
-                man <<= 1;
-            } while (!(man & 0x400));
-            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
-        }
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-uint16_t cli_float_to_half(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    uint32_t man = x & 0x7fffff;
-    if (((x >> 23) & 0xff) == 0xff)
-        return sign | 0x7c00 | (man ? 0x200 : 0);
-    if (exp >= 0x1f)
-        return sign | 0x7c00;
-    if (exp <= 0) {
-        if (exp < -10)
-            return sign;
-        man |= 0x800000;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1)))
-            h++;
-        return sign | (uint16_t)h;
-    }
-    uint32_t h = ((uint32_t)exp << 10) | (man >> 13), rem = man & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
-        h++; /* may carry into the exponent, which rounds up to inf correctly */
-    return sign | (uint16_t)h;
-}
-
 double cli_elem(const void *data, minfer_dtype dt, size_t i) {
     switch (dt) {
     case MINFER_DTYPE_FLOAT:
     case MINFER_DTYPE_COMPLEX64: return ((const float *)data)[i];
     case MINFER_DTYPE_DOUBLE:
     case MINFER_DTYPE_COMPLEX128: return ((const double *)data)[i];
-    case MINFER_DTYPE_FLOAT16: return cli_half_to_float(((const uint16_t *)data)[i]);
-    case MINFER_DTYPE_BFLOAT16: {
-        uint32_t bits = (uint32_t)((const uint16_t *)data)[i] << 16;
-        float f;
-        memcpy(&f, &bits, sizeof f);
-        return f;
-    }
+    case MINFER_DTYPE_FLOAT16: return minfer_half_to_float(((const uint16_t *)data)[i]);
+    case MINFER_DTYPE_BFLOAT16: return minfer_bf16_to_float(((const uint16_t *)data)[i]);
     case MINFER_DTYPE_UINT8:
     case MINFER_DTYPE_BOOL: return ((const uint8_t *)data)[i];
     case MINFER_DTYPE_INT8: return ((const int8_t *)data)[i];
@@ -536,7 +483,7 @@ minfer_status cli_random_input(const char *cmd, const minfer_value_info *info, u
         case MINFER_DTYPE_COMPLEX64: ((float *)p)[i] = (float)u; break;
         case MINFER_DTYPE_DOUBLE:
         case MINFER_DTYPE_COMPLEX128: ((double *)p)[i] = u; break;
-        case MINFER_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cli_float_to_half((float)u); break;
+        case MINFER_DTYPE_FLOAT16: ((uint16_t *)p)[i] = minfer_float_to_half((float)u); break;
         case MINFER_DTYPE_BFLOAT16: {
             float f = (float)u;
             uint32_t bits;

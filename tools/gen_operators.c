@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/exec/core_ops.h"
+#include "../core/graph/core_ops.h"
 #include "../providers/cpu/cpu.h"
 
 static int by_op(const void *a, const void *b) {
@@ -21,10 +21,6 @@ static int by_op(const void *a, const void *b) {
         return c;
     return (x->since_version > y->since_version) - (x->since_version < y->since_version);
 }
-
-static const char *const type_names[] = {
-    "", "float", "uint8", "int8", "uint16", "int16", "int32", "int64", "string", "bool",
-    "float16", "double", "uint32", "uint64", "complex64", "complex128", "bfloat16"};
 
 int main(void) {
     size_t n;
@@ -67,9 +63,9 @@ int main(void) {
         for (size_t v = i; v < j; v++)
             mask |= k[v]->types;
         int first = 1;
-        for (size_t d = 1; d < sizeof type_names / sizeof type_names[0]; d++)
+        for (int32_t d = 1; d <= MINFER_DTYPE_BFLOAT16; d++)
             if (mask & CPU_T(d)) {
-                printf("%s%s", first ? "" : ", ", type_names[d]);
+                printf("%s%s", first ? "" : ", ", minfer_elem_name(d));
                 first = 0;
             }
         printf(" |\n");
@@ -78,7 +74,7 @@ int main(void) {
     free(k);
     size_t n_core = sizeof MF_CORE_OPS / sizeof MF_CORE_OPS[0];
     printf("\n## Run by the core\n\n"
-           "%zu ops run by the core itself (`core/exec/control.c`, listed in `core/exec/core_ops.h`),\n"
+           "%zu ops run by the core itself (`core/exec/control.c`, listed in `core/graph/core_ops.h`),\n"
            "whatever the provider list: they move tensors, sequences and optionals and run\n"
            "subgraphs, whose nodes go to the session's providers like any other. Any other\n"
            "op given a sequence or an optional is refused, except Identity. Element types:\n"

@@ -157,6 +157,29 @@ static inline void minfer_kit_decline(char *why, size_t why_size, const char *op
     va_end(ap);
 }
 
+/* supports_operator's reason buffer: why, or buf (buf_size bytes) when
+ * the host passed none; emptied. */
+static inline char *minfer_kit_why(char *why, size_t *why_size, char *buf, size_t buf_size) {
+    if (!why || *why_size == 0) {
+        why = buf;
+        *why_size = buf_size;
+    }
+    why[0] = '\0';
+    return why;
+}
+
+/* Reports a failure of execute_node through the host: "provider: node
+ * 'name' (Op): message"; returns st. */
+static inline minfer_status minfer_kit_vfail(const minfer_host_api *api, void *host,
+                                             const char *provider, const minfer_node_desc *node,
+                                             minfer_status st, const char *fmt, va_list ap) {
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    api->set_error(host, "%s: node '%s' (%s): %s", provider, node ? node->name : "?",
+                   node ? node->op_type : "?", msg);
+    return st;
+}
+
 /* ---- Kernel tables ------------------------------------------------------------ */
 
 /* Reads the const char * or int64_t member at byte offset off of entry i. */

@@ -1,6 +1,6 @@
 /*
- * Helpers shared by the CPU kernels: error reporting, attribute access,
- * output checking, numpy broadcasting and half-precision conversion.
+ * Helpers shared by the CPU kernels: error reporting, attribute access
+ * (both through the provider kit), output checking and numpy broadcasting.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -12,11 +12,7 @@
 /* ---- Errors ------------------------------------------------------------- */
 
 static minfer_status vprep_msg(cpu_prep *p, minfer_status st, const char *fmt, va_list ap) {
-    if (p->err && p->err_size > 0) {
-        int n = snprintf(p->err, p->err_size, "%s: ", p->node->op_type);
-        if (n >= 0 && (size_t)n < p->err_size)
-            vsnprintf(p->err + n, p->err_size - (size_t)n, fmt, ap);
-    }
+    minfer_kit_vdecline(p->err, p->err_size, p->node->op_type, fmt, ap);
     return st;
 }
 
@@ -37,19 +33,15 @@ minfer_status cpu_prep_fail(cpu_prep *p, minfer_status st, const char *fmt, ...)
 }
 
 minfer_status cpu_fail(const cpu_exec *e, minfer_status st, const char *fmt, ...) {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    minfer_kit_vfail(e->ctx->api, e->ctx->host, "cpu", e->args->node, st, fmt, ap);
     va_end(ap);
-    const minfer_node_desc *n = e->args->node;
-    e->ctx->api->set_error(e->ctx->host, "cpu: node '%s' (%s): %s", n ? n->name : "?",
-                           n ? n->op_type : "?", msg);
     return st;
 }
 
 void *cpu_host_malloc(const minfer_host_api *api, void *host, size_t bytes) {
-    if (api->struct_size >= offsetof(minfer_host_api, alloc) + sizeof api->alloc && api->alloc)
+    if (MINFER_HOST_HAS(api, alloc))
         return api->alloc(host, bytes ? bytes : 1);
     return malloc(bytes ? bytes : 1);
 }
@@ -89,110 +81,37 @@ void *cpu_state(cpu_prep *p, size_t size) {
 /* ---- Attributes --------------------------------------------------------- */
 
 int64_t cpu_attr_int(const cpu_prep *p, const char *name, int64_t dflt) {
-    int64_t v;
-    return p->ctx->api->attr_int(p->node, name, &v) ? v : dflt;
+    return minfer_kit_attr_int(p->ctx->api, p->node, name, dflt);
 }
 
 float cpu_attr_float(const cpu_prep *p, const char *name, float dflt) {
-    float v;
-    return p->ctx->api->attr_float(p->node, name, &v) ? v : dflt;
+    return minfer_kit_attr_float(p->ctx->api, p->node, name, dflt);
 }
 
 const char *cpu_attr_str(const cpu_prep *p, const char *name, const char *dflt) {
-    const char *s;
-    size_t len;
-    return p->ctx->api->attr_string(p->node, name, &s, &len) ? s : dflt;
+    return minfer_kit_attr_str(p->ctx->api, p->node, name, dflt);
 }
 
 int cpu_attr_strs(cpu_prep *p, const char *name, const char *const **out, size_t *count) {
-    const minfer_host_api *api = p->ctx->api;
-    *out = NULL;
-    *count = 0;
-    if (api->attr_type(p->node, name) != MINFER_ATTR_STRINGS)
-        return 0;
-    /* attr_strings was appended to the host API: an older host lacks it. */
-    if (api->struct_size < offsetof(minfer_host_api, attr_strings) + sizeof api->attr_strings ||
-        !api->attr_strings) {
-        cpu_decline(p, "the host cannot read the strings attribute '%s'", name);
-        return -1;
-    }
-    return api->attr_strings(p->node, name, out, count) ? 1 : 0;
+    return minfer_kit_attr_strings(p->ctx->api, p->node, name, out, count, p->err, p->err_size);
 }
 
 int cpu_has_attr(const cpu_prep *p, const char *name) {
-    return p->ctx->api->attr_type(p->node, name) != MINFER_ATTR_UNDEFINED;
+    return minfer_kit_has_attr(p->ctx->api, p->node, name);
 }
 
 int cpu_attr_ints(cpu_prep *p, const char *name, int64_t *out, size_t cap, size_t *count) {
-    const int64_t *v;
-    size_t n;
-    *count = 0;
-    if (!p->ctx->api->attr_ints(p->node, name, &v, &n))
-        return 0;
-    if (n > cap) {
-        cpu_decline(p, "attribute '%s' has %zu entries, at most %zu supported", name, n, cap);
-        return -1;
-    }
-    if (n)
-        memcpy(out, v, n * sizeof *v);
-    *count = n;
-    return 1;
-}
-
-const minfer_value_desc *cpu_in_desc(const minfer_node_desc *n, size_t i) {
-    if (i >= n->n_inputs || !n->inputs[i].present)
-        return NULL;
-    return &n->inputs[i];
-}
-
-int cpu_out_wanted(const minfer_node_desc *n, size_t i) {
-    return i < n->n_outputs && n->outputs[i].name && n->outputs[i].name[0];
-}
-
-int cpu_const_ints(cpu_prep *p, size_t input, int64_t *out, size_t cap, size_t *count) {
-    const minfer_value_desc *d = cpu_in_desc(p->node, input);
-    *count = 0;
-    if (!d || !d->const_data)
-        return 0;
-    size_t es = cpu_dtype_size(d->dtype);
-    if (d->dtype != MINFER_DTYPE_INT64 && d->dtype != MINFER_DTYPE_INT32) {
-        cpu_decline(p, "input %zu must be int32 or int64", input);
-        return -1;
-    }
-    size_t n = d->const_nbytes / es;
-    if (n > cap) {
-        cpu_decline(p, "input %zu has %zu entries, at most %zu supported", input, n, cap);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++)
-        out[i] = d->dtype == MINFER_DTYPE_INT64 ? ((const int64_t *)d->const_data)[i]
-                                                : ((const int32_t *)d->const_data)[i];
-    *count = n;
-    return 1;
+    return minfer_kit_attr_ints(p->ctx->api, p->node, name, out, cap, count, p->err,
+                                p->err_size);
 }
 
 /* ---- Tensors ------------------------------------------------------------ */
 
-size_t cpu_dtype_size(int32_t dtype) { return minfer_elem_size(dtype); }
-
-int64_t cpu_numel(int32_t rank, const int64_t *dims) {
-    int64_t n;
-    return minfer_dims_numel(dims, rank, &n) == MINFER_OK ? n : -1;
-}
-
-int cpu_axis(int64_t axis, int32_t rank) {
-    if (axis < -(int64_t)rank || axis >= rank)
-        return -1;
-    return (int)(axis < 0 ? axis + rank : axis);
-}
-
 const minfer_tensor_view *cpu_input(const cpu_exec *e, size_t i) {
     if (i >= e->args->n_inputs)
         return NULL;
-    const minfer_tensor_view *v = &e->args->inputs[i];
-    if (v->rank < 0)
-        return NULL;
-    return v;
+    const minfer_tensor_view *v = minfer_kit_view_input(e->args, i);
+    return v->rank < 0 ? NULL : v;
 }
 
 static void fmt_dims(char *buf, size_t size, int32_t rank, const int64_t *dims) {
@@ -265,7 +184,7 @@ minfer_status cpu_read_ints(const cpu_exec *e, const minfer_tensor_view *v, cons
     *count = 0;
     if (v->dtype != MINFER_DTYPE_INT64 && v->dtype != MINFER_DTYPE_INT32)
         return cpu_fail(e, MINFER_ERR_TYPE, "%s must be int32 or int64", what);
-    int64_t n = cpu_numel(v->rank, v->dims);
+    int64_t n = minfer_kit_numel(v->rank, v->dims);
     if (n < 0 || (size_t)n > cap)
         return cpu_fail(e, MINFER_ERR_LIMIT, "%s has %lld entries, at most %zu supported", what,
                         (long long)n, cap);
@@ -279,7 +198,7 @@ minfer_status cpu_read_ints(const cpu_exec *e, const minfer_tensor_view *v, cons
 
 minfer_status cpu_read_scalar(const cpu_exec *e, const minfer_tensor_view *v, const char *what,
                               double *out) {
-    if (cpu_numel(v->rank, v->dims) != 1)
+    if (minfer_kit_numel(v->rank, v->dims) != 1)
         return cpu_fail(e, MINFER_ERR_SHAPE, "%s must have one element", what);
     const void *d = cpu_data(v);
     switch (v->dtype) {
@@ -290,10 +209,10 @@ minfer_status cpu_read_scalar(const cpu_exec *e, const minfer_tensor_view *v, co
         CPU_NUM_TYPES(READ)
 #undef READ
     case MINFER_DTYPE_FLOAT16:
-        *out = cpu_half_to_float(*(const uint16_t *)d);
+        *out = minfer_half_to_float(*(const uint16_t *)d);
         return MINFER_OK;
     case MINFER_DTYPE_BFLOAT16:
-        *out = cpu_bf16_to_float(*(const uint16_t *)d);
+        *out = minfer_bf16_to_float(*(const uint16_t *)d);
         return MINFER_OK;
     default:
         return cpu_fail(e, MINFER_ERR_TYPE, "%s has an unsupported element type", what);
@@ -455,71 +374,6 @@ void cpu_bcast_run(const cpu_ctx *ctx, const cpu_bcast *b, cpu_bcast_fn fn, void
     cpu_parallel(ctx, rows * j.pieces, (16384 + per - 1) / per, bcast_range, &j);
 }
 
-/* ---- Half precision ----------------------------------------------------- */
-
-static float bits_to_float(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint32_t float_to_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-float cpu_half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    if (exp == 0) {
-        /* zero or subnormal: man * 2^-24 */
-        float f = (float)man * 5.9604644775390625e-8f;
-        return sign ? -f : f;
-    }
-    if (exp == 31)
-        return bits_to_float(sign | 0x7f800000u | (man << 13));
-    return bits_to_float(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-/* Round to nearest even, with overflow to infinity and subnormals. */
-uint16_t cpu_float_to_half(float f) {
-    uint32_t u = float_to_bits(f);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-    uint32_t exp = (u >> 23) & 0xff, man = u & 0x7fffff;
-    if (exp == 0xff)
-        return (uint16_t)(sign | 0x7c00 | (man ? 0x200 | (man >> 13) : 0));
-    int32_t e = (int32_t)exp - 127 + 15;
-    if (e >= 31)
-        return (uint16_t)(sign | 0x7c00);
-    if (e <= 0) {
-        if (e < -10)
-            return sign;
-        man |= 0x800000;
-        uint32_t shift = (uint32_t)(14 - e);
-        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1)))
-            half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t half = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
-        half++; /* may carry into the exponent, up to infinity: correct */
-    return (uint16_t)(sign | half);
-}
-
-float cpu_bf16_to_float(uint16_t h) {
-    return bits_to_float((uint32_t)h << 16);
-}
-
-uint16_t cpu_float_to_bf16(float f) {
-    uint32_t u = float_to_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
 /* ---- Generic element access ---------------------------------------------- */
 
 double cpu_get(const void *p, int32_t dtype, size_t i) {
@@ -530,8 +384,8 @@ double cpu_get(const void *p, int32_t dtype, size_t i) {
         CPU_NUM_TYPES(GET)
 #undef GET
     case MINFER_DTYPE_BOOL: return ((const uint8_t *)p)[i] ? 1.0 : 0.0;
-    case MINFER_DTYPE_FLOAT16: return cpu_half_to_float(((const uint16_t *)p)[i]);
-    case MINFER_DTYPE_BFLOAT16: return cpu_bf16_to_float(((const uint16_t *)p)[i]);
+    case MINFER_DTYPE_FLOAT16: return minfer_half_to_float(((const uint16_t *)p)[i]);
+    case MINFER_DTYPE_BFLOAT16: return minfer_bf16_to_float(((const uint16_t *)p)[i]);
     default: return 0;
     }
 }
@@ -553,8 +407,8 @@ void cpu_set(void *p, int32_t dtype, size_t i, double v) {
     case MINFER_DTYPE_UINT32: ((uint32_t *)p)[i] = SAT(uint32_t, 0, UINT32_MAX, v); break;
     case MINFER_DTYPE_UINT64: ((uint64_t *)p)[i] = SAT(uint64_t, 0, UINT64_MAX, v); break;
     case MINFER_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-    case MINFER_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cpu_float_to_half((float)v); break;
-    case MINFER_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = cpu_float_to_bf16((float)v); break;
+    case MINFER_DTYPE_FLOAT16: ((uint16_t *)p)[i] = minfer_float_to_half((float)v); break;
+    case MINFER_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = minfer_float_to_bf16((float)v); break;
     default: break;
     }
 }

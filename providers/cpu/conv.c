@@ -200,12 +200,12 @@ static int conv_by_group(const conv_geom *g, int threads) {
 
 minfer_status cpu_prepare_conv(cpu_prep *p) {
     const minfer_node_desc *n = p->node;
-    const minfer_value_desc *x = cpu_in_desc(n, 0), *w = cpu_in_desc(n, 1);
+    const minfer_value_desc *x = minfer_kit_input(n, 0), *w = minfer_kit_input(n, 1);
     if (!x || !w)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs X and W");
     if (w->dtype && w->dtype != x->dtype)
         return cpu_decline(p, "X and W types differ");
-    const minfer_value_desc *b = cpu_in_desc(n, 2);
+    const minfer_value_desc *b = minfer_kit_input(n, 2);
     if (b && b->dtype && b->dtype != x->dtype)
         return cpu_decline(p, "bias type differs from X");
     int rank = w->rank >= 0 ? w->rank : x->rank;
@@ -231,7 +231,7 @@ minfer_status cpu_prepare_conv(cpu_prep *p) {
         known = x->dims[i] >= 0 && w->dims[i] >= 0;
     if (known && conv_geometry(st, x->rank, x->dims, w->dims, &g) == 0 && !g.direct &&
         im2col_bytes(&g, conv_by_group(&g, st->threads) ? (size_t)st->threads : 1,
-                     cpu_dtype_size(x->dtype), &p->prep->workspace_bytes) != MINFER_OK)
+                     minfer_elem_size(x->dtype), &p->prep->workspace_bytes) != MINFER_OK)
         return cpu_prep_fail(p, MINFER_ERR_LIMIT,
                              "the im2col workspace (%zu rows of %zu) has more bytes than fit "
                              "in memory", g.rows, g.out_plane);
@@ -296,7 +296,7 @@ static void im2col_range(void *arg, size_t r0, size_t r1) {
 /* One (image, group): y = W_g * col (+ bias). */
 static void conv_task(conv_job *j, size_t task, void *ws, int parallel) {
     const conv_geom *g = j->g;
-    size_t es = cpu_dtype_size(j->dtype);
+    size_t es = minfer_elem_size(j->dtype);
     size_t n = task / g->G, grp = task % g->G;
     const char *x = (const char *)j->x + (n * g->C + grp * g->Cg) * g->in_plane * es;
     char *y = (char *)j->y + (n * g->M + grp * g->Mg) * g->out_plane * es;
@@ -327,7 +327,7 @@ static void conv_task(conv_job *j, size_t task, void *ws, int parallel) {
 static void conv_slices(void *arg, size_t s0, size_t s1) {
     conv_job *j = arg;
     size_t tasks = j->g->N * j->g->G;
-    size_t ws_slice = j->g->rows * j->g->out_plane * cpu_dtype_size(j->dtype);
+    size_t ws_slice = j->g->rows * j->g->out_plane * minfer_elem_size(j->dtype);
     for (size_t s = s0; s < s1; s++) {
         void *ws = (char *)j->ws + s * ws_slice;
         for (size_t t = s * tasks / j->slices; t < (s + 1) * tasks / j->slices; t++)
@@ -374,7 +374,7 @@ minfer_status cpu_compute_conv(const cpu_exec *e) {
     if (by_group)
         j.slices = (size_t)st->threads;
     size_t need = 0;
-    if (!g.direct && im2col_bytes(&g, j.slices, cpu_dtype_size(x->dtype), &need) != MINFER_OK)
+    if (!g.direct && im2col_bytes(&g, j.slices, minfer_elem_size(x->dtype), &need) != MINFER_OK)
         return cpu_fail(e, MINFER_ERR_LIMIT, "the im2col workspace has more bytes than fit in "
                         "memory");
     if (e->args->workspace_bytes < need || (need && !e->args->workspace))
@@ -419,7 +419,7 @@ static int convt_ints(cpu_prep *p, const char *name, int64_t *out, size_t want) 
 }
 
 minfer_status cpu_prepare_convtranspose(cpu_prep *p) {
-    const minfer_value_desc *x = cpu_in_desc(p->node, 0), *w = cpu_in_desc(p->node, 1);
+    const minfer_value_desc *x = minfer_kit_input(p->node, 0), *w = minfer_kit_input(p->node, 1);
     if (!x || !w)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs X and W");
     int32_t rank = x->rank >= 0 ? x->rank : w->rank;
@@ -527,7 +527,8 @@ minfer_status cpu_compute_convtranspose(const cpu_exec *e) {
         return rc;
     /* cpu_output checked that the output's element count fits: the
      * accumulator and every index into it are below it. */
-    size_t total = (size_t)cpu_numel(nsp + 2, od), plane = total ? total / (size_t)(N * M) : 0;
+    size_t total = (size_t)minfer_kit_numel(nsp + 2, od);
+    size_t plane = total ? total / (size_t)(N * M) : 0;
     double *acc = cpu_calloc(e->ctx, total ? total : 1, sizeof *acc);
     if (!acc)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
@@ -581,8 +582,8 @@ minfer_status cpu_prepare_qconv(cpu_prep *p) {
     if (!st)
         return MINFER_ERR_NOMEM;
     st->qlinear = strcmp(p->node->op_type, "QLinearConv") == 0;
-    const minfer_value_desc *x = cpu_in_desc(p->node, 0),
-                            *w = cpu_in_desc(p->node, st->qlinear ? 3 : 1);
+    const minfer_value_desc *x = minfer_kit_input(p->node, 0),
+                            *w = minfer_kit_input(p->node, st->qlinear ? 3 : 1);
     if (!x || !w)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs x and w");
     int rank = w->rank >= 0 ? w->rank : x->rank;
@@ -601,7 +602,7 @@ minfer_status cpu_prepare_qconv(cpu_prep *p) {
 static double zero_point(const minfer_tensor_view *z, size_t k) {
     if (!z)
         return 0;
-    size_t n = (size_t)cpu_numel(z->rank, z->dims);
+    size_t n = (size_t)minfer_kit_numel(z->rank, z->dims);
     return n == 0 ? 0 : cpu_get(cpu_data(z), z->dtype, n == 1 ? 0 : k);
 }
 
@@ -618,11 +619,13 @@ minfer_status cpu_compute_qconv(const cpu_exec *e) {
         return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
     if (w->rank != x->rank || conv_geometry(&st->c, x->rank, x->dims, w->dims, &g))
         return cpu_fail(e, MINFER_ERR_SHAPE, "x and w shapes do not fit");
-    if (wz && cpu_numel(wz->rank, wz->dims) > 1 && cpu_numel(wz->rank, wz->dims) != (int64_t)g.M)
+    if (wz && minfer_kit_numel(wz->rank, wz->dims) > 1 &&
+        minfer_kit_numel(wz->rank, wz->dims) != (int64_t)g.M)
         return cpu_fail(e, MINFER_ERR_SHAPE, "w_zero_point must be a scalar or [M]");
-    if (ws && cpu_numel(ws->rank, ws->dims) != 1 && cpu_numel(ws->rank, ws->dims) != (int64_t)g.M)
+    if (ws && minfer_kit_numel(ws->rank, ws->dims) != 1 &&
+        minfer_kit_numel(ws->rank, ws->dims) != (int64_t)g.M)
         return cpu_fail(e, MINFER_ERR_SHAPE, "w_scale must be a scalar or [M]");
-    if (b && cpu_numel(b->rank, b->dims) != (int64_t)g.M)
+    if (b && minfer_kit_numel(b->rank, b->dims) != (int64_t)g.M)
         return cpu_fail(e, MINFER_ERR_SHAPE, "B must hold M values");
     int64_t od[CPU_MAX_RANK] = {(int64_t)g.N, (int64_t)g.M};
     for (int i = 0; i < st->c.w.nsp; i++)
@@ -663,7 +666,7 @@ minfer_status cpu_compute_qconv(const cpu_exec *e) {
                     continue;
                 }
                 double wsc = cpu_get(cpu_data(ws), ws->dtype,
-                                     cpu_numel(ws->rank, ws->dims) == 1 ? 0 : m);
+                                     minfer_kit_numel(ws->rank, ws->dims) == 1 ? 0 : m);
                 if (b)
                     acc += cpu_get(cpu_data(b), b->dtype, m);
                 cpu_set(y, ot, yi, nearbyint(acc * xsc * wsc / ysc) + yzp);

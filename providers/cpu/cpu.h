@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "minfer/provider.h"
+#include "minfer/provider_kit.h"
 
 #define CPU_MAX_RANK MINFER_MAX_RANK
 
@@ -157,21 +157,16 @@ int cpu_attr_strs(cpu_prep *p, const char *name, const char *const **out, size_t
  * (returns -1, reason in p->err) when it has more than cap entries. */
 int cpu_attr_ints(cpu_prep *p, const char *name, int64_t *out, size_t cap, size_t *count);
 
-/* node input i if present, else NULL. */
-const minfer_value_desc *cpu_in_desc(const minfer_node_desc *n, size_t i);
-/* 1 if node output i is wanted (exists with a non-empty name). */
-int cpu_out_wanted(const minfer_node_desc *n, size_t i);
-/* Reads a constant int32/int64 input into out; 1 ok, 0 not constant, -1 too
- * long or wrong type (declined). */
-int cpu_const_ints(cpu_prep *p, size_t input, int64_t *out, size_t cap, size_t *count);
+/* Inputs, outputs, element counts, axes, element sizes and half/bfloat16
+ * conversions come from the provider kit (minfer/provider_kit.h):
+ * minfer_kit_input, minfer_kit_output_wanted, minfer_kit_numel,
+ * minfer_kit_axis, minfer_elem_size, minfer_half_to_float and the rest. */
 
 /* ---- Tensors at run time (common.c) ------------------------------------- */
 
-size_t cpu_dtype_size(int32_t dtype);
-/* Elements of a shape, or -1 when a dim is negative or the count does not
- * fit (minfer_dims_numel). The host's views never overflow, and outputs
- * pass cpu_output's check before a kernel sizes anything from them. */
-int64_t cpu_numel(int32_t rank, const int64_t *dims);
+/* Element counts are minfer_kit_numel's: -1 when a dim is negative or the
+ * count does not fit. The host's views never overflow, and outputs pass
+ * cpu_output's check before a kernel sizes anything from them. */
 /* stride * dim for row-major strides, saturating at INT64_MAX. Only an
  * empty tensor ([0, 2^40, 2^40]) has strides that do not fit, and no
  * element of it is ever addressed: the saturated value keeps the
@@ -214,9 +209,6 @@ void cpu_strides(int32_t rank, const int64_t *dims, int64_t *strides);
 /* 1 if dtype is float, double, float16 or bfloat16. */
 int cpu_is_float(int32_t dtype);
 
-/* Normalizes axis in [-rank, rank) to [0, rank); -1 when out of range. */
-int cpu_axis(int64_t axis, int32_t rank);
-
 /* ---- Threads -------------------------------------------------------------- */
 
 void cpu_parallel(const cpu_ctx *ctx, size_t n, size_t grain, minfer_range_fn fn, void *arg);
@@ -250,13 +242,6 @@ int cpu_bcast_init(cpu_bcast *b, int n_in, const int32_t *in_rank,
                    const int64_t *const *in_dims, int32_t out_rank, const int64_t *out_dims);
 /* Walks every element of the output, in parallel. */
 void cpu_bcast_run(const cpu_ctx *ctx, const cpu_bcast *b, cpu_bcast_fn fn, void *arg);
-
-/* ---- Float16 / bfloat16 (common.c) ---------------------------------------- */
-
-float cpu_half_to_float(uint16_t h);
-uint16_t cpu_float_to_half(float f);
-float cpu_bf16_to_float(uint16_t h);
-uint16_t cpu_float_to_bf16(float f);
 
 /* ---- GEMM (gemm.c) ------------------------------------------------------- */
 

@@ -71,13 +71,13 @@ minfer_status cpu_compute_nms(const cpu_exec *e) {
     int64_t maxout = 0;
     double iou_t = 0, score_t = -INFINITY;
     size_t cnt;
-    if (mv && cpu_numel(mv->rank, mv->dims) > 0 &&
+    if (mv && minfer_kit_numel(mv->rank, mv->dims) > 0 &&
         (s = cpu_read_ints(e, mv, "max_output_boxes_per_class", &maxout, 1, &cnt)) != MINFER_OK)
         return s;
-    if (iv && cpu_numel(iv->rank, iv->dims) > 0 &&
+    if (iv && minfer_kit_numel(iv->rank, iv->dims) > 0 &&
         (s = cpu_read_scalar(e, iv, "iou_threshold", &iou_t)) != MINFER_OK)
         return s;
-    if (tv && cpu_numel(tv->rank, tv->dims) > 0 &&
+    if (tv && minfer_kit_numel(tv->rank, tv->dims) > 0 &&
         (s = cpu_read_scalar(e, tv, "score_threshold", &score_t)) != MINFER_OK)
         return s;
     size_t B = (size_t)bx->dims[0], N = (size_t)bx->dims[1], C = (size_t)sc->dims[1];
@@ -164,7 +164,7 @@ minfer_status cpu_compute_roialign(const cpu_exec *e) {
     const roi_state *st = e->state;
     const minfer_tensor_view *x = cpu_input(e, 0), *rois = cpu_input(e, 1), *bi = cpu_input(e, 2);
     if (!x || !rois || !bi || x->rank != 4 || rois->rank != 2 || rois->dims[1] != 4 ||
-        cpu_numel(bi->rank, bi->dims) != rois->dims[0] || !cpu_is_float(x->dtype))
+        minfer_kit_numel(bi->rank, bi->dims) != rois->dims[0] || !cpu_is_float(x->dtype))
         return cpu_fail(e, MINFER_ERR_SHAPE, "X [N,C,H,W], rois [R,4], batch_indices [R]");
     int64_t R = rois->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
     int64_t od[4] = {R, C, st->oh, st->ow};
@@ -256,7 +256,7 @@ minfer_status cpu_compute_det(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank - 2, x->dims, &y);
     if (s)
         return s;
-    size_t M = (size_t)x->dims[x->rank - 1], mats = (size_t)cpu_numel(x->rank - 2, x->dims);
+    size_t M = (size_t)x->dims[x->rank - 1], mats = (size_t)minfer_kit_numel(x->rank - 2, x->dims);
     double *a = cpu_malloc(e->ctx, (M * M + 1) * sizeof *a);
     if (!a)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");

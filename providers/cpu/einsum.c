@@ -116,8 +116,7 @@ static uint64_t sat_mul(uint64_t a, uint64_t b) {
 /* Work charged to the run's budget, through the host when it can take it. */
 static minfer_status charge(const cpu_exec *e, uint64_t work) {
     const minfer_host_api *api = e->ctx->api;
-    if (api->struct_size < offsetof(minfer_host_api, charge_work) + sizeof api->charge_work ||
-        !api->charge_work)
+    if (!MINFER_HOST_HAS(api, charge_work))
         return MINFER_OK;
     return api->charge_work(e->args->run, work);
 }
@@ -235,7 +234,7 @@ minfer_status cpu_compute_einsum(const cpu_exec *e) {
     int32_t dt = in[0]->dtype;
     if ((s = cpu_output(e, 0, dt, on, od, &y)) != MINFER_OK)
         return s;
-    size_t nout = (size_t)cpu_numel(on, od);
+    size_t nout = (size_t)minfer_kit_numel(on, od);
 
     /* Step 1: each operand summed over its private labels. Its distinct
      * labels' assignments number at most its elements. */

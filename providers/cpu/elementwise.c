@@ -76,7 +76,7 @@ minfer_status cpu_prepare_unary(cpu_prep *p) {
             break;
     if (i == n)
         return cpu_decline(p, "not a unary op");
-    if (p->node->n_inputs != 1 || !cpu_in_desc(p->node, 0) || p->node->n_outputs != 1)
+    if (p->node->n_inputs != 1 || !minfer_kit_input(p->node, 0) || p->node->n_outputs != 1)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "expects one input and one output");
     unary_state *st = cpu_state(p, sizeof *st);
     if (!st)
@@ -197,7 +197,7 @@ minfer_status cpu_compute_unary(const cpu_exec *e) {
     minfer_status st = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
     if (st)
         return st;
-    size_t n = (size_t)cpu_numel(x->rank, x->dims);
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims);
     unary_job j = {e->state, x->dtype, cpu_data(x), y, 0};
     cpu_parallel(e->ctx, n, 16384, unary_range, &j);
     if (j.bad)
@@ -222,7 +222,7 @@ minfer_status cpu_compute_not(const cpu_exec *e) {
     if (st)
         return st;
     const uint8_t *xd = cpu_data(x);
-    size_t n = (size_t)cpu_numel(x->rank, x->dims);
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims);
     for (size_t i = 0; i < n; i++)
         y[i] = !xd[i];
     return MINFER_OK;
@@ -243,7 +243,7 @@ minfer_status cpu_prepare_clip(cpu_prep *p) {
     st->lo = cpu_attr_float(p, "min", -INFINITY);
     st->hi = cpu_attr_float(p, "max", INFINITY);
     for (size_t i = 1; i < p->node->n_inputs && st->from_inputs; i++) {
-        const minfer_value_desc *d = cpu_in_desc(p->node, i);
+        const minfer_value_desc *d = minfer_kit_input(p->node, i);
         if (d && d->dtype != p->node->inputs[0].dtype)
             return cpu_decline(p, "min/max type differs from the input's");
     }
@@ -297,12 +297,12 @@ minfer_status cpu_compute_clip(const cpu_exec *e) {
     if (st->from_inputs) {
         const minfer_tensor_view *lo = cpu_input(e, 1), *hi = cpu_input(e, 2);
         if (lo && lo->data) {
-            if (lo->dtype != x->dtype || cpu_numel(lo->rank, lo->dims) != 1)
+            if (lo->dtype != x->dtype || minfer_kit_numel(lo->rank, lo->dims) != 1)
                 return cpu_fail(e, MINFER_ERR_SHAPE, "min must be a scalar of the input type");
             j.lo = cpu_data(lo);
         }
         if (hi && hi->data) {
-            if (hi->dtype != x->dtype || cpu_numel(hi->rank, hi->dims) != 1)
+            if (hi->dtype != x->dtype || minfer_kit_numel(hi->rank, hi->dims) != 1)
                 return cpu_fail(e, MINFER_ERR_SHAPE, "max must be a scalar of the input type");
             j.hi = cpu_data(hi);
         }
@@ -315,7 +315,7 @@ minfer_status cpu_compute_clip(const cpu_exec *e) {
     } else {
         return cpu_fail(e, MINFER_ERR_TYPE, "Clip before opset 11 takes float or double");
     }
-    cpu_parallel(e->ctx, (size_t)cpu_numel(x->rank, x->dims), 16384, clip_range, &j);
+    cpu_parallel(e->ctx, (size_t)minfer_kit_numel(x->rank, x->dims), 16384, clip_range, &j);
     return MINFER_OK;
 }
 
@@ -357,7 +357,7 @@ minfer_status cpu_prepare_binary(cpu_prep *p) {
     int op = binary_op(p->node->op_type);
     if (op < 0)
         return cpu_decline(p, "not a binary op");
-    if (p->node->n_inputs != 2 || !cpu_in_desc(p->node, 0) || !cpu_in_desc(p->node, 1))
+    if (p->node->n_inputs != 2 || !minfer_kit_input(p->node, 0) || !minfer_kit_input(p->node, 1))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "expects two inputs");
     int32_t ta = p->node->inputs[0].dtype, tb = p->node->inputs[1].dtype;
     if (op == B_POW) {
@@ -600,7 +600,7 @@ static int is_int_type(int32_t t) {
 }
 
 static int has_zero(const minfer_tensor_view *v) {
-    size_t n = (size_t)cpu_numel(v->rank, v->dims), es = cpu_dtype_size(v->dtype);
+    size_t n = (size_t)minfer_kit_numel(v->rank, v->dims), es = minfer_elem_size(v->dtype);
     const unsigned char *d = cpu_data(v);
     for (size_t i = 0; i < n; i++) {
         size_t k = 0;
@@ -647,9 +647,9 @@ static minfer_status binary_apply(const cpu_exec *e, int op, const minfer_tensor
                     cpu_data(a),
                     cpu_data(b),
                     o,
-                    cpu_dtype_size(a->dtype),
-                    cpu_dtype_size(b->dtype),
-                    cpu_dtype_size(to)};
+                    minfer_elem_size(a->dtype),
+                    minfer_elem_size(b->dtype),
+                    minfer_elem_size(to)};
     cpu_bcast_run(e->ctx, &bc, binary_run, &j);
     return MINFER_OK;
 }
@@ -666,7 +666,7 @@ minfer_status cpu_compute_binary(const cpu_exec *e) {
     } else if (st->legacy && st->legacy_axis != INT64_MIN &&
                !(st->op == B_PRELU && (b->rank != 1 || b->dims[0] == 1 || a->rank < 2))) {
         /* Old-style broadcast: b's dims line up with a's from 'axis' on. */
-        int axis = cpu_axis(st->legacy_axis, a->rank);
+        int axis = minfer_kit_axis(st->legacy_axis, a->rank);
         if (axis < 0 || axis + b->rank > a->rank)
             return cpu_fail(e, MINFER_ERR_SHAPE, "broadcast axis out of range");
         bl = *b;
@@ -693,7 +693,7 @@ minfer_status cpu_prepare_variadic(cpu_prep *p) {
     if (p->node->n_inputs < 1)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs at least one input");
     for (size_t i = 0; i < p->node->n_inputs; i++) {
-        const minfer_value_desc *d = cpu_in_desc(p->node, i);
+        const minfer_value_desc *d = minfer_kit_input(p->node, i);
         if (!d)
             return cpu_prep_fail(p, MINFER_ERR_MODEL, "input %zu is empty", i);
         if (d->dtype && d->dtype != p->node->inputs[0].dtype)
@@ -733,7 +733,7 @@ minfer_status cpu_broadcast_copy(const cpu_exec *e, const minfer_tensor_view *x,
     const int64_t *dims[1] = {x->dims};
     if (cpu_bcast_init(&bc, 1, &x->rank, dims, out_rank, out_dims))
         return cpu_fail(e, MINFER_ERR_SHAPE, "input does not broadcast to the output");
-    copy_job j = {cpu_data(x), out, cpu_dtype_size(x->dtype)};
+    copy_job j = {cpu_data(x), out, minfer_elem_size(x->dtype)};
     cpu_bcast_run(e->ctx, &bc, bcast_copy, &j);
     return MINFER_OK;
 }
@@ -770,7 +770,7 @@ minfer_status cpu_compute_variadic(const cpu_exec *e) {
         s = binary_apply(e, st->op, &acc, cpu_input(e, i), x0->dtype, rank, dims, o);
     if (s || !st->mean)
         return s;
-    size_t total = (size_t)cpu_numel(rank, dims);
+    size_t total = (size_t)minfer_kit_numel(rank, dims);
     if (x0->dtype == MINFER_DTYPE_FLOAT)
         for (size_t i = 0; i < total; i++)
             ((float *)o)[i] /= (float)n;
@@ -790,7 +790,7 @@ minfer_status cpu_compute_variadic(const cpu_exec *e) {
 minfer_status cpu_prepare_where(cpu_prep *p) {
     if (p->node->n_inputs != 3)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "expects three inputs");
-    const minfer_value_desc *x = cpu_in_desc(p->node, 1), *y = cpu_in_desc(p->node, 2);
+    const minfer_value_desc *x = minfer_kit_input(p->node, 1), *y = minfer_kit_input(p->node, 2);
     if (!x || !y)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "expects three inputs");
     if (x->dtype && !(CPU_T(x->dtype) & CPU_T_ALL))
@@ -840,7 +840,7 @@ minfer_status cpu_compute_where(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x->dtype, rank, dims, &o);
     if (s)
         return s;
-    where_job j = {cpu_data(c), cpu_data(x), cpu_data(y), o, cpu_dtype_size(x->dtype)};
+    where_job j = {cpu_data(c), cpu_data(x), cpu_data(y), o, minfer_elem_size(x->dtype)};
     if (j.es != 1 && j.es != 2 && j.es != 4 && j.es != 8)
         return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
                         minfer_elem_name(x->dtype));
@@ -874,7 +874,7 @@ minfer_status cpu_prepare_unary_generic(cpu_prep *p) {
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (strcmp(names[i], p->node->op_type) == 0)
             st->op = i;
-    if (st->op < 0 || !cpu_in_desc(p->node, 0))
+    if (st->op < 0 || !minfer_kit_input(p->node, 0))
         return cpu_decline(p, "not a generic unary op");
     switch (st->op) {
     case G_ISINF:
@@ -901,7 +901,7 @@ minfer_status cpu_compute_unary_generic(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, ot, x->rank, x->dims, &y);
     if (s)
         return s;
-    size_t n = (size_t)cpu_numel(x->rank, x->dims);
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims);
     const void *xd = cpu_data(x);
     for (size_t i = 0; i < n; i++) {
         double v = cpu_get(xd, x->dtype, i), r;

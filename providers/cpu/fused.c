@@ -92,7 +92,7 @@ static minfer_status prepare_act(cpu_prep *p) {
     const char *why = NULL;
     if (read_act(p->ctx->api, p->node, &act, &why) != 0)
         return cpu_decline(p, "%s", why);
-    const minfer_value_desc *x = cpu_in_desc(p->node, 0);
+    const minfer_value_desc *x = minfer_kit_input(p->node, 0);
     if (x && x->dtype && x->dtype != MINFER_DTYPE_FLOAT)
         return cpu_decline(p, "only float is fused");
     return MINFER_OK;
@@ -159,7 +159,7 @@ static minfer_status epilogue(const cpu_exec *e, const minfer_tensor_view *add, 
     const minfer_tensor_view *y = &e->args->outputs[0];
     if (read_act(e->ctx->api, e->args->node, &j.act, &why) != 0)
         return cpu_fail(e, MINFER_ERR_MODEL, "%s", why);
-    int64_t n = cpu_numel(y->rank, y->dims);
+    int64_t n = minfer_kit_numel(y->rank, y->dims);
     j.y = cpu_data(y);
     j.add = NULL;
     j.add_len = 1;
@@ -264,7 +264,7 @@ minfer_status cpu_compute_gelu(const cpu_exec *e) {
     if (st)
         return st;
     gelu_job j = {cpu_data(x), y, *(const int *)e->state};
-    cpu_parallel(e->ctx, (size_t)cpu_numel(x->rank, x->dims), 4096, gelu_range, &j);
+    cpu_parallel(e->ctx, (size_t)minfer_kit_numel(x->rank, x->dims), 4096, gelu_range, &j);
     return MINFER_OK;
 }
 
@@ -335,7 +335,8 @@ static int attn_slots(const cpu_ctx *ctx) { return cpu_threads(ctx); }
 
 minfer_status cpu_prepare_attention(cpu_prep *p) {
     const minfer_node_desc *n = p->node;
-    const minfer_value_desc *q = cpu_in_desc(n, 0), *kt = cpu_in_desc(n, 1), *v = cpu_in_desc(n, 2);
+    const minfer_value_desc *q = minfer_kit_input(n, 0), *kt = minfer_kit_input(n, 1);
+    const minfer_value_desc *v = minfer_kit_input(n, 2);
     if (!q || !kt || !v)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs Q, KT and V");
     if ((q->dtype && q->dtype != MINFER_DTYPE_FLOAT) || (kt->dtype && kt->dtype != q->dtype) ||
@@ -421,7 +422,7 @@ minfer_status cpu_compute_attention(const cpu_exec *e) {
     minfer_status st = cpu_output(e, 0, q->dtype, br + 2, od, &y);
     if (st)
         return st;
-    size_t batches = (size_t)cpu_numel(br, bd);
+    size_t batches = (size_t)minfer_kit_numel(br, bd);
     if (!batches || !j.sq || !j.dv)
         return MINFER_OK;
     size_t slots = (size_t)attn_slots(e->ctx), need = slots * j.sq * j.sk * sizeof(float);

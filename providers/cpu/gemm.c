@@ -113,7 +113,7 @@ void cpu_gemm(const cpu_ctx *ctx, int32_t dtype, int parallel, size_t M, size_t 
     if (K == 0) {
         /* An empty sum: C = 0 (or unchanged when accumulating). A and B may
          * have no storage at all, so they are not touched. */
-        size_t es = cpu_dtype_size(dtype);
+        size_t es = minfer_elem_size(dtype);
         for (size_t i = 0; !accumulate && i < M; i++)
             memset((char *)C + i * ldc * es, 0, N * es);
         return;
@@ -157,8 +157,8 @@ static void transpose2d(void *dst, const void *src, size_t rows, size_t cols, si
 
 minfer_status cpu_prepare_gemm(cpu_prep *p) {
     const minfer_node_desc *n = p->node;
-    const minfer_value_desc *a = cpu_in_desc(n, 0), *b = cpu_in_desc(n, 1);
-    const minfer_value_desc *c = cpu_in_desc(n, 2);
+    const minfer_value_desc *a = minfer_kit_input(n, 0), *b = minfer_kit_input(n, 1);
+    const minfer_value_desc *c = minfer_kit_input(n, 2);
     if (!a || !b)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs A and B");
     if (!c && p->since < 11)
@@ -182,7 +182,7 @@ minfer_status cpu_prepare_gemm(cpu_prep *p) {
     st->legacy_no_broadcast = p->since < 7 && cpu_attr_int(p, "broadcast", 0) == 0;
     if (!p->prep)
         return MINFER_OK;
-    size_t es = cpu_dtype_size(b->dtype), b_bytes = 0;
+    size_t es = minfer_elem_size(b->dtype), b_bytes = 0;
     int b_known = es && b->rank == 2 &&
                   minfer_dims_bytes(b->dtype, b->dims, 2, &b_bytes) == MINFER_OK;
     if (packed && b_known && b_bytes == packed) {
@@ -225,7 +225,7 @@ minfer_status cpu_compute_gemm(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, a->dtype, 2, dims, &y);
     if (s)
         return s;
-    size_t es = cpu_dtype_size(a->dtype), mn = (size_t)(M * N);
+    size_t es = minfer_elem_size(a->dtype), mn = (size_t)(M * N);
     int use_c = c && st->beta != 0.0f;
     if (use_c) {
         if (st->legacy_no_broadcast &&
@@ -290,7 +290,7 @@ minfer_status cpu_compute_gemm(const cpu_exec *e) {
 /* ---- MatMul --------------------------------------------------------------- */
 
 minfer_status cpu_prepare_matmul(cpu_prep *p) {
-    const minfer_value_desc *a = cpu_in_desc(p->node, 0), *b = cpu_in_desc(p->node, 1);
+    const minfer_value_desc *a = minfer_kit_input(p->node, 0), *b = minfer_kit_input(p->node, 1);
     if (!a || !b)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs two inputs");
     if (a->dtype && b->dtype && a->dtype != b->dtype)
@@ -377,7 +377,7 @@ minfer_status cpu_compute_matmul(const cpu_exec *e) {
         return s;
     j.ctx = e->ctx;
     j.dtype = a->dtype;
-    j.es = cpu_dtype_size(a->dtype);
+    j.es = minfer_elem_size(a->dtype);
     j.a = cpu_data(a);
     j.b = cpu_data(b);
     j.y = y;
@@ -396,7 +396,7 @@ minfer_status cpu_compute_matmul(const cpu_exec *e) {
         if (db != 1)
             b_batched = 1;
     }
-    size_t nbatch = (size_t)cpu_numel(brank, bdims);
+    size_t nbatch = (size_t)minfer_kit_numel(brank, bdims);
     if (nbatch == 0 || j.M == 0 || j.N == 0)
         return MINFER_OK;
     if (j.K == 0) {

@@ -40,7 +40,7 @@ static int64_t fix_index(int64_t k, int64_t dim) {
 /* Copies x's elements to y; an empty tensor may have no data pointer at
  * all, which memcpy must not be given even for 0 bytes. */
 static void copy_data(void *y, const minfer_tensor_view *x, size_t es) {
-    size_t bytes = (size_t)cpu_numel(x->rank, x->dims) * es;
+    size_t bytes = (size_t)minfer_kit_numel(x->rank, x->dims) * es;
     if (bytes)
         memcpy(y, cpu_data(x), bytes);
 }
@@ -137,7 +137,7 @@ minfer_status cpu_compute_gather_elements(const cpu_exec *e) {
     const minfer_tensor_view *x = cpu_input(e, 0), *ind = cpu_input(e, 1);
     if (!x || !ind || !is_index_type(ind->dtype))
         return cpu_fail(e, MINFER_ERR_TYPE, "needs data and int32/int64 indices");
-    int axis = cpu_axis(st->axis, x->rank);
+    int axis = minfer_kit_axis(st->axis, x->rank);
     if (axis < 0 || ind->rank != x->rank)
         return cpu_fail(e, MINFER_ERR_SHAPE, "bad axis or indices rank");
     void *y;
@@ -146,7 +146,7 @@ minfer_status cpu_compute_gather_elements(const cpu_exec *e) {
         return s;
     int64_t xs[CPU_MAX_RANK], idx[CPU_MAX_RANK];
     cpu_strides(x->rank, x->dims, xs);
-    size_t n = (size_t)cpu_numel(ind->rank, ind->dims), es = cpu_dtype_size(x->dtype);
+    size_t n = (size_t)minfer_kit_numel(ind->rank, ind->dims), es = minfer_elem_size(x->dtype);
     const char *src = cpu_data(x);
     const void *id = cpu_data(ind);
     for (size_t i = 0; i < n; i++) {
@@ -188,7 +188,7 @@ minfer_status cpu_compute_scatter_elements(const cpu_exec *e) {
                              *upd = cpu_input(e, 2);
     if (!x || !ind || !upd || !is_index_type(ind->dtype) || upd->dtype != x->dtype)
         return cpu_fail(e, MINFER_ERR_TYPE, "needs data, int32/int64 indices and updates");
-    int axis = cpu_axis(st->axis, x->rank);
+    int axis = minfer_kit_axis(st->axis, x->rank);
     if (axis < 0 || ind->rank != x->rank || upd->rank != ind->rank ||
         memcmp(upd->dims, ind->dims, (size_t)ind->rank * sizeof ind->dims[0]))
         return cpu_fail(e, MINFER_ERR_SHAPE, "bad axis, or indices and updates differ in shape");
@@ -196,7 +196,7 @@ minfer_status cpu_compute_scatter_elements(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
     if (s)
         return s;
-    size_t es = cpu_dtype_size(x->dtype), n = (size_t)cpu_numel(ind->rank, ind->dims);
+    size_t es = minfer_elem_size(x->dtype), n = (size_t)minfer_kit_numel(ind->rank, ind->dims);
     copy_data(y, x, es);
     int64_t xs[CPU_MAX_RANK], idx[CPU_MAX_RANK];
     cpu_strides(x->rank, x->dims, xs);
@@ -247,11 +247,11 @@ minfer_status cpu_compute_gather_nd(const cpu_exec *e) {
         return s;
     int64_t xs[CPU_MAX_RANK];
     cpu_strides(x->rank, x->dims, xs);
-    size_t es = cpu_dtype_size(x->dtype);
-    size_t B = (size_t)cpu_numel((int32_t)b, x->dims);
-    size_t M = (size_t)cpu_numel((int32_t)(q - 1 - b), ind->dims + b);
-    size_t slice = (size_t)cpu_numel((int32_t)(r - b - k), x->dims + b + k);
-    size_t bstride = (size_t)cpu_numel((int32_t)(r - b), x->dims + b);
+    size_t es = minfer_elem_size(x->dtype);
+    size_t B = (size_t)minfer_kit_numel((int32_t)b, x->dims);
+    size_t M = (size_t)minfer_kit_numel((int32_t)(q - 1 - b), ind->dims + b);
+    size_t slice = (size_t)minfer_kit_numel((int32_t)(r - b - k), x->dims + b + k);
+    size_t bstride = (size_t)minfer_kit_numel((int32_t)(r - b), x->dims + b);
     const void *id = cpu_data(ind);
     const char *src = cpu_data(x);
     /* Empty slices (a 0 in the data's trailing dims) leave y empty, with
@@ -292,12 +292,12 @@ minfer_status cpu_compute_scatter_nd(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
     if (s)
         return s;
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = minfer_elem_size(x->dtype);
     copy_data(y, x, es);
     int64_t xs[CPU_MAX_RANK];
     cpu_strides(x->rank, x->dims, xs);
-    size_t T = (size_t)cpu_numel((int32_t)(q - 1), ind->dims);
-    size_t slice = (size_t)cpu_numel((int32_t)(r - k), x->dims + k);
+    size_t T = (size_t)minfer_kit_numel((int32_t)(q - 1), ind->dims);
+    size_t slice = (size_t)minfer_kit_numel((int32_t)(r - k), x->dims + k);
     const void *id = cpu_data(ind);
     for (size_t t = 0; t < T; t++) {
         size_t off = 0;
@@ -326,7 +326,7 @@ minfer_status cpu_compute_onehot(const cpu_exec *e) {
     minfer_status s = cpu_read_scalar(e, dep, "depth", &depthf);
     if (s)
         return s;
-    if (cpu_numel(val->rank, val->dims) != 2 || !(CPU_T(val->dtype) & (CPU_T_ALL)))
+    if (minfer_kit_numel(val->rank, val->dims) != 2 || !(CPU_T(val->dtype) & (CPU_T_ALL)))
         return cpu_fail(e, MINFER_ERR_SHAPE, "values must hold [off, on]");
     /* depth is truncated to an integer as ONNX casts it. Below 1 (or NaN)
      * is a bad model; a depth whose output cannot even be counted is a
@@ -334,7 +334,7 @@ minfer_status cpu_compute_onehot(const cpu_exec *e) {
      * tensor-size limit by the host when it is allocated. */
     if (!(depthf >= 1))
         return cpu_fail(e, MINFER_ERR_MODEL, "depth must be at least 1, got %g", depthf);
-    int64_t n_ind = cpu_numel(ind->rank, ind->dims);
+    int64_t n_ind = minfer_kit_numel(ind->rank, ind->dims);
     if (depthf >= 0x1p62 || (n_ind && (int64_t)depthf > INT64_MAX / n_ind))
         return cpu_fail(e, MINFER_ERR_LIMIT,
                         "depth %.0f is too large: %lld indices x depth elements overflow the "
@@ -342,7 +342,7 @@ minfer_status cpu_compute_onehot(const cpu_exec *e) {
                         depthf, (long long)n_ind);
     int64_t depth = (int64_t)depthf;
     int32_t orank = ind->rank + 1;
-    int axis = cpu_axis(st->axis, orank);
+    int axis = minfer_kit_axis(st->axis, orank);
     if (axis < 0 || orank > CPU_MAX_RANK)
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
     int64_t od[CPU_MAX_RANK];
@@ -351,8 +351,8 @@ minfer_status cpu_compute_onehot(const cpu_exec *e) {
     void *y;
     if ((s = cpu_output(e, 0, val->dtype, orank, od, &y)) != MINFER_OK)
         return s;
-    size_t outer = (size_t)cpu_numel(axis, od), inner = (size_t)cpu_numel(orank - axis - 1, od + axis + 1);
-    size_t es = cpu_dtype_size(val->dtype);
+    size_t outer = (size_t)minfer_kit_numel(axis, od), inner = (size_t)minfer_kit_numel(orank - axis - 1, od + axis + 1);
+    size_t es = minfer_elem_size(val->dtype);
     const char *v = cpu_data(val);
     const void *id = cpu_data(ind);
     for (size_t o = 0; o < outer; o++)
@@ -380,7 +380,7 @@ minfer_status cpu_compute_compress(const cpu_exec *e) {
     int32_t rank;
     int axis;
     if (st->has_axis) {
-        axis = cpu_axis(st->axis, x->rank);
+        axis = minfer_kit_axis(st->axis, x->rank);
         if (axis < 0)
             return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
         rank = x->rank;
@@ -388,7 +388,7 @@ minfer_status cpu_compute_compress(const cpu_exec *e) {
     } else {
         axis = 0;
         rank = 1;
-        dims[0] = cpu_numel(x->rank, x->dims);
+        dims[0] = minfer_kit_numel(x->rank, x->dims);
     }
     if (c->dims[0] > dims[axis])
         return cpu_fail(e, MINFER_ERR_SHAPE, "condition is longer than the axis");
@@ -401,9 +401,9 @@ minfer_status cpu_compute_compress(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x->dtype, rank, dims, &y);
     if (s)
         return s;
-    size_t es = cpu_dtype_size(x->dtype);
-    size_t outer = (size_t)cpu_numel(axis, dims);
-    size_t inner = (size_t)cpu_numel(rank - axis - 1, dims + axis + 1) * es;
+    size_t es = minfer_elem_size(x->dtype);
+    size_t outer = (size_t)minfer_kit_numel(axis, dims);
+    size_t inner = (size_t)minfer_kit_numel(rank - axis - 1, dims + axis + 1) * es;
     const char *src = cpu_data(x);
     char *dst = y;
     for (size_t o = 0; o < outer && inner; o++) /* inner 0: y is empty, no pointer */
@@ -419,7 +419,7 @@ minfer_status cpu_compute_nonzero(const cpu_exec *e) {
     const minfer_tensor_view *x = cpu_input(e, 0);
     if (!x)
         return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
-    size_t n = (size_t)cpu_numel(x->rank, x->dims), nz = 0;
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims), nz = 0;
     const void *xd = cpu_data(x);
     for (size_t i = 0; i < n; i++)
         nz += cpu_get(xd, x->dtype, i) != 0;
@@ -528,7 +528,7 @@ minfer_status cpu_compute_topk(const cpu_exec *e) {
     minfer_status s = cpu_read_ints(e, kv, "K", kk, 1, &cnt);
     if (s)
         return s;
-    int axis = cpu_axis(st->axis, x->rank);
+    int axis = minfer_kit_axis(st->axis, x->rank);
     if (axis < 0 || cnt != 1 || kk[0] < 0 || kk[0] > x->dims[axis])
         return cpu_fail(e, MINFER_ERR_SHAPE, "bad axis or K");
     int64_t od[CPU_MAX_RANK];
@@ -540,9 +540,9 @@ minfer_status cpu_compute_topk(const cpu_exec *e) {
         (s = cpu_output(e, 1, MINFER_DTYPE_INT64, x->rank, od, (void **)&yi)) != MINFER_OK)
         return s;
     size_t len = (size_t)x->dims[axis], k = (size_t)kk[0];
-    size_t outer = (size_t)cpu_numel(axis, x->dims);
-    size_t inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1);
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t outer = (size_t)minfer_kit_numel(axis, x->dims);
+    size_t inner = (size_t)minfer_kit_numel(x->rank - axis - 1, x->dims + axis + 1);
+    size_t es = minfer_elem_size(x->dtype);
     topk_item *items = cpu_calloc(e->ctx, len ? len : 1, sizeof *items);
     if (!items)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
@@ -600,7 +600,7 @@ minfer_status cpu_compute_unique(const cpu_exec *e) {
     int32_t rank;
     int axis;
     if (st->has_axis) {
-        axis = cpu_axis(st->axis, x->rank);
+        axis = minfer_kit_axis(st->axis, x->rank);
         if (axis < 0)
             return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
         rank = x->rank;
@@ -608,10 +608,10 @@ minfer_status cpu_compute_unique(const cpu_exec *e) {
     } else {
         axis = 0;
         rank = 1;
-        dims[0] = cpu_numel(x->rank, x->dims);
+        dims[0] = minfer_kit_numel(x->rank, x->dims);
     }
-    slices sl = {cpu_data(x), x->dtype, (size_t)cpu_numel(axis, dims), (size_t)dims[axis],
-                 (size_t)cpu_numel(rank - axis - 1, dims + axis + 1)};
+    slices sl = {cpu_data(x), x->dtype, (size_t)minfer_kit_numel(axis, dims), (size_t)dims[axis],
+                 (size_t)minfer_kit_numel(rank - axis - 1, dims + axis + 1)};
     size_t len = sl.len, nu = 0, n1 = len ? len : 1;
     /* idx: the slices in sorted order (and tmp, the sort's scratch);
      * uniq[j]: the unique of slice j, by sorted rank; first[u], count[u]:
@@ -654,7 +654,7 @@ minfer_status cpu_compute_unique(const cpu_exec *e) {
     void *y;
     if ((s = cpu_output(e, 0, x->dtype, rank, od, &y)) != MINFER_OK)
         goto done;
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = minfer_elem_size(x->dtype);
     /* Slices of no elements (a 0 off the axis) leave y empty: no pointer. */
     for (size_t o = 0; o < sl.outer && sl.inner; o++)
         for (size_t p = 0; p < nu; p++)
@@ -662,19 +662,19 @@ minfer_status cpu_compute_unique(const cpu_exec *e) {
                    (const char *)sl.d + (o * len + first[order[p]]) * sl.inner * es,
                    sl.inner * es);
     int64_t *o1, *o2, *o3;
-    if (cpu_out_wanted(e->args->node, 1)) {
+    if (minfer_kit_output_wanted(e->args->node, 1)) {
         if ((s = cpu_output(e, 1, MINFER_DTYPE_INT64, 1, nd, (void **)&o1)) != MINFER_OK)
             goto done;
         for (size_t p = 0; p < nu; p++)
             o1[p] = (int64_t)first[order[p]];
     }
-    if (cpu_out_wanted(e->args->node, 2)) {
+    if (minfer_kit_output_wanted(e->args->node, 2)) {
         if ((s = cpu_output(e, 2, MINFER_DTYPE_INT64, 1, ld, (void **)&o2)) != MINFER_OK)
             goto done;
         for (size_t j = 0; j < len; j++)
             o2[j] = (int64_t)pos[uniq[j]];
     }
-    if (cpu_out_wanted(e->args->node, 3)) {
+    if (minfer_kit_output_wanted(e->args->node, 3)) {
         if ((s = cpu_output(e, 3, MINFER_DTYPE_INT64, 1, nd, (void **)&o3)) != MINFER_OK)
             goto done;
         for (size_t p = 0; p < nu; p++)
@@ -723,14 +723,14 @@ minfer_status cpu_compute_cumsum(const cpu_exec *e) {
     minfer_status s = cpu_read_ints(e, av, "axis", ax, 1, &cnt);
     if (s)
         return s;
-    int axis = cnt == 1 ? cpu_axis(ax[0], x->rank) : -1;
+    int axis = cnt == 1 ? minfer_kit_axis(ax[0], x->rank) : -1;
     if (axis < 0)
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
     void *y;
     if ((s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y)) != MINFER_OK)
         return s;
-    size_t outer = (size_t)cpu_numel(axis, x->dims), len = (size_t)x->dims[axis];
-    size_t inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1);
+    size_t outer = (size_t)minfer_kit_numel(axis, x->dims), len = (size_t)x->dims[axis];
+    size_t inner = (size_t)minfer_kit_numel(x->rank - axis - 1, x->dims + axis + 1);
     switch (x->dtype) {
 #define CASE(E, T, S)                                                                      \
     case E:                                                                                \
@@ -759,7 +759,7 @@ minfer_status cpu_compute_trilu(const cpu_exec *e) {
     if ((s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y)) != MINFER_OK)
         return s;
     size_t R = (size_t)x->dims[x->rank - 2], C = (size_t)x->dims[x->rank - 1];
-    size_t mats = (size_t)cpu_numel(x->rank - 2, x->dims), es = cpu_dtype_size(x->dtype);
+    size_t mats = (size_t)minfer_kit_numel(x->rank - 2, x->dims), es = minfer_elem_size(x->dtype);
     const char *src = cpu_data(x);
     for (size_t m = 0; m < mats; m++)
         for (size_t i = 0; i < R; i++)
@@ -798,7 +798,7 @@ minfer_status cpu_compute_reverse_sequence(const cpu_exec *e) {
     const minfer_tensor_view *x = cpu_input(e, 0), *lv = cpu_input(e, 1);
     if (!x || !lv || !is_index_type(lv->dtype) || x->rank < 2)
         return cpu_fail(e, MINFER_ERR_TYPE, "needs input (rank >= 2) and int sequence_lens");
-    int ta = cpu_axis(st->a, x->rank), ba = cpu_axis(st->b, x->rank);
+    int ta = minfer_kit_axis(st->a, x->rank), ba = minfer_kit_axis(st->b, x->rank);
     if (ta < 0 || ba < 0 || ta == ba || lv->rank != 1 || lv->dims[0] != x->dims[ba])
         return cpu_fail(e, MINFER_ERR_SHAPE, "bad axes or sequence_lens");
     void *y;
@@ -807,7 +807,7 @@ minfer_status cpu_compute_reverse_sequence(const cpu_exec *e) {
         return s;
     int64_t xs[CPU_MAX_RANK], idx[CPU_MAX_RANK];
     cpu_strides(x->rank, x->dims, xs);
-    size_t n = (size_t)cpu_numel(x->rank, x->dims), es = cpu_dtype_size(x->dtype);
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims), es = minfer_elem_size(x->dtype);
     const char *src = cpu_data(x);
     for (size_t i = 0; i < n; i++) {
         unravel(i, x->rank, x->dims, idx);
@@ -849,7 +849,7 @@ minfer_status cpu_compute_depth_space(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x->dtype, 4, od, &y);
     if (s)
         return s;
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = minfer_elem_size(x->dtype);
     const char *src = cpu_data(x);
     /* Walk the space side [N, c, h*b+i, w*b+j] and the depth side
      * [N, depth channel, h, w] together. */
@@ -928,7 +928,7 @@ minfer_status cpu_compute_pad(const cpu_exec *e) {
             return cpu_fail(e, MINFER_ERR_RUNTIME, "missing pads");
         if ((s = cpu_read_ints(e, pv, "pads", raw, 2 * CPU_MAX_RANK, &np)) != MINFER_OK)
             return s;
-        if (cv && cpu_numel(cv->rank, cv->dims) > 0 &&
+        if (cv && minfer_kit_numel(cv->rank, cv->dims) > 0 &&
             (s = cpu_read_scalar(e, cv, "constant_value", &value)) != MINFER_OK)
             return s;
         if (av && (s = cpu_read_ints(e, av, "axes", axes, CPU_MAX_RANK, &na)) != MINFER_OK)
@@ -944,7 +944,7 @@ minfer_status cpu_compute_pad(const cpu_exec *e) {
     if (np != 2 * na)
         return cpu_fail(e, MINFER_ERR_SHAPE, "pads has %zu entries, %zu expected", np, 2 * na);
     for (size_t i = 0; i < na; i++) {
-        int a = cpu_axis(axes[i], r);
+        int a = minfer_kit_axis(axes[i], r);
         if (a < 0)
             return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
         begin[a] = raw[i];
@@ -963,7 +963,7 @@ minfer_status cpu_compute_pad(const cpu_exec *e) {
     if ((s = cpu_output(e, 0, x->dtype, r, od, &y)) != MINFER_OK)
         return s;
     cpu_strides(r, x->dims, xs);
-    size_t n = (size_t)cpu_numel(r, od), es = cpu_dtype_size(x->dtype);
+    size_t n = (size_t)minfer_kit_numel(r, od), es = minfer_elem_size(x->dtype);
     const char *src = cpu_data(x);
     unsigned char fill[16] = {0};
     cpu_set(fill, x->dtype, 0, value);

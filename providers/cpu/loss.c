@@ -28,9 +28,9 @@ typedef struct loss_state {
 
 minfer_status cpu_prepare_loss(cpu_prep *p) {
     const char *red = cpu_attr_str(p, "reduction", "mean");
-    if (!cpu_in_desc(p->node, 0) || !cpu_in_desc(p->node, 1))
+    if (!minfer_kit_input(p->node, 0) || !minfer_kit_input(p->node, 1))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs scores and target inputs");
-    const minfer_value_desc *t = cpu_in_desc(p->node, 1);
+    const minfer_value_desc *t = minfer_kit_input(p->node, 1);
     if (t->dtype && t->dtype != MINFER_DTYPE_INT32 && t->dtype != MINFER_DTYPE_INT64)
         return cpu_decline(p, "target must be int32 or int64");
     loss_state *st = cpu_state(p, sizeof *st);
@@ -67,7 +67,7 @@ minfer_status cpu_compute_loss(const cpu_exec *e) {
         if (t->dims[d - 1] != x->dims[d])
             return cpu_fail(e, MINFER_ERR_SHAPE, "target dims do not match the scores'");
     size_t N = (size_t)x->dims[0], C = (size_t)x->dims[1];
-    size_t D = (size_t)cpu_numel(x->rank - 2, x->dims + 2);
+    size_t D = (size_t)minfer_kit_numel(x->rank - 2, x->dims + 2);
     if (w && (w->rank != 1 || (size_t)w->dims[0] != C || w->dtype != x->dtype))
         return cpu_fail(e, MINFER_ERR_SHAPE, "weights must be [C] of the scores' type");
     const void *xd = cpu_data(x), *td = cpu_data(t), *wd = w ? cpu_data(w) : NULL;
@@ -120,7 +120,7 @@ minfer_status cpu_compute_loss(const cpu_exec *e) {
         cpu_set(out, x->dtype, 0, sum);
     else if (st->reduction == RED_MEAN)
         cpu_set(out, x->dtype, 0, sum / wsum);
-    if (st->softmax && cpu_out_wanted(e->args->node, 1)) {
+    if (st->softmax && minfer_kit_output_wanted(e->args->node, 1)) {
         void *lp;
         if ((s = cpu_output(e, 1, x->dtype, x->rank, x->dims, &lp)) != MINFER_OK)
             goto done;

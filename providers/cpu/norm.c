@@ -17,7 +17,7 @@ typedef struct softmax_state {
 } softmax_state;
 
 minfer_status cpu_prepare_softmax(cpu_prep *p) {
-    if (!cpu_in_desc(p->node, 0))
+    if (!minfer_kit_input(p->node, 0))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
     softmax_state *st = cpu_state(p, sizeof *st);
     if (!st)
@@ -82,7 +82,7 @@ minfer_status cpu_compute_softmax(const cpu_exec *e) {
     if (x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
         return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
                         minfer_elem_name(x->dtype));
-    int axis = cpu_axis(st->axis, x->rank);
+    int axis = minfer_kit_axis(st->axis, x->rank);
     if (axis < 0 && !(st->coerce_2d && st->axis == x->rank))
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range for rank %d",
                         (long long)st->axis, (int)x->rank);
@@ -92,13 +92,13 @@ minfer_status cpu_compute_softmax(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
     if (s)
         return s;
-    size_t outer = (size_t)cpu_numel(axis, x->dims);
+    size_t outer = (size_t)minfer_kit_numel(axis, x->dims);
     softmax_job j = {x->dtype, st->log, 0, 1, cpu_data(x), y};
     if (st->coerce_2d) {
-        j.len = (size_t)cpu_numel(x->rank - axis, x->dims + axis);
+        j.len = (size_t)minfer_kit_numel(x->rank - axis, x->dims + axis);
     } else {
         j.len = (size_t)x->dims[axis];
-        j.inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1);
+        j.inner = (size_t)minfer_kit_numel(x->rank - axis - 1, x->dims + axis + 1);
     }
     if (j.len == 0 || outer * j.inner == 0)
         return MINFER_OK;
@@ -119,7 +119,7 @@ minfer_status cpu_prepare_batchnorm(cpu_prep *p) {
     if (n->n_inputs != 5)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "expects 5 inputs");
     for (size_t i = 0; i < 5; i++) {
-        const minfer_value_desc *d = cpu_in_desc(n, i);
+        const minfer_value_desc *d = minfer_kit_input(n, i);
         if (!d)
             return cpu_prep_fail(p, MINFER_ERR_MODEL, "input %zu missing", i);
         /* Opset 15 allows other types for scale/bias and mean/var; decline. */
@@ -130,7 +130,7 @@ minfer_status cpu_prepare_batchnorm(cpu_prep *p) {
     if (p->since < 9 && cpu_attr_int(p, "spatial", 1) == 0)
         return cpu_decline(p, "spatial=0 not supported");
     for (size_t i = 1; i < n->n_outputs && !training; i++)
-        if (cpu_out_wanted(n, i))
+        if (minfer_kit_output_wanted(n, i))
             return cpu_decline(p, "training outputs (mean, var, saved statistics) need "
                                   "training_mode (opset 14)");
     bn_state *st = cpu_state(p, sizeof *st);
@@ -180,16 +180,16 @@ static minfer_status bn_training(const cpu_exec *e, const minfer_tensor_view *x,
                                  const void *const *p) {
     const bn_state *st = e->state;
     size_t N = (size_t)x->dims[0], C = (size_t)x->dims[1];
-    size_t plane = (size_t)cpu_numel(x->rank - 2, x->dims + 2);
+    size_t plane = (size_t)minfer_kit_numel(x->rank - 2, x->dims + 2);
     int64_t cdim[1] = {(int64_t)C};
     void *y, *rm = NULL, *rv = NULL;
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
     if (s)
         return s;
-    if (cpu_out_wanted(e->args->node, 1) &&
+    if (minfer_kit_output_wanted(e->args->node, 1) &&
         (s = cpu_output(e, 1, x->dtype, 1, cdim, &rm)) != MINFER_OK)
         return s;
-    if (cpu_out_wanted(e->args->node, 2) &&
+    if (minfer_kit_output_wanted(e->args->node, 2) &&
         (s = cpu_output(e, 2, x->dtype, 1, cdim, &rv)) != MINFER_OK)
         return s;
     const void *xd = cpu_data(x);
@@ -233,7 +233,7 @@ minfer_status cpu_compute_batchnorm(const cpu_exec *e) {
     const void *p[4];
     for (size_t i = 1; i < 5; i++) {
         const minfer_tensor_view *v = cpu_input(e, i);
-        if (!v || v->dtype != x->dtype || cpu_numel(v->rank, v->dims) != x->dims[1])
+        if (!v || v->dtype != x->dtype || minfer_kit_numel(v->rank, v->dims) != x->dims[1])
             return cpu_fail(e, MINFER_ERR_SHAPE, "input %zu must hold %lld values of X's type",
                             i, (long long)x->dims[1]);
         p[i - 1] = cpu_data(v);
@@ -244,7 +244,7 @@ minfer_status cpu_compute_batchnorm(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
     if (s)
         return s;
-    bn_job j = {x->dtype, (size_t)x->dims[1], (size_t)cpu_numel(x->rank - 2, x->dims + 2),
+    bn_job j = {x->dtype, (size_t)x->dims[1], (size_t)minfer_kit_numel(x->rank - 2, x->dims + 2),
                 cpu_data(x), p[0], p[1], p[2], p[3], y, st->epsilon};
     size_t planes = (size_t)(x->dims[0] * x->dims[1]);
     cpu_parallel(e->ctx, planes, (16384 + j.plane) / (j.plane + 1), bn_range, &j);
@@ -260,14 +260,14 @@ typedef struct ln_state {
 
 minfer_status cpu_prepare_layernorm(cpu_prep *p) {
     const minfer_node_desc *n = p->node;
-    const minfer_value_desc *x = cpu_in_desc(n, 0), *sc = cpu_in_desc(n, 1),
-                            *b = cpu_in_desc(n, 2);
+    const minfer_value_desc *x = minfer_kit_input(n, 0), *sc = minfer_kit_input(n, 1),
+                            *b = minfer_kit_input(n, 2);
     if (!x || !sc)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs X and Scale");
     if ((sc->dtype && sc->dtype != x->dtype) || (b && b->dtype && b->dtype != x->dtype))
         return cpu_decline(p, "Scale and B must have X's type");
     for (size_t i = 1; i < 3; i++)
-        if (cpu_out_wanted(n, i) && n->outputs[i].dtype &&
+        if (minfer_kit_output_wanted(n, i) && n->outputs[i].dtype &&
             n->outputs[i].dtype != MINFER_DTYPE_FLOAT && n->outputs[i].dtype != MINFER_DTYPE_DOUBLE)
             return cpu_decline(p, "output %zu type not supported", i);
     ln_state *st = cpu_state(p, sizeof *st);
@@ -338,24 +338,24 @@ minfer_status cpu_compute_layernorm(const cpu_exec *e) {
     if (x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
         return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
                         minfer_elem_name(x->dtype));
-    int axis = cpu_axis(st->axis, x->rank);
+    int axis = minfer_kit_axis(st->axis, x->rank);
     if (axis < 0)
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
-    size_t rows = (size_t)cpu_numel(axis, x->dims);
-    size_t len = (size_t)cpu_numel(x->rank - axis, x->dims + axis);
+    size_t rows = (size_t)minfer_kit_numel(axis, x->dims);
+    size_t len = (size_t)minfer_kit_numel(x->rank - axis, x->dims + axis);
     ln_job j;
     memset(&j, 0, sizeof j);
     j.dtype = x->dtype;
     j.len = len;
     j.x = cpu_data(x);
     j.eps = st->epsilon;
-    int64_t ns = cpu_numel(sc->rank, sc->dims);
+    int64_t ns = minfer_kit_numel(sc->rank, sc->dims);
     if (sc->dtype != x->dtype || ((size_t)ns != len && ns != 1))
         return cpu_fail(e, MINFER_ERR_SHAPE, "Scale must have X's type and %zu elements", len);
     j.scale = cpu_data(sc);
     j.scale_1 = ns == 1 && len != 1;
     if (b) {
-        int64_t nb = cpu_numel(b->rank, b->dims);
+        int64_t nb = minfer_kit_numel(b->rank, b->dims);
         if (b->dtype != x->dtype || ((size_t)nb != len && nb != 1))
             return cpu_fail(e, MINFER_ERR_SHAPE, "B must have X's type and %zu elements", len);
         j.bias = cpu_data(b);
@@ -368,7 +368,7 @@ minfer_status cpu_compute_layernorm(const cpu_exec *e) {
     for (int i = 0; i < x->rank; i++)
         sd[i] = i < axis ? x->dims[i] : 1;
     for (size_t i = 1; i < 3; i++) {
-        if (!cpu_out_wanted(e->args->node, i) || i >= e->args->n_outputs)
+        if (!minfer_kit_output_wanted(e->args->node, i) || i >= e->args->n_outputs)
             continue;
         int32_t dt = e->args->outputs[i].dtype ? e->args->outputs[i].dtype : MINFER_DTYPE_FLOAT;
         j.stat_dtype[i - 1] = dt;
@@ -391,19 +391,19 @@ minfer_status cpu_compute_hardmax(const cpu_exec *e) {
     const minfer_tensor_view *x = cpu_input(e, 0);
     if (!x)
         return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
-    int axis = cpu_axis(st->axis, x->rank);
+    int axis = minfer_kit_axis(st->axis, x->rank);
     if (axis < 0)
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
     void *y;
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
     if (s)
         return s;
-    size_t outer = (size_t)cpu_numel(axis, x->dims), len, inner = 1;
+    size_t outer = (size_t)minfer_kit_numel(axis, x->dims), len, inner = 1;
     if (st->coerce_2d) {
-        len = (size_t)cpu_numel(x->rank - axis, x->dims + axis);
+        len = (size_t)minfer_kit_numel(x->rank - axis, x->dims + axis);
     } else {
         len = (size_t)x->dims[axis];
-        inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1);
+        inner = (size_t)minfer_kit_numel(x->rank - axis - 1, x->dims + axis + 1);
     }
     const void *xd = cpu_data(x);
     for (size_t o = 0; o < outer; o++)
@@ -431,7 +431,7 @@ typedef struct norm2_state {
 } norm2_state;
 
 minfer_status cpu_prepare_norm2(cpu_prep *p) {
-    if (!cpu_in_desc(p->node, 0))
+    if (!minfer_kit_input(p->node, 0))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
     norm2_state *st = cpu_state(p, sizeof *st);
     if (!st)
@@ -459,13 +459,14 @@ minfer_status cpu_compute_instancenorm(const cpu_exec *e) {
     if (!x || !sc || !b || x->rank < 3)
         return cpu_fail(e, MINFER_ERR_SHAPE, "needs X (rank >= 3), scale and B");
     size_t N = (size_t)x->dims[0], C = (size_t)x->dims[1];
-    if (cpu_numel(sc->rank, sc->dims) != (int64_t)C || cpu_numel(b->rank, b->dims) != (int64_t)C)
+    if (minfer_kit_numel(sc->rank, sc->dims) != (int64_t)C ||
+        minfer_kit_numel(b->rank, b->dims) != (int64_t)C)
         return cpu_fail(e, MINFER_ERR_SHAPE, "scale and B must hold C values");
     void *y;
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
     if (s)
         return s;
-    size_t plane = (size_t)cpu_numel(x->rank - 2, x->dims + 2);
+    size_t plane = (size_t)minfer_kit_numel(x->rank - 2, x->dims + 2);
     const void *xd = cpu_data(x);
     for (size_t p = 0; p < N * C; p++) {
         double sum = 0, sq = 0;
@@ -494,7 +495,7 @@ minfer_status cpu_compute_mvn(const cpu_exec *e) {
         return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
     int reduced[CPU_MAX_RANK] = {0};
     for (size_t i = 0; i < st->n_axes; i++) {
-        int a = cpu_axis(st->axes[i], x->rank);
+        int a = minfer_kit_axis(st->axes[i], x->rank);
         if (a < 0)
             return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
         reduced[a] = 1;
@@ -504,7 +505,7 @@ minfer_status cpu_compute_mvn(const cpu_exec *e) {
     if (s)
         return s;
     /* Group elements by their kept coordinates: key = flat index over kept dims. */
-    size_t n = (size_t)cpu_numel(x->rank, x->dims), groups = 1;
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims), groups = 1;
     for (int d = 0; d < x->rank; d++)
         if (!reduced[d])
             groups *= (size_t)x->dims[d];
@@ -558,7 +559,7 @@ minfer_status cpu_compute_lrn(const cpu_exec *e) {
     if (s)
         return s;
     int64_t N = x->dims[0], C = x->dims[1], lo = (st->size - 1) / 2, hi = st->size - 1 - lo;
-    size_t plane = (size_t)cpu_numel(x->rank - 2, x->dims + 2);
+    size_t plane = (size_t)minfer_kit_numel(x->rank - 2, x->dims + 2);
     const void *xd = cpu_data(x);
     double scale = st->alpha / (double)st->size;
 #define SQ(k) (cpu_get(xd, x->dtype, (size_t)(n * C + (k)) * plane + i) * \

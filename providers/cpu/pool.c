@@ -20,7 +20,7 @@ typedef struct pool_state {
 
 minfer_status cpu_prepare_pool(cpu_prep *p) {
     const minfer_node_desc *n = p->node;
-    const minfer_value_desc *x = cpu_in_desc(n, 0);
+    const minfer_value_desc *x = minfer_kit_input(n, 0);
     if (!x)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs input X");
     pool_state *st = cpu_state(p, sizeof *st);
@@ -41,7 +41,7 @@ minfer_status cpu_prepare_pool(cpu_prep *p) {
                 return cpu_decline(p, "dilations other than 1 not supported");
     }
     st->storage_order = (int)cpu_attr_int(p, "storage_order", 0);
-    if (st->is_max && st->storage_order != 0 && cpu_out_wanted(n, 1) && x->rank != 4)
+    if (st->is_max && st->storage_order != 0 && minfer_kit_output_wanted(n, 1) && x->rank != 4)
         return cpu_decline(p, "storage_order 1 is only supported for 2-D pooling");
     size_t nk;
     int64_t k[CPU_MAX_RANK];
@@ -259,7 +259,7 @@ minfer_status cpu_compute_pool(const cpu_exec *e) {
     size_t grain = (16384 + j.g.out_plane - 1) / (j.g.out_plane ? j.g.out_plane : 1);
     if (j.g.out_plane) /* else the output is empty, and y may be NULL */
         cpu_parallel(e->ctx, planes, grain, pool_range, &j);
-    if (st->is_max && cpu_out_wanted(e->args->node, 1))
+    if (st->is_max && minfer_kit_output_wanted(e->args->node, 1))
         return max_indices(e, &j.g, x, od);
     return MINFER_OK;
 }
@@ -267,7 +267,7 @@ minfer_status cpu_compute_pool(const cpu_exec *e) {
 /* ---- Global pools ------------------------------------------------------- */
 
 minfer_status cpu_prepare_global_pool(cpu_prep *p) {
-    const minfer_value_desc *x = cpu_in_desc(p->node, 0);
+    const minfer_value_desc *x = minfer_kit_input(p->node, 0);
     if (!x)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs input X");
     int *is_max = cpu_state(p, sizeof *is_max);
@@ -332,8 +332,8 @@ minfer_status cpu_compute_global_pool(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank, od, &y);
     if (s)
         return s;
-    gpool_job j = {*is_max, x->dtype, (size_t)cpu_numel(x->rank - 2, x->dims + 2), cpu_data(x),
-                   y};
+    gpool_job j = {*is_max, x->dtype, (size_t)minfer_kit_numel(x->rank - 2, x->dims + 2),
+                   cpu_data(x), y};
     size_t planes = (size_t)(x->dims[0] * x->dims[1]);
     cpu_parallel(e->ctx, planes, (16384 + j.plane) / (j.plane + 1), gpool_range, &j);
     return MINFER_OK;
@@ -345,8 +345,8 @@ minfer_status cpu_compute_global_pool(const cpu_exec *e) {
  * the pooling geometry: (in - 1) * stride + kernel - pads. */
 
 minfer_status cpu_prepare_maxunpool(cpu_prep *p) {
-    const minfer_value_desc *x = cpu_in_desc(p->node, 0);
-    if (!x || !cpu_in_desc(p->node, 1))
+    const minfer_value_desc *x = minfer_kit_input(p->node, 0);
+    if (!x || !minfer_kit_input(p->node, 1))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs X and I");
     size_t nk;
     int64_t k[CPU_MAX_RANK];
@@ -394,10 +394,11 @@ minfer_status cpu_compute_maxunpool(const cpu_exec *e) {
     for (int d = 0; d < x->rank; d++)
         if (dd[d] < 1)
             return cpu_fail(e, MINFER_ERR_SHAPE, "the pooling geometry gives an empty output");
-    if (cpu_numel(x->rank, dd) < 0)
+    if (minfer_kit_numel(x->rank, dd) < 0)
         return cpu_fail(e, MINFER_ERR_LIMIT, "the unpooled shape has more elements than fit");
-    size_t total = (size_t)cpu_numel(x->rank, od), es = cpu_dtype_size(x->dtype);
-    size_t dtotal = (size_t)cpu_numel(x->rank, dd), cnt = (size_t)cpu_numel(x->rank, x->dims);
+    size_t total = (size_t)minfer_kit_numel(x->rank, od), es = minfer_elem_size(x->dtype);
+    size_t dtotal = (size_t)minfer_kit_numel(x->rank, dd);
+    size_t cnt = (size_t)minfer_kit_numel(x->rank, x->dims);
     memset(y, 0, total * es);
     const int64_t *id = cpu_data(ind);
     /* Indices count in the default shape; with a larger output_shape the

@@ -314,44 +314,17 @@ typedef struct cpu_node {
     void *op_state;
 } cpu_node;
 
-/* The entry with the highest since_version <= opset; *any tells whether the
- * op has entries at all. */
-static const cpu_kernel *lookup(const char *domain, const char *op, int64_t opset, int *any) {
-    const cpu_kernel *best = NULL;
-    *any = 0;
-    for (size_t i = 0; i < N_KERNELS; i++) {
-        const cpu_kernel *k = &kernels[i];
-        if (strcmp(k->op_type, op) != 0 || strcmp(k->domain, domain) != 0)
-            continue;
-        *any = 1;
-        if (k->since_version <= opset && (!best || k->since_version > best->since_version))
-            best = k;
-    }
-    return best;
-}
-
-static const char *dtype_name(int32_t d) {
-    static const char *const names[] = {"undefined", "float", "uint8", "int8", "uint16",
-                                        "int16", "int32", "int64", "string", "bool",
-                                        "float16", "double", "uint32", "uint64", "complex64",
-                                        "complex128", "bfloat16"};
-    return d >= 0 && d < (int32_t)(sizeof names / sizeof names[0]) ? names[d] : "unknown";
-}
-
 static minfer_status cpu_init(const minfer_host_api *api, void *host, const char *options,
                               void **out) {
     *out = NULL;
     if (!api || !api->set_error)
         return MINFER_ERR_INVALID_ARG;
-    for (size_t i = 0; i < N_KERNELS; i++)
-        for (size_t j = i + 1; j < N_KERNELS; j++)
-            if (kernels[i].since_version == kernels[j].since_version &&
-                strcmp(kernels[i].op_type, kernels[j].op_type) == 0 &&
-                strcmp(kernels[i].domain, kernels[j].domain) == 0) {
-                api->set_error(host, "cpu: kernel table lists %s version %lld twice",
-                               kernels[i].op_type, (long long)kernels[i].since_version);
-                return MINFER_ERR_PROVIDER;
-            }
+    long dup = MINFER_KIT_TABLE_DUPLICATE(cpu_kernel, kernels, N_KERNELS);
+    if (dup >= 0) {
+        api->set_error(host, "cpu: kernel table lists %s version %lld twice",
+                       kernels[dup].op_type, (long long)kernels[dup].since_version);
+        return MINFER_ERR_PROVIDER;
+    }
     if (options && options[0]) {
         api->set_error(host, "cpu: unknown provider options '%s' (the cpu provider takes none)",
                        options);
@@ -375,27 +348,10 @@ static void cpu_shutdown(void *ctx) {
 
 /* Finds the kernel and checks what the table can tell; the reason in why. */
 static const cpu_kernel *find_kernel(const minfer_node_desc *node, char *why, size_t why_size) {
-    int any;
-    const cpu_kernel *k = lookup(node->domain, node->op_type, node->opset, &any);
-    if (!k) {
-        if (any)
-            snprintf(why, why_size, "%s: opset %lld is older than any CPU kernel for it",
-                     node->op_type, (long long)node->opset);
-        else
-            snprintf(why, why_size, "%s%s%s: no CPU kernel", node->domain,
-                     node->domain[0] ? "." : "", node->op_type);
+    const cpu_kernel *k =
+        MINFER_KIT_FIND_KERNEL(cpu_kernel, kernels, N_KERNELS, node, "CPU kernel", why, why_size);
+    if (!k)
         return NULL;
-    }
-    for (size_t i = 0; i < node->n_inputs; i++)
-        if (node->inputs[i].present && node->inputs[i].kind != MINFER_VALUE_TENSOR) {
-            snprintf(why, why_size, "%s: input %zu is not a tensor", node->op_type, i);
-            return NULL;
-        }
-    for (size_t i = 0; i < node->n_outputs; i++)
-        if (node->outputs[i].kind != MINFER_VALUE_TENSOR) {
-            snprintf(why, why_size, "%s: output %zu is not a tensor", node->op_type, i);
-            return NULL;
-        }
     int32_t dtype = 0;
     if (node->n_inputs > 0 && node->inputs[0].present)
         dtype = node->inputs[0].dtype;
@@ -403,7 +359,7 @@ static const cpu_kernel *find_kernel(const minfer_node_desc *node, char *why, si
         dtype = node->outputs[0].dtype;
     if (dtype != 0 && (dtype < 0 || dtype >= 32 || !(k->types & CPU_T(dtype)))) {
         snprintf(why, why_size, "%s: element type %s not supported", node->op_type,
-                 dtype_name(dtype));
+                 minfer_elem_name(dtype));
         return NULL;
     }
     return k;
@@ -411,11 +367,7 @@ static const cpu_kernel *find_kernel(const minfer_node_desc *node, char *why, si
 
 static int cpu_supports(void *ctx, const minfer_node_desc *node, char *why, size_t why_size) {
     char buf[256];
-    if (!why || why_size == 0) {
-        why = buf;
-        why_size = sizeof buf;
-    }
-    why[0] = '\0';
+    why = minfer_kit_why(why, &why_size, buf, sizeof buf);
     const cpu_kernel *k = find_kernel(node, why, why_size);
     if (!k)
         return 0;
@@ -485,10 +437,10 @@ static minfer_status cpu_execute_node(void *vctx, void *node_state,
         if (v->kind != MINFER_VALUE_TENSOR || v->layout != 0)
             return cpu_fail(&e, MINFER_ERR_UNSUPPORTED,
                             "input %zu is not a plain tensor in host memory", i);
-        int64_t numel = cpu_numel(v->rank, v->dims);
+        int64_t numel = minfer_kit_numel(v->rank, v->dims);
         if (numel < 0)
             return cpu_fail(&e, MINFER_ERR_SHAPE, "input %zu has a negative dimension", i);
-        size_t need = (size_t)numel * cpu_dtype_size(v->dtype);
+        size_t need = (size_t)numel * minfer_elem_size(v->dtype);
         if (need > v->nbytes || (need && !v->data))
             return cpu_fail(&e, MINFER_ERR_RUNTIME, "input %zu holds %zu bytes, %zu needed", i,
                             v->nbytes, need);

@@ -32,15 +32,15 @@ minfer_status cpu_prepare_quant(cpu_prep *p) {
 static minfer_status param_index(const cpu_exec *e, const minfer_tensor_view *x,
                                  const minfer_tensor_view *prm, int64_t axis, size_t *inner,
                                  size_t *len) {
-    int64_t n = cpu_numel(prm->rank, prm->dims);
+    int64_t n = minfer_kit_numel(prm->rank, prm->dims);
     *inner = 0;
     *len = 1;
     if (n == 1 && prm->rank <= 1)
         return MINFER_OK;
-    int a = cpu_axis(axis, x->rank);
+    int a = minfer_kit_axis(axis, x->rank);
     if (a < 0 || prm->rank != 1 || n != x->dims[a])
         return cpu_fail(e, MINFER_ERR_SHAPE, "scale/zero point must be a scalar or 1-D along axis");
-    *inner = (size_t)cpu_numel(x->rank - a - 1, x->dims + a + 1);
+    *inner = (size_t)minfer_kit_numel(x->rank - a - 1, x->dims + a + 1);
     *len = (size_t)n;
     return MINFER_OK;
 }
@@ -71,7 +71,7 @@ minfer_status cpu_compute_quantize(const cpu_exec *e) {
     void *y;
     if ((s = cpu_output(e, 0, ot, x->rank, x->dims, &y)) != MINFER_OK)
         return s;
-    size_t n = (size_t)cpu_numel(x->rank, x->dims);
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims);
     const void *xd = cpu_data(x), *sd = cpu_data(sc), *zd = zp ? cpu_data(zp) : NULL;
     for (size_t i = 0; i < n; i++) {
         double scale = cpu_get(sd, sc->dtype, at(i, si, sl));
@@ -93,7 +93,7 @@ minfer_status cpu_compute_dynamic_quantize(const cpu_exec *e) {
         (s = cpu_output(e, 1, MINFER_DTYPE_FLOAT, 0, NULL, &ys)) != MINFER_OK ||
         (s = cpu_output(e, 2, MINFER_DTYPE_UINT8, 0, NULL, &yz)) != MINFER_OK)
         return s;
-    size_t n = (size_t)cpu_numel(x->rank, x->dims);
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims);
     const void *xd = cpu_data(x);
     double lo = 0, hi = 0;
     for (size_t i = 0; i < n; i++) {
@@ -126,7 +126,7 @@ minfer_status cpu_prepare_qmatmul(cpu_prep *p) {
 static double zp_at(const minfer_tensor_view *z, size_t k) {
     if (!z)
         return 0;
-    size_t n = (size_t)cpu_numel(z->rank, z->dims);
+    size_t n = (size_t)minfer_kit_numel(z->rank, z->dims);
     return n == 0 ? 0 : cpu_get(cpu_data(z), z->dtype, n == 1 ? 0 : k);
 }
 
@@ -177,7 +177,7 @@ minfer_status cpu_compute_qmatmul(const cpu_exec *e) {
                            cpu_get(cpu_data(ys), ys->dtype, 0)
                      : 1;
     double yzp = zp_at(yz, 0);
-    size_t nb = (size_t)cpu_numel(batch_r, batch), za = az ? (size_t)cpu_numel(az->rank, az->dims) : 0;
+    size_t nb = (size_t)minfer_kit_numel(batch_r, batch), za = az ? (size_t)minfer_kit_numel(az->rank, az->dims) : 0;
     int64_t idx[CPU_MAX_RANK + 1];
     const void *adt = cpu_data(a), *bdt = cpu_data(b);
     for (size_t t = 0; t < nb; t++) {

@@ -130,7 +130,7 @@ minfer_status cpu_prepare_random(cpu_prep *p) {
             if (st->dims[i] < 0)
                 return cpu_prep_fail(p, MINFER_ERR_SHAPE, "shape has a negative dimension");
         st->rank = (int32_t)n;
-    } else if (!cpu_in_desc(p->node, 0)) {
+    } else if (!minfer_kit_input(p->node, 0)) {
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
     }
     return MINFER_OK;
@@ -192,7 +192,7 @@ minfer_status cpu_compute_random(const cpu_exec *e) {
     const int64_t *dims = x ? x->dims : st->dims;
     if ((s = cpu_output(e, 0, dtype, rank, dims, &y)) != MINFER_OK)
         return s;
-    size_t n = (size_t)cpu_numel(rank, dims);
+    size_t n = (size_t)minfer_kit_numel(rank, dims);
     for (size_t i = 0; i < n; i++) {
         double v;
         if (st->kind == R_UNIFORM) {

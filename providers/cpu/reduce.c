@@ -41,7 +41,7 @@ minfer_status cpu_prepare_reduce(cpu_prep *p) {
             op = reduce_ops[i].op;
     if (op < 0)
         return cpu_decline(p, "not a reduction");
-    if (!cpu_in_desc(p->node, 0))
+    if (!minfer_kit_input(p->node, 0))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs input data");
     reduce_state *st = cpu_state(p, sizeof *st);
     if (!st)
@@ -211,12 +211,13 @@ minfer_status cpu_compute_reduce(const cpu_exec *e) {
     if (n_axes == 0 && st->noop_with_empty_axes) {
         minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
         if (!s && y)
-            memcpy(y, cpu_data(x), (size_t)cpu_numel(x->rank, x->dims) * cpu_dtype_size(x->dtype));
+            memcpy(y, cpu_data(x),
+                   (size_t)minfer_kit_numel(x->rank, x->dims) * minfer_elem_size(x->dtype));
         return s;
     }
     int reduced[CPU_MAX_RANK] = {0};
     for (size_t i = 0; i < n_axes; i++) {
-        int a = cpu_axis(axes[i], x->rank);
+        int a = minfer_kit_axis(axes[i], x->rank);
         if (a < 0 || reduced[a])
             return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range or repeated",
                             (long long)axes[i]);
@@ -259,7 +260,7 @@ minfer_status cpu_compute_reduce(const cpu_exec *e) {
     if (s)
         return s;
     j.y = y;
-    size_t nout = (size_t)cpu_numel(j.nk, j.kdims);
+    size_t nout = (size_t)minfer_kit_numel(j.nk, j.kdims);
     cpu_parallel(e->ctx, nout, (16384 + j.count) / (j.count + 1), reduce_range, &j);
     return MINFER_OK;
 }
@@ -274,7 +275,7 @@ typedef struct arg_state {
 } arg_state;
 
 minfer_status cpu_prepare_argminmax(cpu_prep *p) {
-    if (!cpu_in_desc(p->node, 0))
+    if (!minfer_kit_input(p->node, 0))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs input data");
     arg_state *st = cpu_state(p, sizeof *st);
     if (!st)
@@ -347,7 +348,7 @@ minfer_status cpu_compute_argminmax(const cpu_exec *e) {
     if (!(CPU_T(x->dtype) & CPU_T_NUM))
         return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
                         minfer_elem_name(x->dtype));
-    int axis = cpu_axis(st->axis, x->rank);
+    int axis = minfer_kit_axis(st->axis, x->rank);
     if (axis < 0)
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range", (long long)st->axis);
     if (x->dims[axis] == 0)
@@ -364,8 +365,8 @@ minfer_status cpu_compute_argminmax(const cpu_exec *e) {
     if (s)
         return s;
     arg_job j = {st, x->dtype, (size_t)x->dims[axis],
-                 (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1), cpu_data(x), y};
-    size_t outer = (size_t)cpu_numel(axis, x->dims);
+                 (size_t)minfer_kit_numel(x->rank - axis - 1, x->dims + axis + 1), cpu_data(x), y};
+    size_t outer = (size_t)minfer_kit_numel(axis, x->dims);
     cpu_parallel(e->ctx, outer * j.inner, (16384 + j.len - 1) / j.len, arg_range, &j);
     return MINFER_OK;
 }

@@ -180,7 +180,7 @@ static void make_taps(const resize_state *st, int64_t in, int64_t out, double sc
 /* Reads a float/double 1-D tensor (scales, roi). */
 static minfer_status read_floats(const cpu_exec *e, const minfer_tensor_view *v, const char *what,
                                  double *out, size_t cap, size_t *n) {
-    int64_t cnt = cpu_numel(v->rank, v->dims);
+    int64_t cnt = minfer_kit_numel(v->rank, v->dims);
     if (!cpu_is_float(v->dtype))
         return cpu_fail(e, MINFER_ERR_TYPE, "%s must be a float tensor", what);
     if (cnt < 0 || (size_t)cnt > cap)
@@ -212,11 +212,11 @@ minfer_status cpu_compute_resize(const cpu_exec *e) {
             rv = cpu_input(e, 1);
             zv = cpu_input(e, 3);
         }
-        if (sv && cpu_numel(sv->rank, sv->dims) > 0 &&
+        if (sv && minfer_kit_numel(sv->rank, sv->dims) > 0 &&
             (s = read_floats(e, sv, "scales", scales, CPU_MAX_RANK, &ns)) != MINFER_OK)
             return s;
     }
-    if (zv && cpu_numel(zv->rank, zv->dims) > 0) {
+    if (zv && minfer_kit_numel(zv->rank, zv->dims) > 0) {
         size_t nz;
         if (ns)
             return cpu_fail(e, MINFER_ERR_MODEL, "give scales or sizes, not both");
@@ -255,7 +255,7 @@ minfer_status cpu_compute_resize(const cpu_exec *e) {
     /* Taps per output coordinate of every axis. An empty output computes
      * nothing: its other axes may be huge (cpu_output checked only the
      * product), so nothing is sized from them. */
-    size_t n = (size_t)cpu_numel(r, od);
+    size_t n = (size_t)minfer_kit_numel(r, od);
     if (n == 0)
         return MINFER_OK;
     size_t total_out = 1, taps_bytes;

@@ -172,15 +172,15 @@ minfer_status cpu_compute_rnn(const cpu_exec *e) {
     if (w->dims[0] != D || w->dims[1] != G * H || w->dims[2] != I || r->dims[0] != D ||
         r->dims[1] != G * H || r->dims[2] != H)
         return cpu_fail(e, MINFER_ERR_SHAPE, "W or R shape does not match");
-    if (b && cpu_numel(b->rank, b->dims) != D * 2 * G * H)
+    if (b && minfer_kit_numel(b->rank, b->dims) != D * 2 * G * H)
         return cpu_fail(e, MINFER_ERR_SHAPE, "B shape does not match");
-    if (sl && cpu_numel(sl->rank, sl->dims) != B)
+    if (sl && minfer_kit_numel(sl->rank, sl->dims) != B)
         return cpu_fail(e, MINFER_ERR_SHAPE, "sequence_lens must hold batch values");
-    if (h0 && cpu_numel(h0->rank, h0->dims) != D * B * H)
+    if (h0 && minfer_kit_numel(h0->rank, h0->dims) != D * B * H)
         return cpu_fail(e, MINFER_ERR_SHAPE, "initial_h shape does not match");
-    if (c0 && cpu_numel(c0->rank, c0->dims) != D * B * H)
+    if (c0 && minfer_kit_numel(c0->rank, c0->dims) != D * B * H)
         return cpu_fail(e, MINFER_ERR_SHAPE, "initial_c shape does not match");
-    if (pp && cpu_numel(pp->rank, pp->dims) != D * 3 * H)
+    if (pp && minfer_kit_numel(pp->rank, pp->dims) != D * 3 * H)
         return cpu_fail(e, MINFER_ERR_SHAPE, "P shape does not match");
     int32_t dt = x->dtype;
     int64_t yd[4], hd[3];
@@ -189,11 +189,13 @@ minfer_status cpu_compute_rnn(const cpu_exec *e) {
     else
         yd[0] = S, yd[1] = D, yd[2] = B, yd[3] = H, hd[0] = D, hd[1] = B, hd[2] = H;
     void *y = NULL, *yh = NULL, *yc = NULL;
-    if (cpu_out_wanted(e->args->node, 0) && (s = cpu_output(e, 0, dt, 4, yd, &y)) != MINFER_OK)
+    if (minfer_kit_output_wanted(e->args->node, 0) &&
+        (s = cpu_output(e, 0, dt, 4, yd, &y)) != MINFER_OK)
         return s;
-    if (cpu_out_wanted(e->args->node, 1) && (s = cpu_output(e, 1, dt, 3, hd, &yh)) != MINFER_OK)
+    if (minfer_kit_output_wanted(e->args->node, 1) &&
+        (s = cpu_output(e, 1, dt, 3, hd, &yh)) != MINFER_OK)
         return s;
-    if (st->cell == CELL_LSTM && cpu_out_wanted(e->args->node, 2) &&
+    if (st->cell == CELL_LSTM && minfer_kit_output_wanted(e->args->node, 2) &&
         (s = cpu_output(e, 2, dt, 3, hd, &yc)) != MINFER_OK)
         return s;
     if (y)

@@ -14,16 +14,17 @@
 #include "cpu.h"
 
 static size_t nbytes_of(const minfer_tensor_view *v) {
-    return (size_t)cpu_numel(v->rank, v->dims) * cpu_dtype_size(v->dtype);
+    return (size_t)minfer_kit_numel(v->rank, v->dims) * minfer_elem_size(v->dtype);
 }
 
 /* Output 0 gets x's data under another shape. */
 static minfer_status copy_as(const cpu_exec *e, const minfer_tensor_view *x, int32_t rank,
                              const int64_t *dims) {
     void *y;
-    if (cpu_numel(rank, dims) != cpu_numel(x->rank, x->dims))
+    if (minfer_kit_numel(rank, dims) != minfer_kit_numel(x->rank, x->dims))
         return cpu_fail(e, MINFER_ERR_SHAPE, "element count changes (%lld to %lld)",
-                        (long long)cpu_numel(x->rank, x->dims), (long long)cpu_numel(rank, dims));
+                        (long long)minfer_kit_numel(x->rank, x->dims),
+                        (long long)minfer_kit_numel(rank, dims));
     minfer_status s = cpu_output(e, 0, x->dtype, rank, dims, &y);
     if (s)
         return s;
@@ -42,7 +43,7 @@ static const minfer_tensor_view *input0(const cpu_exec *e) {
 /* ---- Identity, Dropout ------------------------------------------------------- */
 
 minfer_status cpu_prepare_identity(cpu_prep *p) {
-    if (!cpu_in_desc(p->node, 0))
+    if (!minfer_kit_input(p->node, 0))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
     return MINFER_OK;
 }
@@ -62,13 +63,13 @@ typedef struct dropout_state {
 
 minfer_status cpu_prepare_dropout(cpu_prep *p) {
     const minfer_node_desc *n = p->node;
-    if (!cpu_in_desc(n, 0))
+    if (!minfer_kit_input(n, 0))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
     dropout_state *st = cpu_state(p, sizeof *st);
     if (!st)
         return MINFER_ERR_NOMEM;
     st->seed = (uint64_t)cpu_attr_float(p, "seed", 0.0f) * 2654435761u + 0x9e3779b97f4a7c15u;
-    if (cpu_out_wanted(n, 1)) {
+    if (minfer_kit_output_wanted(n, 1)) {
         int32_t mt = n->outputs[1].dtype;
         if (mt && !(CPU_T(mt) & (CPU_T_NUM | CPU_T_BOOL)))
             return cpu_decline(p, "mask type %s not supported", minfer_elem_name(mt));
@@ -82,13 +83,13 @@ static minfer_status dropout_train(const cpu_exec *e, const minfer_tensor_view *
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
     if (s)
         return s;
-    if (cpu_out_wanted(e->args->node, 1) &&
+    if (minfer_kit_output_wanted(e->args->node, 1) &&
         (s = cpu_output(e, 1, MINFER_DTYPE_BOOL, x->rank, x->dims, &m)) != MINFER_OK)
         return s;
     if (!cpu_is_float(x->dtype))
         return cpu_fail(e, MINFER_ERR_TYPE, "training mode needs a float input");
     uint64_t r = st->seed ? st->seed : 1;
-    size_t n = (size_t)cpu_numel(x->rank, x->dims);
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims);
     for (size_t i = 0; i < n; i++) {
         r ^= r << 13, r ^= r >> 7, r ^= r << 17;
         int keep = (double)(r >> 11) / 9007199254740992.0 >= ratio;
@@ -106,7 +107,7 @@ minfer_status cpu_compute_dropout(const cpu_exec *e) {
     const minfer_tensor_view *rv = cpu_input(e, 1), *tv = cpu_input(e, 2);
     if (tv && e->args->node->opset >= 12) {
         double ratio = 0.5;
-        if (tv->dtype != MINFER_DTYPE_BOOL || cpu_numel(tv->rank, tv->dims) != 1)
+        if (tv->dtype != MINFER_DTYPE_BOOL || minfer_kit_numel(tv->rank, tv->dims) != 1)
             return cpu_fail(e, MINFER_ERR_TYPE, "training_mode must be a bool scalar");
         double train = cpu_get(cpu_data(tv), tv->dtype, 0);
         minfer_status s = rv ? cpu_read_scalar(e, rv, "ratio", &ratio) : MINFER_OK;
@@ -118,7 +119,7 @@ minfer_status cpu_compute_dropout(const cpu_exec *e) {
             return dropout_train(e, x, ratio);
     }
     minfer_status s = copy_as(e, x, x->rank, x->dims);
-    if (s || !cpu_out_wanted(e->args->node, 1) || e->args->n_outputs < 2)
+    if (s || !minfer_kit_output_wanted(e->args->node, 1) || e->args->n_outputs < 2)
         return s;
     /* Inference keeps everything: the mask is all ones (bool from opset 10). */
     int32_t mt = e->args->outputs[1].dtype ? e->args->outputs[1].dtype : MINFER_DTYPE_BOOL;
@@ -126,7 +127,7 @@ minfer_status cpu_compute_dropout(const cpu_exec *e) {
     s = cpu_output(e, 1, mt, x->rank, x->dims, &m);
     if (s)
         return s;
-    size_t n = (size_t)cpu_numel(x->rank, x->dims);
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims);
     switch (mt) {
     case MINFER_DTYPE_BOOL:
         memset(m, 1, n);
@@ -160,7 +161,7 @@ minfer_status cpu_prepare_reshape(cpu_prep *p) {
         return MINFER_ERR_NOMEM;
     st->from_input = p->since >= 5;
     st->allowzero = p->since >= 14 && cpu_attr_int(p, "allowzero", 0) != 0;
-    if (!cpu_in_desc(p->node, 0) || (st->from_input && !cpu_in_desc(p->node, 1)))
+    if (!minfer_kit_input(p->node, 0) || (st->from_input && !minfer_kit_input(p->node, 1)))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs data and shape");
     if (!st->from_input && cpu_attr_ints(p, "shape", st->v, CPU_MAX_RANK, &st->n) <= 0)
         return cpu_has_attr(p, "shape") ? MINFER_ERR_UNSUPPORTED
@@ -201,7 +202,7 @@ minfer_status cpu_compute_reshape(const cpu_exec *e) {
         }
         known *= shape[i];
     }
-    int64_t total = cpu_numel(x->rank, x->dims);
+    int64_t total = minfer_kit_numel(x->rank, x->dims);
     if (infer >= 0) {
         if (known == 0 || total % known)
             return cpu_fail(e, MINFER_ERR_SHAPE, "cannot infer the -1 dimension");
@@ -226,8 +227,8 @@ minfer_status cpu_compute_flatten(const cpu_exec *e) {
     int64_t a = st->axis < 0 ? st->axis + x->rank : st->axis;
     if (a < 0 || a > x->rank)
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range", (long long)st->axis);
-    int64_t d[2] = {cpu_numel((int32_t)a, x->dims),
-                    cpu_numel(x->rank - (int32_t)a, x->dims + a)};
+    int64_t d[2] = {minfer_kit_numel((int32_t)a, x->dims),
+                    minfer_kit_numel(x->rank - (int32_t)a, x->dims + a)};
     return copy_as(e, x, 2, d);
 }
 
@@ -262,7 +263,7 @@ minfer_status cpu_compute_squeeze(const cpu_exec *e) {
         return s;
     int drop[CPU_MAX_RANK] = {0};
     for (size_t i = 0; i < n; i++) {
-        int a = cpu_axis(axes[i], x->rank);
+        int a = minfer_kit_axis(axes[i], x->rank);
         if (a < 0 || drop[a])
             return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range or repeated",
                             (long long)axes[i]);
@@ -283,7 +284,7 @@ minfer_status cpu_prepare_unsqueeze(cpu_prep *p) {
     if (!st)
         return MINFER_ERR_NOMEM;
     st->from_input = p->since >= 13;
-    if (st->from_input && !cpu_in_desc(p->node, 1))
+    if (st->from_input && !minfer_kit_input(p->node, 1))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs input axes");
     if (!st->from_input && cpu_attr_ints(p, "axes", st->v, CPU_MAX_RANK, &st->n) <= 0)
         return cpu_has_attr(p, "axes") ? MINFER_ERR_UNSUPPORTED
@@ -305,7 +306,7 @@ minfer_status cpu_compute_unsqueeze(const cpu_exec *e) {
         return cpu_fail(e, MINFER_ERR_LIMIT, "output rank %d too large", (int)r);
     int ins[CPU_MAX_RANK] = {0};
     for (size_t i = 0; i < n; i++) {
-        int a = cpu_axis(axes[i], r);
+        int a = minfer_kit_axis(axes[i], r);
         if (a < 0 || ins[a])
             return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range or repeated",
                             (long long)axes[i]);
@@ -390,7 +391,7 @@ static void strided_copy(const cpu_ctx *ctx, size_t es, int rank, const int64_t 
         j.dims[0] = 1;
         j.istr[0] = 1;
     }
-    size_t rows = (size_t)cpu_numel(j.rank - 1, j.dims), inner = (size_t)j.dims[j.rank - 1];
+    size_t rows = (size_t)minfer_kit_numel(j.rank - 1, j.dims), inner = (size_t)j.dims[j.rank - 1];
     cpu_parallel(ctx, rows, (65536 + inner - 1) / inner, strided_range, &j);
 }
 
@@ -427,7 +428,7 @@ minfer_status cpu_compute_transpose(const cpu_exec *e) {
     contiguous_strides(x->rank, x->dims, str);
     for (int d = 0; d < x->rank; d++) {
         perm[d] = st->from_input ? st->v[d] : x->rank - 1 - d;
-        int a = cpu_axis(perm[d], x->rank);
+        int a = minfer_kit_axis(perm[d], x->rank);
         if (a < 0 || seen[a])
             return cpu_fail(e, MINFER_ERR_SHAPE, "perm is not a permutation");
         seen[a] = 1;
@@ -438,7 +439,7 @@ minfer_status cpu_compute_transpose(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank, od, &y);
     if (s)
         return s;
-    strided_copy(e->ctx, cpu_dtype_size(x->dtype), x->rank, od, istr, cpu_data(x), y);
+    strided_copy(e->ctx, minfer_elem_size(x->dtype), x->rank, od, istr, cpu_data(x), y);
     return MINFER_OK;
 }
 
@@ -452,7 +453,7 @@ minfer_status cpu_prepare_concat(cpu_prep *p) {
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs 'axis'");
     st->axis = cpu_attr_int(p, "axis", 1);
     for (size_t i = 0; i < p->node->n_inputs; i++) {
-        const minfer_value_desc *d = cpu_in_desc(p->node, i);
+        const minfer_value_desc *d = minfer_kit_input(p->node, i);
         if (!d)
             return cpu_prep_fail(p, MINFER_ERR_MODEL, "input %zu is empty", i);
         if (d->dtype && d->dtype != p->node->inputs[0].dtype)
@@ -468,7 +469,7 @@ minfer_status cpu_compute_concat(const cpu_exec *e) {
     const minfer_tensor_view *x0 = input0(e);
     if (!x0)
         return MINFER_ERR_RUNTIME;
-    int axis = cpu_axis(st->axis, x0->rank);
+    int axis = minfer_kit_axis(st->axis, x0->rank);
     if (axis < 0)
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range", (long long)st->axis);
     int64_t od[CPU_MAX_RANK];
@@ -488,9 +489,9 @@ minfer_status cpu_compute_concat(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x0->dtype, x0->rank, od, &y);
     if (s)
         return s;
-    size_t es = cpu_dtype_size(x0->dtype);
-    size_t outer = (size_t)cpu_numel(axis, od);
-    size_t inner = (size_t)cpu_numel(x0->rank - axis - 1, od + axis + 1) * es;
+    size_t es = minfer_elem_size(x0->dtype);
+    size_t outer = (size_t)minfer_kit_numel(axis, od);
+    size_t inner = (size_t)minfer_kit_numel(x0->rank - axis - 1, od + axis + 1) * es;
     size_t out_row = (size_t)od[axis] * inner, at = 0;
     for (size_t i = 0; i < n; i++) {
         const minfer_tensor_view *x = cpu_input(e, i);
@@ -518,7 +519,7 @@ minfer_status cpu_prepare_slice(cpu_prep *p) {
         return MINFER_ERR_NOMEM;
     st->from_inputs = p->since >= 10;
     if (st->from_inputs) {
-        if (!cpu_in_desc(p->node, 1) || !cpu_in_desc(p->node, 2))
+        if (!minfer_kit_input(p->node, 1) || !minfer_kit_input(p->node, 2))
             return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs starts and ends");
         return MINFER_OK;
     }
@@ -578,7 +579,7 @@ minfer_status cpu_compute_slice(const cpu_exec *e) {
         od[d] = x->dims[d];
     }
     for (size_t i = 0; i < n; i++) {
-        int a = cpu_axis(has_axes ? axes[i] : (int64_t)i, x->rank);
+        int a = minfer_kit_axis(has_axes ? axes[i] : (int64_t)i, x->rank);
         if (a < 0 || done[a])
             return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range or repeated");
         done[a] = 1;
@@ -614,7 +615,7 @@ minfer_status cpu_compute_slice(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x->dtype, x->rank, od, &y);
     if (s)
         return s;
-    if (cpu_numel(x->rank, od) == 0)
+    if (minfer_kit_numel(x->rank, od) == 0)
         return MINFER_OK;
     int64_t str[CPU_MAX_RANK], istr[CPU_MAX_RANK], off = 0;
     contiguous_strides(x->rank, x->dims, str);
@@ -622,7 +623,7 @@ minfer_status cpu_compute_slice(const cpu_exec *e) {
         off += lo[d] * str[d];
         istr[d] = step[d] * str[d];
     }
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = minfer_elem_size(x->dtype);
     strided_copy(e->ctx, es, x->rank, od, istr, (const char *)cpu_data(x) + off * (int64_t)es,
                  y);
     return MINFER_OK;
@@ -631,8 +632,8 @@ minfer_status cpu_compute_slice(const cpu_exec *e) {
 /* ---- Gather ----------------------------------------------------------------- */
 
 minfer_status cpu_prepare_gather(cpu_prep *p) {
-    const minfer_value_desc *ind = cpu_in_desc(p->node, 1);
-    if (!cpu_in_desc(p->node, 0) || !ind)
+    const minfer_value_desc *ind = minfer_kit_input(p->node, 1);
+    if (!minfer_kit_input(p->node, 0) || !ind)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs data and indices");
     if (ind->dtype && ind->dtype != MINFER_DTYPE_INT32 && ind->dtype != MINFER_DTYPE_INT64)
         return cpu_decline(p, "indices must be int32 or int64");
@@ -650,7 +651,7 @@ minfer_status cpu_compute_gather(const cpu_exec *e) {
         return MINFER_ERR_RUNTIME;
     if (!ind || (ind->dtype != MINFER_DTYPE_INT32 && ind->dtype != MINFER_DTYPE_INT64))
         return cpu_fail(e, MINFER_ERR_TYPE, "indices must be int32 or int64");
-    int axis = cpu_axis(st->axis, x->rank);
+    int axis = minfer_kit_axis(st->axis, x->rank);
     if (axis < 0)
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range", (long long)st->axis);
     int32_t orank = x->rank - 1 + ind->rank;
@@ -668,7 +669,7 @@ minfer_status cpu_compute_gather(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, x->dtype, orank, od, &y);
     if (s)
         return s;
-    size_t ni = (size_t)cpu_numel(ind->rank, ind->dims), es = cpu_dtype_size(x->dtype);
+    size_t ni = (size_t)minfer_kit_numel(ind->rank, ind->dims), es = minfer_elem_size(x->dtype);
     int64_t dim = x->dims[axis];
     const void *idx = cpu_data(ind);
     for (size_t i = 0; i < ni; i++) {
@@ -678,8 +679,8 @@ minfer_status cpu_compute_gather(const cpu_exec *e) {
             return cpu_fail(e, MINFER_ERR_RUNTIME, "index %lld out of range [%lld, %lld)",
                             (long long)k, (long long)-dim, (long long)dim);
     }
-    size_t outer = (size_t)cpu_numel(axis, x->dims);
-    size_t inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1) * es;
+    size_t outer = (size_t)minfer_kit_numel(axis, x->dims);
+    size_t inner = (size_t)minfer_kit_numel(x->rank - axis - 1, x->dims + axis + 1) * es;
     if (outer == 0 || ni == 0 || inner == 0)
         return MINFER_OK; /* an empty output: y may be NULL */
     const char *src = cpu_data(x);
@@ -745,7 +746,7 @@ minfer_status cpu_compute_size(const cpu_exec *e) {
     int64_t *y;
     minfer_status s = cpu_output(e, 0, MINFER_DTYPE_INT64, 0, NULL, (void **)&y);
     if (!s)
-        *y = cpu_numel(x->rank, x->dims);
+        *y = minfer_kit_numel(x->rank, x->dims);
     return s;
 }
 
@@ -852,7 +853,7 @@ static int32_t cast_type_from_name(const char *s) {
 }
 
 minfer_status cpu_prepare_cast(cpu_prep *p) {
-    const minfer_value_desc *x = cpu_in_desc(p->node, 0);
+    const minfer_value_desc *x = minfer_kit_input(p->node, 0);
     if (!x)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
     cast_state *st = cpu_state(p, sizeof *st);
@@ -860,7 +861,7 @@ minfer_status cpu_prepare_cast(cpu_prep *p) {
         return MINFER_ERR_NOMEM;
     int32_t to;
     if (strcmp(p->node->op_type, "CastLike") == 0) {
-        const minfer_value_desc *t = cpu_in_desc(p->node, 1);
+        const minfer_value_desc *t = minfer_kit_input(p->node, 1);
         if (!t)
             return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs target_type");
         to = t->dtype;
@@ -905,7 +906,7 @@ minfer_status cpu_compute_cast(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, to, x->rank, x->dims, &y);
     if (s)
         return s;
-    size_t n = (size_t)cpu_numel(x->rank, x->dims);
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims);
     const char *src = cpu_data(x);
     /* Strings are formatted, parsed or duplicated (text.c): never copied
      * by pointer, which the host would free twice. */
@@ -913,14 +914,14 @@ minfer_status cpu_compute_cast(const cpu_exec *e) {
         return cpu_cast_strings(e, x, to, y);
     if (from == to) {
         if (n)
-            memcpy(y, src, n * cpu_dtype_size(to));
+            memcpy(y, src, n * minfer_elem_size(to));
         return MINFER_OK;
     }
     /* Half types go through float, a block at a time. */
     cast_fn direct = is_half(from) || is_half(to) ? NULL : find_cast(from, to);
     cast_fn to_f32 = is_half(from) ? NULL : find_cast(from, MINFER_DTYPE_FLOAT);
     cast_fn from_f32 = is_half(to) ? NULL : find_cast(MINFER_DTYPE_FLOAT, to);
-    size_t es_in = cpu_dtype_size(from), es_out = cpu_dtype_size(to);
+    size_t es_in = minfer_elem_size(from), es_out = minfer_elem_size(to);
     if (direct) {
         direct(src, y, n);
         return MINFER_OK;
@@ -931,19 +932,19 @@ minfer_status cpu_compute_cast(const cpu_exec *e) {
         const void *in = src + b * es_in;
         if (from == MINFER_DTYPE_FLOAT16)
             for (size_t i = 0; i < m; i++)
-                tmp[i] = cpu_half_to_float(((const uint16_t *)in)[i]);
+                tmp[i] = minfer_half_to_float(((const uint16_t *)in)[i]);
         else if (from == MINFER_DTYPE_BFLOAT16)
             for (size_t i = 0; i < m; i++)
-                tmp[i] = cpu_bf16_to_float(((const uint16_t *)in)[i]);
+                tmp[i] = minfer_bf16_to_float(((const uint16_t *)in)[i]);
         else /* double -> half rounds twice, through float, as other runtimes do */
             to_f32(in, tmp, m);
         void *out = (char *)y + b * es_out;
         if (to == MINFER_DTYPE_FLOAT16)
             for (size_t i = 0; i < m; i++)
-                ((uint16_t *)out)[i] = cpu_float_to_half(tmp[i]);
+                ((uint16_t *)out)[i] = minfer_float_to_half(tmp[i]);
         else if (to == MINFER_DTYPE_BFLOAT16)
             for (size_t i = 0; i < m; i++)
-                ((uint16_t *)out)[i] = cpu_float_to_bf16(tmp[i]);
+                ((uint16_t *)out)[i] = minfer_float_to_bf16(tmp[i]);
         else
             from_f32(tmp, out, m);
     }
@@ -975,7 +976,7 @@ minfer_status cpu_prepare_constant(cpu_prep *p) {
     const int64_t *is;
     size_t cnt;
     if (api->attr_tensor(n, "value", &t)) {
-        if (t.dtype == MINFER_DTYPE_STRING || !cpu_dtype_size(t.dtype))
+        if (t.dtype == MINFER_DTYPE_STRING || !minfer_elem_size(t.dtype))
             return cpu_decline(p, "value of type %s not supported", minfer_elem_name(t.dtype));
         if (t.rank < 0 || t.rank > CPU_MAX_RANK || t.layout != 0)
             return cpu_decline(p, "value tensor of rank %d not supported", (int)t.rank);
@@ -983,7 +984,7 @@ minfer_status cpu_prepare_constant(cpu_prep *p) {
         st->rank = t.rank;
         memcpy(st->dims, t.dims, sizeof st->dims);
         st->data = cpu_data(&t);
-        st->nbytes = (size_t)cpu_numel(t.rank, t.dims) * cpu_dtype_size(t.dtype);
+        st->nbytes = (size_t)minfer_kit_numel(t.rank, t.dims) * minfer_elem_size(t.dtype);
         if (t.nbytes < st->nbytes)
             return cpu_prep_fail(p, MINFER_ERR_MODEL, "value tensor is truncated");
     } else if (api->attr_float(n, "value_float", &st->scalar.f)) {
@@ -1027,16 +1028,16 @@ minfer_status cpu_prepare_constant_of_shape(cpu_prep *p) {
     constant_state *st = cpu_state(p, sizeof *st);
     if (!st)
         return MINFER_ERR_NOMEM;
-    if (!cpu_in_desc(p->node, 0))
+    if (!minfer_kit_input(p->node, 0))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs input shape");
     minfer_tensor_view t;
     st->dtype = MINFER_DTYPE_FLOAT;
     st->nbytes = sizeof(float);
     if (p->ctx->api->attr_tensor(p->node, "value", &t)) {
-        size_t es = cpu_dtype_size(t.dtype);
+        size_t es = minfer_elem_size(t.dtype);
         if (!es || es > 8 || t.dtype == MINFER_DTYPE_STRING)
             return cpu_decline(p, "value of type %s not supported", minfer_elem_name(t.dtype));
-        if (t.rank < 0 || cpu_numel(t.rank, t.dims) != 1 || t.nbytes < es || t.layout != 0)
+        if (t.rank < 0 || minfer_kit_numel(t.rank, t.dims) != 1 || t.nbytes < es || t.layout != 0)
             return cpu_prep_fail(p, MINFER_ERR_MODEL, "value must have one element");
         st->dtype = t.dtype;
         st->nbytes = es;
@@ -1062,7 +1063,7 @@ minfer_status cpu_compute_constant_of_shape(const cpu_exec *e) {
     s = cpu_output(e, 0, st->dtype, (int32_t)r, dims, &y);
     if (s)
         return s;
-    size_t n = (size_t)cpu_numel((int32_t)r, dims);
+    size_t n = (size_t)minfer_kit_numel((int32_t)r, dims);
     for (size_t i = 0; i < n; i++)
         memcpy((char *)y + i * st->nbytes, st->scalar.bytes, st->nbytes);
     return MINFER_OK;
@@ -1071,7 +1072,7 @@ minfer_status cpu_compute_constant_of_shape(const cpu_exec *e) {
 /* ---- Expand ----------------------------------------------------------------- */
 
 minfer_status cpu_prepare_expand(cpu_prep *p) {
-    if (!cpu_in_desc(p->node, 0) || !cpu_in_desc(p->node, 1))
+    if (!minfer_kit_input(p->node, 0) || !minfer_kit_input(p->node, 1))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs input and shape");
     return MINFER_OK;
 }
@@ -1099,7 +1100,7 @@ minfer_status cpu_compute_expand(const cpu_exec *e) {
 
 minfer_status cpu_prepare_range(cpu_prep *p) {
     for (size_t i = 0; i < 3; i++) {
-        const minfer_value_desc *d = cpu_in_desc(p->node, i);
+        const minfer_value_desc *d = minfer_kit_input(p->node, i);
         if (!d)
             return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs start, limit and delta");
         if (d->dtype && d->dtype != p->node->inputs[0].dtype)
@@ -1156,7 +1157,7 @@ minfer_status cpu_compute_range(const cpu_exec *e) {
     for (size_t i = 0; i < 3; i++) {
         v[i] = cpu_input(e, i);
         if (!v[i] || v[i]->dtype != e->args->inputs[0].dtype ||
-            cpu_numel(v[i]->rank, v[i]->dims) != 1)
+            minfer_kit_numel(v[i]->rank, v[i]->dims) != 1)
             return cpu_fail(e, MINFER_ERR_SHAPE, "input %zu must be a scalar of one type", i);
     }
     switch (v[0]->dtype) {
@@ -1176,7 +1177,7 @@ minfer_status cpu_compute_range(const cpu_exec *e) {
 /* ---- Tile ------------------------------------------------------------------- */
 
 minfer_status cpu_prepare_tile(cpu_prep *p) {
-    if (!cpu_in_desc(p->node, 0) || !cpu_in_desc(p->node, 1))
+    if (!minfer_kit_input(p->node, 0) || !minfer_kit_input(p->node, 1))
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs input and repeats");
     return MINFER_OK;
 }
@@ -1204,7 +1205,7 @@ minfer_status cpu_compute_tile(const cpu_exec *e) {
     s = cpu_output(e, 0, x->dtype, x->rank, od, &y);
     if (s)
         return s;
-    size_t total = (size_t)cpu_numel(x->rank, od), es = cpu_dtype_size(x->dtype);
+    size_t total = (size_t)minfer_kit_numel(x->rank, od), es = minfer_elem_size(x->dtype);
     if (total == 0)
         return MINFER_OK;
     if (x->rank == 0) {
@@ -1243,7 +1244,7 @@ typedef struct split_state {
 
 minfer_status cpu_prepare_split(cpu_prep *p) {
     const minfer_node_desc *n = p->node;
-    if (!cpu_in_desc(n, 0) || n->n_outputs < 1)
+    if (!minfer_kit_input(n, 0) || n->n_outputs < 1)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs an input and outputs");
     split_state *st = cpu_state(p, sizeof *st + n->n_outputs * sizeof(int64_t));
     if (!st)
@@ -1273,7 +1274,7 @@ minfer_status cpu_compute_split(const cpu_exec *e) {
     if (!x)
         return MINFER_ERR_RUNTIME;
     size_t nout = e->args->n_outputs;
-    int axis = cpu_axis(st->axis, x->rank);
+    int axis = minfer_kit_axis(st->axis, x->rank);
     if (axis < 0)
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range", (long long)st->axis);
     int64_t dim = x->dims[axis], sizes[64];
@@ -1309,9 +1310,9 @@ minfer_status cpu_compute_split(const cpu_exec *e) {
     if (total != dim)
         return cpu_fail(e, MINFER_ERR_SHAPE, "split sizes add up to %lld, not %lld",
                         (long long)total, (long long)dim);
-    size_t es = cpu_dtype_size(x->dtype);
-    size_t outer = (size_t)cpu_numel(axis, x->dims);
-    size_t inner = (size_t)cpu_numel(x->rank - axis - 1, x->dims + axis + 1) * es;
+    size_t es = minfer_elem_size(x->dtype);
+    size_t outer = (size_t)minfer_kit_numel(axis, x->dims);
+    size_t inner = (size_t)minfer_kit_numel(x->rank - axis - 1, x->dims + axis + 1) * es;
     const char *src = cpu_data(x);
     size_t at = 0, in_row = (size_t)dim * inner;
     for (size_t i = 0; i < nout; i++) {
@@ -1319,7 +1320,7 @@ minfer_status cpu_compute_split(const cpu_exec *e) {
         memcpy(od, x->dims, sizeof od);
         od[axis] = sizes[i];
         size_t row = (size_t)sizes[i] * inner;
-        if (cpu_out_wanted(e->args->node, i)) {
+        if (minfer_kit_output_wanted(e->args->node, i)) {
             void *y;
             minfer_status s = cpu_output(e, i, x->dtype, x->rank, od, &y);
             if (s)

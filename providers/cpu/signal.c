@@ -86,7 +86,7 @@ minfer_status cpu_compute_dft(const cpu_exec *e) {
     if (!x || x->rank < 3 || (x->dims[x->rank - 1] != 1 && x->dims[x->rank - 1] != 2) ||
         !cpu_is_float(x->dtype))
         return cpu_fail(e, MINFER_ERR_SHAPE, "input must be float [batch, ..., 1 or 2]");
-    int axis = cpu_axis(st->axis, x->rank);
+    int axis = minfer_kit_axis(st->axis, x->rank);
     if (axis < 1 || axis >= x->rank - 1)
         return cpu_fail(e, MINFER_ERR_SHAPE, "axis must be a signal dimension");
     int64_t len = x->dims[axis];
@@ -108,8 +108,8 @@ minfer_status cpu_compute_dft(const cpu_exec *e) {
     if ((s = cpu_output(e, 0, x->dtype, x->rank, od, &y)) != MINFER_OK)
         return s;
     size_t comp = (size_t)x->dims[x->rank - 1], in_len = (size_t)x->dims[axis];
-    size_t outer = (size_t)cpu_numel(axis, x->dims);
-    size_t inner = (size_t)cpu_numel(x->rank - axis - 2, x->dims + axis + 1);
+    size_t outer = (size_t)minfer_kit_numel(axis, x->dims);
+    size_t inner = (size_t)minfer_kit_numel(x->rank - axis - 2, x->dims + axis + 1);
     double *buf = cpu_malloc(e->ctx, (2 * in_len + 2 * (size_t)bins + 1) * sizeof *buf);
     if (!buf)
         return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");

@@ -40,8 +40,8 @@ static int reads_back(const char *text, double v, int32_t dtype) {
     case MINFER_DTYPE_DOUBLE: return strtod(text, NULL) == v;
     case MINFER_DTYPE_FLOAT: return strtof(text, NULL) == (float)v;
     case MINFER_DTYPE_FLOAT16:
-        return cpu_float_to_half(strtof(text, NULL)) == cpu_float_to_half((float)v);
-    default: return cpu_float_to_bf16(strtof(text, NULL)) == cpu_float_to_bf16((float)v);
+        return minfer_float_to_half(strtof(text, NULL)) == minfer_float_to_half((float)v);
+    default: return minfer_float_to_bf16(strtof(text, NULL)) == minfer_float_to_bf16((float)v);
     }
 }
 
@@ -227,7 +227,7 @@ static int parse_elem(const char *s, void *p, int32_t dtype, size_t i) {
 
 minfer_status cpu_cast_strings(const cpu_exec *e, const minfer_tensor_view *x, int32_t to,
                                void *y) {
-    size_t n = (size_t)cpu_numel(x->rank, x->dims);
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims);
     const void *src = cpu_data(x);
     if (to == MINFER_DTYPE_STRING) {
         char **out = y;
@@ -284,7 +284,7 @@ minfer_status cpu_prepare_string_normalizer(cpu_prep *p) {
         return cpu_decline(p, "locale '%s' not supported (ASCII case rules only)", locale);
     if (cpu_attr_strs(p, "stopwords", &st->stopwords, &st->n_stop) < 0)
         return MINFER_ERR_UNSUPPORTED;
-    const minfer_value_desc *x = cpu_in_desc(p->node, 0);
+    const minfer_value_desc *x = minfer_kit_input(p->node, 0);
     if (!x)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
     if (x->dtype && x->dtype != MINFER_DTYPE_STRING)
@@ -317,7 +317,7 @@ minfer_status cpu_compute_string_normalizer(const cpu_exec *e) {
         return cpu_fail(e, MINFER_ERR_TYPE, "input must be a string tensor");
     if (x->rank < 1 || x->rank > 2 || (x->rank == 2 && x->dims[0] != 1))
         return cpu_fail(e, MINFER_ERR_SHAPE, "input must be [C] or [1, C]");
-    size_t n = (size_t)cpu_numel(x->rank, x->dims), kept = 0;
+    size_t n = (size_t)minfer_kit_numel(x->rank, x->dims), kept = 0;
     for (size_t i = 0; i < n; i++)
         kept += !is_stopword(st, str_at(x, i));
     /* With every element dropped, the output is one empty string. */
@@ -424,7 +424,7 @@ minfer_status cpu_prepare_tfidf(cpu_prep *p) {
         if (st->indexes[g] + 1 > st->n_out)
             st->n_out = st->indexes[g] + 1;
     }
-    const minfer_value_desc *x = cpu_in_desc(p->node, 0);
+    const minfer_value_desc *x = minfer_kit_input(p->node, 0);
     if (!x)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs an input");
     if (x->dtype && (x->dtype == MINFER_DTYPE_STRING) != !!has_strs)

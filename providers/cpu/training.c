@@ -93,16 +93,16 @@ minfer_status cpu_prepare_optimizer(cpu_prep *p) {
                              "%zu optimized tensor(s) make %zu outputs, the node has %zu", n,
                              (per - 1) * n, nd->n_outputs);
     for (size_t i = 0; i < nd->n_inputs; i++)
-        if (!cpu_in_desc(nd, i))
+        if (!minfer_kit_input(nd, i))
             return cpu_prep_fail(p, MINFER_ERR_MODEL, "input %zu is omitted; none is optional",
                                  i);
     for (size_t i = 0; i < nd->n_outputs; i++)
-        if (!cpu_out_wanted(nd, i))
+        if (!minfer_kit_output_wanted(nd, i))
             return cpu_prep_fail(p, MINFER_ERR_MODEL, "output %zu is omitted; none is optional",
                                  i);
 
     /* What the build already knows of types and shapes. */
-    const minfer_value_desc *r = cpu_in_desc(nd, 0), *t = cpu_in_desc(nd, 1);
+    const minfer_value_desc *r = minfer_kit_input(nd, 0), *t = minfer_kit_input(nd, 1);
     if (r->dtype && r->dtype != MINFER_DTYPE_FLOAT && r->dtype != MINFER_DTYPE_DOUBLE)
         return cpu_prep_fail(p, MINFER_ERR_TYPE, "R must be float or double");
     if (t->dtype && t->dtype != MINFER_DTYPE_INT64)
@@ -112,15 +112,15 @@ minfer_status cpu_prepare_optimizer(cpu_prep *p) {
         int known = s->rank >= 0;
         for (int32_t d = 0; known && d < s->rank; d++)
             known = s->dims[d] >= 0;
-        if (known && cpu_numel(s->rank, s->dims) != 1)
+        if (known && minfer_kit_numel(s->rank, s->dims) != 1)
             return cpu_prep_fail(p, MINFER_ERR_SHAPE, "%s must be a scalar", k ? "T" : "R");
     }
     for (size_t i = 0; i < n; i++) {
-        const minfer_value_desc *x = cpu_in_desc(nd, 2 + i);
+        const minfer_value_desc *x = minfer_kit_input(nd, 2 + i);
         if (x->dtype && x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
             return cpu_prep_fail(p, MINFER_ERR_TYPE, "X%zu must be float or double", i + 1);
         for (size_t k = 1; k < per; k++) {
-            const minfer_value_desc *o = cpu_in_desc(nd, 2 + k * n + i);
+            const minfer_value_desc *o = minfer_kit_input(nd, 2 + k * n + i);
             const char *name = group_name(kind, k);
             if (x->dtype && o->dtype && o->dtype != x->dtype)
                 return cpu_prep_fail(p, MINFER_ERR_TYPE, "%s%zu's element type differs from X%zu's",
@@ -207,7 +207,7 @@ minfer_status cpu_compute_optimizer(const cpu_exec *e) {
         return cpu_fail(e, MINFER_ERR_TYPE, "R must be float or double");
     if (tv->dtype != MINFER_DTYPE_INT64)
         return cpu_fail(e, MINFER_ERR_TYPE, "T must be int64");
-    if (cpu_numel(tv->rank, tv->dims) != 1)
+    if (minfer_kit_numel(tv->rank, tv->dims) != 1)
         return cpu_fail(e, MINFER_ERR_SHAPE, "T must be a scalar");
     double R;
     if ((st = cpu_read_scalar(e, rv, "R", &R)) != MINFER_OK)
@@ -251,7 +251,7 @@ minfer_status cpu_compute_optimizer(const cpu_exec *e) {
             if ((st = cpu_output(e, k * s->n + i, x->dtype, x->rank, x->dims, &out[k])) !=
                 MINFER_OK)
                 return st;
-        size_t len = (size_t)cpu_numel(x->rank, x->dims);
+        size_t len = (size_t)minfer_kit_numel(x->rank, x->dims);
         if (x->dtype == MINFER_DTYPE_FLOAT)
             update_f32(s, rate, beta, len, in, out);
         else

@@ -13,11 +13,7 @@
 /* ---- Errors and attributes ------------------------------------------------- */
 
 static minfer_status vmsg(dnn_b *b, minfer_status st, const char *fmt, va_list ap) {
-    if (b->why && b->why_size > 0) {
-        int k = snprintf(b->why, b->why_size, "%s: ", b->node->op_type);
-        if (k >= 0 && (size_t)k < b->why_size)
-            vsnprintf(b->why + k, b->why_size - (size_t)k, fmt, ap);
-    }
+    minfer_kit_vdecline(b->why, b->why_size, b->node->op_type, fmt, ap);
     return st;
 }
 
@@ -47,45 +43,20 @@ minfer_status dnn_fail(dnn_b *b, dnnl_status_t s, const char *what) {
 }
 
 int64_t dnn_attr_int(const dnn_b *b, const char *name, int64_t dflt) {
-    int64_t v;
-    return b->ctx->api->attr_int(b->node, name, &v) ? v : dflt;
+    return minfer_kit_attr_int(b->ctx->api, b->node, name, dflt);
 }
 
 float dnn_attr_float(const dnn_b *b, const char *name, float dflt) {
-    float v;
-    return b->ctx->api->attr_float(b->node, name, &v) ? v : dflt;
+    return minfer_kit_attr_float(b->ctx->api, b->node, name, dflt);
 }
 
 const char *dnn_attr_str(const dnn_b *b, const char *name, const char *dflt) {
-    const char *s;
-    size_t len;
-    return b->ctx->api->attr_string(b->node, name, &s, &len) ? s : dflt;
+    return minfer_kit_attr_str(b->ctx->api, b->node, name, dflt);
 }
 
 int dnn_attr_ints(dnn_b *b, const char *name, int64_t *out, size_t cap, size_t *count) {
-    const int64_t *v;
-    size_t n;
-    *count = 0;
-    if (!b->ctx->api->attr_ints(b->node, name, &v, &n))
-        return 0;
-    if (n > cap) {
-        dnn_decline(b, "attribute %s has %zu entries (at most %zu)", name, n, cap);
-        return -1;
-    }
-    memcpy(out, v, n * sizeof *v);
-    *count = n;
-    return 1;
-}
-
-const minfer_value_desc *dnn_in(const dnn_b *b, size_t i) {
-    if (i >= b->node->n_inputs || !b->node->inputs[i].present)
-        return NULL;
-    return &b->node->inputs[i];
-}
-
-int dnn_out_wanted(const dnn_b *b, size_t o) {
-    return o < b->node->n_outputs && b->node->outputs[o].name &&
-           b->node->outputs[o].name[0] != '\0';
+    return minfer_kit_attr_ints(b->ctx->api, b->node, name, out, cap, count, b->why,
+                                b->why_size);
 }
 
 minfer_status dnn_require_float(dnn_b *b, int n_float) {
@@ -104,17 +75,6 @@ minfer_status dnn_require_float(dnn_b *b, int n_float) {
             return dnn_decline(b, "output %zu is not a float tensor", o);
     }
     return MINFER_OK;
-}
-
-int64_t dnn_numel(int32_t rank, const int64_t *dims) {
-    int64_t n;
-    return minfer_dims_numel(dims, rank, &n) == MINFER_OK ? n : -1;
-}
-
-int dnn_axis(int64_t axis, int32_t rank) {
-    if (axis < 0)
-        axis += rank;
-    return axis >= 0 && axis < rank ? (int)axis : -1;
 }
 
 /* ---- Memory descriptors ---------------------------------------------------- */
@@ -389,10 +349,6 @@ int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md) {
                 return -1;
             }
             b->prep->output_layouts[o] = id;
-            if (dnn_vmap_set(b->ctx, v, id) != MINFER_OK) {
-                dnn_decline(b, "out of memory");
-                return -1;
-            }
         }
         return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
     }

@@ -23,7 +23,7 @@
 
 #include <dnnl.h>
 
-#include "minfer/provider.h"
+#include "minfer/provider_kit.h"
 
 #if defined(__GNUC__)
 #pragma GCC visibility push(hidden)
@@ -48,14 +48,6 @@ typedef struct dnn_layout {
     dnnl_memory_t m_md, m_plain;      /* memories for those reorders */
 } dnn_layout;
 
-/* The layout this instance gave a value when it prepared its producer. */
-typedef struct dnn_vlayout {
-    char *name;
-    int32_t rank;
-    int64_t dims[MINFER_MAX_RANK];
-    uint64_t layout;
-} dnn_vlayout;
-
 enum { DNN_SPLIT_AUTO, DNN_SPLIT_ON, DNN_SPLIT_OFF };
 
 /* One provider instance (one per session). */
@@ -69,8 +61,6 @@ typedef struct dnn_ctx {
     int private_layouts; /* outputs may stay in oneDNN layouts (own memory domain) */
     dnn_layout *layouts;
     size_t n_layouts, cap_layouts;
-    dnn_vlayout *vmap;
-    size_t n_vmap, cap_vmap;
 } dnn_ctx;
 
 /* Where a memory's data handle comes from at execute. */
@@ -172,17 +162,23 @@ const char *dnn_attr_str(const dnn_b *b, const char *name, const char *dflt);
 /* Copies an ints attribute; 1 found, 0 absent, -1 too long (declined). */
 int dnn_attr_ints(dnn_b *b, const char *name, int64_t *out, size_t cap, size_t *count);
 
-/* node input i if present, else NULL. */
-const minfer_value_desc *dnn_in(const dnn_b *b, size_t i);
+/* node input i if present, else NULL (the provider kit's). */
+static inline const minfer_value_desc *dnn_in(const dnn_b *b, size_t i) {
+    return minfer_kit_input(b->node, i);
+}
 /* 1 if output o exists and has a name. */
-int dnn_out_wanted(const dnn_b *b, size_t o);
+static inline int dnn_out_wanted(const dnn_b *b, size_t o) {
+    return minfer_kit_output_wanted(b->node, o);
+}
 /* Declines unless every present input (the first n_float, when n_float
  * > 0) and every output is float. */
 minfer_status dnn_require_float(dnn_b *b, int n_float);
 /* Elements of a shape; -1 for a negative dim or a count that overflows. */
-int64_t dnn_numel(int32_t rank, const int64_t *dims);
+static inline int64_t dnn_numel(int32_t rank, const int64_t *dims) {
+    return minfer_kit_numel(rank, dims);
+}
 /* Normalizes axis to [0, rank); -1 when out of range. */
-int dnn_axis(int64_t axis, int32_t rank);
+static inline int dnn_axis(int64_t axis, int32_t rank) { return minfer_kit_axis(axis, rank); }
 
 /* ---- Memory descriptors and program building (build.c) ------------------- */
 
@@ -263,9 +259,6 @@ minfer_status dnn_check_out(dnn_b *b, size_t o, int rank, const int64_t *dims);
 /* Registers md (plain mds give 0); returns the id or UINT64_MAX on failure. */
 uint64_t dnn_layout_id(dnn_ctx *ctx, const dnnl_memory_desc_t *md);
 const dnn_layout *dnn_layout_get(const dnn_ctx *ctx, uint64_t id);
-/* Remembers that value (name, shape) will have layout id. */
-minfer_status dnn_vmap_set(dnn_ctx *ctx, const minfer_value_desc *v, uint64_t id);
-uint64_t dnn_vmap_get(const dnn_ctx *ctx, const minfer_value_desc *v);
 
 /* ---- Nodes (provider.c) and their parallel pieces (split.c) -------------- */
 

@@ -41,12 +41,12 @@
  * With its own memory domain ("onednn", host memory allocated here, so a
  * buffer handle is a host pointer) an output keeps the layout its primitive
  * chose, and prepare_node writes it to output_layouts[o]. Consumers on this
- * provider receive it, but prepare_node is not told an input's layout, so
- * the instance remembers, per value name and shape, the layout it gave the
- * value when preparing its producer (nodes are prepared in topological
- * order); a value it never produced arrives plain (from the host, through
- * copy_from_host). copy_to_host and copy_from_host reorder between a
- * registered layout and plain with reorders made at registration. Built
+ * provider receive it: prepare_node reads an input's layout in its
+ * minfer_value_desc (ABI 2), where the host puts the layout the producer
+ * reported when the producer computes in this domain; a value it never
+ * produced arrives plain (from the host, through copy_from_host).
+ * copy_to_host and copy_from_host reorder between a registered layout and
+ * plain with reorders made at registration. Built
  * without the memory domain (-DMINFER_ONEDNN_OWN_DOMAIN=OFF, a debugging
  * aid) every output is plain, and a primitive that prefers another layout
  * gets reorders into its workspace.
@@ -182,51 +182,6 @@ const dnn_layout *dnn_layout_get(const dnn_ctx *ctx, uint64_t id) {
     return id >= 1 && id <= ctx->n_layouts ? &ctx->layouts[id - 1] : NULL;
 }
 
-static dnn_vlayout *vmap_find(const dnn_ctx *ctx, const minfer_value_desc *v) {
-    if (!v->name)
-        return NULL;
-    for (size_t i = 0; i < ctx->n_vmap; i++) {
-        dnn_vlayout *e = &ctx->vmap[i];
-        if (e->rank == v->rank && !strcmp(e->name, v->name) &&
-            !memcmp(e->dims, v->dims, (size_t)(v->rank > 0 ? v->rank : 0) * sizeof v->dims[0]))
-            return e;
-    }
-    return NULL;
-}
-
-minfer_status dnn_vmap_set(dnn_ctx *ctx, const minfer_value_desc *v, uint64_t id) {
-    dnn_vlayout *e = vmap_find(ctx, v);
-    if (e) {
-        e->layout = id;
-        return MINFER_OK;
-    }
-    if (!v->name || v->rank < 0)
-        return MINFER_OK;
-    if (ctx->n_vmap == ctx->cap_vmap) {
-        size_t cap = ctx->cap_vmap ? 2 * ctx->cap_vmap : 64;
-        dnn_vlayout *m = realloc(ctx->vmap, cap * sizeof *m);
-        if (!m)
-            return MINFER_ERR_NOMEM;
-        ctx->vmap = m;
-        ctx->cap_vmap = cap;
-    }
-    e = &ctx->vmap[ctx->n_vmap];
-    memset(e, 0, sizeof *e);
-    e->name = strdup(v->name);
-    if (!e->name)
-        return MINFER_ERR_NOMEM;
-    e->rank = v->rank;
-    memcpy(e->dims, v->dims, (size_t)v->rank * sizeof v->dims[0]);
-    e->layout = id;
-    ctx->n_vmap++;
-    return MINFER_OK;
-}
-
-uint64_t dnn_vmap_get(const dnn_ctx *ctx, const minfer_value_desc *v) {
-    const dnn_vlayout *e = vmap_find(ctx, v);
-    return e ? e->layout : 0;
-}
-
 /* ---- Instance ------------------------------------------------------------- */
 
 static int parse_split(const char *v, int *split) {
@@ -298,26 +253,14 @@ static void dnn_shutdown(void *vctx) {
         dnnl_memory_destroy(l->m_plain);
     }
     free(ctx->layouts);
-    for (size_t i = 0; i < ctx->n_vmap; i++)
-        free(ctx->vmap[i].name);
-    free(ctx->vmap);
     dnnl_stream_destroy(ctx->stream);
     dnnl_engine_destroy(ctx->engine);
     free(ctx);
 }
 
+/* The table entry for the node's opset (the provider kit's lookup). */
 static const dnn_op *lookup(const minfer_node_desc *node, int *any) {
-    const dnn_op *best = NULL;
-    *any = 0;
-    for (size_t i = 0; i < N_OPS; i++) {
-        if (strcmp(ops[i].op_type, node->op_type) || strcmp(ops[i].domain, node->domain))
-            continue;
-        *any = 1;
-        if (ops[i].since_version <= node->opset &&
-            (!best || ops[i].since_version > best->since_version))
-            best = &ops[i];
-    }
-    return best;
+    return MINFER_KIT_LOOKUP(dnn_op, ops, N_OPS, node->domain, node->op_type, node->opset, any);
 }
 
 void dnn_node_free(dnn_node *n) {
@@ -403,12 +346,7 @@ minfer_status dnn_build_node(dnn_ctx *ctx, const minfer_node_desc *node, minfer_
     const dnn_op *op = lookup(node, &any);
     *out = NULL;
     if (!op) {
-        if (any)
-            snprintf(why, why_size, "%s: opset %lld is older than the oneDNN provider handles",
-                     node->op_type, (long long)node->opset);
-        else
-            snprintf(why, why_size, "%s%s%s: not a oneDNN op", node->domain,
-                     node->domain[0] ? "." : "", node->op_type);
+        minfer_kit_no_kernel(node, any, "oneDNN op", why, why_size);
         return MINFER_ERR_UNSUPPORTED;
     }
     dnn_node *n = calloc(1, sizeof *n);
@@ -422,7 +360,7 @@ minfer_status dnn_build_node(dnn_ctx *ctx, const minfer_node_desc *node, minfer_
     if (ctx->private_layouts && !check && !pio)
         for (size_t i = 0; i < node->n_inputs; i++)
             if (node->inputs[i].present)
-                n->in_layout[i] = dnn_vmap_get(ctx, &node->inputs[i]);
+                n->in_layout[i] = minfer_kit_input_layout(node, i);
     dnn_b b = {ctx, node, prep, check, n, 0, {{0}}, 0, why, why_size, share, pio};
     n->threads = threads > 0 ? threads : node_threads(ctx, node);
     omp_set_num_threads(n->threads);
@@ -617,11 +555,7 @@ static int dnn_supports(void *vctx, const minfer_node_desc *node, char *why, siz
     dnn_ctx *ctx = vctx;
     char buf[256];
     int any;
-    if (!why || why_size == 0) {
-        why = buf;
-        why_size = sizeof buf;
-    }
-    why[0] = '\0';
+    why = minfer_kit_why(why, &why_size, buf, sizeof buf);
     if (unknown_outputs(node, lookup(node, &any), why, why_size))
         return 0;
     if (node->n_inputs > 64 || node->n_outputs > 8) {
@@ -702,8 +636,6 @@ static void build_single(dnn_ctx *ctx, const minfer_node_desc *node, minfer_node
     s->v[1] = NULL;
     memcpy(prep->output_layouts, lay, no * sizeof lay[0]);
     memcpy(prep->output_inplace, inpl, no * sizeof inpl[0]);
-    for (size_t o = 0; o < no; o++)
-        dnn_vmap_set(ctx, &node->outputs[o], lay[o]);
 }
 
 static minfer_status dnn_prepare(void *vctx, const minfer_node_desc *node, minfer_node_prep *prep,
@@ -808,7 +740,7 @@ static minfer_status run_node(dnn_ctx *ctx, const dnn_node *n, const minfer_exec
     /* In a device domain the workspace is a buffer handle plus an offset
      * (a member appended to the ABI: read it only when the host has it). */
     char *ws = a->workspace;
-    if (ws && a->struct_size >= offsetof(minfer_exec_args, workspace_offset) + sizeof(size_t))
+    if (ws && MINFER_STRUCT_HAS(a, minfer_exec_args, workspace_offset))
         ws += a->workspace_offset;
     for (int k = 0; k < n->n_mems; k++) {
         const dnn_mem *m = &n->mems[k];
@@ -923,7 +855,7 @@ static void run_pieces(void *arg, size_t begin, size_t end) {
 
 static minfer_status run_split(dnn_ctx *ctx, const dnn_split *sp, const minfer_exec_args *a) {
     char *ws = a->workspace;
-    if (ws && a->struct_size >= offsetof(minfer_exec_args, workspace_offset) + sizeof(size_t))
+    if (ws && MINFER_STRUCT_HAS(a, minfer_exec_args, workspace_offset))
         ws += a->workspace_offset;
     if (a->workspace_bytes < sp->n * sp->ws_stride || (sp->ws_stride && !ws))
         return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "workspace too small, bytes needed",

@@ -34,11 +34,7 @@ const char *ocl_err_str(cl_int err) {
 }
 
 static void vmsg(ocl_prep *p, const char *fmt, va_list ap) {
-    if (p->err && p->err_size > 0) {
-        int n = snprintf(p->err, p->err_size, "%s: ", p->node->op_type);
-        if (n >= 0 && (size_t)n < p->err_size)
-            vsnprintf(p->err + n, p->err_size - (size_t)n, fmt, ap);
-    }
+    minfer_kit_vdecline(p->err, p->err_size, p->node->op_type, fmt, ap);
 }
 
 minfer_status ocl_decline(ocl_prep *p, const char *fmt, ...) {
@@ -58,14 +54,10 @@ minfer_status ocl_prep_fail(ocl_prep *p, minfer_status st, const char *fmt, ...)
 }
 
 minfer_status ocl_fail(const ocl_exec *e, minfer_status st, const char *fmt, ...) {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    minfer_kit_vfail(e->ctx->api, e->ctx->host, "opencl", e->args->node, st, fmt, ap);
     va_end(ap);
-    const minfer_node_desc *n = e->args->node;
-    e->ctx->api->set_error(e->ctx->host, "opencl: node '%s' (%s): %s", n ? n->name : "?",
-                           n ? n->op_type : "?", msg);
     return st;
 }
 
@@ -91,62 +83,32 @@ void ocl_state_free(void *state) {
 /* ---- Attributes and constants ---------------------------------------------- */
 
 int64_t ocl_attr_int(const ocl_prep *p, const char *name, int64_t dflt) {
-    int64_t v;
-    return p->ctx->api->attr_int(p->node, name, &v) ? v : dflt;
+    return minfer_kit_attr_int(p->ctx->api, p->node, name, dflt);
 }
 
 float ocl_attr_float(const ocl_prep *p, const char *name, float dflt) {
-    float v;
-    return p->ctx->api->attr_float(p->node, name, &v) ? v : dflt;
+    return minfer_kit_attr_float(p->ctx->api, p->node, name, dflt);
 }
 
 const char *ocl_attr_str(const ocl_prep *p, const char *name, const char *dflt) {
-    const char *s;
-    size_t len;
-    return p->ctx->api->attr_string(p->node, name, &s, &len) ? s : dflt;
+    return minfer_kit_attr_str(p->ctx->api, p->node, name, dflt);
 }
 
 int ocl_attr_ints(ocl_prep *p, const char *name, int64_t *out, size_t cap, size_t *count) {
-    const int64_t *v;
-    size_t n;
-    *count = 0;
-    if (!p->ctx->api->attr_ints(p->node, name, &v, &n))
-        return 0;
-    if (n > cap) {
-        ocl_decline(p, "attribute '%s' has %zu entries, at most %zu supported", name, n, cap);
-        return -1;
-    }
-    if (n)
-        memcpy(out, v, n * sizeof *v);
-    *count = n;
-    return 1;
+    return minfer_kit_attr_ints(p->ctx->api, p->node, name, out, cap, count, p->err,
+                                p->err_size);
 }
 
 const minfer_value_desc *ocl_in_desc(const minfer_node_desc *n, size_t i) {
-    if (i >= n->n_inputs || !n->inputs[i].present)
-        return NULL;
-    return &n->inputs[i];
+    return minfer_kit_input(n, i);
+}
+
+int64_t ocl_numel(int32_t rank, const int64_t *dims) {
+    return minfer_kit_numel(rank, dims);
 }
 
 int ocl_const_ints(ocl_prep *p, size_t input, int64_t *out, size_t cap, size_t *count) {
-    const minfer_value_desc *d = ocl_in_desc(p->node, input);
-    *count = 0;
-    if (!d || !d->const_data)
-        return 0;
-    if (d->dtype != MINFER_DTYPE_INT64 && d->dtype != MINFER_DTYPE_INT32) {
-        ocl_decline(p, "input %zu must be int32 or int64", input);
-        return -1;
-    }
-    size_t es = d->dtype == MINFER_DTYPE_INT64 ? 8 : 4, n = d->const_nbytes / es;
-    if (n > cap) {
-        ocl_decline(p, "input %zu has %zu entries, at most %zu supported", input, n, cap);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++)
-        out[i] = es == 8 ? ((const int64_t *)d->const_data)[i]
-                         : ((const int32_t *)d->const_data)[i];
-    *count = n;
-    return 1;
+    return minfer_kit_const_ints(p->node, input, out, cap, count, p->err, p->err_size);
 }
 
 /* 0 for strings and complex numbers, which no device tensor holds. */
@@ -161,60 +123,12 @@ size_t ocl_esize(const ocl_ctx *ctx, int32_t dtype) {
     return ctx->fp16 && dtype == MINFER_DTYPE_FLOAT ? 2 : ocl_dtype_size(dtype);
 }
 
-/* F. Giesen's float_to_half_fast3_rtne: exact round to nearest even, with
- * the float addition doing the rounding of results below half's normal
- * range. NaN stays NaN (quiet), overflow gives infinity. */
-uint16_t ocl_f2h(float f) {
-    uint32_t x, sign;
-    memcpy(&x, &f, sizeof x);
-    sign = x & 0x80000000u;
-    x ^= sign;
-    uint32_t o;
-    if (x >= 0x47800000u) { /* 65536 and above, inf, NaN */
-        o = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
-    } else if (x < 0x38800000u) { /* below 2^-14: subnormal or zero */
-        const uint32_t magic_bits = 126u << 23; /* 0.5f */
-        float magic, r;
-        memcpy(&magic, &magic_bits, sizeof magic);
-        memcpy(&r, &x, sizeof r);
-        r += magic;
-        memcpy(&o, &r, sizeof o);
-        o -= magic_bits;
-    } else {
-        uint32_t odd = (x >> 13) & 1u;
-        x += 0xc8000fffu + odd; /* rebias the exponent (-112 << 23), round */
-        o = x >> 13;
-    }
-    return (uint16_t)((sign >> 16) | o);
-}
-
-float ocl_h2f(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
-    float f;
-    if (e == 0x1f) {
-        x = sign | 0x7f800000u | (m << 13);
-    } else if (e == 0) {
-        f = (float)m * 0x1p-24f; /* zero or subnormal */
-        memcpy(&x, &f, sizeof x);
-        x |= sign;
-    } else {
-        x = sign | ((e + 112u) << 23) | (m << 13);
-    }
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
-
 minfer_status ocl_need_float(ocl_prep *p, size_t i) {
     const minfer_value_desc *d = ocl_in_desc(p->node, i);
     if (d && d->dtype != MINFER_DTYPE_FLOAT)
         return ocl_decline(p, "input %zu is not float32 (element type %s)", i,
                            minfer_elem_name(d->dtype));
     return MINFER_OK;
-}
-
-int64_t ocl_numel(int32_t rank, const int64_t *dims) {
-    int64_t n;
-    return minfer_dims_numel(dims, rank, &n) == MINFER_OK ? n : -1;
 }
 
 minfer_status ocl_check_size(ocl_prep *p, const minfer_value_desc *d) {

@@ -42,7 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "minfer/provider.h"
+#include "minfer/provider_kit.h"
 
 #if defined(__GNUC__)
 #pragma GCC visibility push(hidden)
@@ -229,6 +229,7 @@ float ocl_attr_float(const ocl_prep *p, const char *name, float dflt);
 const char *ocl_attr_str(const ocl_prep *p, const char *name, const char *dflt);
 /* Copies an ints attribute: 1 found, 0 absent, -1 too long (declined). */
 int ocl_attr_ints(ocl_prep *p, const char *name, int64_t *out, size_t cap, size_t *count);
+/* Node input i if present, else NULL (minfer_kit_input). */
 const minfer_value_desc *ocl_in_desc(const minfer_node_desc *n, size_t i);
 /* Reads constant int input i: 1 ok, 0 not constant, -1 declined. */
 int ocl_const_ints(ocl_prep *p, size_t input, int64_t *out, size_t cap, size_t *count);
@@ -236,9 +237,9 @@ int ocl_const_ints(ocl_prep *p, size_t input, int64_t *out, size_t cap, size_t *
 size_t ocl_dtype_size(int32_t dtype);
 /* Bytes of one element of dtype in device memory: 2 for float with fp16. */
 size_t ocl_esize(const ocl_ctx *ctx, int32_t dtype);
-/* IEEE half <-> float, round to nearest even. */
-uint16_t ocl_f2h(float f);
-float ocl_h2f(uint16_t h);
+/* IEEE half <-> float, round to nearest even (the provider kit's). */
+static inline uint16_t ocl_f2h(float f) { return minfer_float_to_half(f); }
+static inline float ocl_h2f(uint16_t h) { return minfer_half_to_float(h); }
 /* Declines unless input i (when present) is float; what names it. */
 minfer_status ocl_need_float(ocl_prep *p, size_t i);
 /* Elements of a shape; -1 for a negative dim or a count that overflows. */

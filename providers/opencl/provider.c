@@ -80,21 +80,6 @@ typedef struct ocl_node {
     void *op_state;
 } ocl_node;
 
-static const ocl_kernel_entry *lookup(const char *domain, const char *op, int64_t opset,
-                                      int *any) {
-    const ocl_kernel_entry *best = NULL;
-    *any = 0;
-    for (size_t i = 0; i < N_KERNELS; i++) {
-        const ocl_kernel_entry *k = &kernels[i];
-        if (strcmp(k->op_type, op) != 0 || strcmp(k->domain, domain) != 0)
-            continue;
-        *any = 1;
-        if (k->since_version <= opset && (!best || k->since_version > best->since_version))
-            best = k;
-    }
-    return best;
-}
-
 /* ---- Device choice ----------------------------------------------------------- */
 
 typedef struct dev_entry {
@@ -308,15 +293,12 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
     *out = NULL;
     if (!api || !api->set_error || !api->log)
         return MINFER_ERR_INVALID_ARG;
-    for (size_t i = 0; i < N_KERNELS; i++)
-        for (size_t j = i + 1; j < N_KERNELS; j++)
-            if (kernels[i].since_version == kernels[j].since_version &&
-                strcmp(kernels[i].op_type, kernels[j].op_type) == 0 &&
-                strcmp(kernels[i].domain, kernels[j].domain) == 0) {
-                api->set_error(host, "opencl: kernel table lists %s version %lld twice",
-                               kernels[i].op_type, (long long)kernels[i].since_version);
-                return MINFER_ERR_PROVIDER;
-            }
+    long dup = MINFER_KIT_TABLE_DUPLICATE(ocl_kernel_entry, kernels, N_KERNELS);
+    if (dup >= 0) {
+        api->set_error(host, "opencl: kernel table lists %s version %lld twice",
+                       kernels[dup].op_type, (long long)kernels[dup].since_version);
+        return MINFER_ERR_PROVIDER;
+    }
     ocl_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) {
         api->set_error(host, "opencl: out of memory");
@@ -427,37 +409,13 @@ fail:
 
 static const ocl_kernel_entry *find_kernel(const minfer_node_desc *node, char *why,
                                            size_t why_size) {
-    int any;
-    const ocl_kernel_entry *k = lookup(node->domain, node->op_type, node->opset, &any);
-    if (!k) {
-        if (any)
-            snprintf(why, why_size, "%s: opset %lld is older than any OpenCL kernel for it",
-                     node->op_type, (long long)node->opset);
-        else
-            snprintf(why, why_size, "%s%s%s: no OpenCL kernel", node->domain,
-                     node->domain[0] ? "." : "", node->op_type);
-        return NULL;
-    }
-    for (size_t i = 0; i < node->n_inputs; i++)
-        if (node->inputs[i].present && node->inputs[i].kind != MINFER_VALUE_TENSOR) {
-            snprintf(why, why_size, "%s: input %zu is not a tensor", node->op_type, i);
-            return NULL;
-        }
-    for (size_t i = 0; i < node->n_outputs; i++)
-        if (node->outputs[i].kind != MINFER_VALUE_TENSOR) {
-            snprintf(why, why_size, "%s: output %zu is not a tensor", node->op_type, i);
-            return NULL;
-        }
-    return k;
+    return MINFER_KIT_FIND_KERNEL(ocl_kernel_entry, kernels, N_KERNELS, node, "OpenCL kernel",
+                                  why, why_size);
 }
 
 static int ocl_supports(void *ctx, const minfer_node_desc *node, char *why, size_t why_size) {
     char buf[256];
-    if (!why || why_size == 0) {
-        why = buf;
-        why_size = sizeof buf;
-    }
-    why[0] = '\0';
+    why = minfer_kit_why(why, &why_size, buf, sizeof buf);
     const ocl_kernel_entry *k = find_kernel(node, why, why_size);
     if (!k)
         return 0;
