@@ -120,34 +120,11 @@ minfer_status si_same_as(ictx *c, size_t j, const minfer_tensor_view *v) {
     return si_set_out(c, j, v->dtype, v->rank, v->dims);
 }
 
-const char *si_dtype_name(int32_t dt) {
-    static const char *const names[] = {"undefined", "float",  "uint8",     "int8",
-                                        "uint16",    "int16",  "int32",     "int64",
-                                        "string",    "bool",   "float16",   "double",
-                                        "uint32",    "uint64", "complex64", "complex128",
-                                        "bfloat16"};
-    return dt >= 0 && dt < (int32_t)(sizeof names / sizeof names[0]) ? names[dt] : "unknown";
-}
+const char *si_dtype_name(int32_t dt) { return minfer_elem_name(dt); }
 
+/* minfer_elem_size, but 0 for strings: no rule sizes string storage. */
 size_t si_dtype_bytes(int32_t dt) {
-    switch (dt) {
-    case MINFER_DTYPE_BOOL:
-    case MINFER_DTYPE_UINT8:
-    case MINFER_DTYPE_INT8: return 1;
-    case MINFER_DTYPE_UINT16:
-    case MINFER_DTYPE_INT16:
-    case MINFER_DTYPE_FLOAT16:
-    case MINFER_DTYPE_BFLOAT16: return 2;
-    case MINFER_DTYPE_FLOAT:
-    case MINFER_DTYPE_INT32:
-    case MINFER_DTYPE_UINT32: return 4;
-    case MINFER_DTYPE_INT64:
-    case MINFER_DTYPE_UINT64:
-    case MINFER_DTYPE_DOUBLE:
-    case MINFER_DTYPE_COMPLEX64: return 8;
-    case MINFER_DTYPE_COMPLEX128: return 16;
-    default: return 0;
-    }
+    return dt == MINFER_DTYPE_STRING ? 0 : minfer_elem_size(dt);
 }
 
 /* Inputs a and b must have one element type (when both are known). */
