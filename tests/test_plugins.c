@@ -294,6 +294,30 @@ static void test_callback_errors(void **state) {
     minfer_options_free(opt);
 }
 
+/* A plugin op in the default domain (one ONNX does not define). */
+static void test_default_domain_op(void **state) {
+    (void)state;
+    minfer_graph_builder *b = NULL;
+    int64_t dims[2] = {2, 3};
+    const char *in[] = {"x"}, *out[] = {"y"};
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    assert_ok(minfer_builder_create(13, &b));
+    assert_ok(minfer_builder_add_input(b, "x", MINFER_DTYPE_FLOAT, dims, 2, NULL));
+    assert_ok(minfer_builder_add_node(b, "AddOneDefault", NULL, "the_node", in, 1, out, 1, NULL));
+    assert_ok(minfer_builder_add_output(b, "y"));
+    assert_ok(minfer_options_create(&opt));
+    assert_ok(minfer_options_add_plugin(opt, FAKE("fpops")));
+    assert_ok(minfer_session_create_from_builder(b, opt, &s));
+    assert_string_equal(placement_of(s, "the_node"), "plugin");
+    minfer_value_info info;
+    assert_ok(minfer_session_output_info(s, 0, &info));
+    assert_int_equal(info.rank, 2); /* the plugin's inference */
+    minfer_session_free(s);
+    minfer_options_free(opt);
+    minfer_builder_free(b);
+}
+
 /* ---- folding: only deterministic ops ------------------------------------ */
 
 /* c (constant) -> OP -> t; y = x + t. */
@@ -473,6 +497,7 @@ int main(void) {
         cmocka_unit_test(test_sessions_share),
         cmocka_unit_test(test_create_destroy_pairs),
         cmocka_unit_test(test_callback_errors),
+        cmocka_unit_test(test_default_domain_op),
         cmocka_unit_test(test_fold_only_deterministic),
         cmocka_unit_test(test_discovered),
         cmocka_unit_test(test_unserved_op),

@@ -194,9 +194,9 @@ static minfer_status resolve(const char *path_or_name, char *path, size_t size) 
 
 /* ---- registration --------------------------------------------------------- */
 
-static int is_default_domain(const char *d) {
-    return !d[0] || strcmp(d, "ai.onnx") == 0 || strcmp(d, "ai.onnx.ml") == 0 ||
-           strcmp(d, "ai.onnx.preview.training") == 0 || strcmp(d, "minfer") == 0;
+/* Domains whose ops only minfer defines: its fused ops and training. */
+static int is_reserved_domain(const char *d) {
+    return strcmp(d, "ai.onnx.preview.training") == 0 || strcmp(d, "minfer") == 0;
 }
 
 static int ranges_meet(const minfer_plugin_op *a, const minfer_plugin_op *b) {
@@ -222,10 +222,12 @@ static minfer_status register_op(minfer_plugin_registry *reg, const minfer_plugi
                         lib->path, op ? op->struct_size : 0u, (size_t)MIN_OP_SIZE,
                         MINFER_PLUGIN_ABI_VERSION);
     const char *dom = op->domain ? op->domain : "", *type = op->op_type ? op->op_type : "";
-    if (!type[0] || is_default_domain(dom))
+    if (strcmp(dom, "ai.onnx") == 0)
+        dom = ""; /* the default domain, as the graph names it */
+    if (!type[0] || is_reserved_domain(dom))
         return mf_error(MINFER_ERR_INVALID_ARG,
                         "plugin %s: op '%s' in domain '%s': a plugin op needs a type and a "
-                        "domain of its own (not ONNX's or minfer's)",
+                        "domain that is not minfer's own",
                         lib->path, type, dom);
     if (!op->infer || !op->compute)
         return mf_error(MINFER_ERR_INVALID_ARG,
@@ -470,7 +472,7 @@ const minfer_plugin_op *mf_plugin_find(mf_plugin_lib *const *libs, size_t n, con
 static const minfer_plugin_op *find_loaded(const mf_node *node, mf_plugin_lib **owner) {
     const minfer_plugin_op *op = NULL;
     *owner = NULL;
-    if (!node->domain || is_default_domain(node->domain))
+    if (!node->domain || is_reserved_domain(node->domain))
         return NULL;
     pthread_mutex_lock(&reg_lock);
     for (mf_plugin_lib *l = loaded; l && !op; l = l->next)

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "place/plugin_loader.h"
+#include "shapes/shape_infer.h"
 #include "util/internal.h"
 
 typedef struct plugin_ctx {
@@ -194,14 +195,16 @@ static minfer_status add_lib(plugin_ctx *c, mf_plugin_lib *lib) {
     return MINFER_OK;
 }
 
-/* 1 when some node of g is in a domain no core rule, no provider-known
- * domain and no held plugin serves: then discovery is worth its cost. */
+/* 1 when some node of g may need a plugin no held one serves: an op in a
+ * domain of its own, or one in the default domain that the core does not
+ * know (ONNX Runtime writes SimplifiedLayerNormalization there); then
+ * discovery is worth its cost. */
 static int needs_discovery(const mf_graph *g, const plugin_ctx *c) {
     for (size_t i = 0; i < g->n_nodes; i++) {
         const mf_node *n = &g->nodes[i];
         const char *d = n->domain ? n->domain : "";
-        if (!d[0] || strcmp(d, "ai.onnx.ml") == 0 || strcmp(d, "minfer") == 0 ||
-            strcmp(d, "ai.onnx.preview.training") == 0)
+        if (strcmp(d, "ai.onnx.ml") == 0 || strcmp(d, "minfer") == 0 ||
+            strcmp(d, "ai.onnx.preview.training") == 0 || (!d[0] && mf_infer_known(d, n->op_type)))
             continue;
         if (!mf_plugin_find(c->libs, c->n_libs, d, n->op_type, n->opset, NULL))
             return 1;

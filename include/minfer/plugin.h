@@ -46,6 +46,10 @@
  *    declares MINFER_PLUGIN_OP_DETERMINISTIC.
  *  - Two loaded plugins registering the same (domain, op type) with
  *    overlapping opset ranges is a load error naming both files.
+ *  - An op in the default domain runs on the plugin only where no provider
+ *    takes the node, and its infer is used only where the core has no
+ *    rule for the op (ops ONNX does not define, such as ONNX Runtime's
+ *    SimplifiedLayerNormalization).
  *
  * Errors: every call that can fail returns a minfer_status and may write a
  * message (without the node's name: minfer adds it, and the file's) into
@@ -167,7 +171,8 @@ enum {
 
 typedef struct minfer_plugin_op {
     uint32_t struct_size;  /* sizeof(minfer_plugin_op) the plugin was built with */
-    const char *domain;    /* "com.example"; "" or "ai.onnx" are not allowed */
+    const char *domain;    /* "com.example"; "" (or "ai.onnx") for an op ONNX Runtime
+                              writes into the default domain; not "minfer" */
     const char *op_type;
     int64_t since_version; /* first opset version of the domain it serves (>= 1) */
     int64_t until_version; /* last one; 0: no upper bound */

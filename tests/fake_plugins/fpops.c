@@ -5,6 +5,8 @@
  *   FailCompute  infers like AddOne, compute fails with a message
  *   FailInfer    infer fails with a message
  *   FailCreate   create fails with a message
+ * and AddOneDefault (Y = X + 1) in the default domain, an op ONNX does not
+ * define: the way ONNX Runtime's SimplifiedLayerNormalization reaches us.
  * The counters record how often create/destroy ran, so the test can check
  * that every create is paired with a destroy. */
 #include "fake_plugin.h"
@@ -58,6 +60,8 @@ static minfer_status reg(const minfer_plugin_host *host, minfer_plugin_registry 
         OP("FailCompute", 0, fake_same_infer, count_create, fail_compute),
         OP("FailInfer", 0, fail_infer, count_create, fake_add_one),
         OP("FailCreate", 0, fake_same_infer, fail_create, fake_add_one),
+        {.struct_size = sizeof(minfer_plugin_op), .domain = "", .op_type = "AddOneDefault",
+         .since_version = 1, .infer = fake_same_infer, .compute = fake_add_one},
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         minfer_status st = host->register_op(r, &ops[i]);
