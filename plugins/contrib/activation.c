@@ -47,19 +47,19 @@ static minfer_status ew_run(compute_args *a, enum ew_kind kind, float alpha, int
     minfer_status st = check_in(a, 0, MINFER_DTYPE_FLOAT, 0, MINFER_MAX_RANK);
     if (st)
         return st;
-    const minfer_tensor_view *x = &a->inputs[0], *b = NULL;
+    const minfer_tensor_view *x = &(*vin(a, 0)), *b = NULL;
     size_t n = numel(x), bl = 0;
-    if (bias_input && a->n_inputs > 1 && a->inputs[1].data) {
+    if (bias_input && a->n_inputs > 1 && (*vin(a, 1)).data) {
         if ((st = check_in(a, 1, MINFER_DTYPE_FLOAT, 1, 1)))
             return st;
-        b = &a->inputs[1];
+        b = &(*vin(a, 1));
         bl = (size_t)b->dims[0];
         if (x->rank < 1 || x->dims[x->rank - 1] != b->dims[0])
             return FAIL(a, MINFER_ERR_SHAPE,
                         "%s: bias has %zu elements, the input's last dimension is %lld",
                         a->node->op_type, bl, x->rank ? (long long)x->dims[x->rank - 1] : 0LL);
     }
-    ew_job j = {kind, alpha, x->data, b ? b->data : NULL, bl, n, a->outputs[0].data};
+    ew_job j = {kind, alpha, x->data, b ? b->data : NULL, bl, n, OUTV(a, 0).data};
     par_for(a, (n + EW_CHUNK - 1) / EW_CHUNK, 4, ew_range, &j);
     return MINFER_OK;
 }
@@ -69,7 +69,7 @@ static minfer_status same_as_input0(infer_args *a, size_t n_float_inputs) {
     for (size_t i = 0; i < n_float_inputs; i++)
         if ((i == 0 || has_in(a->node, i)) && (st = want_type(a, i, MINFER_DTYPE_FLOAT)))
             return st;
-    out_like(&a->outputs[0], &a->node->inputs[0], MINFER_DTYPE_FLOAT);
+    out_like(&OUTV(a, 0), &(*din(a->node, 0)), MINFER_DTYPE_FLOAT);
     return MINFER_OK;
 }
 
@@ -98,7 +98,7 @@ minfer_status bias_gelu_infer(void *op, infer_args *a) {
 }
 minfer_status bias_gelu_compute(void *op, void *state, compute_args *a) {
     (void)op, (void)state;
-    if (a->n_inputs < 2 || !a->inputs[1].data)
+    if (a->n_inputs < 2 || !(*vin(a, 1)).data)
         return FAIL(a, MINFER_ERR_MODEL, "BiasGelu: input 1 (bias) is required");
     return ew_run(a, EW_GELU, 0, 1);
 }
@@ -118,7 +118,7 @@ minfer_status bias_add_infer(void *op, infer_args *a) {
     minfer_status st;
     if ((st = want_type(a, 1, MINFER_DTYPE_FLOAT)) || (st = want_type(a, 2, MINFER_DTYPE_FLOAT)))
         return st;
-    const minfer_value_desc *x = &a->node->inputs[0];
+    const minfer_value_desc *x = &(*din(a->node, 0));
     if (x->rank >= 0 && x->rank != 3)
         return FAIL(a, MINFER_ERR_SHAPE, "BiasAdd: input 0 has rank %d, expected 3", x->rank);
     return same_as_input0(a, 1);
@@ -131,13 +131,13 @@ minfer_status bias_add_compute(void *op, void *state, compute_args *a) {
         (st = check_in(a, 1, MINFER_DTYPE_FLOAT, 1, 1)) ||
         (st = check_in(a, 2, MINFER_DTYPE_FLOAT, 3, 3)))
         return st;
-    const minfer_tensor_view *x = &a->inputs[0], *b = &a->inputs[1], *s = &a->inputs[2];
+    const minfer_tensor_view *x = &(*vin(a, 0)), *b = &(*vin(a, 1)), *s = &(*vin(a, 2));
     if (b->dims[0] != x->dims[2] || memcmp(s->dims, x->dims, 3 * sizeof(int64_t)))
         return FAIL(a, MINFER_ERR_SHAPE,
                     "BiasAdd: bias must be (C) and skip (N, S, C) with X (N, S, C)");
     size_t n = numel(x), c = (size_t)x->dims[2];
     const float *xp = x->data, *bp = b->data, *sp = s->data;
-    float *y = a->outputs[0].data;
+    float *y = OUTV(a, 0).data;
     for (size_t i = 0; i < n; i++)
         y[i] = xp[i] + bp[i % c] + sp[i];
     return MINFER_OK;

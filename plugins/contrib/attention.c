@@ -85,8 +85,8 @@ static void attn_range(void *arg, size_t i0, size_t i1) {
 
 static minfer_status check_masks(compute_args *a, attn *t, size_t mask_i, size_t bias_i) {
     const minfer_node_desc *n = a->node;
-    t->mask = a->n_inputs > mask_i && a->inputs[mask_i].data ? &a->inputs[mask_i] : NULL;
-    t->abias = a->n_inputs > bias_i && a->inputs[bias_i].data ? &a->inputs[bias_i] : NULL;
+    t->mask = a->n_inputs > mask_i && (*vin(a, mask_i)).data ? &(*vin(a, mask_i)) : NULL;
+    t->abias = a->n_inputs > bias_i && (*vin(a, bias_i)).data ? &(*vin(a, bias_i)) : NULL;
     const minfer_tensor_view *m = t->mask, *ab = t->abias;
     if (m) {
         int ok = m->dtype == MINFER_DTYPE_INT32 &&
@@ -180,7 +180,7 @@ minfer_status attention_infer(void *op, infer_args *a) {
     if (attr_i(a->api, n, "do_rotary", 0))
         return FAIL(a, MINFER_ERR_UNSUPPORTED, "Attention: do_rotary is not supported");
     int64_t heads = attr_i(a->api, n, "num_heads", 0);
-    const minfer_value_desc *x = &n->inputs[0], *w = &n->inputs[1];
+    const minfer_value_desc *x = &(*din(n, 0)), *w = &(*din(n, 1));
     int64_t qh, kh, vh;
     if (heads <= 0 || qkv_sizes(a->api, n, w->rank == 2 ? w->dims[1] : -1, &qh, &kh, &vh) ||
         (qh > 0 && (qh % heads || vh % heads)))
@@ -190,13 +190,13 @@ minfer_status attention_infer(void *op, infer_args *a) {
     if ((x->rank >= 0 && x->rank != 3) || (w->rank >= 0 && w->rank != 2))
         return FAIL(a, MINFER_ERR_SHAPE, "Attention: input must be 3-D and weights 2-D");
     int64_t d[5] = {x->rank == 3 ? x->dims[0] : -1, x->rank == 3 ? x->dims[1] : -1, vh};
-    out_shape(&a->outputs[0], MINFER_DTYPE_FLOAT, 3, d);
+    out_shape(&OUTV(a, 0), MINFER_DTYPE_FLOAT, 3, d);
     if (a->n_outputs > 1) {
         int64_t p[5] = {2, d[0], heads, d[1], qh > 0 ? qh / heads : -1};
         if (vh != qh)
             return FAIL(a, MINFER_ERR_UNSUPPORTED,
                         "Attention: present needs equal q and v widths");
-        out_shape(&a->outputs[1], MINFER_DTYPE_FLOAT, 5, p);
+        out_shape(&OUTV(a, 1), MINFER_DTYPE_FLOAT, 5, p);
     }
     return MINFER_OK;
 }
@@ -208,10 +208,10 @@ minfer_status attention_compute(void *op, void *state, compute_args *a) {
     if ((st = check_in(a, 0, MINFER_DTYPE_FLOAT, 3, 3)) ||
         (st = check_in(a, 1, MINFER_DTYPE_FLOAT, 2, 2)))
         return st;
-    if ((a->n_inputs > 4 && a->inputs[4].data) || (a->n_inputs > 6 && a->inputs[6].data))
+    if ((a->n_inputs > 4 && (*vin(a, 4)).data) || (a->n_inputs > 6 && (*vin(a, 6)).data))
         return FAIL(a, MINFER_ERR_UNSUPPORTED, "Attention: past inputs are not supported");
-    const minfer_tensor_view *x = &a->inputs[0], *w = &a->inputs[1];
-    const minfer_tensor_view *bias = a->n_inputs > 2 && a->inputs[2].data ? &a->inputs[2] : NULL;
+    const minfer_tensor_view *x = &(*vin(a, 0)), *w = &(*vin(a, 1));
+    const minfer_tensor_view *bias = a->n_inputs > 2 && (*vin(a, 2)).data ? &(*vin(a, 2)) : NULL;
     int64_t heads = attr_i(a->api, n, "num_heads", 0), qh, kh, vh;
     if (heads <= 0 || qkv_sizes(a->api, n, w->dims[1], &qh, &kh, &vh) || qh % heads ||
         vh % heads || w->dims[0] != x->dims[2])
@@ -248,11 +248,11 @@ minfer_status attention_compute(void *op, void *state, compute_args *a) {
     to_heads(qkv, W, (size_t)qh, bp, t.B, t.S, t.N, t.H, k);
     to_heads(qkv, W, (size_t)(qh + kh), bp, t.B, t.S, t.N, t.Hv, v);
     t.q = q, t.k = k, t.v = v, t.p = v + nv;
-    t.out = a->outputs[0].data;
+    t.out = OUTV(a, 0).data;
     par_for(a, t.B * t.N, 1, attn_range, &t);
-    if (a->n_outputs > 1 && has_out(n, 1) && a->outputs[1].data) {
-        memcpy(a->outputs[1].data, k, nq * sizeof(float));
-        memcpy((float *)a->outputs[1].data + nq, v, nv * sizeof(float));
+    if (a->n_outputs > 1 && has_out(n, 1) && OUTV(a, 1).data) {
+        memcpy(OUTV(a, 1).data, k, nq * sizeof(float));
+        memcpy((float *)OUTV(a, 1).data + nq, v, nv * sizeof(float));
     }
     free(heads_buf);
     free(qkv);
@@ -279,7 +279,7 @@ minfer_status mha_infer(void *op, infer_args *a) {
         return FAIL(a, MINFER_ERR_UNSUPPORTED,
                     "MultiHeadAttention: past_key / past_value are not supported");
     int64_t heads = attr_i(a->api, n, "num_heads", 0);
-    const minfer_value_desc *q = &n->inputs[0], *k = &n->inputs[1], *v = &n->inputs[2];
+    const minfer_value_desc *q = &(*din(n, 0)), *k = &(*din(n, 1)), *v = &(*din(n, 2));
     if (heads <= 0)
         return FAIL(a, MINFER_ERR_MODEL, "MultiHeadAttention: num_heads must be positive");
     if ((q->rank >= 0 && q->rank != 3) || (k->rank >= 0 && k->rank != 3 && k->rank != 4) ||
@@ -289,12 +289,12 @@ minfer_status mha_infer(void *op, infer_args *a) {
     int64_t dv = v->rank == 3 ? v->dims[2] : v->rank == 4 && v->dims[3] >= 0 ? v->dims[3] * heads
                                                                               : -1;
     int64_t d[3] = {q->rank == 3 ? q->dims[0] : -1, q->rank == 3 ? q->dims[1] : -1, dv};
-    out_shape(&a->outputs[0], MINFER_DTYPE_FLOAT, 3, d);
+    out_shape(&OUTV(a, 0), MINFER_DTYPE_FLOAT, 3, d);
     int64_t L = k->rank == 3 ? k->dims[1] : k->rank == 4 ? k->dims[2] : -1;
     int64_t hq = q->rank == 3 && q->dims[2] >= 0 ? q->dims[2] / heads : -1;
     for (size_t o = 1; o < 3 && o < a->n_outputs; o++) {
         int64_t p[4] = {d[0], heads, L, o == 1 ? hq : (dv >= 0 ? dv / heads : -1)};
-        out_shape(&a->outputs[o], MINFER_DTYPE_FLOAT, 4, p);
+        out_shape(&OUTV(a, o), MINFER_DTYPE_FLOAT, 4, p);
     }
     return MINFER_OK;
 }
@@ -307,10 +307,10 @@ minfer_status mha_compute(void *op, void *state, compute_args *a) {
         (st = check_in(a, 1, MINFER_DTYPE_FLOAT, 3, 4)) ||
         (st = check_in(a, 2, MINFER_DTYPE_FLOAT, 3, 4)))
         return st;
-    if ((a->n_inputs > 6 && a->inputs[6].data) || (a->n_inputs > 7 && a->inputs[7].data))
+    if ((a->n_inputs > 6 && (*vin(a, 6)).data) || (a->n_inputs > 7 && (*vin(a, 7)).data))
         return FAIL(a, MINFER_ERR_UNSUPPORTED, "MultiHeadAttention: past inputs not supported");
-    const minfer_tensor_view *q = &a->inputs[0], *k = &a->inputs[1], *v = &a->inputs[2];
-    const minfer_tensor_view *bias = a->n_inputs > 3 && a->inputs[3].data ? &a->inputs[3] : NULL;
+    const minfer_tensor_view *q = &(*vin(a, 0)), *k = &(*vin(a, 1)), *v = &(*vin(a, 2));
+    const minfer_tensor_view *bias = a->n_inputs > 3 && (*vin(a, 3)).data ? &(*vin(a, 3)) : NULL;
     int64_t heads = attr_i(a->api, n, "num_heads", 0);
     attn t = {.B = (size_t)q->dims[0], .S = (size_t)q->dims[1]};
     if (heads <= 0 || q->dims[2] % heads || k->rank != v->rank)
@@ -365,12 +365,12 @@ minfer_status mha_compute(void *op, void *state, compute_args *a) {
         to_heads(v->data, Dv, 0, bp ? bp + 2 * D : NULL, t.B, t.L, t.N, t.Hv, vh);
     }
     t.q = qh, t.k = kh, t.v = vh, t.p = vh + nv;
-    t.out = a->outputs[0].data;
+    t.out = OUTV(a, 0).data;
     par_for(a, t.B * t.N, 1, attn_range, &t);
-    if (a->n_outputs > 1 && has_out(n, 1) && a->outputs[1].data)
-        memcpy(a->outputs[1].data, kh, nk * sizeof(float));
-    if (a->n_outputs > 2 && has_out(n, 2) && a->outputs[2].data)
-        memcpy(a->outputs[2].data, vh, nv * sizeof(float));
+    if (a->n_outputs > 1 && has_out(n, 1) && OUTV(a, 1).data)
+        memcpy(OUTV(a, 1).data, kh, nk * sizeof(float));
+    if (a->n_outputs > 2 && has_out(n, 2) && OUTV(a, 2).data)
+        memcpy(OUTV(a, 2).data, vh, nv * sizeof(float));
     free(buf);
     return MINFER_OK;
 }
@@ -391,10 +391,10 @@ minfer_status rotary_infer(void *op, infer_args *a) {
         return st;
     if (attr_i(a->api, n, "is_packed_batching", 0))
         return FAIL(a, MINFER_ERR_UNSUPPORTED, "RotaryEmbedding: packed batching");
-    const minfer_value_desc *x = &n->inputs[0];
+    const minfer_value_desc *x = &(*din(n, 0));
     if (x->rank >= 0 && x->rank != 3 && x->rank != 4)
         return FAIL(a, MINFER_ERR_SHAPE, "RotaryEmbedding: input must be 3-D or 4-D");
-    out_like(&a->outputs[0], x, MINFER_DTYPE_FLOAT);
+    out_like(&OUTV(a, 0), x, MINFER_DTYPE_FLOAT);
     return MINFER_OK;
 }
 
@@ -407,8 +407,8 @@ minfer_status rotary_compute(void *op, void *state, compute_args *a) {
         (st = check_in(a, 2, MINFER_DTYPE_FLOAT, 2, 2)) ||
         (st = check_in(a, 3, MINFER_DTYPE_FLOAT, 2, 2)))
         return st;
-    const minfer_tensor_view *x = &a->inputs[0], *pid = &a->inputs[1], *cc = &a->inputs[2],
-                             *sc = &a->inputs[3];
+    const minfer_tensor_view *x = &(*vin(a, 0)), *pid = &(*vin(a, 1)), *cc = &(*vin(a, 2)),
+                             *sc = &(*vin(a, 3));
     int inter = attr_i(a->api, n, "interleaved", 0) != 0;
     int64_t heads = attr_i(a->api, n, "num_heads", 0), rdim = attr_i(a->api, n,
                                                                     "rotary_embedding_dim", 0);
@@ -442,7 +442,7 @@ minfer_status rotary_compute(void *op, void *state, compute_args *a) {
         return FAIL(a, MINFER_ERR_SHAPE, "RotaryEmbedding: position_ids must be (B, S) or 1 value");
     const float *xp = x->data, *cp = cc->data, *sp = sc->data;
     const int64_t *pp = pid->data;
-    float *y = a->outputs[0].data;
+    float *y = OUTV(a, 0).data;
     size_t cw = (size_t)cc->dims[1];
     for (size_t b = 0; b < B; b++)
         for (size_t s = 0; s < S; s++) {

@@ -68,11 +68,11 @@ void out_like(minfer_tensor_view *o, const minfer_value_desc *in, int32_t dtype)
 
 minfer_status want_type(infer_args *a, size_t i, int32_t dtype) {
     const minfer_node_desc *n = a->node;
-    if (i >= n->n_inputs || !n->inputs[i].present)
+    if (i >= n->n_inputs || !(*din(n, i)).present)
         return FAIL(a, MINFER_ERR_MODEL, "%s: input %zu is required", n->op_type, i);
-    if (n->inputs[i].dtype != 0 && n->inputs[i].dtype != dtype)
+    if ((*din(n, i)).dtype != 0 && (*din(n, i)).dtype != dtype)
         return FAIL(a, MINFER_ERR_TYPE, "%s: input %zu%s%s%s is %s, expected %s", n->op_type, i,
-                    QNAME(n->inputs[i].name), minfer_elem_name(n->inputs[i].dtype),
+                    QNAME((*din(n, i)).name), minfer_elem_name((*din(n, i)).dtype),
                     minfer_elem_name(dtype));
     return MINFER_OK;
 }
@@ -86,15 +86,20 @@ size_t numel(const minfer_tensor_view *v) {
 
 minfer_status check_in(compute_args *a, size_t i, int32_t dtype, int rmin, int rmax) {
     const minfer_node_desc *n = a->node;
-    if (i >= a->n_inputs || !a->inputs[i].data)
+    /* Output 0, which every kernel writes: allocated with a known shape (infer
+     * gave one, since the inputs' shapes are known when compute runs). */
+    if (a->n_outputs < 1 || OUTV(a, 0).rank < 0 || (!OUTV(a, 0).data && numel(&OUTV(a, 0))))
+        return FAIL(a, MINFER_ERR_MODEL, "%s: output 0 is missing or has no shape",
+                    n->op_type);
+    if (i >= a->n_inputs || !(*vin(a, i)).data)
         return FAIL(a, MINFER_ERR_MODEL, "%s: input %zu is required", n->op_type, i);
-    const minfer_tensor_view *v = &a->inputs[i];
+    const minfer_tensor_view *v = &(*vin(a, i));
     if (v->dtype != dtype)
         return FAIL(a, MINFER_ERR_TYPE, "%s: input %zu%s%s%s is %s, expected %s", n->op_type, i,
-                    QNAME(n->inputs[i].name), minfer_elem_name(v->dtype), minfer_elem_name(dtype));
+                    QNAME((*din(n, i)).name), minfer_elem_name(v->dtype), minfer_elem_name(dtype));
     if (v->rank < rmin || v->rank > rmax)
         return FAIL(a, MINFER_ERR_SHAPE, "%s: input %zu%s%s%s has rank %d, expected %d..%d",
-                    n->op_type, i, QNAME(n->inputs[i].name), v->rank, rmin, rmax);
+                    n->op_type, i, QNAME((*din(n, i)).name), v->rank, rmin, rmax);
     return MINFER_OK;
 }
 
@@ -118,6 +123,8 @@ int act_parse(const char *name, const float *p, size_t np, act *out) {
         f = (act){ACT_CLIP, p[0], p[1], 0};
     } else if (!strcmp(name, "HardSigmoid"))
         f = (act){ACT_HARDSIGMOID, np > 0 ? p[0] : 0.2f, np > 1 ? p[1] : 0.5f, 0};
+    else if (!strcmp(name, "HardSwish"))
+        f = (act){ACT_HARDSWISH, np > 0 ? p[0] : 1.0f / 6.0f, np > 1 ? p[1] : 0.5f, 0};
     else if (!strcmp(name, "Elu"))
         f = (act){ACT_ELU, np > 0 ? p[0] : 1.0f, 0, 0};
     else if (!strcmp(name, "Selu"))
@@ -172,6 +179,12 @@ void act_apply(const act *f, float *x, size_t n) {
     case ACT_SOFTSIGN:
         for (size_t i = 0; i < n; i++)
             x[i] = x[i] / (1.0f + fabsf(x[i]));
+        break;
+    case ACT_HARDSWISH:
+        for (size_t i = 0; i < n; i++) {
+            float v = f->p0 * x[i] + f->p1;
+            x[i] *= v < 0 ? 0 : v > 1 ? 1 : v;
+        }
         break;
     }
 }

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "minfer/plugin.h"
+#include "minfer/provider_kit.h"
 
 #if defined(__GNUC__)
 #pragma GCC visibility push(hidden)
@@ -48,12 +49,52 @@ size_t attr_fs(const minfer_host_api *api, const minfer_node_desc *n, const char
                const float **out);
 
 /* ---- Shapes and inference helpers ---- */
+/* Value descs and tensor views, stepped by the host's strides (plugin.h:
+ * the host appends members to minfer_value_desc and minfer_tensor_view).
+ * An index past the node's inputs reads as an omitted input. */
+static const minfer_value_desc no_desc = {.rank = -1};
+static const minfer_tensor_view no_view = {.rank = -1};
+
+static inline const minfer_value_desc *din(const minfer_node_desc *n, size_t i) {
+    if (i >= n->n_inputs)
+        return &no_desc;
+    return (const minfer_value_desc *)(const void *)((const char *)n->inputs +
+                                                     i * minfer_kit_desc_stride(n));
+}
+static inline const minfer_value_desc *dout(const minfer_node_desc *n, size_t i) {
+    if (i >= n->n_outputs)
+        return &no_desc;
+    return (const minfer_value_desc *)(const void *)((const char *)n->outputs +
+                                                     i * minfer_kit_desc_stride(n));
+}
+static inline size_t view_stride(const minfer_plugin_compute_args *a) {
+    if (MINFER_STRUCT_HAS(a, minfer_plugin_compute_args, tensor_view_size) && a->tensor_view_size)
+        return a->tensor_view_size;
+    return sizeof(minfer_tensor_view);
+}
+static inline const minfer_tensor_view *vin(const minfer_plugin_compute_args *a, size_t i) {
+    if (i >= a->n_inputs)
+        return &no_view;
+    return (const minfer_tensor_view *)(const void *)((const char *)a->inputs +
+                                                      i * view_stride(a));
+}
+/* Output i of a run (i < n_outputs: check_in has checked output 0, the
+ * optional ones are checked by index before use). */
+static inline minfer_tensor_view *vout(const minfer_plugin_compute_args *a, size_t i) {
+    return (minfer_tensor_view *)(void *)((char *)a->outputs + i * view_stride(a));
+}
+/* infer's outputs (the host's array of plain views). */
+static inline minfer_tensor_view *iout(const minfer_plugin_infer_args *a, size_t i) {
+    return &a->outputs[i];
+}
+#define OUTV(a, i) (*_Generic((a), infer_args *: iout, compute_args *: vout)((a), (i)))
+
 /* Input i present (given, not omitted)? */
 static inline int has_in(const minfer_node_desc *n, size_t i) {
-    return i < n->n_inputs && n->inputs[i].present;
+    return i < n->n_inputs && din(n, i)->present;
 }
 static inline int has_out(const minfer_node_desc *n, size_t i) {
-    return i < n->n_outputs && n->outputs[i].name && n->outputs[i].name[0];
+    return i < n->n_outputs && dout(n, i)->name && dout(n, i)->name[0];
 }
 /* Output o: dtype, and the shape of input i (copied, rank -1 stays -1). */
 void out_like(minfer_tensor_view *o, const minfer_value_desc *in, int32_t dtype);
@@ -64,7 +105,8 @@ minfer_status want_type(infer_args *a, size_t i, int32_t dtype);
  * here since the host allocated it. */
 size_t numel(const minfer_tensor_view *v);
 /* Checks at compute time that input i is present with dtype and rank in
- * [rmin, rmax]; an error naming the input otherwise. */
+ * [rmin, rmax], and that output 0 is there to write; an error naming the
+ * input otherwise. Every compute calls it first. */
 minfer_status check_in(compute_args *a, size_t i, int32_t dtype, int rmin, int rmax);
 
 /* ---- Math ---- */
@@ -72,7 +114,7 @@ minfer_status check_in(compute_args *a, size_t i, int32_t dtype, int rmin, int r
  * FusedGemm functors). */
 enum act_kind {
     ACT_NONE, ACT_RELU, ACT_LEAKYRELU, ACT_TANH, ACT_SIGMOID, ACT_CLIP, ACT_HARDSIGMOID,
-    ACT_ELU, ACT_SELU, ACT_SOFTSIGN
+    ACT_ELU, ACT_SELU, ACT_SOFTSIGN, ACT_HARDSWISH
 };
 typedef struct act {
     enum act_kind kind;

@@ -125,10 +125,10 @@ minfer_status fused_conv_infer(void *op, infer_args *a) {
         return st;
     if ((st = read_act(a->api, n, &f, a->err, a->err_size)))
         return st;
-    const minfer_value_desc *x = &n->inputs[0], *w = &n->inputs[1];
+    const minfer_value_desc *x = &(*din(n, 0)), *w = &(*din(n, 1));
     int64_t dims[MINFER_MAX_RANK];
     if (x->rank < 0 || w->rank < 0) {
-        a->outputs[0].dtype = MINFER_DTYPE_FLOAT;
+        OUTV(a, 0).dtype = MINFER_DTYPE_FLOAT;
         return MINFER_OK;
     }
     if (x->rank < 3 || x->rank > 5 || w->rank != x->rank)
@@ -142,7 +142,7 @@ minfer_status fused_conv_infer(void *op, infer_args *a) {
     dims[1] = w->dims[0];
     for (int i = 0; i < g.nd; i++)
         dims[2 + i] = g.out[i];
-    out_shape(&a->outputs[0], MINFER_DTYPE_FLOAT, x->rank, dims);
+    out_shape(&OUTV(a, 0), MINFER_DTYPE_FLOAT, x->rank, dims);
     return MINFER_OK;
 }
 
@@ -247,10 +247,10 @@ minfer_status fused_conv_compute(void *op, void *state, compute_args *a) {
     if ((st = check_in(a, 0, MINFER_DTYPE_FLOAT, 3, 5)) ||
         (st = check_in(a, 1, MINFER_DTYPE_FLOAT, 3, 5)))
         return st;
-    const minfer_tensor_view *x = &a->inputs[0], *w = &a->inputs[1];
-    const minfer_tensor_view *b = a->n_inputs > 2 && a->inputs[2].data ? &a->inputs[2] : NULL;
-    const minfer_tensor_view *z = a->n_inputs > 3 && a->inputs[3].data ? &a->inputs[3] : NULL;
-    minfer_tensor_view *y = &a->outputs[0];
+    const minfer_tensor_view *x = &(*vin(a, 0)), *w = &(*vin(a, 1));
+    const minfer_tensor_view *b = a->n_inputs > 2 && (*vin(a, 2)).data ? &(*vin(a, 2)) : NULL;
+    const minfer_tensor_view *z = a->n_inputs > 3 && (*vin(a, 3)).data ? &(*vin(a, 3)) : NULL;
+    minfer_tensor_view *y = &OUTV(a, 0);
     conv_geom g;
     if (w->rank != x->rank)
         return FAIL(a, MINFER_ERR_SHAPE, "FusedConv: X has rank %d, W rank %d", x->rank, w->rank);
@@ -359,12 +359,12 @@ minfer_status fused_gemm_infer(void *op, infer_args *a) {
         return st;
     if ((st = read_gemm_act(a->api, n, &f, a->err, a->err_size)))
         return st;
-    const minfer_value_desc *A = &n->inputs[0], *B = &n->inputs[1];
+    const minfer_value_desc *A = &(*din(n, 0)), *B = &(*din(n, 1));
     int ta = attr_i(a->api, n, "transA", 0) != 0, tb = attr_i(a->api, n, "transB", 0) != 0;
     if ((A->rank >= 0 && A->rank != 2) || (B->rank >= 0 && B->rank != 2))
         return FAIL(a, MINFER_ERR_SHAPE, "FusedGemm: A and B must be 2-D");
     int64_t d[2] = {A->rank == 2 ? A->dims[ta] : -1, B->rank == 2 ? B->dims[!tb] : -1};
-    out_shape(&a->outputs[0], MINFER_DTYPE_FLOAT, 2, d);
+    out_shape(&OUTV(a, 0), MINFER_DTYPE_FLOAT, 2, d);
     return MINFER_OK;
 }
 
@@ -395,15 +395,15 @@ minfer_status fused_gemm_compute(void *op, void *state, compute_args *a) {
     if ((st = check_in(a, 0, MINFER_DTYPE_FLOAT, 2, 2)) ||
         (st = check_in(a, 1, MINFER_DTYPE_FLOAT, 2, 2)))
         return st;
-    const minfer_tensor_view *A = &a->inputs[0], *B = &a->inputs[1];
-    const minfer_tensor_view *C = a->n_inputs > 2 && a->inputs[2].data ? &a->inputs[2] : NULL;
+    const minfer_tensor_view *A = &(*vin(a, 0)), *B = &(*vin(a, 1));
+    const minfer_tensor_view *C = a->n_inputs > 2 && (*vin(a, 2)).data ? &(*vin(a, 2)) : NULL;
     int ta = attr_i(a->api, n, "transA", 0) != 0, tb = attr_i(a->api, n, "transB", 0) != 0;
     float alpha = attr_f(a->api, n, "alpha", 1.0f), beta = attr_f(a->api, n, "beta", 1.0f);
     size_t M = (size_t)A->dims[ta], K = (size_t)A->dims[!ta], N = (size_t)B->dims[!tb];
     if ((size_t)B->dims[tb] != K)
         return FAIL(a, MINFER_ERR_SHAPE, "FusedGemm: inner dimensions %zu and %lld differ", K,
                     (long long)B->dims[tb]);
-    minfer_tensor_view *Y = &a->outputs[0];
+    minfer_tensor_view *Y = &OUTV(a, 0);
     if (Y->rank != 2 || (size_t)Y->dims[0] != M || (size_t)Y->dims[1] != N)
         return FAIL(a, MINFER_ERR_SHAPE, "FusedGemm: the output's shape does not match");
     float *y = Y->data;
@@ -512,9 +512,9 @@ minfer_status fused_matmul_infer(void *op, infer_args *a) {
     minfer_status st;
     if ((st = want_type(a, 0, MINFER_DTYPE_FLOAT)) || (st = want_type(a, 1, MINFER_DTYPE_FLOAT)))
         return st;
-    const minfer_value_desc *A = &n->inputs[0], *B = &n->inputs[1];
+    const minfer_value_desc *A = &(*din(n, 0)), *B = &(*din(n, 1));
     if (A->rank < 0 || B->rank < 0) {
-        a->outputs[0].dtype = MINFER_DTYPE_FLOAT;
+        OUTV(a, 0).dtype = MINFER_DTYPE_FLOAT;
         return MINFER_OK;
     }
     int64_t d[MINFER_MAX_RANK];
@@ -522,7 +522,7 @@ minfer_status fused_matmul_infer(void *op, infer_args *a) {
     mat_view ma, mb;
     if (matmul_shape(n, a->api, A->dims, A->rank, B->dims, B->rank, d, &r, &ma, &mb))
         return FAIL(a, MINFER_ERR_SHAPE, "FusedMatMul: A and B do not multiply");
-    out_shape(&a->outputs[0], MINFER_DTYPE_FLOAT, r, d);
+    out_shape(&OUTV(a, 0), MINFER_DTYPE_FLOAT, r, d);
     return MINFER_OK;
 }
 
@@ -533,8 +533,8 @@ minfer_status fused_matmul_compute(void *op, void *state, compute_args *a) {
     if ((st = check_in(a, 0, MINFER_DTYPE_FLOAT, 1, MINFER_MAX_RANK)) ||
         (st = check_in(a, 1, MINFER_DTYPE_FLOAT, 1, MINFER_MAX_RANK)))
         return st;
-    const minfer_tensor_view *A = &a->inputs[0], *B = &a->inputs[1];
-    minfer_tensor_view *Y = &a->outputs[0];
+    const minfer_tensor_view *A = &(*vin(a, 0)), *B = &(*vin(a, 1));
+    minfer_tensor_view *Y = &OUTV(a, 0);
     int64_t d[MINFER_MAX_RANK];
     int r;
     mat_view ma, mb;

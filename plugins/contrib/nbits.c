@@ -69,20 +69,20 @@ minfer_status matmul_nbits_infer(void *op, infer_args *a) {
     if (has_in(n, 4))
         return FAIL(a, MINFER_ERR_UNSUPPORTED,
                     "MatMulNBits: g_idx (deprecated in ONNX Runtime) is not supported");
-    const minfer_value_desc *A = &n->inputs[0];
+    const minfer_value_desc *A = &(*din(n, 0));
     if (A->rank == 0)
         return FAIL(a, MINFER_ERR_SHAPE, "MatMulNBits: A must have rank >= 1");
     if (A->rank > 0 && A->dims[A->rank - 1] >= 0 && A->dims[A->rank - 1] != at.K)
         return FAIL(a, MINFER_ERR_SHAPE, "MatMulNBits: A's last dimension is %lld, K is %lld",
                     (long long)A->dims[A->rank - 1], (long long)at.K);
-    out_like(&a->outputs[0], A, MINFER_DTYPE_FLOAT);
+    out_like(&OUTV(a, 0), A, MINFER_DTYPE_FLOAT);
     if (A->rank > 0)
-        a->outputs[0].dims[A->rank - 1] = at.N;
+        OUTV(a, 0).dims[A->rank - 1] = at.N;
     return MINFER_OK;
 }
 
 /* Dequantizes into w (K x N, row-major). Inputs are views (data, dims). */
-static minfer_status dequant(const nbits_attrs *at, const minfer_value_desc *d,
+static minfer_status dequant(const nbits_attrs *at, int32_t zp_dtype,
                              const void *const *data, const size_t *bytes, float *w, char *err,
                              size_t es) {
     size_t K = (size_t)at->K, N = (size_t)at->N, bits = (size_t)at->bits, bs = (size_t)at->block;
@@ -95,9 +95,9 @@ static minfer_status dequant(const nbits_attrs *at, const minfer_value_desc *d,
                  "block_size %zu", N * kb * blob, N * kb, N, K, bs);
         return MINFER_ERR_SHAPE;
     }
-    int zp_float = zp && d[3].dtype == MINFER_DTYPE_FLOAT;
+    int zp_float = zp && zp_dtype == MINFER_DTYPE_FLOAT;
     size_t zrow = (kb * bits + 7) / 8;
-    if (zp && !zp_float && (d[3].dtype != MINFER_DTYPE_UINT8 || bytes[3] < N * zrow)) {
+    if (zp && !zp_float && (zp_dtype != MINFER_DTYPE_UINT8 || bytes[3] < N * zrow)) {
         snprintf(err, es, "MatMulNBits: zero_points must be uint8 (%zu bytes) or float",
                  N * zrow);
         return MINFER_ERR_SHAPE;
@@ -124,28 +124,31 @@ static minfer_status dequant(const nbits_attrs *at, const minfer_value_desc *d,
     return MINFER_OK;
 }
 
-static minfer_status gather(const minfer_value_desc *d, size_t n_in, const void **data,
-                            size_t *bytes, const minfer_tensor_view *views) {
+/* The data and byte sizes of inputs 0..3: a run's views when a is given,
+ * else the node's constant inputs (NULL where not constant). *zp_dtype
+ * receives the zero points' element type (0 without them). */
+static minfer_status gather(const minfer_node_desc *n, compute_args *a, const void **data,
+                            size_t *bytes, int32_t *zp_dtype) {
     for (size_t i = 0; i < 4; i++) {
         data[i] = NULL;
         bytes[i] = 0;
-        if (i >= n_in)
-            continue;
-        if (views) {
-            data[i] = views[i].data;
-            if (data[i] && minfer_view_nbytes(&views[i], &bytes[i]))
+        if (a) {
+            const minfer_tensor_view *v = vin(a, i);
+            data[i] = v->data;
+            if (data[i] && minfer_view_nbytes(v, &bytes[i]))
                 return MINFER_ERR_LIMIT;
-        } else if (d[i].present) {
-            data[i] = d[i].const_data;
-            bytes[i] = d[i].const_nbytes;
+        } else if (din(n, i)->present) {
+            data[i] = din(n, i)->const_data;
+            bytes[i] = din(n, i)->const_nbytes;
         }
     }
+    *zp_dtype = data[3] ? (a ? vin(a, 3)->dtype : din(n, 3)->dtype) : 0;
     return MINFER_OK;
 }
 
 /* Copies the packed weights and expands scales and zero points (checked by
  * dequant's rules) into the state. */
-static minfer_status pack_state(nbits_state *s, const minfer_value_desc *d,
+static minfer_status pack_state(nbits_state *s, int32_t zp_dtype,
                                 const void *const *data, const size_t *bytes, char *err,
                                 size_t es) {
     const nbits_attrs *at = &s->at;
@@ -153,9 +156,9 @@ static minfer_status pack_state(nbits_state *s, const minfer_value_desc *d,
     size_t kb = (K + bs - 1) / bs, blob = bs * bits / 8, mask = (1u << bits) - 1;
     size_t zrow = (kb * bits + 7) / 8;
     const void *zp = data[3];
-    int zp_float = zp && d[3].dtype == MINFER_DTYPE_FLOAT;
+    int zp_float = zp && zp_dtype == MINFER_DTYPE_FLOAT;
     if (bytes[1] < N * kb * blob || bytes[2] < N * kb * sizeof(float) ||
-        (zp && !zp_float && (d[3].dtype != MINFER_DTYPE_UINT8 || bytes[3] < N * zrow)) ||
+        (zp && !zp_float && (zp_dtype != MINFER_DTYPE_UINT8 || bytes[3] < N * zrow)) ||
         (zp_float && bytes[3] < N * kb * sizeof(float))) {
         snprintf(err, es,
                  "MatMulNBits: B needs %zu bytes, scales %zu floats and zero_points %zu uint8 "
@@ -309,12 +312,13 @@ minfer_status matmul_nbits_create(void *op, create_args *a, void **state) {
         goto fail;
     const void *data[4];
     size_t bytes[4];
-    gather(n->inputs, n->n_inputs, data, bytes, NULL);
+    int32_t zp_dtype;
+    gather(n, NULL, data, bytes, &zp_dtype);
     int all_const = data[1] && data[2];
     for (size_t i = 3; i < 4 && i < n->n_inputs; i++)
-        if (n->inputs[i].present && !data[i])
+        if ((*din(n, i)).present && !data[i])
             all_const = 0;
-    if (all_const && (st = pack_state(s, n->inputs, data, bytes, a->err, a->err_size)))
+    if (all_const && (st = pack_state(s, zp_dtype, data, bytes, a->err, a->err_size)))
         goto fail;
     *state = s;
     return MINFER_OK;
@@ -341,12 +345,12 @@ minfer_status matmul_nbits_compute(void *op, void *state, compute_args *a) {
     minfer_status st = check_in(a, 0, MINFER_DTYPE_FLOAT, 1, MINFER_MAX_RANK);
     if (st)
         return st;
-    const minfer_tensor_view *A = &a->inputs[0];
+    const minfer_tensor_view *A = &(*vin(a, 0));
     size_t K = (size_t)s->at.K, N = (size_t)s->at.N;
     if ((size_t)A->dims[A->rank - 1] != K)
         return FAIL(a, MINFER_ERR_SHAPE, "MatMulNBits: A's last dimension is %lld, K is %zu",
                     (long long)A->dims[A->rank - 1], K);
-    const minfer_tensor_view *bias = a->n_inputs > 5 && a->inputs[5].data ? &a->inputs[5] : NULL;
+    const minfer_tensor_view *bias = a->n_inputs > 5 && (*vin(a, 5)).data ? &(*vin(a, 5)) : NULL;
     if (bias && (bias->dtype != MINFER_DTYPE_FLOAT || numel(bias) != N))
         return FAIL(a, MINFER_ERR_SHAPE, "MatMulNBits: bias must have N = %zu floats", N);
     size_t M = K ? numel(A) / K : 0;
@@ -354,19 +358,20 @@ minfer_status matmul_nbits_compute(void *op, void *state, compute_args *a) {
     if (!s->q) {
         const void *data[4];
         size_t bytes[4];
-        if (a->n_inputs < 3 || !a->inputs[1].data || !a->inputs[2].data ||
-            a->inputs[1].dtype != MINFER_DTYPE_UINT8 || a->inputs[2].dtype != MINFER_DTYPE_FLOAT)
+        if (a->n_inputs < 3 || !(*vin(a, 1)).data || !(*vin(a, 2)).data ||
+            (*vin(a, 1)).dtype != MINFER_DTYPE_UINT8 || (*vin(a, 2)).dtype != MINFER_DTYPE_FLOAT)
             return FAIL(a, MINFER_ERR_TYPE, "MatMulNBits: B must be uint8 and scales float");
-        if (gather(n->inputs, a->n_inputs, data, bytes, a->inputs))
+        int32_t zp_dtype;
+        if (gather(n, a, data, bytes, &zp_dtype))
             return FAIL(a, MINFER_ERR_LIMIT, "MatMulNBits: an input is too large");
         if (!(own = w = malloc(K * N * sizeof(float) + 1)))
             return FAIL(a, MINFER_ERR_NOMEM, "MatMulNBits: out of memory for %zu weights", K * N);
-        if ((st = dequant(&s->at, n->inputs, data, bytes, w, a->err, a->err_size))) {
+        if ((st = dequant(&s->at, zp_dtype, data, bytes, w, a->err, a->err_size))) {
             free(own);
             return st;
         }
     }
-    float *y = a->outputs[0].data;
+    float *y = OUTV(a, 0).data;
     for (size_t m = 0; m < M; m++)
         if (bias)
             memcpy(y + m * N, bias->data, N * sizeof(float));

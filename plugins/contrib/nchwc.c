@@ -40,9 +40,9 @@ minfer_status reorder_input_infer(void *op, infer_args *a) {
     minfer_status st = want_type(a, 0, MINFER_DTYPE_FLOAT);
     if (st)
         return st;
-    const minfer_value_desc *x = &n->inputs[0];
+    const minfer_value_desc *x = &(*din(n, 0));
     if (x->rank < 0) {
-        a->outputs[0].dtype = MINFER_DTYPE_FLOAT;
+        OUTV(a, 0).dtype = MINFER_DTYPE_FLOAT;
         return MINFER_OK;
     }
     if (x->rank != 4)
@@ -51,7 +51,7 @@ minfer_status reorder_input_infer(void *op, infer_args *a) {
     int64_t c = x->dims[cl ? 3 : 1];
     int64_t d[4] = {x->dims[0], c < 0 ? -1 : round_up(c, nchwc_block()), x->dims[cl ? 1 : 2],
                     x->dims[cl ? 2 : 3]};
-    out_shape(&a->outputs[0], MINFER_DTYPE_FLOAT, 4, d);
+    out_shape(&OUTV(a, 0), MINFER_DTYPE_FLOAT, 4, d);
     return MINFER_OK;
 }
 
@@ -60,15 +60,15 @@ minfer_status reorder_input_compute(void *op, void *state, compute_args *a) {
     minfer_status st = check_in(a, 0, MINFER_DTYPE_FLOAT, 4, 4);
     if (st)
         return st;
-    const minfer_tensor_view *x = &a->inputs[0];
+    const minfer_tensor_view *x = &(*vin(a, 0));
     int cl = attr_i(a->api, a->node, "channels_last", 0) != 0;
     size_t B = (size_t)nchwc_block(), N = (size_t)x->dims[0], C = (size_t)x->dims[cl ? 3 : 1];
     size_t HW = (size_t)x->dims[cl ? 1 : 2] * (size_t)x->dims[cl ? 2 : 3];
     size_t Cp = (size_t)round_up((int64_t)C, (int64_t)B);
-    if (numel(&a->outputs[0]) != N * Cp * HW)
+    if (numel(&OUTV(a, 0)) != N * Cp * HW)
         return FAIL(a, MINFER_ERR_SHAPE, "ReorderInput: the output's shape does not match");
     const float *xp = x->data;
-    float *y = a->outputs[0].data;
+    float *y = OUTV(a, 0).data;
     for (size_t ni = 0; ni < N; ni++)
         for (size_t cb = 0; cb < Cp / B; cb++)
             for (size_t p = 0; p < HW; p++) {
@@ -94,9 +94,9 @@ minfer_status reorder_output_infer(void *op, infer_args *a) {
     int64_t ch = attr_i(a->api, n, "channels", 0);
     if (ch <= 0)
         return FAIL(a, MINFER_ERR_MODEL, "ReorderOutput: attribute channels must be positive");
-    const minfer_value_desc *x = &n->inputs[0];
+    const minfer_value_desc *x = &(*din(n, 0));
     if (x->rank < 0) {
-        a->outputs[0].dtype = MINFER_DTYPE_FLOAT;
+        OUTV(a, 0).dtype = MINFER_DTYPE_FLOAT;
         return MINFER_OK;
     }
     if (x->rank != 4)
@@ -108,7 +108,7 @@ minfer_status reorder_output_infer(void *op, infer_args *a) {
     int cl = attr_i(a->api, n, "channels_last", 0) != 0;
     int64_t d[4] = {x->dims[0], cl ? x->dims[2] : ch, cl ? x->dims[3] : x->dims[2],
                     cl ? ch : x->dims[3]};
-    out_shape(&a->outputs[0], MINFER_DTYPE_FLOAT, 4, d);
+    out_shape(&OUTV(a, 0), MINFER_DTYPE_FLOAT, 4, d);
     return MINFER_OK;
 }
 
@@ -117,16 +117,16 @@ minfer_status reorder_output_compute(void *op, void *state, compute_args *a) {
     minfer_status st = check_in(a, 0, MINFER_DTYPE_FLOAT, 4, 4);
     if (st)
         return st;
-    const minfer_tensor_view *x = &a->inputs[0];
+    const minfer_tensor_view *x = &(*vin(a, 0));
     int cl = attr_i(a->api, a->node, "channels_last", 0) != 0;
     size_t B = (size_t)nchwc_block(), N = (size_t)x->dims[0], Cp = (size_t)x->dims[1];
     size_t C = (size_t)attr_i(a->api, a->node, "channels", 0);
     size_t HW = (size_t)x->dims[2] * (size_t)x->dims[3];
-    if (Cp % B || C > Cp || C == 0 || numel(&a->outputs[0]) != N * C * HW)
+    if (Cp % B || C > Cp || C == 0 || numel(&OUTV(a, 0)) != N * C * HW)
         return FAIL(a, MINFER_ERR_SHAPE, "ReorderOutput: %zu blocked channels, %zu wanted", Cp,
                     C);
     const float *xp = x->data;
-    float *y = a->outputs[0].data;
+    float *y = OUTV(a, 0).data;
     for (size_t ni = 0; ni < N; ni++)
         for (size_t c = 0; c < C; c++)
             for (size_t p = 0; p < HW; p++) {
@@ -151,9 +151,9 @@ minfer_status nchwc_conv_infer(void *op, infer_args *a) {
     minfer_status st;
     if ((st = want_type(a, 0, MINFER_DTYPE_FLOAT)) || (st = want_type(a, 1, MINFER_DTYPE_FLOAT)))
         return st;
-    const minfer_value_desc *x = &n->inputs[0], *w = &n->inputs[1];
+    const minfer_value_desc *x = &(*din(n, 0)), *w = &(*din(n, 1));
     if (x->rank < 0 || w->rank < 0) {
-        a->outputs[0].dtype = MINFER_DTYPE_FLOAT;
+        OUTV(a, 0).dtype = MINFER_DTYPE_FLOAT;
         return MINFER_OK;
     }
     if (x->rank != 4 || w->rank != 4)
@@ -164,7 +164,7 @@ minfer_status nchwc_conv_infer(void *op, infer_args *a) {
                              a->err_size)))
         return st;
     int64_t d[4] = {x->dims[0], w->dims[0], g.out[0], g.out[1]};
-    out_shape(&a->outputs[0], MINFER_DTYPE_FLOAT, 4, d);
+    out_shape(&OUTV(a, 0), MINFER_DTYPE_FLOAT, 4, d);
     return MINFER_OK;
 }
 
@@ -318,10 +318,10 @@ minfer_status nchwc_conv_compute(void *op, void *state, compute_args *a) {
     if ((st = check_in(a, 0, MINFER_DTYPE_FLOAT, 4, 4)) ||
         (st = check_in(a, 1, MINFER_DTYPE_FLOAT, 4, 4)))
         return st;
-    const minfer_tensor_view *x = &a->inputs[0], *w = &a->inputs[1];
-    const minfer_tensor_view *b = a->n_inputs > 2 && a->inputs[2].data ? &a->inputs[2] : NULL;
-    const minfer_tensor_view *sum = a->n_inputs > 3 && a->inputs[3].data ? &a->inputs[3] : NULL;
-    minfer_tensor_view *y = &a->outputs[0];
+    const minfer_tensor_view *x = &(*vin(a, 0)), *w = &(*vin(a, 1));
+    const minfer_tensor_view *b = a->n_inputs > 2 && (*vin(a, 2)).data ? &(*vin(a, 2)) : NULL;
+    const minfer_tensor_view *sum = a->n_inputs > 3 && (*vin(a, 3)).data ? &(*vin(a, 3)) : NULL;
+    minfer_tensor_view *y = &OUTV(a, 0);
     nconv_job j;
     memset(&j, 0, sizeof j);
     if ((st = conv_geom_make(a->api, n, 2, x->dims + 2, w->dims + 2, 0, &j.g, a->err,
@@ -391,9 +391,9 @@ minfer_status nchwc_pool_infer(void *op, infer_args *a) {
     minfer_status st = want_type(a, 0, MINFER_DTYPE_FLOAT);
     if (st)
         return st;
-    const minfer_value_desc *x = &n->inputs[0];
+    const minfer_value_desc *x = &(*din(n, 0));
     if (x->rank < 0) {
-        a->outputs[0].dtype = MINFER_DTYPE_FLOAT;
+        OUTV(a, 0).dtype = MINFER_DTYPE_FLOAT;
         return MINFER_OK;
     }
     if (x->rank != 4)
@@ -404,7 +404,7 @@ minfer_status nchwc_pool_infer(void *op, infer_args *a) {
                              &g, a->err, a->err_size)))
         return st;
     int64_t d[4] = {x->dims[0], x->dims[1], g.out[0], g.out[1]};
-    out_shape(&a->outputs[0], MINFER_DTYPE_FLOAT, 4, d);
+    out_shape(&OUTV(a, 0), MINFER_DTYPE_FLOAT, 4, d);
     return MINFER_OK;
 }
 
@@ -414,7 +414,7 @@ minfer_status nchwc_pool_compute(void *op, void *state, compute_args *a) {
     minfer_status st = check_in(a, 0, MINFER_DTYPE_FLOAT, 4, 4);
     if (st)
         return st;
-    const minfer_tensor_view *x = &a->inputs[0];
+    const minfer_tensor_view *x = &(*vin(a, 0));
     conv_geom g;
     if ((st = conv_geom_make(a->api, n, 2, x->dims + 2, NULL,
                              attr_i(a->api, n, "ceil_mode", 0) != 0, &g, a->err, a->err_size)))
@@ -426,7 +426,7 @@ minfer_status nchwc_pool_compute(void *op, void *state, compute_args *a) {
     int is_max = !strcmp(n->op_type, "MaxPool");
     int include_pad = attr_i(a->api, n, "count_include_pad", 0) != 0;
     int64_t IH = g.in[0], IW = g.in[1], OH = g.out[0], OW = g.out[1];
-    minfer_tensor_view *y = &a->outputs[0];
+    minfer_tensor_view *y = &OUTV(a, 0);
     if (numel(y) != N * Cp * (size_t)(OH * OW))
         return FAIL(a, MINFER_ERR_SHAPE, "nchwc %s: the output's shape does not match",
                     n->op_type);
@@ -470,13 +470,13 @@ minfer_status nchwc_global_pool_infer(void *op, infer_args *a) {
     minfer_status st = want_type(a, 0, MINFER_DTYPE_FLOAT);
     if (st)
         return st;
-    const minfer_value_desc *x = &a->node->inputs[0];
+    const minfer_value_desc *x = &(*din(a->node, 0));
     if (x->rank >= 0 && x->rank != 4)
         return FAIL(a, MINFER_ERR_SHAPE, "nchwc %s: input has rank %d, expected 4",
                     a->node->op_type, x->rank);
-    out_like(&a->outputs[0], x, MINFER_DTYPE_FLOAT);
+    out_like(&OUTV(a, 0), x, MINFER_DTYPE_FLOAT);
     if (x->rank == 4)
-        a->outputs[0].dims[2] = a->outputs[0].dims[3] = 1;
+        OUTV(a, 0).dims[2] = OUTV(a, 0).dims[3] = 1;
     return MINFER_OK;
 }
 
@@ -485,15 +485,15 @@ minfer_status nchwc_global_pool_compute(void *op, void *state, compute_args *a) 
     minfer_status st = check_in(a, 0, MINFER_DTYPE_FLOAT, 4, 4);
     if (st)
         return st;
-    const minfer_tensor_view *x = &a->inputs[0];
+    const minfer_tensor_view *x = &(*vin(a, 0));
     size_t B = (size_t)nchwc_block(), N = (size_t)x->dims[0], Cp = (size_t)x->dims[1];
     size_t HW = (size_t)x->dims[2] * (size_t)x->dims[3];
     int is_max = !strcmp(a->node->op_type, "GlobalMaxPool");
-    if (Cp % B || numel(&a->outputs[0]) != N * Cp)
+    if (Cp % B || numel(&OUTV(a, 0)) != N * Cp)
         return FAIL(a, MINFER_ERR_SHAPE, "nchwc %s: %zu channels, block size %zu",
                     a->node->op_type, Cp, B);
     const float *xp = x->data;
-    float *y = a->outputs[0].data;
+    float *y = OUTV(a, 0).data;
     for (size_t plane = 0; plane < N * Cp / B; plane++) {
         float *o = y + plane * B;
         for (size_t b = 0; b < B; b++)
@@ -531,16 +531,16 @@ minfer_status nchwc_upsample_infer(void *op, infer_args *a) {
     int64_t sh, sw;
     if (st || (st = ups_scales(a->api, a->node, &sh, &sw, a->err, a->err_size)))
         return st;
-    const minfer_value_desc *x = &a->node->inputs[0];
+    const minfer_value_desc *x = &(*din(a->node, 0));
     if (x->rank >= 0 && x->rank != 4)
         return FAIL(a, MINFER_ERR_SHAPE, "nchwc Upsample: input has rank %d, expected 4",
                     x->rank);
-    out_like(&a->outputs[0], x, MINFER_DTYPE_FLOAT);
+    out_like(&OUTV(a, 0), x, MINFER_DTYPE_FLOAT);
     if (x->rank == 4) {
         if (x->dims[2] >= 0)
-            a->outputs[0].dims[2] = x->dims[2] * sh;
+            OUTV(a, 0).dims[2] = x->dims[2] * sh;
         if (x->dims[3] >= 0)
-            a->outputs[0].dims[3] = x->dims[3] * sw;
+            OUTV(a, 0).dims[3] = x->dims[3] * sw;
     }
     return MINFER_OK;
 }
@@ -561,10 +561,10 @@ minfer_status nchwc_upsample_compute(void *op, void *state, compute_args *a) {
     int64_t sh, sw;
     if (st || (st = ups_scales(a->api, n, &sh, &sw, a->err, a->err_size)))
         return st;
-    const minfer_tensor_view *x = &a->inputs[0];
+    const minfer_tensor_view *x = &(*vin(a, 0));
     size_t B = (size_t)nchwc_block(), N = (size_t)x->dims[0], Cp = (size_t)x->dims[1];
     int64_t IH = x->dims[2], IW = x->dims[3], OH = IH * sh, OW = IW * sw;
-    if (Cp % B || numel(&a->outputs[0]) != N * Cp * (size_t)(OH * OW))
+    if (Cp % B || numel(&OUTV(a, 0)) != N * Cp * (size_t)(OH * OW))
         return FAIL(a, MINFER_ERR_SHAPE, "nchwc Upsample: the output's shape does not match");
     char mode[16], ctm[32];
     attr_s(a->api, n, "mode", "nearest", mode, sizeof mode);
@@ -573,7 +573,7 @@ minfer_status nchwc_upsample_compute(void *op, void *state, compute_args *a) {
     if (!linear && strcmp(mode, "nearest"))
         return FAIL(a, MINFER_ERR_UNSUPPORTED, "nchwc Upsample: mode '%s'", mode);
     const float *xp = x->data;
-    float *yp = a->outputs[0].data;
+    float *yp = OUTV(a, 0).data;
     for (size_t plane = 0; plane < N * Cp / B; plane++) {
         const float *xs = xp + plane * (size_t)(IH * IW) * B;
         float *ys = yp + plane * (size_t)(OH * OW) * B;

@@ -68,7 +68,7 @@ static void stat_shape(minfer_tensor_view *o, const minfer_value_desc *x, int nr
 }
 
 static float *opt_out(compute_args *a, size_t i) {
-    return i < a->n_outputs && a->outputs[i].data && has_out(a->node, i) ? a->outputs[i].data
+    return i < a->n_outputs && OUTV(a, i).data && has_out(a->node, i) ? OUTV(a, i).data
                                                                           : NULL;
 }
 
@@ -84,7 +84,7 @@ static minfer_status skip_infer(infer_args *a, int simplified) {
     for (size_t i = 0; i < nin; i++)
         if ((i < 3 || has_in(n, i)) && (st = want_type(a, i, MINFER_DTYPE_FLOAT)))
             return st;
-    const minfer_value_desc *x = &n->inputs[0];
+    const minfer_value_desc *x = &(*din(n, 0));
     if (x->rank >= 0 && (x->rank < 2 || x->rank > 3))
         return FAIL(a, MINFER_ERR_SHAPE, "%s: input has rank %d, expected 2 or 3", n->op_type,
                     x->rank);
@@ -92,11 +92,11 @@ static minfer_status skip_infer(infer_args *a, int simplified) {
         return FAIL(a, MINFER_ERR_MODEL,
                     "%s: output 1 (mean) is not computed by the simplified normalization",
                     n->op_type);
-    out_like(&a->outputs[0], x, MINFER_DTYPE_FLOAT);
+    out_like(&OUTV(a, 0), x, MINFER_DTYPE_FLOAT);
     for (size_t o = 1; o < 3 && o < a->n_outputs; o++)
-        stat_shape(&a->outputs[o], x, 1);
+        stat_shape(&OUTV(a, o), x, 1);
     if (a->n_outputs > 3)
-        out_like(&a->outputs[3], x, MINFER_DTYPE_FLOAT);
+        out_like(&OUTV(a, 3), x, MINFER_DTYPE_FLOAT);
     return MINFER_OK;
 }
 
@@ -107,11 +107,11 @@ static minfer_status skip_compute(compute_args *a, int simplified) {
         (st = check_in(a, 1, MINFER_DTYPE_FLOAT, 1, 3)) ||
         (st = check_in(a, 2, MINFER_DTYPE_FLOAT, 1, 1)))
         return st;
-    const minfer_tensor_view *x = &a->inputs[0], *s = &a->inputs[1], *g = &a->inputs[2];
+    const minfer_tensor_view *x = &(*vin(a, 0)), *s = &(*vin(a, 1)), *g = &(*vin(a, 2));
     size_t bi = simplified ? 3 : 4;
-    const minfer_tensor_view *beta = !simplified && a->n_inputs > 3 && a->inputs[3].data
-                                         ? &a->inputs[3] : NULL;
-    const minfer_tensor_view *bias = a->n_inputs > bi && a->inputs[bi].data ? &a->inputs[bi]
+    const minfer_tensor_view *beta = !simplified && a->n_inputs > 3 && (*vin(a, 3)).data
+                                         ? &(*vin(a, 3)) : NULL;
+    const minfer_tensor_view *bias = a->n_inputs > bi && (*vin(a, bi)).data ? &(*vin(a, bi))
                                                                            : NULL;
     size_t H = (size_t)x->dims[x->rank - 1], rows = H ? numel(x) / H : 0;
     size_t srows = H ? numel(s) / H : 0;
@@ -129,7 +129,7 @@ static minfer_status skip_compute(compute_args *a, int simplified) {
         return FAIL(a, MINFER_ERR_SHAPE, "%s: bias must have %zu floats", n->op_type, H);
     ln_job j = {simplified, H, srows, attr_f(a->api, n, "epsilon", 1e-12f), x->data, s->data,
                 bias ? bias->data : NULL, g->data, beta ? beta->data : NULL,
-                a->outputs[0].data, opt_out(a, 1), opt_out(a, 2), opt_out(a, 3)};
+                OUTV(a, 0).data, opt_out(a, 1), opt_out(a, 2), opt_out(a, 3)};
     par_for(a, rows, 16, ln_rows, &j);
     return MINFER_OK;
 }
@@ -159,8 +159,8 @@ minfer_status simplified_ln_infer(void *op, infer_args *a) {
     minfer_status st;
     if ((st = want_type(a, 0, MINFER_DTYPE_FLOAT)) || (st = want_type(a, 1, MINFER_DTYPE_FLOAT)))
         return st;
-    const minfer_value_desc *x = &n->inputs[0];
-    out_like(&a->outputs[0], x, MINFER_DTYPE_FLOAT);
+    const minfer_value_desc *x = &(*din(n, 0));
+    out_like(&OUTV(a, 0), x, MINFER_DTYPE_FLOAT);
     if (a->n_outputs > 1) {
         int64_t axis = attr_i(a->api, n, "axis", -1);
         if (x->rank >= 0) {
@@ -169,9 +169,9 @@ minfer_status simplified_ln_infer(void *op, infer_args *a) {
                             n->op_type, (long long)axis, x->rank);
             if (axis < 0)
                 axis += x->rank;
-            stat_shape(&a->outputs[1], x, x->rank - (int)axis);
+            stat_shape(&OUTV(a, 1), x, x->rank - (int)axis);
         } else
-            a->outputs[1].dtype = MINFER_DTYPE_FLOAT;
+            OUTV(a, 1).dtype = MINFER_DTYPE_FLOAT;
     }
     return MINFER_OK;
 }
@@ -183,7 +183,7 @@ minfer_status simplified_ln_compute(void *op, void *state, compute_args *a) {
     if ((st = check_in(a, 0, MINFER_DTYPE_FLOAT, 1, MINFER_MAX_RANK)) ||
         (st = check_in(a, 1, MINFER_DTYPE_FLOAT, 0, MINFER_MAX_RANK)))
         return st;
-    const minfer_tensor_view *x = &a->inputs[0], *g = &a->inputs[1];
+    const minfer_tensor_view *x = &(*vin(a, 0)), *g = &(*vin(a, 1));
     int64_t axis = attr_i(a->api, n, "axis", -1);
     if (axis < -x->rank || axis >= x->rank)
         return FAIL(a, MINFER_ERR_MODEL, "%s: axis %lld out of range for rank %d", n->op_type,
@@ -198,7 +198,7 @@ minfer_status simplified_ln_compute(void *op, void *state, compute_args *a) {
                     n->op_type, numel(g), H);
     size_t rows = H ? numel(x) / H : 0;
     ln_job j = {1, H, 1, attr_f(a->api, n, "epsilon", 1e-5f), x->data, NULL, NULL, g->data,
-                NULL, a->outputs[0].data, NULL, opt_out(a, 1), NULL};
+                NULL, OUTV(a, 0).data, NULL, opt_out(a, 1), NULL};
     par_for(a, rows, 16, ln_rows, &j);
     return MINFER_OK;
 }
@@ -223,18 +223,18 @@ minfer_status embed_ln_infer(void *op, infer_args *a) {
         if ((i != 4 && i != 6) || has_in(n, i))
             if ((st = want_type(a, i, MINFER_DTYPE_FLOAT)))
                 return st;
-    const minfer_value_desc *ids = &n->inputs[0], *w = &n->inputs[2];
+    const minfer_value_desc *ids = &(*din(n, 0)), *w = &(*din(n, 2));
     if (!has_in(n, 0) || (ids->dtype != MINFER_DTYPE_INT32 && ids->dtype != MINFER_DTYPE_INT64))
         return FAIL(a, MINFER_ERR_TYPE, "%s: input_ids must be int32", n->op_type);
     int64_t d[3] = {ids->rank == 2 ? ids->dims[0] : -1, ids->rank == 2 ? ids->dims[1] : -1,
                     w->rank == 2 ? w->dims[1] : -1};
     if (ids->rank >= 0 && ids->rank != 2)
         return FAIL(a, MINFER_ERR_SHAPE, "%s: input_ids must be 2-D", n->op_type);
-    out_shape(&a->outputs[0], MINFER_DTYPE_FLOAT, 3, d);
+    out_shape(&OUTV(a, 0), MINFER_DTYPE_FLOAT, 3, d);
     if (a->n_outputs > 1)
-        out_shape(&a->outputs[1], MINFER_DTYPE_INT32, 1, d);
+        out_shape(&OUTV(a, 1), MINFER_DTYPE_INT32, 1, d);
     if (a->n_outputs > 2)
-        out_shape(&a->outputs[2], MINFER_DTYPE_FLOAT, 3, d);
+        out_shape(&OUTV(a, 2), MINFER_DTYPE_FLOAT, 3, d);
     return MINFER_OK;
 }
 
@@ -242,7 +242,7 @@ minfer_status embed_ln_compute(void *op, void *state, compute_args *a) {
     (void)op, (void)state;
     const minfer_node_desc *n = a->node;
     minfer_status st;
-    const minfer_tensor_view *ids = &a->inputs[0];
+    const minfer_tensor_view *ids = &(*vin(a, 0));
     if (!ids->data || ids->rank != 2 ||
         (ids->dtype != MINFER_DTYPE_INT32 && ids->dtype != MINFER_DTYPE_INT64))
         return FAIL(a, MINFER_ERR_TYPE, "%s: input_ids must be a 2-D int32 tensor", n->op_type);
@@ -252,8 +252,8 @@ minfer_status embed_ln_compute(void *op, void *state, compute_args *a) {
         return st;
     const minfer_tensor_view *opt[9] = {0};
     for (size_t i = 0; i < 9 && i < a->n_inputs; i++)
-        if (a->inputs[i].data)
-            opt[i] = &a->inputs[i];
+        if ((*vin(a, i)).data)
+            opt[i] = &(*vin(a, i));
     size_t B = (size_t)ids->dims[0], S = (size_t)ids->dims[1], H = (size_t)opt[2]->dims[1];
     const minfer_tensor_view *seg = opt[1], *segw = opt[4], *beta = opt[6], *mask = opt[7],
                              *pos = opt[8];
@@ -271,7 +271,7 @@ minfer_status embed_ln_compute(void *op, void *state, compute_args *a) {
                     "(B, S) or (1, S); segment_ids needs segment_embedding",
                     n->op_type);
     float *sum = opt_out(a, 2);
-    float *y = a->outputs[0].data;
+    float *y = OUTV(a, 0).data;
     const float *W = opt[2]->data, *P = opt[3]->data, *SW = segw ? segw->data : NULL;
     for (size_t b = 0; b < B; b++)
         for (size_t s = 0; s < S; s++) {
@@ -293,7 +293,7 @@ minfer_status embed_ln_compute(void *op, void *state, compute_args *a) {
     ln_job j = {0, H, 1, attr_f(a->api, n, "epsilon", 1e-12f), y, NULL, NULL, opt[5]->data,
                 beta ? beta->data : NULL, y, NULL, NULL, NULL};
     par_for(a, B * S, 16, ln_rows, &j);
-    int32_t *mi = a->n_outputs > 1 && has_out(n, 1) ? a->outputs[1].data : NULL;
+    int32_t *mi = a->n_outputs > 1 && has_out(n, 1) ? OUTV(a, 1).data : NULL;
     if (mi)
         for (size_t b = 0; b < B; b++) {
             int32_t c = 0;
@@ -317,18 +317,18 @@ minfer_status layer_norm_infer(void *op, infer_args *a) {
     if ((st = want_type(a, 0, MINFER_DTYPE_FLOAT)) || (st = want_type(a, 1, MINFER_DTYPE_FLOAT)) ||
         (has_in(n, 2) && (st = want_type(a, 2, MINFER_DTYPE_FLOAT))))
         return st;
-    const minfer_value_desc *x = &n->inputs[0];
-    out_like(&a->outputs[0], x, MINFER_DTYPE_FLOAT);
+    const minfer_value_desc *x = &(*din(n, 0));
+    out_like(&OUTV(a, 0), x, MINFER_DTYPE_FLOAT);
     int64_t axis = attr_i(a->api, n, "axis", -1);
     for (size_t o = 1; o < 3 && o < a->n_outputs; o++) {
         if (x->rank < 0) {
-            a->outputs[o].dtype = MINFER_DTYPE_FLOAT;
+            OUTV(a, o).dtype = MINFER_DTYPE_FLOAT;
             continue;
         }
         if (axis < -x->rank || axis >= x->rank)
             return FAIL(a, MINFER_ERR_MODEL, "%s: axis %lld out of range for rank %d", n->op_type,
                         (long long)axis, x->rank);
-        stat_shape(&a->outputs[o], x, x->rank - (int)(axis < 0 ? axis + x->rank : axis));
+        stat_shape(&OUTV(a, o), x, x->rank - (int)(axis < 0 ? axis + x->rank : axis));
     }
     return MINFER_OK;
 }
@@ -340,8 +340,8 @@ minfer_status layer_norm_compute(void *op, void *state, compute_args *a) {
     if ((st = check_in(a, 0, MINFER_DTYPE_FLOAT, 1, MINFER_MAX_RANK)) ||
         (st = check_in(a, 1, MINFER_DTYPE_FLOAT, 0, MINFER_MAX_RANK)))
         return st;
-    const minfer_tensor_view *x = &a->inputs[0], *g = &a->inputs[1];
-    const minfer_tensor_view *b = a->n_inputs > 2 && a->inputs[2].data ? &a->inputs[2] : NULL;
+    const minfer_tensor_view *x = &(*vin(a, 0)), *g = &(*vin(a, 1));
+    const minfer_tensor_view *b = a->n_inputs > 2 && (*vin(a, 2)).data ? &(*vin(a, 2)) : NULL;
     int64_t axis = attr_i(a->api, n, "axis", -1);
     if (axis < -x->rank || axis >= x->rank)
         return FAIL(a, MINFER_ERR_MODEL, "%s: axis %lld out of range for rank %d", n->op_type,
@@ -357,7 +357,7 @@ minfer_status layer_norm_compute(void *op, void *state, compute_args *a) {
         return FAIL(a, MINFER_ERR_SHAPE, "%s: Scale and B must have %zu elements", n->op_type, H);
     size_t rows = H ? numel(x) / H : 0;
     ln_job j = {0, H, 1, attr_f(a->api, n, "epsilon", 1e-5f), x->data, NULL, NULL, g->data,
-                b ? b->data : NULL, a->outputs[0].data, opt_out(a, 1), opt_out(a, 2), NULL};
+                b ? b->data : NULL, OUTV(a, 0).data, opt_out(a, 1), opt_out(a, 2), NULL};
     par_for(a, rows, 16, ln_rows, &j);
     return MINFER_OK;
 }

@@ -489,6 +489,13 @@ def nchwc(out):
               N("Clip", ["c", "lo", "hi"], ["y"])],
              {"wr": reorder_filter(w, C2), "b": b},
              {"w": w, "b": b, "lo": np.float32(-0.5), "hi": np.float32(0.5)})
+    w = rnd(Bk, 2 * Bk, 3, 3, scale=0.2)
+    b = rnd(Bk)
+    sandwich("nchwc_conv_hardswish", rnd(1, 2 * Bk, 7, 6), 2 * Bk, Bk,
+             [N("Conv", ["xb", "wr", "b"], ["yb"], domain=NC, kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                activation="HardSwish")],
+             [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("HardSwish", ["c"], ["y"])],
+             {"wr": reorder_filter(w, 1), "b": b}, {"w": w, "b": b})
     w = rnd(2 * Bk, Bk, 1, 1, scale=0.3)
     b = rnd(2 * Bk)
     sandwich("nchwc_conv_grouped_hardsigmoid", rnd(1, C2, 6, 5), C2, 2 * Bk,

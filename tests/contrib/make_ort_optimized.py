@@ -127,7 +127,8 @@ def export_models(tmp):
             return s.head(s.rms(x, s.w1[-1]))
 
     class Cnn(nn.Module):
-        # Convolutions with the activations ORT fuses (Relu, Clip, Sigmoid, HardSigmoid, LeakyRelu),
+        # Convolutions with the activations ORT fuses (Relu, Clip, Sigmoid, HardSigmoid, LeakyRelu,
+        # HardSwish),
         # a depthwise and a grouped conv, residual Add, pools, nearest upsample, concat, Gemm + Relu.
         def __init__(s):
             super().__init__()
@@ -152,7 +153,7 @@ def export_models(tmp):
             z = nn.functional.avg_pool2d(z, 3, 1, 1, count_include_pad=False)
             z = nn.functional.interpolate(z, scale_factor=2, mode="nearest")
             x = torch.cat([x, z], 1)
-            x = torch.tanh(s.c4(x))
+            x = nn.functional.hardswish(s.c4(x))
             g = torch.cat([nn.functional.adaptive_avg_pool2d(x, 1), nn.functional.adaptive_max_pool2d(x, 1)], 1)
             return s.fc2(torch.relu(s.fc1(g.flatten(1))))
 
