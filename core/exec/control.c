@@ -20,46 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/core_ops.h"
-#include "session/session.h"
-
-int mf_core_op(const mf_node *n) {
-    if (strcmp(n->domain, "minfer") == 0) {
-        for (size_t k = 0; k < sizeof MF_CORE_MINFER_OPS / sizeof MF_CORE_MINFER_OPS[0]; k++)
-            if (strcmp(n->op_type, MF_CORE_MINFER_OPS[k].op_type) == 0)
-                return 1;
-        return 0;
-    }
-    if (n->domain[0])
-        return 0;
-    for (size_t k = 0; k < sizeof MF_CORE_OPS / sizeof MF_CORE_OPS[0]; k++)
-        if (strcmp(n->op_type, MF_CORE_OPS[k].op_type) == 0)
-            return 1;
-    return 0;
-}
-
-int mf_graph_has_control(const mf_graph *g, const char **why) {
-    for (size_t i = 0; i < g->n_nodes; i++)
-        if (mf_core_op(&g->nodes[i]) || g->nodes[i].n_implicit) {
-            if (why)
-                *why = g->nodes[i].op_type;
-            return 1;
-        }
-    for (size_t k = 0; k < g->n_inputs + g->n_outputs; k++) {
-        int vi = k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs];
-        if (g->values[vi].kind != MINFER_VALUE_TENSOR) {
-            if (why)
-                *why = g->values[vi].name;
-            return 1;
-        }
-    }
-    return 0;
-}
+#include "exec/exec.h"
 
 static int is_op(const mf_node *n, const char *op) { return strcmp(n->op_type, op) == 0; }
 
 /* The graph attributes of a control-flow op, in mf_core_sub order. */
-static size_t sub_names(const mf_node *n, const char **names) {
+size_t mf_core_sub_names(const mf_node *n, const char **names) {
     if (is_op(n, "If")) {
         names[0] = "then_branch";
         names[1] = "else_branch";
@@ -78,7 +44,7 @@ static const mf_graph *sub_graph(const minfer_session *s, int i, size_t k) {
         return s->subs[2 * i + k].s->g;
     const char *names[2];
     const mf_node *n = &s->g->nodes[i];
-    if (k >= sub_names(n, names))
+    if (k >= mf_core_sub_names(n, names))
         return NULL;
     const mf_attr *a = mf_node_attr(n, names[k]);
     return a && a->type == MINFER_ATTR_GRAPH ? a->g : NULL;
@@ -198,19 +164,8 @@ minfer_status mf_core_infer(minfer_session *s, int i, const minfer_tensor_view *
 
 /* ---- subgraph sessions -------------------------------------------------- */
 
-void mf_core_free(minfer_session *s) {
-    if (!s->subs)
-        return;
-    for (size_t k = 0; k < 2 * s->g->n_nodes; k++) {
-        minfer_session_free(s->subs[k].s);
-        free(s->subs[k].slot);
-    }
-    free(s->subs);
-    s->subs = NULL;
-}
-
 /* Checks that a subgraph's formal inputs and outputs fit node n. */
-static minfer_status check_arity(minfer_session *s, int i, const char *attr, const mf_graph *sg) {
+minfer_status mf_core_check_arity(minfer_session *s, int i, const char *attr, const mf_graph *sg) {
     const mf_node *n = &s->g->nodes[i];
     size_t nin = formal_inputs(n), want_in = 0, want_out = n->n_outputs;
     char lbl[512];
@@ -236,77 +191,6 @@ static minfer_status check_arity(minfer_session *s, int i, const char *attr, con
 bad_node:
     return mf_error(MINFER_ERR_MODEL, "%s: %s has %zu inputs and %zu outputs, which a Loop cannot have",
                     s->errctx, mf_node_label(n, i, lbl, sizeof lbl), nin, n->n_outputs);
-}
-
-minfer_status mf_core_build(minfer_session *s, const minfer_options *opt) {
-    mf_graph *g = s->g;
-    minfer_status st;
-    char lbl[512];
-    for (size_t i = 0; i < g->n_nodes; i++) {
-        mf_node *n = &g->nodes[i];
-        const char *names[2];
-        size_t n_sub = mf_core_op(n) ? sub_names(n, names) : 0;
-        for (size_t k = 0; k < n_sub; k++) {
-            mf_attr *a = (mf_attr *)mf_node_attr(n, names[k]);
-            if (!a || a->type != MINFER_ATTR_GRAPH || !a->g)
-                return mf_error(MINFER_ERR_MODEL, "%s: %s has no graph attribute '%s'", s->errctx,
-                                mf_node_label(n, (int)i, lbl, sizeof lbl), names[k]);
-            mf_graph *sg = a->g;
-            if ((st = check_arity(s, (int)i, names[k], sg)) != MINFER_OK)
-                return st;
-            if (!s->subs && !(s->subs = mf_calloc(2 * g->n_nodes + 1, sizeof *s->subs)))
-                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-            mf_core_sub *sub = &s->subs[2 * i + k];
-            sub->n_formal = sg->n_inputs;
-            sub->slot = mf_malloc((sg->n_captures + 1) * sizeof *sub->slot);
-            int *inputs = mf_realloc(sg->inputs, (sg->n_inputs + sg->n_captures + 1) * sizeof *inputs);
-            if (!sub->slot || !inputs) {
-                if (inputs)
-                    sg->inputs = inputs;
-                return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-            }
-            sg->inputs = inputs;
-            /* The outer-scope values become inputs, typed as the parent
-             * knows them; shapes vary from run to run. */
-            for (size_t c = 0; c < sg->n_captures; c++) {
-                mf_value *v = &sg->values[sg->captures[c]];
-                int pv = n->inputs[sg->capture_slot[c]];
-                const minfer_tensor_view *pview = &s->build->vals[pv].view;
-                v->kind = pview->kind;
-                v->contained = v->kind == MINFER_VALUE_OPTIONAL ? (int32_t)pview->layout : 0;
-                v->dtype = pview->dtype;
-                v->rank = -1;
-                v->is_input = 1;
-                sg->inputs[sg->n_inputs++] = sg->captures[c];
-                sub->slot[c] = sg->capture_slot[c];
-            }
-            sub->n_captures = sg->n_captures;
-            /* the opsets in force are the enclosing graphs' */
-            if (!sg->n_opsets) {
-                size_t n_ops = 0;
-                for (const mf_graph *p = g; p; p = p->parent)
-                    n_ops += p->n_opsets;
-                if (!(sg->opsets = mf_calloc(n_ops + 1, sizeof *sg->opsets)))
-                    return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-                for (const mf_graph *p = g; p; p = p->parent)
-                    for (size_t o = 0; o < p->n_opsets; o++) {
-                        mf_opset *dst = &sg->opsets[sg->n_opsets];
-                        if (!(dst->domain = mf_strdup(p->opsets[o].domain ? p->opsets[o].domain : "")))
-                            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-                        dst->version = p->opsets[o].version;
-                        sg->n_opsets++;
-                    }
-            }
-            sg->parent = NULL;
-            a->g = NULL; /* the subgraph session owns it now */
-            char ctx[1024];
-            snprintf(ctx, sizeof ctx, "%s: %s %s", s->errctx,
-                     mf_node_label(n, (int)i, lbl, sizeof lbl), names[k]);
-            if ((st = mf_session_create_sub(sg, opt, ctx, s, &sub->s)) != MINFER_OK)
-                return st;
-        }
-    }
-    return MINFER_OK;
 }
 
 /* ---- values ------------------------------------------------------------- */
@@ -505,24 +389,27 @@ static minfer_status run_sub(minfer_session *s, mf_budget *b, int i, size_t k,
     const char *names_stack[32];
     const minfer_tensor *ins_stack[32];
     minfer_tensor tmp_stack[16], *tmps = tmp_stack;
+    /* A formal input declared optional takes a plain value as an optional
+     * holding it (a Loop's carried optional comes back from the body as
+     * the value itself); wrappers borrow the value. One per formal input at
+     * most: on the stack up to 8, else on the heap. */
+    minfer_tensor wrap_stack[8], *wraps = wrap_stack;
+    const minfer_tensor *wrapped_stack[8], **wrapped = wrapped_stack;
+    size_t n_wraps = 0;
     const char **names = names_stack;
     const minfer_tensor **ins = ins_stack;
     minfer_status st;
-    if (n_in > 32 || sub->n_captures > 16) {
+    if (n_in > 32 || sub->n_captures > 16 || sub->n_formal > 8) {
         names = mf_malloc((n_in + 1) * sizeof *names);
         ins = mf_malloc((n_in + 1) * sizeof *ins);
         tmps = mf_malloc((sub->n_captures + 1) * sizeof *tmps);
-        if (!names || !ins || !tmps) {
+        wraps = mf_malloc((sub->n_formal + 1) * sizeof *wraps);
+        wrapped = mf_malloc((sub->n_formal + 1) * sizeof *wrapped);
+        if (!names || !ins || !tmps || !wraps || !wrapped) {
             st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
             goto done;
         }
     }
-    /* A formal input declared optional takes a plain value as an optional
-     * holding it (a Loop's carried optional comes back from the body as
-     * the value itself); wrappers borrow the value. */
-    minfer_tensor wraps[8];
-    const minfer_tensor *wrapped[8];
-    size_t n_wraps = 0;
     for (size_t j = 0; j < n_in; j++) {
         const mf_value *cv = &cg->values[cg->inputs[j]];
         names[j] = cv->name;
@@ -530,7 +417,7 @@ static minfer_status run_sub(minfer_session *s, mf_budget *b, int i, size_t k,
                                    : handle(&node_in[sub->slot[j - sub->n_formal]],
                                             &tmps[j - sub->n_formal]);
         if (j < sub->n_formal && ins[j] && cv->kind == MINFER_VALUE_OPTIONAL &&
-            ins[j]->view.kind != MINFER_VALUE_OPTIONAL && n_wraps < 8) {
+            ins[j]->view.kind != MINFER_VALUE_OPTIONAL) {
             minfer_tensor *w = &wraps[n_wraps];
             memset(w, 0, sizeof *w);
             wrapped[n_wraps] = ins[j];
@@ -545,12 +432,14 @@ static minfer_status run_sub(minfer_session *s, mf_budget *b, int i, size_t k,
     }
     for (size_t o = 0; o < cg->n_outputs; o++)
         out[o] = NULL;
-    st = mf_session_run_sub(child, b, names, ins, n_in, out, cg->n_outputs);
+    st = b->run_sub(child, b, names, ins, n_in, out, cg->n_outputs);
 done:
     if (names != names_stack) {
         free(names);
         free(ins);
         free(tmps);
+        free(wraps);
+        free(wrapped);
     }
     return st;
 }
@@ -1128,10 +1017,10 @@ static minfer_status op_scan(core_call *cc) {
     size_t n_state = cc->nin - first - (size_t)m;
     if (n->n_outputs < n_state)
         return FAIL(cc, MINFER_ERR_MODEL, "fewer outputs than state values");
-    minfer_tensor tmps[64];
-    const minfer_tensor *vals[64];
-    if (cc->nin > 64)
-        return FAIL(cc, MINFER_ERR_LIMIT, "more than 64 inputs");
+    minfer_tensor tmps[MF_MAX_NODE_IO];
+    const minfer_tensor *vals[MF_MAX_NODE_IO];
+    if (cc->nin > MF_MAX_NODE_IO)
+        return FAIL(cc, MINFER_ERR_LIMIT, "more than %d inputs", MF_MAX_NODE_IO);
     for (size_t j = first; j < cc->nin; j++) {
         if (!present(cc, j) || cc->in[j].kind != MINFER_VALUE_TENSOR)
             return FAIL(cc, MINFER_ERR_TYPE, "input %zu is not a tensor", j);
@@ -1238,11 +1127,11 @@ static minfer_status op_sequence_map(core_call *cc) {
     minfer_status st = MINFER_OK;
     if (!seq0)
         return FAIL(cc, MINFER_ERR_TYPE, "input 0 is not a sequence");
-    if (cc->nin > 64 || n->n_outputs > 64)
-        return FAIL(cc, MINFER_ERR_LIMIT, "more than 64 inputs or outputs");
-    minfer_tensor tmps[64];
-    const minfer_tensor *bin[64];
-    minfer_tensor *bout[64] = {0};
+    if (cc->nin > MF_MAX_NODE_IO || n->n_outputs > MF_MAX_NODE_IO)
+        return FAIL(cc, MINFER_ERR_LIMIT, "more than %d inputs or outputs", MF_MAX_NODE_IO);
+    minfer_tensor tmps[MF_MAX_NODE_IO];
+    const minfer_tensor *bin[MF_MAX_NODE_IO];
+    minfer_tensor *bout[MF_MAX_NODE_IO] = {0};
     for (size_t j = 1; j < cc->nin; j++) {
         const minfer_tensor *q = seq_in(cc, j);
         if (!present(cc, j))

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "diag/diag.h"
-#include "session/session.h"
+#include "exec/exec.h"
 #include "shapes/shape_infer.h"
 
 #define MAX_STACK_INPUTS 64
@@ -35,142 +35,7 @@ struct mf_exec_ctx {
     size_t mirrors_cap;
 };
 
-int mf_run_track_strings(mf_run *r, void *ptr, int64_t strings) {
-    if (r->n_temps == r->cap_temps) {
-        size_t cap = r->cap_temps ? r->cap_temps * 2 : 16;
-        void **t = mf_realloc(r->temps, cap * sizeof *t);
-        if (!t)
-            return -1;
-        r->temps = t;
-        int64_t *c = mf_realloc(r->temp_strings, cap * sizeof *c);
-        if (!c)
-            return -1;
-        r->temp_strings = c;
-        r->cap_temps = cap;
-    }
-    r->temps[r->n_temps] = ptr;
-    r->temp_strings[r->n_temps++] = strings;
-    return 0;
-}
 
-int mf_run_track(mf_run *r, void *ptr) { return mf_run_track_strings(r, ptr, 0); }
-
-void mf_run_free_temps(mf_run *r) {
-    for (size_t t = 0; t < r->n_temps; t++) {
-        if (r->temp_strings[t])
-            mf_free_strings(r->temps[t], r->temp_strings[t]);
-        free(r->temps[t]);
-    }
-    free(r->temps);
-    free(r->temp_strings);
-    r->temps = NULL;
-    r->temp_strings = NULL;
-    r->n_temps = r->cap_temps = 0;
-}
-
-/* ---- the run's budget ----------------------------------------------------
- *
- * One budget per minfer_session_run, handed down to the runs of its
- * subgraphs (Loop, Scan, If, SequenceMap bodies), so the limits hold for
- * the whole run however deeply loops nest: loop iterations and elements
- * add up across nesting, and the deadline is the top run's. */
-
-/* The deadline is the sooner of the session's run limit and the run
- * options' own. */
-static void budget_init(mf_budget *b, const minfer_session *s, const minfer_run_options *ro) {
-    memset(b, 0, sizeof *b);
-    b->ro = ro;
-    b->max_iterations = s->limits.max_loop_iterations;
-    b->max_elements = s->run_limits.max_run_elements;
-    b->deadline_ms = s->run_limits.deadline_ms;
-    if (ro && ro->deadline_ms && (!b->deadline_ms || ro->deadline_ms < b->deadline_ms))
-        b->deadline_ms = ro->deadline_ms;
-    if (b->deadline_ms)
-        b->deadline = mf_now_ms() + (double)b->deadline_ms;
-}
-
-static const char *node_lbl(const minfer_session *s, int i, char *buf, size_t size) {
-    if (i < 0)
-        return "the run";
-    return mf_node_label(&s->g->nodes[i], i, buf, size);
-}
-
-minfer_status mf_budget_time(mf_budget *b, minfer_session *s, int i) {
-    char lbl[512];
-    if (b->ro && atomic_load_explicit(&((minfer_run_options *)b->ro)->terminate,
-                                      memory_order_relaxed))
-        return mf_error(MINFER_CANCELLED, "%s: run%s%s%s cancelled before %s "
-                        "(minfer_run_options_terminate)",
-                        s->errctx, b->ro->tag ? " '" : "", b->ro->tag ? b->ro->tag : "",
-                        b->ro->tag ? "'" : "", node_lbl(s, i, lbl, sizeof lbl));
-    if (!b->deadline || mf_now_ms() <= b->deadline)
-        return MINFER_OK;
-    return mf_error(MINFER_ERR_DEADLINE,
-                    "%s: the run's deadline of %llu ms passed before %s (run limit deadline_ms)",
-                    s->errctx, (unsigned long long)b->deadline_ms, node_lbl(s, i, lbl, sizeof lbl));
-}
-
-minfer_status mf_budget_iteration(mf_budget *b, minfer_session *s, int i) {
-    char lbl[512];
-    if (b->iterations >= b->max_iterations)
-        return mf_error(MINFER_ERR_LIMIT,
-                        "%s: %s: over the loop limit of %llu iterations in one run "
-                        "(max_loop_iterations counts Loop, Scan and SequenceMap body runs of "
-                        "the whole run, nested ones included)",
-                        s->errctx, node_lbl(s, i, lbl, sizeof lbl),
-                        (unsigned long long)b->max_iterations);
-    b->iterations++;
-    return mf_budget_time(b, s, i);
-}
-
-minfer_status mf_budget_elements(mf_budget *b, minfer_session *s, int i, uint64_t n) {
-    char lbl[512];
-    if (n > b->max_elements - b->elements)
-        return mf_error(MINFER_ERR_LIMIT,
-                        "%s: %s: over the run's element budget of %llu (max_run_elements): "
-                        "%llu produced or charged so far, %llu more here",
-                        s->errctx, node_lbl(s, i, lbl, sizeof lbl),
-                        (unsigned long long)b->max_elements, (unsigned long long)b->elements,
-                        (unsigned long long)n);
-    b->elements += n;
-    return MINFER_OK;
-}
-
-minfer_status mf_host_charge_work(void *run, uint64_t work) {
-    mf_run *r = run;
-    if (!r || !r->budget) /* evaluation at build: no run to charge */
-        return MINFER_OK;
-    return mf_budget_elements(r->budget, r->s, r->node, work);
-}
-
-uint64_t mf_value_elements(const minfer_tensor_view *v) {
-    if (v->kind != MINFER_VALUE_TENSOR) {
-        /* Each item counts one besides its elements: copying a sequence
-         * of a million empty tensors is work too. */
-        const minfer_tensor *t = v->data;
-        uint64_t sum = 0;
-        for (size_t k = 0; t && k < t->count; k++) {
-            uint64_t e = mf_value_elements(&t->items[k]->view);
-            e = e == UINT64_MAX ? e : e + 1;
-            sum = e > UINT64_MAX - sum ? UINT64_MAX : sum + e;
-        }
-        return sum;
-    }
-    if (v->rank < 0)
-        return 0;
-    /* Empty whatever the other dims ([2^40, 2^40, 0] is 0, not saturated). */
-    for (int d = 0; d < v->rank && d < MINFER_MAX_RANK; d++)
-        if (v->dims[d] <= 0)
-            return 0;
-    uint64_t n = 1;
-    for (int d = 0; d < v->rank && d < MINFER_MAX_RANK; d++) {
-        uint64_t k = v->dims[d] > 0 ? (uint64_t)v->dims[d] : 0;
-        if (k && n > UINT64_MAX / k)
-            return UINT64_MAX;
-        n *= k;
-    }
-    return n;
-}
 
 static void free_arena(minfer_session *s, mf_exec_ctx *c, size_t d) {
     if (!c->arena[d])
@@ -304,7 +169,7 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
     char lbl[512], err[1024] = "";
     minfer_status st;
     /* Contents of known inputs help inference (a Reshape's target). */
-    minfer_tensor_view inf_in[64];
+    minfer_tensor_view inf_in[MF_MAX_NODE_IO];
     for (size_t j = 0; j < n->n_inputs; j++) {
         inf_in[j] = in[j];
         if (n->inputs[j] >= 0 && p->vals[n->inputs[j]].dom != 0 &&
@@ -341,28 +206,23 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
         out[o].nbytes = bytes;
         c->views[vi] = out[o];
     }
-    if (s->assign[i] < 0)
+    int prov = p->nodes[i].prov;
+    if (prov < 0)
         return mf_error(MINFER_ERR_UNSUPPORTED, "%s: %s has no provider for these shapes",
                         s->errctx, mf_node_label(n, i, lbl, sizeof lbl));
     /* Per-run descriptors: the plan is shared with concurrent runs. */
     size_t n_d = n->n_inputs + n->n_outputs + 1;
-    char *blk = mf_calloc(1, n_d * sizeof(minfer_value_desc) +
-                                 (n->n_outputs + 1) * (sizeof(int32_t) + sizeof(uint64_t)));
-    if (!blk || mf_run_track(r, blk) != 0) {
-        free(blk);
+    minfer_value_desc *dsc = mf_calloc(n_d, sizeof *dsc);
+    if (!dsc || mf_run_track(r, dsc) != 0) {
+        free(dsc);
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
     }
-    minfer_value_desc *dsc = (minfer_value_desc *)(void *)blk;
-    uint64_t *layouts = (uint64_t *)(void *)(blk + n_d * sizeof(minfer_value_desc));
-    int32_t *inplace = (int32_t *)(void *)(layouts + n->n_outputs + 1);
-    for (size_t o = 0; o < n->n_outputs; o++)
-        inplace[o] = -1;
     minfer_node_desc desc;
     mf_fill_desc(s, p, i, c->views, dsc, dsc + n->n_inputs, &desc);
     /* Run-time shapes live in host memory (the plan copied device inputs
      * to the host): a node assigned to a device provider runs here on the
      * first host provider of the list that takes it, else the evaluator. */
-    mf_provider_inst *pi = &s->provs[s->assign[i]];
+    mf_provider_inst *pi = &s->provs[prov];
     if (!pi->host_memory) {
         char why[256];
         pi = NULL;
@@ -376,30 +236,17 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
             return mf_error(MINFER_ERR_UNSUPPORTED,
                             "%s: %s has shapes known only at run time and no host provider "
                             "takes it (provider '%s' computes in device memory)",
-                            s->errctx, mf_node_label(n, i, lbl, sizeof lbl),
-                            s->provs[s->assign[i]].name);
+                            s->errctx, mf_node_label(n, i, lbl, sizeof lbl), s->provs[prov].name);
     }
-    minfer_node_prep prep = {sizeof prep, 0, inplace, layouts};
-    void *state = NULL, *work = NULL;
-    mf_error_clear();
-    if (MF_VT_HAS(pi->vt, prepare_node) &&
-        (st = pi->vt->prepare_node(pi->ctx, &desc, &prep, &state)) != MINFER_OK)
-        return mf_error_prefix(st, "%s: preparing %s", s->errctx,
-                               mf_node_label(n, i, lbl, sizeof lbl));
-    if (prep.workspace_bytes && !(work = mf_alloc_host(prep.workspace_bytes)))
-        st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-    if (st == MINFER_OK) {
-        minfer_exec_args args = {sizeof args, r, &desc, in, n->n_inputs, out, n->n_outputs,
-                                 work, prep.workspace_bytes, 0, sizeof(minfer_tensor_view)};
-        mf_error_clear();
-        st = pi->vt->execute_node(pi->ctx, state, &args);
-        if (st != MINFER_OK)
-            mf_error_prefix(st, "%s: provider '%s' failed on %s", s->errctx, pi->name,
-                            mf_node_label(n, i, lbl, sizeof lbl));
-    }
-    if (state && MF_VT_HAS(pi->vt, release_node))
-        pi->vt->release_node(pi->ctx, state);
-    free(work);
+    mf_node_step step;
+    st = mf_run_node_once(pi, &desc, in, n->n_inputs, out, n->n_outputs, r, &step);
+    if (step == MF_NODE_PREPARE)
+        mf_error_prefix(st, "%s: preparing %s", s->errctx, mf_node_label(n, i, lbl, sizeof lbl));
+    else if (step == MF_NODE_WORKSPACE)
+        mf_error(st, "%s: out of memory", s->errctx);
+    else if (step == MF_NODE_EXECUTE)
+        mf_error_prefix(st, "%s: provider '%s' failed on %s", s->errctx, pi->name,
+                        mf_node_label(n, i, lbl, sizeof lbl));
     /* alloc_output may have given outputs storage through r->temps */
     return st;
 }
@@ -409,7 +256,7 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
 static minfer_status run_core_node(minfer_session *s, mf_exec_ctx *c, mf_budget *b, int i,
                                    const minfer_tensor_view *in, minfer_tensor_view *out) {
     const mf_node *n = &s->g->nodes[i];
-    minfer_tensor *made[64];
+    minfer_tensor *made[MF_MAX_NODE_IO];
     minfer_status st = mf_core_exec(s, b, i, in, made);
     if (st != MINFER_OK)
         return st;
@@ -477,8 +324,9 @@ static minfer_status check_nan(minfer_session *s, int i, const minfer_tensor_vie
 }
 
 /* The args of a node's profile event: op, provider, shapes, FLOPs. */
-static json_t *node_args(minfer_session *s, int i, const minfer_tensor_view *in, size_t n_in,
-                         const minfer_tensor_view *out, size_t n_out, double flops) {
+static json_t *node_args(minfer_session *s, int i, int prov, const minfer_tensor_view *in,
+                         size_t n_in, const minfer_tensor_view *out, size_t n_out,
+                         double flops) {
     const mf_node *n = &s->g->nodes[i];
     char shp[160], op[512];
     snprintf(op, sizeof op, "%s%s%s", n->domain[0] ? n->domain : "", n->domain[0] ? "::" : "",
@@ -490,9 +338,9 @@ static json_t *node_args(minfer_session *s, int i, const minfer_tensor_view *in,
                               json_string(mf_shape_str(v->dims, v->rank, shp, sizeof shp)));
     }
     return json_pack("{s:o, s:s, s:o, s:o, s:f}", "op", mf_json_str(op), "provider",
-                     s->assign[i] >= 0                ? s->provs[s->assign[i]].name
-                     : s->assign[i] == MF_ASSIGN_CORE ? "core"
-                                                      : "(constant)",
+                     prov >= 0                ? s->provs[prov].name
+                     : prov == MF_ASSIGN_CORE ? "core"
+                                              : "(constant)",
                      "inputs", ins, "outputs", outs, "flops", flops);
 }
 
@@ -500,7 +348,7 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
                              mf_budget *b, const minfer_tensor *const *bound) {
     const mf_graph *g = s->g;
     char lbl[512];
-    minfer_tensor_view in[64], out[64];
+    minfer_tensor_view in[MF_MAX_NODE_IO], out[MF_MAX_NODE_IO];
     minfer_status st;
 
     for (size_t v = 0; v < g->n_values; v++) {
@@ -626,7 +474,7 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
                 return st;
             goto after;
         }
-        mf_provider_inst *pi = &s->provs[s->assign[i]];
+        mf_provider_inst *pi = &s->provs[ns->prov];
         minfer_exec_args args = {sizeof args, r, &ns->desc, in, n->n_inputs, out, n->n_outputs,
                                  NULL, 0, 0, sizeof(minfer_tensor_view)};
         if (ns->ws_buffer >= 0) {
@@ -644,12 +492,12 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
     after:
         if (s->trace) {
             /* Device work is asynchronous: wait so the event covers it. */
-            mf_provider_inst *pi2 = s->assign[i] >= 0 ? &s->provs[s->assign[i]] : NULL;
+            mf_provider_inst *pi2 = ns->prov >= 0 ? &s->provs[ns->prov] : NULL;
             if (pi2 && !pi2->host_memory && MF_VT_HAS(pi2->vt, synchronize))
                 pi2->vt->synchronize(pi2->ctx);
             double dt = mf_now_ms() - t0;
             mf_trace_add(s->trace, n->name[0] ? n->name : n->op_type, "node", t0, dt,
-                         node_args(s, i, in, n->n_inputs, out, n->n_outputs, ns->flops));
+                         node_args(s, i, ns->prov, in, n->n_inputs, out, n->n_outputs, ns->flops));
             pthread_mutex_lock(&s->lock);
             s->node_ms[i] += dt;
             s->node_runs[i]++;
@@ -982,7 +830,7 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, const char *con
     minfer_status st = MINFER_OK;
     mf_plan *p = NULL;
     mf_exec_ctx *c = NULL;
-    mf_run r = {s, NULL, -1, NULL, 0, NULL, NULL, NULL, 0, 0, b};
+    mf_run r = {s, NULL, -1, NULL, 0, NULL, NULL, NULL, 0, 0, b, NULL};
 
     if (!output_names && n_outputs != g->n_outputs)
         return mf_error(MINFER_ERR_INVALID_ARG,
@@ -1097,7 +945,7 @@ minfer_status minfer_session_run_with_options(minfer_session *s, const minfer_ru
     if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && !outputs))
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_run: NULL argument");
     mf_budget b;
-    budget_init(&b, s, ro);
+    mf_budget_init(&b, s, ro, mf_session_run_sub);
     const minfer_run_options *outer = mf_current_run;
     mf_current_run = ro;
     minfer_status st =

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "util/env.h"
 #include "util/internal.h"
 #include "exec/threadpool.h"
 
@@ -194,14 +195,7 @@ mf_pool *mf_pool_create(int threads) {
     if (!p)
         return NULL;
     p->threads = threads < 1 ? 1 : threads;
-    const char *env = getenv("MINFER_SPIN_US");
-    long us = DEFAULT_SPIN_US;
-    if (env && *env) {
-        char *end;
-        long v = strtol(env, &end, 10);
-        if (*end == '\0' && v >= 0 && v <= 1000000)
-            us = v;
-    }
+    long us = mf_env_spin_us(DEFAULT_SPIN_US);
     p->spin_ns = (uint64_t)us * 1000u;
     pthread_mutex_init(&p->lock, NULL);
     pthread_mutex_init(&p->busy, NULL);

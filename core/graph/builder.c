@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
-#include "session/session.h"
+#include "util/internal.h"
 
 #define ERRCTX "<builder>"
 
@@ -645,17 +645,9 @@ fail:
     return st;
 }
 
-minfer_status minfer_session_create_from_builder(const minfer_graph_builder *b,
-                                                 const minfer_options *opt,
-                                                 minfer_session **out) {
-    mf_graph *g = NULL;
-    if (!out)
-        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_create_from_builder: out is NULL");
+minfer_status mf_graph_from_builder(const minfer_graph_builder *b, mf_graph **out) {
     *out = NULL;
     if (!b)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_create_from_builder: b is NULL");
-    minfer_status st = build_graph(b, &g);
-    if (st != MINFER_OK)
-        return st;
-    return mf_session_create_graph(g, opt, ERRCTX, out);
+    return build_graph(b, out);
 }

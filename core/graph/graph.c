@@ -463,12 +463,3 @@ size_t mf_attr_ints(const mf_node *n, const char *name, const int64_t **out) {
     return a->count;
 }
 
-size_t mf_attr_floats(const mf_node *n, const char *name, const float **out) {
-    const mf_attr *a = mf_node_attr(n, name);
-    if (!a || a->type != MINFER_ATTR_FLOATS) {
-        *out = NULL;
-        return 0;
-    }
-    *out = a->floats;
-    return a->count;
-}

@@ -137,8 +137,16 @@ minfer_status mf_graph_finalize(mf_graph *g, const char *errctx);
 
 /* 1 when g has control flow, sequence or optional nodes, or a graph input
  * or output that is not a tensor: the optimizer leaves such a graph as it
- * is (control.c). *why (may be NULL) names the node or value. */
+ * is (graph/core_ops.c). *why (may be NULL) names the node or value. */
 int mf_graph_has_control(const mf_graph *g, const char **why);
+/* 1 for an op the core always runs (control flow, sequences, optionals:
+ * graph/core_ops.h lists them). */
+int mf_core_op(const mf_node *n);
+/* "node 'x' (op Conv, domain ai.onnx, opset 13)" into buf (node #idx when
+ * it has no name). */
+const char *mf_node_label(const mf_node *n, int idx, char *buf, size_t size);
+/* The graph a minfer_graph_builder describes, validated (graph/builder.c). */
+minfer_status mf_graph_from_builder(const minfer_graph_builder *b, mf_graph **out);
 
 /* Expands every ai.onnx.preview.training Gradient node into the nodes
  * that compute it (gradient.c); g is finalized again. */
@@ -150,9 +158,8 @@ const mf_attr *mf_node_attr(const mf_node *n, const char *name);
 int64_t mf_attr_int(const mf_node *n, const char *name, int64_t def);
 float mf_attr_float(const mf_node *n, const char *name, float def);
 const char *mf_attr_string(const mf_node *n, const char *name, const char *def);
-/* ints/floats arrays; returns the count (0 if absent) and sets *out. */
+/* An ints array; returns the count (0 if absent) and sets *out. */
 size_t mf_attr_ints(const mf_node *n, const char *name, const int64_t **out);
-size_t mf_attr_floats(const mf_node *n, const char *name, const float **out);
 
 void mf_attr_clear(mf_attr *a);
 

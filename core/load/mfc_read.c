@@ -29,7 +29,7 @@
 #include "load/mfc.h"
 #include "load/pb_strip.h"
 #include "minfer/compile.h"
-#include "session/session.h"
+#include "util/options.h"
 #include "util/fileio.h"
 #include "util/internal.h"
 

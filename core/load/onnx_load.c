@@ -17,7 +17,7 @@
 #include "util/internal.h"
 #include "onnx.proto3.pb-c.h"
 #include "load/pb_strip.h"
-#include "session/session.h"
+#include "util/options.h"
 
 typedef struct load_ctx {
     const char *errctx;

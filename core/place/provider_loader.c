@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/env.h"
 #include "util/internal.h"
 #include "place/provider_loader.h"
 
@@ -75,8 +76,8 @@ char **mf_provider_search_path(void) {
                 goto oom;
         }
     }
-    const char *env = getenv("MINFER_PROVIDER_PATH");
-    if (env && env[0]) {
+    const char *env = mf_env_provider_path();
+    if (env) {
         char *copy = mf_strdup(env);
         if (!copy)
             goto oom;
@@ -177,9 +178,7 @@ minfer_status mf_provider_open(const char *name, const minfer_host_api *api, voi
     }
     /* MINFER_KEEP_PROVIDERS=1 keeps provider libraries mapped after their
      * last session, so a leak checker can name their frames at exit. */
-    const char *keep = getenv("MINFER_KEEP_PROVIDERS");
-    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL |
-                              (keep && strcmp(keep, "1") == 0 ? RTLD_NODELETE : 0));
+    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | (mf_env_keep_providers() ? RTLD_NODELETE : 0));
     if (!handle) {
         const char *e = dlerror();
         st = mf_error(MINFER_ERR_PROVIDER, "provider '%s': cannot load %s: %s", name, path,

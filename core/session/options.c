@@ -7,6 +7,7 @@
 
 #include "session/session.h"
 #include "place/plugin_loader.h"
+#include "util/options.h"
 
 minfer_status minfer_options_create(minfer_options **out) {
     if (!out)
@@ -158,19 +159,6 @@ minfer_status minfer_options_set_limits(minfer_options *opt, const minfer_limits
     return MINFER_OK;
 }
 
-/* A quarter of physical memory, at most MF_DEFAULT_MAX_TENSOR_BYTES and at
- * least 256 MiB: a 16-byte input asking for a tensor the size of the
- * machine fails with MINFER_ERR_LIMIT instead of filling memory. */
-static uint64_t default_tensor_bytes(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    if (pages <= 0 || page <= 0)
-        return MF_DEFAULT_MAX_TENSOR_BYTES;
-    uint64_t quarter = (uint64_t)pages / 4 * (uint64_t)page;
-    if (quarter > MF_DEFAULT_MAX_TENSOR_BYTES)
-        return MF_DEFAULT_MAX_TENSOR_BYTES;
-    return quarter < ((uint64_t)256 << 20) ? (uint64_t)256 << 20 : quarter;
-}
-
 minfer_status minfer_options_set_run_limits(minfer_options *opt, const minfer_run_limits *limits) {
     if (!opt || !limits)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_run_limits: NULL argument");
@@ -187,32 +175,6 @@ minfer_status minfer_options_set_run_limits(minfer_options *opt, const minfer_ru
     l.struct_size = sizeof l;
     opt->run_limits = l;
     return MINFER_OK;
-}
-
-minfer_run_limits mf_options_run_limits(const minfer_options *opt) {
-    minfer_run_limits l;
-    memset(&l, 0, sizeof l);
-    l.struct_size = sizeof l;
-    l.max_run_elements = MF_DEFAULT_MAX_RUN_ELEMENTS;
-    if (opt && opt->run_limits.max_run_elements)
-        l.max_run_elements = opt->run_limits.max_run_elements;
-    if (opt)
-        l.deadline_ms = opt->run_limits.deadline_ms;
-    return l;
-}
-
-minfer_limits mf_options_limits(const minfer_options *opt) {
-    minfer_limits l = {MF_DEFAULT_MAX_MODEL_BYTES, default_tensor_bytes(), MF_DEFAULT_MAX_NODES,
-                       MF_DEFAULT_MAX_LOOP_ITERATIONS};
-    if (opt && opt->limits.max_model_bytes)
-        l.max_model_bytes = opt->limits.max_model_bytes;
-    if (opt && opt->limits.max_tensor_bytes)
-        l.max_tensor_bytes = opt->limits.max_tensor_bytes;
-    if (opt && opt->limits.max_nodes)
-        l.max_nodes = opt->limits.max_nodes;
-    if (opt && opt->limits.max_loop_iterations)
-        l.max_loop_iterations = opt->limits.max_loop_iterations;
-    return l;
 }
 
 minfer_status minfer_options_set_provider_options(minfer_options *opt, const char *provider,
@@ -247,13 +209,6 @@ minfer_status minfer_options_set_provider_options(minfer_options *opt, const cha
     values[opt->n_prov_opts] = v;
     opt->n_prov_opts++;
     return MINFER_OK;
-}
-
-const char *mf_options_provider_options(const minfer_options *opt, const char *provider) {
-    for (size_t i = 0; opt && i < opt->n_prov_opts; i++)
-        if (strcmp(opt->prov_opt_names[i], provider) == 0)
-            return opt->prov_opt_values[i];
-    return "";
 }
 
 minfer_status minfer_options_set_log_callback(minfer_options *opt, minfer_log_fn fn, void *user) {
@@ -468,53 +423,4 @@ minfer_status minfer_run_options_unset_terminate(minfer_run_options *ro) {
                         "minfer_run_options_unset_terminate: NULL run options");
     atomic_store_explicit(&ro->terminate, 0, memory_order_relaxed);
     return MINFER_OK;
-}
-
-/* ---- once per process ------------------------------------------------------ */
-
-int mf_first_time(const char *key) {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static char *seen[256];
-    static size_t n_seen;
-    int first = 1;
-    pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < n_seen && first; i++)
-        first = strcmp(seen[i], key) != 0;
-    /* Past 256 distinct keys (or out of memory) a warning may repeat:
-     * better than one lost. */
-    if (first && n_seen < sizeof seen / sizeof seen[0] && (seen[n_seen] = strdup(key)))
-        n_seen++;
-    pthread_mutex_unlock(&lock);
-    return first;
-}
-
-/* ---- environment variables -------------------------------------------------- */
-
-/* The variables sessions read and the values each takes; anything else is
- * ignored (the default applies), with a warning once per process. */
-static const struct {
-    const char *name;
-    const char *const values[10];
-    const char *says;
-} env_vars[] = {
-    {"MINFER_LOG", {"error", "warn", "warning", "info", "verbose", "0", "1", "2", "3"},
-     "error, warn, info, verbose or 0-3"},
-    {"MINFER_OPT_LEVEL", {"0", "1", "2", "3"}, "0-3"},
-    {"MINFER_PLANNER", {"greedy", "linear"}, "greedy or linear"},
-    {"MINFER_CHECK_NAN", {"0", "1"}, "0 or 1"},
-    {"MINFER_KEEP_PROVIDERS", {"0", "1"}, "0 or 1"},
-};
-
-void mf_check_env(const minfer_session *s) {
-    for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
-        const char *v = getenv(env_vars[i].name);
-        int ok = !v || !v[0];
-        for (size_t k = 0; !ok && k < 10 && env_vars[i].values[k]; k++)
-            ok = strcmp(v, env_vars[i].values[k]) == 0;
-        char key[256];
-        snprintf(key, sizeof key, "env:%s=%s", env_vars[i].name, ok ? "" : v);
-        if (!ok && mf_first_time(key))
-            mf_log(s, MINFER_LOG_WARN, "%s='%s' is not one of %s: ignored", env_vars[i].name, v,
-                   env_vars[i].says);
-    }
 }

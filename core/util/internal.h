@@ -58,6 +58,10 @@ void mf_tensor_proto_clear(void *proto);
 minfer_status mf_numel(const int64_t *dims, int32_t rank, int64_t *out);
 /* Bytes of numel elements of dtype, overflow-checked. */
 minfer_status mf_nbytes(int32_t dtype, int64_t numel, size_t *out);
+/* Sets t's view to a plain tensor of dtype and dims (no data), with its
+ * element count and bytes in *numel and *nbytes; fails when they overflow. */
+minfer_status mf_tensor_init_view(minfer_tensor *t, int32_t dtype, const int64_t *dims,
+                                  int32_t rank, int64_t *numel, size_t *nbytes);
 /* A new owning tensor (zero-filled). */
 minfer_status mf_tensor_new(int32_t dtype, const int64_t *dims, int32_t rank, minfer_tensor **out);
 /* A deep copy (strings duplicated). */
@@ -76,6 +80,20 @@ void mf_host_api_attrs(minfer_host_api *api);
 
 /* A printable shape "[1,3,224,224]" ("?" for -1, "[?]" for unknown rank). */
 const char *mf_shape_str(const int64_t *dims, int32_t rank, char *buf, size_t size);
+
+/* Alignment of host buffers the core allocates (arenas, folded constants,
+ * run-time outputs, workspaces). */
+#define MF_HOST_ALIGN 64
+/* A zero-filled host buffer of at least bytes (rounded up to
+ * MF_HOST_ALIGN, at least MF_HOST_ALIGN), aligned to MF_HOST_ALIGN; NULL
+ * when out of memory. free() releases it. */
+void *mf_alloc_host(size_t bytes);
+/* Bytes of a plain tensor with v's shape: 0 when the shape or type is not
+ * known, SIZE_MAX (never a wrapped count) when they do not fit. For views
+ * whose size is already checked. */
+size_t mf_view_bytes(const minfer_tensor_view *v);
+/* 1 when v has a rank and every dim is known. */
+int mf_view_static(const minfer_tensor_view *v);
 
 /* malloc/calloc/realloc that never return NULL silently: callers check. */
 void *mf_malloc(size_t n);

@@ -208,8 +208,9 @@ MINFER_API minfer_status minfer_options_set_threads(minfer_options *opt, int thr
 MINFER_API minfer_status minfer_options_set_log_level(minfer_options *opt, minfer_log_level level);
 
 /* Graph optimization level: 0 none, 1 basic clean-ups (dead code, Identity,
- * constant folding), 2 also fusions into minfer's own ops, 3 (default) also
- * provider-specific rewrites. MINFER_OPT_LEVEL overrides the default. */
+ * constant folding), 2 also fusions into minfer's own ops, 3 (default)
+ * everything: today the same passes as 2, as no provider-specific rewrite
+ * exists yet (docs/optimizer.md). MINFER_OPT_LEVEL overrides the default. */
 MINFER_API minfer_status minfer_options_set_optimization_level(minfer_options *opt, int level);
 
 typedef enum minfer_planner {

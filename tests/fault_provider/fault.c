@@ -5,7 +5,9 @@
  * Option string (minfer_options_set_provider_options(opt, "fault", ...)):
  *   fail_at=K       the K-th execute_node call of this instance (1-based)
  *                   fails, once
- *   fail_prepare=1  every prepare_node fails
+ *   fail_prepare=1  every prepare_node fails (MINFER_ERR_RUNTIME)
+ *   fail_prepare=2  every prepare_node runs out of a resource (device
+ *                   memory: MINFER_ERR_NOMEM)
  * Environment, read at every execute_node call:
  *   MINFER_FAULT_FAIL=NAME   executing the node named NAME fails ("*": any)
  * A failure sets the message "fault provider: injected failure executing
@@ -21,7 +23,7 @@ typedef struct fault_ctx {
     const minfer_host_api *api;
     void *host;
     long fail_at;
-    int fail_prepare;
+    int fail_prepare; /* 0, 1: an error, 2: out of a resource */
     long calls;
 } fault_ctx;
 
@@ -45,7 +47,7 @@ static minfer_status init(const minfer_host_api *api, void *host, const char *op
     c->api = api;
     c->host = host;
     c->fail_at = option_long(options, "fail_at");
-    c->fail_prepare = option_long(options, "fail_prepare") != 0;
+    c->fail_prepare = (int)option_long(options, "fail_prepare");
     *ctx = c;
     return MINFER_OK;
 }
@@ -87,6 +89,11 @@ static minfer_status prepare(void *ctx, const minfer_node_desc *n, minfer_node_p
     fault_ctx *c = ctx;
     (void)prep;
     *state = NULL;
+    if (c->fail_prepare == 2) {
+        c->api->set_error(c->host, "fault provider: out of device memory preparing node '%s'",
+                          n->name);
+        return MINFER_ERR_NOMEM;
+    }
     if (c->fail_prepare) {
         c->api->set_error(c->host, "fault provider: injected failure preparing node '%s'",
                           n->name);

@@ -1,7 +1,9 @@
 /*
- * The ops the core runs itself (core/exec/control.c): control flow, sequences
- * and optionals, with the first opset version of each. Shared with
- * tools/gen_operators.c, which lists them in docs/operators.md.
+ * The ops the core runs itself (core/exec/control.c runs them,
+ * graph/core_ops.c recognises them): control flow, sequences and
+ * optionals, with the first opset version of each. Shared with
+ * tools/gen_operators.c, which lists them in docs/operators.md. Included
+ * only by graph/core_ops.c and that tool.
  */
 #ifndef MINFER_CORE_OPS_H
 #define MINFER_CORE_OPS_H

@@ -5,89 +5,31 @@
  *
  * eval: 1. describe the node's inputs (initializer contents as const_data);
  *       2. infer the outputs' shapes from them and allocate what is static;
- *       3. prepare, execute and release on the CPU provider; an output the
- *          inference left unknown is allocated through alloc_output.
+ *       3. run it once through the node runner (node_runner.c), with the
+ *          host table every provider gets (host NULL: no log lines, one
+ *          thread); an output the inference left unknown comes back through
+ *          alloc_output and is adopted as the caller's tensor.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/internal.h"
+#include "exec/exec.h"
 #include "optimize/optimizer.h"
-#include "place/provider_loader.h"
 #include "shapes/shape_infer.h"
-
-#define MAX_IO 64
 
 struct mf_evaluator {
     minfer_host_api api;
     mf_provider_inst cpu;
 };
 
-/* What alloc_output needs during one execute. */
-typedef struct eval_run {
-    minfer_tensor_view *outputs;
-    minfer_tensor **owned;
-    size_t n_outputs;
-} eval_run;
-
-static void ev_log(void *host, int level, const char *fmt, ...) {
-    (void)host;
-    (void)level;
-    (void)fmt;
-}
-
-static void ev_set_error(void *host, const char *fmt, ...) {
-    char buf[1024];
-    va_list ap;
-    (void)host;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    mf_error(MINFER_ERR_RUNTIME, "%s", buf);
-}
-
-static int ev_threads(void *host) {
-    (void)host;
-    return 1;
-}
-
-static void ev_parallel_for(void *host, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
-    (void)host;
-    (void)grain;
-    if (n)
-        fn(arg, 0, n);
-}
-
-static minfer_status ev_alloc_output(void *run, size_t index, int32_t rank, const int64_t *dims) {
-    eval_run *r = run;
-    if (!r || index >= r->n_outputs || rank < 0 || rank > MINFER_MAX_RANK)
-        return mf_error(MINFER_ERR_INVALID_ARG, "alloc_output: bad arguments");
-    minfer_tensor *t = NULL;
-    minfer_status st = mf_tensor_new(r->outputs[index].dtype, dims, rank, &t);
-    if (st != MINFER_OK)
-        return st;
-    minfer_tensor_free(r->owned[index]);
-    r->owned[index] = t;
-    r->outputs[index] = t->view;
-    return MINFER_OK;
-}
-
 minfer_status mf_evaluator_open(mf_evaluator **out) {
     mf_evaluator *ev = mf_calloc(1, sizeof *ev);
     *out = NULL;
     if (!ev)
         return mf_error(MINFER_ERR_NOMEM, "evaluator: out of memory");
-    ev->api.abi_version = MINFER_PROVIDER_ABI_VERSION;
-    ev->api.struct_size = sizeof ev->api;
-    ev->api.log = ev_log;
-    ev->api.set_error = ev_set_error;
-    mf_host_api_attrs(&ev->api);
-    ev->api.num_threads = ev_threads;
-    ev->api.parallel_for = ev_parallel_for;
-    ev->api.alloc_output = ev_alloc_output;
-    minfer_status st = mf_provider_open("cpu", &ev->api, ev, "", &ev->cpu);
+    mf_host_api_init(&ev->api);
+    minfer_status st = mf_provider_open("cpu", &ev->api, NULL, "", &ev->cpu);
     if (st != MINFER_OK) {
         free(ev);
         return mf_error_prefix(st, "evaluator");
@@ -103,22 +45,31 @@ void mf_evaluator_close(mf_evaluator *ev) {
     free(ev);
 }
 
+/* An owning tensor for storage that alloc_output made (view v). */
+static minfer_status adopt(mf_run *r, const minfer_tensor_view *v, minfer_tensor **out) {
+    minfer_tensor *t = mf_calloc(1, sizeof *t);
+    if (!t)
+        return mf_error(MINFER_ERR_NOMEM, "evaluator: out of memory");
+    mf_run_untrack(r, v->data);
+    t->view = *v;
+    t->owns_data = 1;
+    *out = t;
+    return MINFER_OK;
+}
+
 minfer_status mf_evaluator_eval_node(void *user, const mf_graph *g, int node,
                                      minfer_tensor **outputs) {
     mf_evaluator *ev = user;
-    minfer_value_desc in_desc[MAX_IO], out_desc[MAX_IO];
-    minfer_tensor_view in[MAX_IO], out[MAX_IO];
-    minfer_tensor *owned[MAX_IO] = {0};
-    int32_t inplace[MAX_IO];
-    uint64_t layouts[MAX_IO];
+    minfer_value_desc in_desc[MF_MAX_NODE_IO], out_desc[MF_MAX_NODE_IO];
+    minfer_tensor_view in[MF_MAX_NODE_IO], out[MF_MAX_NODE_IO];
+    minfer_tensor *owned[MF_MAX_NODE_IO] = {0};
     char err[512] = "";
-    void *state = NULL, *work = NULL;
     minfer_status st;
     if (!ev || !g || node < 0 || (size_t)node >= g->n_nodes || !outputs)
         return mf_error(MINFER_ERR_INVALID_ARG, "evaluator: bad arguments");
     const mf_node *n = &g->nodes[node];
     const minfer_provider *vt = ev->cpu.vt;
-    if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO)
+    if (n->n_inputs > MF_MAX_NODE_IO || n->n_outputs > MF_MAX_NODE_IO)
         return mf_error(MINFER_ERR_LIMIT, "evaluator: %s has too many inputs or outputs",
                         n->op_type);
     for (size_t k = 0; k < n->n_outputs; k++)
@@ -150,8 +101,6 @@ minfer_status mf_evaluator_eval_node(void *user, const mf_graph *g, int node,
     for (size_t k = 0; k < n->n_outputs; k++) {
         memset(&out_desc[k], 0, sizeof out_desc[k]);
         out_desc[k].rank = -1;
-        inplace[k] = -1;
-        layouts[k] = 0;
         if (n->outputs[k] < 0)
             continue;
         out_desc[k].name = g->values[n->outputs[k]].name;
@@ -182,35 +131,23 @@ minfer_status mf_evaluator_eval_node(void *user, const mf_graph *g, int node,
     desc.inputs = in_desc;
     desc.outputs = out_desc;
     desc.host_node = n;
+    desc.value_desc_size = sizeof(minfer_value_desc);
     if (!vt->supports_operator(ev->cpu.ctx, &desc, err, sizeof err)) {
         st = mf_error(MINFER_ERR_UNSUPPORTED, "evaluator: %s", err);
         goto done;
     }
-    minfer_node_prep prep;
-    memset(&prep, 0, sizeof prep);
-    prep.struct_size = sizeof prep;
-    prep.output_inplace = inplace;
-    prep.output_layouts = layouts;
-    if (MF_VT_HAS(vt, prepare_node) &&
-        (st = vt->prepare_node(ev->cpu.ctx, &desc, &prep, &state)) != MINFER_OK)
-        goto done;
-    if (prep.workspace_bytes && !(work = mf_calloc(1, prep.workspace_bytes))) {
-        st = mf_error(MINFER_ERR_NOMEM, "evaluator: out of memory");
-        goto done;
-    }
-    eval_run run = {out, owned, n->n_outputs};
-    minfer_exec_args args;
-    memset(&args, 0, sizeof args);
-    args.struct_size = sizeof args;
-    args.run = &run;
-    args.node = &desc;
-    args.inputs = in;
-    args.n_inputs = n->n_inputs;
-    args.outputs = out;
-    args.n_outputs = n->n_outputs;
-    args.workspace = work;
-    args.workspace_bytes = prep.workspace_bytes;
-    st = vt->execute_node(ev->cpu.ctx, state, &args);
+    mf_run run = {NULL, NULL, node, out, n->n_outputs, NULL, NULL, NULL, 0, 0, NULL, g};
+    mf_node_step step;
+    st = mf_run_node_once(&ev->cpu, &desc, in, n->n_inputs, out, n->n_outputs, &run, &step);
+    /* Storage alloc_output made replaces what the output had. */
+    for (size_t k = 0; st == MINFER_OK && k < n->n_outputs; k++)
+        if (n->outputs[k] >= 0 && out[k].data &&
+            (!owned[k] || out[k].data != owned[k]->view.data)) {
+            minfer_tensor_free(owned[k]);
+            owned[k] = NULL;
+            st = adopt(&run, &out[k], &owned[k]);
+        }
+    mf_run_free_temps(&run);
     if (st != MINFER_OK)
         goto done;
     for (size_t k = 0; k < n->n_outputs; k++) {
@@ -225,9 +162,6 @@ minfer_status mf_evaluator_eval_node(void *user, const mf_graph *g, int node,
         owned[k] = NULL;
     }
 done:
-    if (state && MF_VT_HAS(vt, release_node))
-        vt->release_node(ev->cpu.ctx, state);
-    free(work);
     for (size_t k = 0; k < n->n_outputs; k++)
         minfer_tensor_free(owned[k]);
     return st;

@@ -13,6 +13,7 @@
 #include "minfer/optimize.h"
 #include "load/onnx_save.h"
 #include "optimize/optimizer.h"
+#include "util/env.h"
 
 #define FOLD_MAX_BYTES ((uint64_t)1 << 20)
 
@@ -96,8 +97,7 @@ minfer_status minfer_optimize_model(const char *in_path, const char *out_path, i
     if (!in_path)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_optimize_model: in_path is NULL");
     if (level < 0) {
-        const char *e = getenv("MINFER_OPT_LEVEL");
-        level = e && e[0] >= '0' && e[0] <= '3' && !e[1] ? e[0] - '0' : 3;
+        level = mf_env_opt_level();
     }
     if (level > 3)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_optimize_model: level %d (0 to 3)",

@@ -1,0 +1,155 @@
+/*
+ * Execution: running nodes and plans (exec/). Included by exec/ and
+ * session/; never by an earlier stage.
+ *
+ *   node_runner.c  the one way a node runs on a provider outside a plan's
+ *                  steps (folding at build, nodes with run-time shapes, the
+ *                  optimizer's evaluator), and the host API table every
+ *                  provider gets
+ *   build.c        building a plan: inference and folding, preparing each
+ *                  node (with the fallback of place/), then the memory
+ *                  passes of plan/
+ *   budget.c       what one run may still spend
+ *   control.c      the ops the core runs itself (control flow, sequences)
+ *   run.c          the scheduler: a run's steps over a plan
+ *   evaluator.c    a stand-alone evaluator for callers without a session
+ */
+#ifndef MINFER_CORE_EXEC_H
+#define MINFER_CORE_EXEC_H
+
+#include "plan/plan.h"
+
+/* Fixed per-node arrays on the stack hold this many inputs or outputs; a
+ * node with more is an error naming it (MINFER_ERR_LIMIT), never a
+ * truncation. */
+#define MF_MAX_NODE_IO 64
+
+/* ---- What a run may still spend (budget.c) ------------------------------
+ *
+ * One budget per minfer_session_run, handed down to the runs of its
+ * subgraphs, so the limits hold for the whole run however deeply loops
+ * nest. A run is executed by one thread, so plain counters. */
+typedef struct mf_budget mf_budget;
+
+/* How a core op runs one of its subgraph sessions, spending budget b: the
+ * scheduler (run.c) hands its own entry point down, so the core ops
+ * (control.c) call the scheduler that calls them through this pointer
+ * and not by name. */
+typedef minfer_status (*mf_run_sub_fn)(minfer_session *sub, mf_budget *b,
+                                        const char *const *input_names,
+                                        const minfer_tensor *const *inputs, size_t n_inputs,
+                                        minfer_tensor **outputs, size_t n_outputs);
+
+struct mf_budget {
+    uint64_t iterations, max_iterations; /* Loop, Scan, SequenceMap body runs */
+    uint64_t elements, max_elements;     /* produced or charged */
+    double deadline;                     /* mf_now_ms() time, or 0: none */
+    uint64_t deadline_ms;
+    const minfer_run_options *ro;        /* the caller's, or NULL */
+    mf_run_sub_fn run_sub;
+};
+
+/* A budget for one run of s: the session's limits, the sooner deadline of
+ * the session's and ro's (ro may be NULL). */
+void mf_budget_init(mf_budget *b, const minfer_session *s, const minfer_run_options *ro,
+                    mf_run_sub_fn run_sub);
+/* Counts one body run of core node i (and checks the deadline). */
+minfer_status mf_budget_iteration(mf_budget *b, minfer_session *s, int i);
+/* Charges n elements produced (or work) by node i; i < 0: the run itself. */
+minfer_status mf_budget_elements(mf_budget *b, minfer_session *s, int i, uint64_t n);
+/* Fails when the run's deadline has passed or it was cancelled, naming
+ * node i (< 0: none). */
+minfer_status mf_budget_time(mf_budget *b, minfer_session *s, int i);
+/* Elements a value holds: a tensor's, or the sum over a sequence's or an
+ * optional's items, each counting one more (saturating). */
+uint64_t mf_value_elements(const minfer_tensor_view *v);
+
+/* ---- The node runner (node_runner.c) ------------------------------------ */
+
+/* The run handle behind minfer_host_api.alloc_output. s may be NULL (the
+ * stand-alone evaluator): default limits, nothing logged. */
+typedef struct mf_run {
+    minfer_session *s;
+    mf_plan *p;
+    int node;
+    minfer_tensor_view *outputs; /* the node's output views */
+    size_t n_outputs;
+    minfer_tensor_view *views;   /* the run's per-value views, or NULL */
+    void **temps;                /* run-time allocations, freed by the run */
+    int64_t *temp_strings;       /* per temp: string elements to free first */
+    size_t n_temps, cap_temps;
+    mf_budget *budget;           /* the run's (charge_work), or NULL at build */
+    const mf_graph *g;           /* when s is NULL: the node's graph */
+} mf_run;
+int mf_run_track(mf_run *r, void *ptr);
+/* As mf_run_track, for storage of `strings` string elements (0: none). */
+int mf_run_track_strings(mf_run *r, void *ptr, int64_t strings);
+/* Takes ptr back from the tracked storage (the caller owns it now); 0 when
+ * found. */
+int mf_run_untrack(mf_run *r, void *ptr);
+/* Frees everything tracked. */
+void mf_run_free_temps(mf_run *r);
+
+/* The host API table every provider of s gets (host: the session, or NULL
+ * for the stand-alone evaluator: no log lines, one thread). */
+void mf_host_api_init(minfer_host_api *api);
+
+/* Where mf_run_node_once failed, for the caller's message. */
+typedef enum { MF_NODE_OK, MF_NODE_PREPARE, MF_NODE_WORKSPACE, MF_NODE_EXECUTE } mf_node_step;
+
+/* Runs one node once on provider pi: prepare with desc, a host workspace of
+ * the size prepare asks, execute, release. Outputs whose view has data are
+ * written there; one with rank -1 is allocated through alloc_output into
+ * run's temps (run->outputs must be out). *step says which step failed;
+ * the last error says why, unprefixed. */
+minfer_status mf_run_node_once(const mf_provider_inst *pi, const minfer_node_desc *desc,
+                               const minfer_tensor_view *in, size_t n_in,
+                               minfer_tensor_view *out, size_t n_out, mf_run *run,
+                               mf_node_step *step);
+
+/* Bytes of node i's output o with shape v, checked: MINFER_ERR_LIMIT naming
+ * the node, the value and the shape when the count overflows or is above
+ * max_tensor_bytes. */
+minfer_status mf_value_bytes(const minfer_session *s, int node, size_t o,
+                             const minfer_tensor_view *v, size_t *out);
+
+/* ---- Building plans (build.c) ------------------------------------------- */
+
+/* Inference and folding for the plan's input shapes. */
+minfer_status mf_plan_infer(minfer_session *s, mf_plan *p);
+/* Builds a concrete plan for input shapes sig (kind << 8 | dtype, rank,
+ * dims... per input). Called with the session lock held. */
+minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_len,
+                            mf_plan **out);
+
+/* ---- Ops the core runs (control.c): control flow (If, Loop, Scan,
+ * SequenceMap), sequences and optionals. Their values live on the host;
+ * nodes inside subgraphs run on providers as usual. */
+/* Output kinds and types of core node i (shapes are known only when it
+ * runs). err gets a reason on failure. */
+minfer_status mf_core_infer(minfer_session *s, int i, const minfer_tensor_view *in,
+                            minfer_tensor_view *out, char *err, size_t err_size);
+/* Runs core node i on host inputs; out[o] receives an owned value (tensor,
+ * sequence or optional) for every output the node has. */
+minfer_status mf_core_exec(minfer_session *s, mf_budget *b, int i, const minfer_tensor_view *in,
+                           minfer_tensor **out);
+/* Which subgraph attributes node n has (then/else, or body): their count. */
+size_t mf_core_sub_names(const mf_node *n, const char **names);
+/* Checks that subgraph sg (attribute attr) fits node i's inputs and outputs. */
+minfer_status mf_core_check_arity(minfer_session *s, int i, const char *attr, const mf_graph *sg);
+
+/* ---- The scheduler (run.c) ---------------------------------------------- */
+
+/* The plan for a signature, built if missing, with a reference held until
+ * mf_plan_release. */
+minfer_status mf_plan_acquire(minfer_session *s, const int64_t *sig, size_t sig_len,
+                              mf_plan **out);
+void mf_plan_release(minfer_session *s, mf_plan *p);
+void mf_exec_ctx_free(minfer_session *s, mf_exec_ctx *c);
+/* minfer_session_run for a subgraph session, spending the parent run's
+ * budget (an mf_run_sub_fn). */
+minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, const char *const *input_names,
+                                 const minfer_tensor *const *inputs, size_t n_inputs,
+                                 minfer_tensor **outputs, size_t n_outputs);
+
+#endif

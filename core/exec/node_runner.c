@@ -1,0 +1,237 @@
+/*
+ * The node runner: the one way the core runs a single node on a provider
+ * outside a plan's steps (exec/exec.h), and the host API table providers
+ * call back into.
+ *
+ * mf_run_node_once is used for folding constants at build (build.c), for
+ * nodes whose shapes are known only at run time (run.c) and by the
+ * optimizer's stand-alone evaluator (evaluator.c):
+ *  1. prepare_node with the node's descriptor (in-place and layout answers
+ *     are asked for and ignored: the outputs are the caller's);
+ *  2. a zeroed host workspace of the size prepare asked for;
+ *  3. execute_node; outputs of rank -1 come back through alloc_output,
+ *     tracked by the caller's mf_run;
+ *  4. release_node and the workspace, whatever happened.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec.h"
+#include "exec/threadpool.h"
+
+/* ---- storage a node makes while it runs --------------------------------- */
+
+int mf_run_track_strings(mf_run *r, void *ptr, int64_t strings) {
+    if (r->n_temps == r->cap_temps) {
+        size_t cap = r->cap_temps ? r->cap_temps * 2 : 16;
+        void **t = mf_realloc(r->temps, cap * sizeof *t);
+        if (!t)
+            return -1;
+        r->temps = t;
+        int64_t *c = mf_realloc(r->temp_strings, cap * sizeof *c);
+        if (!c)
+            return -1;
+        r->temp_strings = c;
+        r->cap_temps = cap;
+    }
+    r->temps[r->n_temps] = ptr;
+    r->temp_strings[r->n_temps++] = strings;
+    return 0;
+}
+
+int mf_run_track(mf_run *r, void *ptr) { return mf_run_track_strings(r, ptr, 0); }
+
+int mf_run_untrack(mf_run *r, void *ptr) {
+    for (size_t t = 0; t < r->n_temps; t++)
+        if (r->temps[t] == ptr) {
+            r->temps[t] = NULL;
+            r->temp_strings[t] = 0;
+            return 0;
+        }
+    return -1;
+}
+
+void mf_run_free_temps(mf_run *r) {
+    for (size_t t = 0; t < r->n_temps; t++) {
+        if (r->temp_strings[t])
+            mf_free_strings(r->temps[t], r->temp_strings[t]);
+        free(r->temps[t]);
+    }
+    free(r->temps);
+    free(r->temp_strings);
+    r->temps = NULL;
+    r->temp_strings = NULL;
+    r->n_temps = r->cap_temps = 0;
+}
+
+minfer_status mf_value_bytes(const minfer_session *s, int node, size_t o,
+                             const minfer_tensor_view *v, size_t *out) {
+    char lbl[512], shape[160];
+    const mf_node *n = &s->g->nodes[node];
+    int vi = n->outputs[o];
+    const char *name = vi >= 0 ? s->g->values[vi].name : "";
+    size_t bytes;
+    minfer_status st = minfer_view_nbytes(v, &bytes);
+    if (st == MINFER_ERR_UNSUPPORTED)
+        return mf_error(st, "%s: %s output %zu '%s' has element type %d, which has no size",
+                        s->errctx, mf_node_label(n, node, lbl, sizeof lbl), o, name,
+                        (int)v->dtype);
+    if (st != MINFER_OK)
+        return mf_error(MINFER_ERR_LIMIT,
+                        "%s: %s output %zu '%s' of shape %s and type %s has more elements or "
+                        "bytes than fit in memory",
+                        s->errctx, mf_node_label(n, node, lbl, sizeof lbl), o, name,
+                        mf_shape_str(v->dims, v->rank, shape, sizeof shape),
+                        minfer_dtype_name((minfer_dtype)v->dtype));
+    if (bytes > s->limits.max_tensor_bytes)
+        return mf_error(MINFER_ERR_LIMIT,
+                        "%s: %s output %zu '%s' of shape %s would take %zu bytes, above the "
+                        "tensor limit of %llu bytes",
+                        s->errctx, mf_node_label(n, node, lbl, sizeof lbl), o, name,
+                        mf_shape_str(v->dims, v->rank, shape, sizeof shape), bytes,
+                        (unsigned long long)s->limits.max_tensor_bytes);
+    *out = bytes;
+    return MINFER_OK;
+}
+
+/* ---- the host API ------------------------------------------------------- */
+
+static void host_log(void *host, int level, const char *fmt, ...) {
+    const minfer_session *s = host;
+    va_list ap;
+    if (!s) /* the stand-alone evaluator says nothing */
+        return;
+    va_start(ap, fmt);
+    mf_logv(&s->log, level, fmt, ap);
+    va_end(ap);
+}
+
+static void host_set_error(void *host, const char *fmt, ...) {
+    char buf[1536];
+    va_list ap;
+    (void)host;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    mf_error(MINFER_ERR_RUNTIME, "%s", buf);
+}
+
+static int host_num_threads(void *host) {
+    const minfer_session *s = host;
+    return s ? mf_pool_threads(s->pool) : 1;
+}
+
+static void host_parallel_for(void *host, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
+    minfer_session *s = host;
+    mf_pool_parallel_for(s ? s->pool : NULL, n, grain, fn, arg);
+}
+
+static minfer_status host_alloc_output(void *run, size_t index, int32_t rank, const int64_t *dims) {
+    mf_run *r = run;
+    int64_t numel;
+    size_t bytes;
+    minfer_status st;
+    if (!r || index >= r->n_outputs || rank < 0 || rank > MINFER_MAX_RANK || (rank && !dims))
+        return mf_error(MINFER_ERR_INVALID_ARG, "alloc_output: bad arguments");
+    minfer_tensor_view *v = &r->outputs[index];
+    minfer_tensor_view want = *v;
+    want.rank = rank;
+    for (int d = 0; d < rank; d++)
+        want.dims[d] = dims[d];
+    if (r->s)
+        st = mf_value_bytes(r->s, r->node, index, &want, &bytes);
+    else if ((st = minfer_view_nbytes(&want, &bytes)) != MINFER_OK ||
+             bytes > mf_options_limits(NULL).max_tensor_bytes)
+        st = mf_error(MINFER_ERR_LIMIT, "alloc_output: output %zu is too large", index);
+    if (st != MINFER_OK)
+        return st;
+    numel = bytes / minfer_elem_size(v->dtype);
+    void *mem = mf_alloc_host(bytes);
+    if (!mem || mf_run_track_strings(r, mem, v->dtype == MINFER_DTYPE_STRING ? numel : 0) != 0) {
+        free(mem);
+        return mf_error(MINFER_ERR_NOMEM, "alloc_output: out of memory for %zu bytes", bytes);
+    }
+    v->rank = rank;
+    for (int d = 0; d < rank; d++)
+        v->dims[d] = dims[d];
+    v->data = mem;
+    v->offset = 0;
+    v->nbytes = bytes;
+    /* The value keeps this shape and storage for its consumers. */
+    int vi = r->s ? r->s->g->nodes[r->node].outputs[index] : -1;
+    if (vi >= 0) {
+        if (r->views)
+            r->views[vi] = *v;
+        else
+            r->p->vals[vi].view = *v;
+    }
+    return MINFER_OK;
+}
+
+/* minfer_host_api.charge_work: work charged by the running node. */
+static minfer_status host_charge_work(void *run, uint64_t work) {
+    mf_run *r = run;
+    if (!r || !r->budget) /* evaluation at build: no run to charge */
+        return MINFER_OK;
+    return mf_budget_elements(r->budget, r->s, r->node, work);
+}
+
+void mf_host_api_init(minfer_host_api *api) {
+    memset(api, 0, sizeof *api);
+    api->abi_version = MINFER_PROVIDER_ABI_VERSION;
+    api->struct_size = sizeof *api;
+    api->log = host_log;
+    api->set_error = host_set_error;
+    mf_host_api_attrs(api);
+    api->num_threads = host_num_threads;
+    api->parallel_for = host_parallel_for;
+    api->alloc_output = host_alloc_output;
+    api->charge_work = host_charge_work;
+}
+
+/* ---- one node ------------------------------------------------------------ */
+
+minfer_status mf_run_node_once(const mf_provider_inst *pi, const minfer_node_desc *desc,
+                               const minfer_tensor_view *in, size_t n_in,
+                               minfer_tensor_view *out, size_t n_out, mf_run *run,
+                               mf_node_step *step) {
+    const minfer_provider *vt = pi->vt;
+    int32_t inplace[MF_MAX_NODE_IO];
+    uint64_t layouts[MF_MAX_NODE_IO];
+    void *state = NULL, *work = NULL;
+    minfer_status st = MINFER_OK;
+    *step = MF_NODE_OK;
+    if (n_out > MF_MAX_NODE_IO) {
+        *step = MF_NODE_PREPARE;
+        return mf_error(MINFER_ERR_LIMIT, "more than %d outputs", MF_MAX_NODE_IO);
+    }
+    for (size_t o = 0; o < n_out; o++) {
+        inplace[o] = -1;
+        layouts[o] = 0;
+    }
+    minfer_node_prep prep = {sizeof prep, 0, inplace, layouts};
+    mf_error_clear();
+    if (MF_VT_HAS(vt, prepare_node) &&
+        (st = vt->prepare_node(pi->ctx, desc, &prep, &state)) != MINFER_OK) {
+        *step = MF_NODE_PREPARE;
+        return st;
+    }
+    if (prep.workspace_bytes && !(work = mf_alloc_host(prep.workspace_bytes))) {
+        *step = MF_NODE_WORKSPACE;
+        st = mf_error(MINFER_ERR_NOMEM, "out of memory for a workspace of %zu bytes",
+                      prep.workspace_bytes);
+    }
+    if (st == MINFER_OK) {
+        minfer_exec_args args = {sizeof args, run, desc, in, n_in, out, n_out,
+                                 work, prep.workspace_bytes, 0, sizeof(minfer_tensor_view)};
+        mf_error_clear();
+        if ((st = vt->execute_node(pi->ctx, state, &args)) != MINFER_OK)
+            *step = MF_NODE_EXECUTE;
+    }
+    if (state && MF_VT_HAS(vt, release_node))
+        vt->release_node(pi->ctx, state);
+    free(work);
+    return st;
+}

@@ -1,0 +1,54 @@
+/*
+ * Questions about nodes asked everywhere: is it an op the core runs itself
+ * (graph/core_ops.h lists them), does a graph have any, and a node's label
+ * for messages.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "graph/core_ops.h"
+#include "graph/graph.h"
+
+int mf_core_op(const mf_node *n) {
+    if (strcmp(n->domain, "minfer") == 0) {
+        for (size_t k = 0; k < sizeof MF_CORE_MINFER_OPS / sizeof MF_CORE_MINFER_OPS[0]; k++)
+            if (strcmp(n->op_type, MF_CORE_MINFER_OPS[k].op_type) == 0)
+                return 1;
+        return 0;
+    }
+    if (n->domain[0])
+        return 0;
+    for (size_t k = 0; k < sizeof MF_CORE_OPS / sizeof MF_CORE_OPS[0]; k++)
+        if (strcmp(n->op_type, MF_CORE_OPS[k].op_type) == 0)
+            return 1;
+    return 0;
+}
+
+int mf_graph_has_control(const mf_graph *g, const char **why) {
+    for (size_t i = 0; i < g->n_nodes; i++)
+        if (mf_core_op(&g->nodes[i]) || g->nodes[i].n_implicit) {
+            if (why)
+                *why = g->nodes[i].op_type;
+            return 1;
+        }
+    for (size_t k = 0; k < g->n_inputs + g->n_outputs; k++) {
+        int vi = k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs];
+        if (g->values[vi].kind != MINFER_VALUE_TENSOR) {
+            if (why)
+                *why = g->values[vi].name;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const char *mf_node_label(const mf_node *n, int idx, char *buf, size_t size) {
+    const char *dom = n->domain[0] ? n->domain : "ai.onnx";
+    if (n->name[0])
+        snprintf(buf, size, "node '%s' (op %s, domain %s, opset %lld)", n->name, n->op_type, dom,
+                 (long long)n->opset);
+    else
+        snprintf(buf, size, "node #%d (op %s, domain %s, opset %lld)", idx, n->op_type, dom,
+                 (long long)n->opset);
+    return buf;
+}

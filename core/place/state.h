@@ -1,0 +1,83 @@
+/*
+ * The session's state: one struct that the stages from placement on fill
+ * and read (place: the providers and the node assignment; plan: the plans;
+ * exec: the pool, the execution contexts and the subgraph sessions;
+ * session: creation and the public API).
+ *
+ * It is defined here, at the first stage that needs it, so that no stage
+ * includes a later one: a later stage's fields are pointers to types that
+ * are only declared here (mf_plan, mf_exec_ctx, mf_pool). May be included
+ * by place/, plan/, exec/ and session/; never by util, graph, load,
+ * shapes, optimize or diag.
+ */
+#ifndef MINFER_CORE_STATE_H
+#define MINFER_CORE_STATE_H
+
+#include <pthread.h>
+
+#include "diag/diag.h"
+#include "graph/graph.h"
+#include "place/provider_loader.h"
+#include "util/internal.h"
+#include "util/log.h"
+#include "util/options.h"
+
+typedef struct mf_plan mf_plan;         /* plan/plan.h */
+typedef struct mf_exec_ctx mf_exec_ctx; /* exec/exec.h */
+typedef struct mf_pool mf_pool;         /* exec/threadpool.h */
+
+/* A subgraph of a control-flow node, built as a session of its own: its
+ * inputs are the subgraph's formal inputs, then the outer-scope values it
+ * reads, each carried by the node input slot[k]. */
+typedef struct mf_core_sub {
+    minfer_session *s;
+    size_t n_formal;
+    int *slot;
+    size_t n_captures;
+} mf_core_sub;
+
+/* s->assign[i] for a node the core runs itself (exec/control.c). */
+#define MF_ASSIGN_CORE (-2)
+
+struct minfer_session {
+    char *errctx;
+    mf_graph *g;
+    mf_logger log;
+    int planner;
+    size_t plan_cache_size;
+    minfer_limits limits;
+    minfer_run_limits run_limits;
+    mf_pool *pool;
+    int pool_shared;           /* a subgraph session borrows its parent's pool */
+    mf_core_sub *subs;         /* 2 per node (If: then, else; others: body), or NULL */
+    minfer_host_api api;
+    mf_provider_inst *provs;
+    size_t n_provs;
+    size_t n_domains;          /* 1 + n_provs */
+    mf_provider_inst eval_own; /* the evaluator when not in the list */
+    mf_provider_inst *eval;    /* NULL: no folding */
+    int *assign;               /* node -> provider index; -1 folded at build */
+    mf_plan *build;            /* declared-shape plan (inference results) */
+    mf_plan **plans;           /* cache of concrete plans */
+    size_t n_plans;
+    uint64_t tick;
+    mf_plan *last_plan;        /* most recently used, for reports */
+    mf_exec_ctx *free_ctx;     /* execution contexts not in use */
+    pthread_mutex_t lock;      /* plans, contexts, assign after build */
+    minfer_value_info *in_info, *out_info;
+    /* diagnostics */
+    int strict;
+    int check_nan;
+    char **declined;           /* per node: why earlier providers declined it */
+    mf_trace *trace;           /* NULL: profiling off */
+    char *profile_path;
+    double *node_ms;           /* per node: profiled time (under lock) */
+    uint64_t *node_runs;
+    mf_stats stats;            /* under lock */
+    double *stats_scratch;
+};
+
+/* Logging through the session's logger (s may be NULL: stderr). */
+#define mf_log(s, ...) mf_logf((s) ? &(s)->log : NULL, __VA_ARGS__)
+
+#endif
