@@ -1,16 +1,16 @@
 /*
- * Ops the core runs itself: control flow (If, Loop, Scan, SequenceMap),
- * sequences (SequenceEmpty, SequenceConstruct, SequenceInsert,
- * SequenceErase, SequenceAt, SequenceLength, SplitToSequence,
- * ConcatFromSequence) and optionals (Optional, OptionalHasElement,
- * OptionalGetElement), plus any node that reads a sequence or an optional.
+ * Control flow the core runs itself: If, Loop, Scan and SequenceMap, and
+ * the inference of every core op's output kinds. The sequence, optional
+ * and Gradient-helper ops, and the value helpers all of them share, are
+ * exec/core_values.c (exec/core_call.h between the two).
  *
  * They only move values and run subgraphs, so they live here rather than
  * in a provider: a subgraph is built as a session of its own (its nodes go
  * to the session's providers like any other), with the outer-scope values
- * it reads passed as extra inputs. Every value these ops make is a fresh,
- * owned minfer_tensor (a tensor, a sequence or an optional); containers
- * are never changed once made, so a sequence op copies.
+ * it reads passed as extra inputs, and run through the budget's run_sub
+ * (the scheduler's entry point, handed down). Every value these ops make is
+ * a fresh, owned minfer_tensor (a tensor, a sequence or an optional);
+ * containers are never changed once made, so a sequence op copies.
  *
  * In the core's views of an optional, layout (which only providers use for
  * tensors) holds the kind the optional contains.
@@ -20,9 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec.h"
+#include "exec/core_call.h"
 
-static int is_op(const mf_node *n, const char *op) { return strcmp(n->op_type, op) == 0; }
 
 /* The graph attributes of a control-flow op, in mf_core_sub order. */
 size_t mf_core_sub_names(const mf_node *n, const char **names) {
@@ -193,188 +192,6 @@ bad_node:
                     s->errctx, mf_node_label(n, i, lbl, sizeof lbl), nin, n->n_outputs);
 }
 
-/* ---- values ------------------------------------------------------------- */
-
-/* A borrowed handle for a host view (tensor) or the container a view
- * points at. */
-static const minfer_tensor *handle(const minfer_tensor_view *v, minfer_tensor *tmp) {
-    if (v->kind != MINFER_VALUE_TENSOR)
-        return (const minfer_tensor *)v->data;
-    memset(tmp, 0, sizeof *tmp);
-    tmp->view = *v;
-    tmp->view.data = v->data ? (char *)v->data + v->offset : NULL;
-    tmp->view.offset = 0;
-    return tmp;
-}
-
-static minfer_status clone_view(const minfer_tensor_view *v, minfer_tensor **out) {
-    minfer_tensor tmp;
-    return mf_tensor_clone(handle(v, &tmp), out);
-}
-
-static minfer_status scalar_int(const minfer_tensor_view *v, int64_t *out) {
-    int64_t n = 0;
-    if (v->kind != MINFER_VALUE_TENSOR || mf_numel(v->dims, v->rank, &n) != MINFER_OK || n != 1 ||
-        !v->data)
-        return MINFER_ERR_SHAPE;
-    const char *p = (const char *)v->data + v->offset;
-    if (v->dtype == MINFER_DTYPE_INT64)
-        memcpy(out, p, sizeof *out);
-    else if (v->dtype == MINFER_DTYPE_INT32) {
-        int32_t x;
-        memcpy(&x, p, sizeof x);
-        *out = x;
-    } else
-        return MINFER_ERR_TYPE;
-    return MINFER_OK;
-}
-
-static minfer_status scalar_bool(const minfer_tensor_view *v, int *out) {
-    int64_t n = 0;
-    if (v->kind != MINFER_VALUE_TENSOR || v->dtype != MINFER_DTYPE_BOOL ||
-        mf_numel(v->dims, v->rank, &n) != MINFER_OK || n != 1 || !v->data)
-        return MINFER_ERR_TYPE;
-    *out = ((const unsigned char *)v->data)[v->offset] != 0;
-    return MINFER_OK;
-}
-
-static minfer_status new_scalar(int32_t dtype, int64_t value, minfer_tensor **out) {
-    minfer_status st = mf_tensor_new(dtype, NULL, 0, out);
-    if (st != MINFER_OK)
-        return st;
-    if (dtype == MINFER_DTYPE_INT64)
-        memcpy((*out)->view.data, &value, sizeof value);
-    else
-        *(unsigned char *)(*out)->view.data = value != 0;
-    return MINFER_OK;
-}
-
-/* Copies n elements, duplicating strings. */
-static minfer_status copy_elems(void *dst, const void *src, size_t n, int32_t dtype) {
-    if (dtype != MINFER_DTYPE_STRING) {
-        if (n)
-            memcpy(dst, src, n * minfer_dtype_size((minfer_dtype)dtype));
-        return MINFER_OK;
-    }
-    char **d = dst;
-    char *const *s = src;
-    for (size_t e = 0; e < n; e++) {
-        free(d[e]);
-        if (!(d[e] = mf_strdup(s[e] ? s[e] : "")))
-            return mf_error(MINFER_ERR_NOMEM, "out of memory copying strings");
-    }
-    return MINFER_OK;
-}
-
-static size_t prod(const int64_t *dims, int from, int to) {
-    size_t p = 1;
-    for (int d = from; d < to; d++)
-        p *= (size_t)dims[d];
-    return p;
-}
-
-/* [start, start + len) of t along axis; the axis is dropped when !keep. */
-static minfer_status take(const minfer_tensor *t, int axis, int64_t start, int64_t len, int keep,
-                          minfer_tensor **out) {
-    int64_t dims[MINFER_MAX_RANK];
-    int rank = 0;
-    for (int d = 0; d < t->view.rank; d++) {
-        if (d == axis && !keep)
-            continue;
-        dims[rank++] = d == axis ? len : t->view.dims[d];
-    }
-    minfer_status st = mf_tensor_new(t->view.dtype, dims, rank, out);
-    if (st != MINFER_OK)
-        return st;
-    size_t es = minfer_dtype_size((minfer_dtype)t->view.dtype);
-    size_t outer = prod(t->view.dims, 0, axis), inner = prod(t->view.dims, axis + 1, t->view.rank);
-    size_t ax = (size_t)t->view.dims[axis];
-    const char *src = t->view.data;
-    char *dst = (*out)->view.data;
-    for (size_t o = 0; o < outer; o++) {
-        st = copy_elems(dst + o * (size_t)len * inner * es,
-                        src + (o * ax + (size_t)start) * inner * es, (size_t)len * inner,
-                        t->view.dtype);
-        if (st != MINFER_OK) {
-            minfer_tensor_free(*out);
-            *out = NULL;
-            return st;
-        }
-    }
-    return MINFER_OK;
-}
-
-/* Joins items along axis (a new axis of size 1 per item when stack),
- * last item first when reverse. */
-static minfer_status join(minfer_tensor *const *items, size_t n, int axis, int stack, int reverse,
-                          uint64_t max_bytes, const char *what, minfer_tensor **out) {
-    const minfer_tensor *t0 = items[0];
-    int rank = t0->view.rank + (stack ? 1 : 0);
-    int64_t dims[MINFER_MAX_RANK], total = 0;
-    char a[128], b[128];
-    if (rank > MINFER_MAX_RANK)
-        return mf_error(MINFER_ERR_LIMIT, "%s: joining gives rank %d, above %d", what, rank,
-                        MINFER_MAX_RANK);
-    if (axis < 0 || axis >= rank)
-        return mf_error(MINFER_ERR_MODEL, "%s: axis %d is out of range for rank %d", what, axis,
-                        rank);
-    for (size_t k = 0; k < n; k++) {
-        const minfer_tensor_view *v = &items[k]->view;
-        int bad = v->dtype != t0->view.dtype || v->rank != t0->view.rank;
-        for (int d = 0; !bad && d < v->rank; d++)
-            bad = v->dims[d] != t0->view.dims[d] && (stack || d != axis);
-        if (bad)
-            return mf_error(MINFER_ERR_SHAPE, "%s: element %zu is %s %s, element 0 is %s %s", what,
-                            k, minfer_dtype_name((minfer_dtype)v->dtype),
-                            mf_shape_str(v->dims, v->rank, a, sizeof a),
-                            minfer_dtype_name((minfer_dtype)t0->view.dtype),
-                            mf_shape_str(t0->view.dims, t0->view.rank, b, sizeof b));
-        total += stack ? 1 : v->dims[axis];
-    }
-    for (int d = 0, src = 0; d < rank; d++) {
-        if (stack && d == axis) {
-            dims[d] = total;
-            continue;
-        }
-        dims[d] = d == axis ? total : t0->view.dims[src];
-        src++;
-    }
-    int64_t numel;
-    uint64_t esz = minfer_dtype_size((minfer_dtype)t0->view.dtype);
-    if (mf_numel(dims, rank, &numel) != MINFER_OK || (esz && (uint64_t)numel > max_bytes / esz))
-        return mf_error(MINFER_ERR_LIMIT, "%s: joining %zu elements gives %s %s, above the tensor "
-                        "limit of %llu bytes", what, n,
-                        minfer_dtype_name((minfer_dtype)t0->view.dtype),
-                        mf_shape_str(dims, rank, a, sizeof a), (unsigned long long)max_bytes);
-    minfer_status st = mf_tensor_new(t0->view.dtype, dims, rank, out);
-    if (st != MINFER_OK)
-        return st;
-    size_t es = minfer_dtype_size((minfer_dtype)t0->view.dtype);
-    size_t outer = prod(dims, 0, axis), inner = prod(dims, axis + 1, rank);
-    char *dst = (*out)->view.data;
-    for (size_t o = 0; o < outer; o++)
-        for (size_t k = 0; k < n; k++) {
-            const minfer_tensor *it = items[reverse ? n - 1 - k : k];
-            size_t chunk = (stack ? 1 : (size_t)it->view.dims[axis]) * inner;
-            st = copy_elems(dst, (const char *)it->view.data + o * chunk * es, chunk,
-                            t0->view.dtype);
-            if (st != MINFER_OK) {
-                minfer_tensor_free(*out);
-                *out = NULL;
-                return st;
-            }
-            dst += chunk * es;
-        }
-    return MINFER_OK;
-}
-
-static void free_all(minfer_tensor **v, size_t n) {
-    for (size_t k = 0; k < n; k++) {
-        minfer_tensor_free(v[k]);
-        v[k] = NULL;
-    }
-}
-
 /* ---- running a subgraph ------------------------------------------------- */
 
 /* Runs subgraph session k of node i on its formal inputs and the node's
@@ -414,7 +231,7 @@ static minfer_status run_sub(minfer_session *s, mf_budget *b, int i, size_t k,
         const mf_value *cv = &cg->values[cg->inputs[j]];
         names[j] = cv->name;
         ins[j] = j < sub->n_formal ? formal[j]
-                                   : handle(&node_in[sub->slot[j - sub->n_formal]],
+                                   : mf_cv_handle(&node_in[sub->slot[j - sub->n_formal]],
                                             &tmps[j - sub->n_formal]);
         if (j < sub->n_formal && ins[j] && cv->kind == MINFER_VALUE_OPTIONAL &&
             ins[j]->view.kind != MINFER_VALUE_OPTIONAL) {
@@ -444,257 +261,9 @@ done:
     return st;
 }
 
-/* ---- the ops ------------------------------------------------------------ */
-
-typedef struct core_call {
-    minfer_session *s;
-    mf_budget *b; /* the run's */
-    int i;
-    const mf_node *n;
-    const minfer_tensor_view *in;
-    size_t nin;
-    minfer_tensor **out;
-    char lbl[512];
-} core_call;
-
-#define FAIL(cc, st, ...) fail_msg((cc), (st), __VA_ARGS__)
-static minfer_status fail_msg(core_call *cc, minfer_status st, const char *fmt, ...)
-    MF_PRINTF(3, 4);
-static minfer_status fail_msg(core_call *cc, minfer_status st, const char *fmt, ...) {
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return mf_error(st, "%s: %s: %s", cc->s->errctx, cc->lbl, msg);
-}
-
-static int present(const core_call *cc, size_t j) {
-    return j < cc->nin && cc->n->inputs[j] >= 0;
-}
-
-static const minfer_tensor *seq_in(core_call *cc, size_t j) {
-    if (!present(cc, j) || cc->in[j].kind != MINFER_VALUE_SEQUENCE)
-        return NULL;
-    return (const minfer_tensor *)cc->in[j].data;
-}
-
-/* A position input in [-n, n + extra). */
-static minfer_status position(core_call *cc, size_t j, int64_t n, int64_t extra, int64_t def,
-                              int64_t *out) {
-    if (!present(cc, j)) {
-        *out = def;
-        return MINFER_OK;
-    }
-    int64_t p;
-    if (scalar_int(&cc->in[j], &p) != MINFER_OK)
-        return FAIL(cc, MINFER_ERR_TYPE, "position must be an int32 or int64 scalar");
-    if (p < -n || p >= n + extra)
-        return FAIL(cc, MINFER_ERR_RUNTIME, "position %lld is out of range for a sequence of %lld",
-                    (long long)p, (long long)n);
-    *out = p < 0 ? p + n : p;
-    return MINFER_OK;
-}
-
-/* A copy of seq with item inserted at pos (or with pos erased). */
-static minfer_status seq_edit(core_call *cc, const minfer_tensor *seq, int64_t pos,
-                              const minfer_tensor *item, minfer_tensor **out) {
-    minfer_tensor *r = NULL, *c = NULL;
-    minfer_status st = mf_sequence_new(seq->view.dtype, &r);
-    for (size_t k = 0; st == MINFER_OK && k <= seq->count; k++) {
-        if ((int64_t)k == pos && item) {
-            if ((st = mf_tensor_clone(item, &c)) == MINFER_OK && (st = mf_sequence_push(r, c)) != MINFER_OK)
-                minfer_tensor_free(c);
-        }
-        if (k == seq->count || ((int64_t)k == pos && !item) || st != MINFER_OK)
-            continue;
-        if ((st = mf_tensor_clone(seq->items[k], &c)) == MINFER_OK &&
-            (st = mf_sequence_push(r, c)) != MINFER_OK)
-            minfer_tensor_free(c);
-    }
-    if (st != MINFER_OK) {
-        minfer_tensor_free(r);
-        return mf_error_prefix(st, "%s: %s", cc->s->errctx, cc->lbl);
-    }
-    *out = r;
-    return MINFER_OK;
-}
-
-static minfer_status op_sequence(core_call *cc) {
-    const mf_node *n = cc->n;
-    minfer_status st = MINFER_OK;
-    minfer_tensor *r = NULL, *c = NULL;
-    minfer_tensor tmp;
-    if (is_op(n, "SequenceEmpty")) {
-        int64_t dt = mf_attr_int(n, "dtype", MINFER_DTYPE_FLOAT);
-        if (!minfer_dtype_size((minfer_dtype)dt))
-            return FAIL(cc, MINFER_ERR_MODEL, "unknown dtype %lld", (long long)dt);
-        st = mf_sequence_new((int32_t)dt, &r);
-    } else if (is_op(n, "SequenceConstruct")) {
-        if (cc->nin == 0)
-            return FAIL(cc, MINFER_ERR_MODEL, "no inputs");
-        for (size_t j = 0; j < cc->nin; j++)
-            if (!present(cc, j) || cc->in[j].kind != MINFER_VALUE_TENSOR ||
-                cc->in[j].dtype != cc->in[0].dtype)
-                return FAIL(cc, MINFER_ERR_TYPE, "input %zu is not a %s tensor", j,
-                            minfer_dtype_name((minfer_dtype)cc->in[0].dtype));
-        st = mf_sequence_new(cc->in[0].dtype, &r);
-        for (size_t j = 0; st == MINFER_OK && j < cc->nin; j++)
-            if ((st = clone_view(&cc->in[j], &c)) == MINFER_OK &&
-                (st = mf_sequence_push(r, c)) != MINFER_OK)
-                minfer_tensor_free(c);
-    } else {
-        const minfer_tensor *seq = seq_in(cc, 0);
-        if (!seq && !is_op(n, "SplitToSequence"))
-            return FAIL(cc, MINFER_ERR_TYPE, "input 0 is not a sequence");
-        int64_t len = seq ? (int64_t)seq->count : 0, pos = 0;
-        if (is_op(n, "SequenceInsert")) {
-            if (!present(cc, 1) || cc->in[1].kind != MINFER_VALUE_TENSOR ||
-                cc->in[1].dtype != seq->view.dtype)
-                return FAIL(cc, MINFER_ERR_TYPE, "input 1 is not a %s tensor",
-                            minfer_dtype_name((minfer_dtype)seq->view.dtype));
-            if ((st = position(cc, 2, len, 1, len, &pos)) != MINFER_OK)
-                return st;
-            st = seq_edit(cc, seq, pos, handle(&cc->in[1], &tmp), &r);
-        } else if (is_op(n, "SequenceErase")) {
-            if (len == 0)
-                return FAIL(cc, MINFER_ERR_RUNTIME, "erasing from an empty sequence");
-            if ((st = position(cc, 1, len, 0, len - 1, &pos)) != MINFER_OK)
-                return st;
-            st = seq_edit(cc, seq, pos, NULL, &r);
-        } else if (is_op(n, "SequenceAt")) {
-            if (!present(cc, 1))
-                return FAIL(cc, MINFER_ERR_MODEL, "no position");
-            if ((st = position(cc, 1, len, 0, 0, &pos)) != MINFER_OK)
-                return st;
-            st = mf_tensor_clone(seq->items[pos], &r);
-        } else if (is_op(n, "SequenceLength")) {
-            st = new_scalar(MINFER_DTYPE_INT64, len, &r);
-        } else if (is_op(n, "ConcatFromSequence")) {
-            int stack = mf_attr_int(n, "new_axis", 0) != 0;
-            const mf_attr *ax = mf_node_attr(n, "axis");
-            if (!ax || ax->type != MINFER_ATTR_INT)
-                return FAIL(cc, MINFER_ERR_MODEL, "no 'axis' attribute");
-            if (len == 0)
-                return FAIL(cc, MINFER_ERR_RUNTIME, "concatenating an empty sequence");
-            int64_t rank = seq->items[0]->view.rank + stack, axis = ax->i;
-            if (axis < -rank || axis >= rank)
-                return FAIL(cc, MINFER_ERR_MODEL, "axis %lld is out of range for rank %lld",
-                            (long long)axis, (long long)rank);
-            if (axis < 0)
-                axis += rank;
-            st = join(seq->items, seq->count, (int)axis, stack, 0, cc->s->limits.max_tensor_bytes,
-                      cc->lbl, &r);
-        } else { /* SplitToSequence */
-            if (!present(cc, 0) || cc->in[0].kind != MINFER_VALUE_TENSOR)
-                return FAIL(cc, MINFER_ERR_TYPE, "input 0 is not a tensor");
-            const minfer_tensor *t = handle(&cc->in[0], &tmp);
-            int64_t rank = t->view.rank, axis = mf_attr_int(n, "axis", 0);
-            if (axis < -rank || axis >= rank || rank == 0)
-                return FAIL(cc, MINFER_ERR_MODEL, "axis %lld is out of range for rank %lld",
-                            (long long)axis, (long long)rank);
-            if (axis < 0)
-                axis += rank;
-            int64_t dim = t->view.dims[axis], chunk = 1, n_chunks = dim;
-            const minfer_tensor_view *sizes = NULL; /* a 1-D split */
-            int keep = 1;
-            if (present(cc, 1)) {
-                const minfer_tensor_view *sv = &cc->in[1];
-                int64_t ns = 0;
-                if (mf_numel(sv->dims, sv->rank, &ns) != MINFER_OK ||
-                    (sv->dtype != MINFER_DTYPE_INT64 && sv->dtype != MINFER_DTYPE_INT32) || !sv->data)
-                    return FAIL(cc, MINFER_ERR_TYPE, "split must be int32 or int64");
-                if (sv->rank == 0) {
-                    if (scalar_int(sv, &chunk) != MINFER_OK || chunk <= 0)
-                        return FAIL(cc, MINFER_ERR_RUNTIME, "split must be positive");
-                    n_chunks = (dim + chunk - 1) / chunk;
-                } else {
-                    n_chunks = ns;
-                    int64_t sum = 0;
-                    for (int64_t k = 0; k < ns; k++) {
-                        int64_t v = sv->dtype == MINFER_DTYPE_INT64
-                                        ? ((const int64_t *)sv->data)[k]
-                                        : ((const int32_t *)sv->data)[k];
-                        if (v < 0)
-                            return FAIL(cc, MINFER_ERR_RUNTIME, "split %lld is negative",
-                                        (long long)v);
-                        sum += v;
-                    }
-                    if (sum != dim)
-                        return FAIL(cc, MINFER_ERR_SHAPE,
-                                    "split sizes add up to %lld, the axis has %lld", (long long)sum,
-                                    (long long)dim);
-                    sizes = sv;
-                }
-            } else
-                keep = mf_attr_int(n, "keepdims", 1) != 0;
-            st = mf_sequence_new(t->view.dtype, &r);
-            for (int64_t k = 0, at = 0; st == MINFER_OK && k < n_chunks; k++) {
-                int64_t sz = chunk;
-                if (sizes)
-                    sz = sizes->dtype == MINFER_DTYPE_INT64 ? ((const int64_t *)sizes->data)[k]
-                                                            : ((const int32_t *)sizes->data)[k];
-                else if (at + sz > dim)
-                    sz = dim - at;
-                if ((st = take(t, (int)axis, at, sz, keep, &c)) == MINFER_OK &&
-                    (st = mf_sequence_push(r, c)) != MINFER_OK)
-                    minfer_tensor_free(c);
-                at += sz;
-            }
-        }
-    }
-    if (st != MINFER_OK) {
-        minfer_tensor_free(r);
-        return mf_error_prefix(st, "%s: %s", cc->s->errctx, cc->lbl);
-    }
-    cc->out[0] = r;
-    return MINFER_OK;
-}
-
-static minfer_status op_optional(core_call *cc) {
-    const mf_node *n = cc->n;
-    minfer_status st = MINFER_OK;
-    minfer_tensor *r = NULL, *c = NULL;
-    const minfer_tensor_view *v = present(cc, 0) ? &cc->in[0] : NULL;
-    if (is_op(n, "Optional")) {
-        if (v) {
-            if (v->kind == MINFER_VALUE_OPTIONAL)
-                return FAIL(cc, MINFER_ERR_TYPE, "an optional cannot hold an optional");
-            if ((st = clone_view(v, &c)) == MINFER_OK &&
-                (st = mf_optional_new(c, c->view.kind, c->view.dtype, &r)) != MINFER_OK)
-                minfer_tensor_free(c);
-        } else {
-            const mf_attr *a = mf_node_attr(n, "type");
-            if (!a || a->type != MF_ATTR_TYPE_PROTO)
-                return FAIL(cc, MINFER_ERR_MODEL, "an Optional with no input needs a 'type'");
-            st = mf_optional_new(NULL, (int32_t)(a->i >> 8), (int32_t)(a->i & 0xff), &r);
-        }
-    } else if (is_op(n, "OptionalHasElement")) {
-        int has = v && (v->kind != MINFER_VALUE_OPTIONAL ||
-                        ((const minfer_tensor *)v->data)->count > 0);
-        st = new_scalar(MINFER_DTYPE_BOOL, has, &r);
-    } else { /* OptionalGetElement */
-        if (!v)
-            return FAIL(cc, MINFER_ERR_MODEL, "no input");
-        if (v->kind == MINFER_VALUE_OPTIONAL) {
-            const minfer_tensor *o = v->data;
-            if (o->count == 0)
-                return FAIL(cc, MINFER_ERR_RUNTIME, "the optional input is empty");
-            st = mf_tensor_clone(o->items[0], &r);
-        } else
-            st = clone_view(v, &r);
-    }
-    if (st != MINFER_OK) {
-        minfer_tensor_free(r);
-        return mf_error_prefix(st, "%s: %s", cc->s->errctx, cc->lbl);
-    }
-    cc->out[0] = r;
-    return MINFER_OK;
-}
-
 static minfer_status op_if(core_call *cc) {
     int cond;
-    if (!present(cc, 0) || scalar_bool(&cc->in[0], &cond) != MINFER_OK)
+    if (!mf_cv_present(cc, 0) || mf_cv_scalar_bool(&cc->in[0], &cond) != MINFER_OK)
         return FAIL(cc, MINFER_ERR_TYPE, "the condition must be a bool tensor of one element");
     /* the branch session's messages name the node and the branch */
     minfer_status st = run_sub(cc->s, cc->b, cc->i, cond ? 0 : 1, NULL, cc->in, cc->out);
@@ -736,7 +305,7 @@ static minfer_status op_if(core_call *cc) {
                           mf_shape_str(v->dims, v->rank, b, sizeof b));
         }
         if (st != MINFER_OK) {
-            free_all(cc->out, cc->n->n_outputs);
+            mf_cv_free_all(cc->out, cc->n->n_outputs);
             return st;
         }
     }
@@ -753,9 +322,9 @@ static minfer_status op_loop(core_call *cc) {
     int64_t trip = -1;
     int cond = 1;
     minfer_status st = MINFER_OK;
-    if (present(cc, 0) && scalar_int(&cc->in[0], &trip) != MINFER_OK)
+    if (mf_cv_present(cc, 0) && mf_cv_scalar_int(&cc->in[0], &trip) != MINFER_OK)
         return FAIL(cc, MINFER_ERR_TYPE, "the trip count M must be an int64 scalar");
-    if (present(cc, 1) && scalar_bool(&cc->in[1], &cond) != MINFER_OK)
+    if (mf_cv_present(cc, 1) && mf_cv_scalar_bool(&cc->in[1], &cond) != MINFER_OK)
         return FAIL(cc, MINFER_ERR_TYPE, "the condition must be a bool scalar");
     /* carried (n_carried), body outputs (n_body_out), body inputs
      * (2 + n_carried), each with a spare slot */
@@ -770,10 +339,10 @@ static minfer_status op_loop(core_call *cc) {
     size_t n_iter = 0, cap_iter = 0;
     minfer_tensor *iter_t = NULL, *cond_t = NULL;
     for (size_t k = 0; k < n_carried; k++)
-        if ((st = clone_view(&cc->in[2 + k], &carried[k])) != MINFER_OK)
+        if ((st = mf_cv_clone_view(&cc->in[2 + k], &carried[k])) != MINFER_OK)
             goto done;
-    if ((st = new_scalar(MINFER_DTYPE_INT64, 0, &iter_t)) != MINFER_OK ||
-        (st = new_scalar(MINFER_DTYPE_BOOL, cond, &cond_t)) != MINFER_OK)
+    if ((st = mf_cv_new_scalar(MINFER_DTYPE_INT64, 0, &iter_t)) != MINFER_OK ||
+        (st = mf_cv_new_scalar(MINFER_DTYPE_BOOL, cond, &cond_t)) != MINFER_OK)
         goto done;
     for (int64_t it = 0; cond && (trip < 0 || it < trip); it++) {
         if ((st = mf_budget_iteration(cc->b, s, cc->i)) != MINFER_OK)
@@ -788,9 +357,9 @@ static minfer_status op_loop(core_call *cc) {
             mf_error_prefix(st, "iteration %lld", (long long)it);
             goto done;
         }
-        if (scalar_bool(&bout[0]->view, &cond) != MINFER_OK) {
+        if (mf_cv_scalar_bool(&bout[0]->view, &cond) != MINFER_OK) {
             st = FAIL(cc, MINFER_ERR_TYPE, "the body's condition output is not a bool scalar");
-            free_all(bout, n_body_out);
+            mf_cv_free_all(bout, n_body_out);
             goto done;
         }
         minfer_tensor_free(bout[0]);
@@ -805,7 +374,7 @@ static minfer_status op_loop(core_call *cc) {
                 size_t cap = cap_iter ? cap_iter * 2 : 16;
                 minfer_tensor **grown = mf_realloc(scans_owner, cap * n_scan * sizeof *grown);
                 if (!grown) {
-                    free_all(bout + 1 + n_carried, n_scan);
+                    mf_cv_free_all(bout + 1 + n_carried, n_scan);
                     st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
                     goto done;
                 }
@@ -824,12 +393,12 @@ static minfer_status op_loop(core_call *cc) {
                               "iteration %lld (%llu bytes per iteration)",
                               k, (unsigned long long)s->limits.max_tensor_bytes, (long long)it,
                               (unsigned long long)bytes);
-                    free_all(bout + 1 + n_carried, n_scan);
+                    mf_cv_free_all(bout + 1 + n_carried, n_scan);
                     goto done;
                 }
                 if ((st = mf_budget_elements(cc->b, s, cc->i, mf_value_elements(&item->view))) !=
                     MINFER_OK) {
-                    free_all(bout + 1 + n_carried, n_scan);
+                    mf_cv_free_all(bout + 1 + n_carried, n_scan);
                     goto done;
                 }
             }
@@ -866,7 +435,7 @@ static minfer_status op_loop(core_call *cc) {
         } else if (col[0]->view.kind != MINFER_VALUE_TENSOR)
             st = FAIL(cc, MINFER_ERR_TYPE, "scan output %zu is not a tensor", k);
         else
-            st = join(col, n_iter, 0, 1, 0, s->limits.max_tensor_bytes, cc->lbl,
+            st = mf_cv_join(col, n_iter, 0, 1, 0, s->limits.max_tensor_bytes, cc->lbl,
                       &cc->out[n_carried + k]);
         free(col);
         if (st != MINFER_OK)
@@ -876,13 +445,13 @@ done:
     for (size_t k = 0; k < n_carried; k++)
         minfer_tensor_free(carried[k]);
     if (scans_owner)
-        free_all(scans_owner, n_iter * n_scan);
+        mf_cv_free_all(scans_owner, n_iter * n_scan);
     free(scans_owner);
     minfer_tensor_free(iter_t);
     minfer_tensor_free(cond_t);
     free(blk);
     if (st != MINFER_OK)
-        free_all(cc->out, n->n_outputs);
+        mf_cv_free_all(cc->out, n->n_outputs);
     return st;
 }
 
@@ -928,7 +497,7 @@ static minfer_status scan_once(core_call *cc, const minfer_tensor *const *state,
                 axis += x->view.rank - time_axis_base;
             axis += time_axis_base;
             int rev = j < n_in_dirs && in_dirs[j] == 1;
-            if ((st = take(x, (int)axis, rev ? len - 1 - t : t, 1, 0, &slices[j])) != MINFER_OK)
+            if ((st = mf_cv_take(x, (int)axis, rev ? len - 1 - t : t, 1, 0, &slices[j])) != MINFER_OK)
                 goto done;
         }
         for (size_t k = 0; k < n_state; k++)
@@ -936,7 +505,7 @@ static minfer_status scan_once(core_call *cc, const minfer_tensor *const *state,
         for (size_t j = 0; j < m; j++)
             bin[n_state + j] = slices[j];
         st = run_sub(s, cc->b, cc->i, 0, bin, cc->in, bout);
-        free_all(slices, m);
+        mf_cv_free_all(slices, m);
         if (st != MINFER_OK) {
             mf_error_prefix(st, "iteration %lld", (long long)t);
             goto done;
@@ -989,7 +558,7 @@ static minfer_status scan_once(core_call *cc, const minfer_tensor *const *state,
                 st = FAIL(cc, MINFER_ERR_MODEL, "scan output axis %lld is out of range",
                           (long long)(k < n_out_axes ? out_axes[k] : 0));
             else
-                st = join(col, (size_t)len, (int)axis, 1, k < n_out_dirs && out_dirs[k] == 1,
+                st = mf_cv_join(col, (size_t)len, (int)axis, 1, k < n_out_dirs && out_dirs[k] == 1,
                           s->limits.max_tensor_bytes, cc->lbl, &out[n_state + k]);
         }
         free(col);
@@ -997,13 +566,13 @@ static minfer_status scan_once(core_call *cc, const minfer_tensor *const *state,
             goto done;
     }
 done:
-    free_all(cur, n_state);
-    free_all(bout, n_body_out);
-    free_all(cols, (size_t)(len > 0 ? len : 0) * k_out);
+    mf_cv_free_all(cur, n_state);
+    mf_cv_free_all(bout, n_body_out);
+    mf_cv_free_all(cols, (size_t)(len > 0 ? len : 0) * k_out);
     free(bin);
     free(blk);
     if (st != MINFER_OK)
-        free_all(out, n->n_outputs);
+        mf_cv_free_all(out, n->n_outputs);
     return st;
 }
 
@@ -1022,9 +591,9 @@ static minfer_status op_scan(core_call *cc) {
     if (cc->nin > MF_MAX_NODE_IO)
         return FAIL(cc, MINFER_ERR_LIMIT, "more than %d inputs", MF_MAX_NODE_IO);
     for (size_t j = first; j < cc->nin; j++) {
-        if (!present(cc, j) || cc->in[j].kind != MINFER_VALUE_TENSOR)
+        if (!mf_cv_present(cc, j) || cc->in[j].kind != MINFER_VALUE_TENSOR)
             return FAIL(cc, MINFER_ERR_TYPE, "input %zu is not a tensor", j);
-        vals[j] = handle(&cc->in[j], &tmps[j]);
+        vals[j] = mf_cv_handle(&cc->in[j], &tmps[j]);
     }
     const minfer_tensor *const *state = vals + first, *const *scan_in = vals + first + n_state;
     const int64_t *axes = NULL;
@@ -1057,7 +626,7 @@ static minfer_status op_scan(core_call *cc) {
             steps = v->dims[1];
         }
     }
-    if (present(cc, 0)) {
+    if (mf_cv_present(cc, 0)) {
         const minfer_tensor_view *lv = &cc->in[0];
         int64_t nl = 0;
         if (lv->dtype != MINFER_DTYPE_INT32 || mf_numel(lv->dims, lv->rank, &nl) != MINFER_OK ||
@@ -1075,7 +644,7 @@ static minfer_status op_scan(core_call *cc) {
     }
     for (int64_t b = 0; b < batch && st == MINFER_OK; b++) {
         int64_t len = steps;
-        if (present(cc, 0)) {
+        if (mf_cv_present(cc, 0)) {
             len = ((const int32_t *)cc->in[0].data)[b];
             if (len < 0 || len > steps) {
                 st = FAIL(cc, MINFER_ERR_RUNTIME, "sequence_lens[%lld] = %lld is out of range",
@@ -1089,12 +658,12 @@ static minfer_status op_scan(core_call *cc) {
             }
         }
         for (size_t j = 0; j < n_state + (size_t)m && st == MINFER_OK; j++)
-            st = take(vals[first + j], 0, b, 1, 0, &bstate[j]);
+            st = mf_cv_take(vals[first + j], 0, b, 1, 0, &bstate[j]);
         if (st == MINFER_OK)
             st = scan_once(cc, (const minfer_tensor *const *)bstate,
                            (const minfer_tensor *const *)bstate + n_state, n_state, (size_t)m, 0,
                            len, per + (size_t)b * n_out);
-        free_all(bstate, n_state + (size_t)m);
+        mf_cv_free_all(bstate, n_state + (size_t)m);
     }
     for (size_t o = 0; o < n_out && st == MINFER_OK; o++) {
         minfer_tensor **col = mf_malloc(((size_t)batch + 1) * sizeof *col);
@@ -1104,16 +673,16 @@ static minfer_status op_scan(core_call *cc) {
         }
         for (int64_t b = 0; b < batch; b++)
             col[b] = per[(size_t)b * n_out + o];
-        st = batch > 0 ? join(col, (size_t)batch, 0, 1, 0, cc->s->limits.max_tensor_bytes,
+        st = batch > 0 ? mf_cv_join(col, (size_t)batch, 0, 1, 0, cc->s->limits.max_tensor_bytes,
                               cc->lbl, &cc->out[o])
                        : FAIL(cc, MINFER_ERR_SHAPE, "an empty batch");
         free(col);
     }
-    free_all(per, (size_t)batch * n_out);
+    mf_cv_free_all(per, (size_t)batch * n_out);
     free(per);
     free(bstate);
     if (st != MINFER_OK)
-        free_all(cc->out, n_out);
+        mf_cv_free_all(cc->out, n_out);
     return st;
 }
 
@@ -1123,7 +692,7 @@ static minfer_status op_scan(core_call *cc) {
 static minfer_status op_sequence_map(core_call *cc) {
     minfer_session *s = cc->s;
     const mf_node *n = cc->n;
-    const minfer_tensor *seq0 = seq_in(cc, 0);
+    const minfer_tensor *seq0 = mf_cv_seq_in(cc, 0);
     minfer_status st = MINFER_OK;
     if (!seq0)
         return FAIL(cc, MINFER_ERR_TYPE, "input 0 is not a sequence");
@@ -1133,8 +702,8 @@ static minfer_status op_sequence_map(core_call *cc) {
     const minfer_tensor *bin[MF_MAX_NODE_IO];
     minfer_tensor *bout[MF_MAX_NODE_IO] = {0};
     for (size_t j = 1; j < cc->nin; j++) {
-        const minfer_tensor *q = seq_in(cc, j);
-        if (!present(cc, j))
+        const minfer_tensor *q = mf_cv_seq_in(cc, j);
+        if (!mf_cv_present(cc, j))
             return FAIL(cc, MINFER_ERR_MODEL, "input %zu is missing", j);
         if (q && q->count != seq0->count)
             return FAIL(cc, MINFER_ERR_SHAPE, "input %zu has %zu elements, input 0 has %zu", j,
@@ -1150,8 +719,8 @@ static minfer_status op_sequence_map(core_call *cc) {
         if ((st = mf_budget_iteration(cc->b, s, cc->i)) != MINFER_OK)
             goto fail;
         for (size_t j = 0; j < cc->nin; j++) {
-            const minfer_tensor *q = seq_in(cc, j);
-            bin[j] = q ? q->items[e] : handle(&cc->in[j], &tmps[j]);
+            const minfer_tensor *q = mf_cv_seq_in(cc, j);
+            bin[j] = q ? q->items[e] : mf_cv_handle(&cc->in[j], &tmps[j]);
         }
         if ((st = run_sub(s, cc->b, cc->i, 0, bin, cc->in, bout)) != MINFER_OK) {
             mf_error_prefix(st, "element %zu", e);
@@ -1176,92 +745,10 @@ static minfer_status op_sequence_map(core_call *cc) {
     }
     return MINFER_OK;
 fail_body:
-    free_all(bout, n->n_outputs);
+    mf_cv_free_all(bout, n->n_outputs);
 fail:
-    free_all(cc->out, n->n_outputs);
+    mf_cv_free_all(cc->out, n->n_outputs);
     return st;
-}
-
-/* minfer:OnesLike, ZerosLike and SumToShape (for the Gradient expansion). */
-static double elem_get(const void *p, int32_t dt, size_t i) {
-    switch (dt) {
-    case MINFER_DTYPE_FLOAT: return ((const float *)p)[i];
-    case MINFER_DTYPE_DOUBLE: return ((const double *)p)[i];
-    case MINFER_DTYPE_INT32: return ((const int32_t *)p)[i];
-    default: return (double)((const int64_t *)p)[i];
-    }
-}
-
-static void elem_set(void *p, int32_t dt, size_t i, double v) {
-    switch (dt) {
-    case MINFER_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
-    case MINFER_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
-    case MINFER_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-    default: ((int64_t *)p)[i] = (int64_t)v; break;
-    }
-}
-
-static minfer_status op_grad_helper(core_call *cc) {
-    const mf_node *n = cc->n;
-    const minfer_tensor_view *x = &cc->in[is_op(n, "SumToShape") ? 1 : 0], *g = &cc->in[0];
-    int32_t dt = g->dtype;
-    if (!present(cc, 0) || (cc->nin > 1 && !present(cc, 1)) || x->kind != MINFER_VALUE_TENSOR ||
-        g->kind != MINFER_VALUE_TENSOR)
-        return FAIL(cc, MINFER_ERR_MODEL, "needs tensor inputs");
-    if (dt != MINFER_DTYPE_FLOAT && dt != MINFER_DTYPE_DOUBLE && dt != MINFER_DTYPE_INT32 &&
-        dt != MINFER_DTYPE_INT64)
-        return FAIL(cc, MINFER_ERR_TYPE, "%s is not float, double, int32 or int64",
-                    minfer_dtype_name((minfer_dtype)dt));
-    minfer_tensor *r = NULL;
-    minfer_status st = mf_tensor_new(dt, x->dims, x->rank, &r);
-    if (st != MINFER_OK)
-        return mf_error_prefix(st, "%s: %s", cc->s->errctx, cc->lbl);
-    size_t count = prod(x->dims, 0, x->rank);
-    if (is_op(n, "OnesLike")) {
-        for (size_t e = 0; e < count; e++)
-            elem_set(r->view.data, dt, e, 1.0);
-    } else if (is_op(n, "SumToShape")) {
-        /* every element of g adds to the element of x it was broadcast from */
-        int rg = g->rank, rx = x->rank;
-        if (rx > rg) {
-            minfer_tensor_free(r);
-            return FAIL(cc, MINFER_ERR_SHAPE, "cannot sum rank %d to rank %d", rg, rx);
-        }
-        for (int d = 0; d < rx; d++)
-            if (x->dims[d] != 1 && x->dims[d] != g->dims[rg - rx + d]) {
-                char a[128], b[128];
-                minfer_tensor_free(r);
-                return FAIL(cc, MINFER_ERR_SHAPE, "%s does not broadcast to %s",
-                            mf_shape_str(x->dims, x->rank, a, sizeof a),
-                            mf_shape_str(g->dims, g->rank, b, sizeof b));
-            }
-        size_t total = prod(g->dims, 0, rg);
-        double *acc = mf_calloc(count + 1, sizeof *acc);
-        if (!acc) {
-            minfer_tensor_free(r);
-            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", cc->s->errctx);
-        }
-        const char *gp = (const char *)g->data + g->offset;
-        for (size_t e = 0; e < total; e++) {
-            size_t rem = e, xi = 0, stride = 1;
-            for (int d = rg - 1; d >= 0; d--) {
-                size_t id = rem % (size_t)g->dims[d];
-                rem /= (size_t)g->dims[d];
-                int dx = d - (rg - rx);
-                if (dx >= 0) {
-                    if (x->dims[dx] != 1)
-                        xi += id * stride;
-                    stride *= (size_t)x->dims[dx];
-                }
-            }
-            acc[xi] += elem_get(gp, dt, e);
-        }
-        for (size_t e = 0; e < count; e++)
-            elem_set(r->view.data, dt, e, acc[e]);
-        free(acc);
-    } /* ZerosLike: mf_tensor_new zero-fills */
-    cc->out[0] = r;
-    return MINFER_OK;
 }
 
 minfer_status mf_core_exec(minfer_session *s, mf_budget *b, int i, const minfer_tensor_view *in,
@@ -1280,7 +767,7 @@ minfer_status mf_core_exec(minfer_session *s, mf_budget *b, int i, const minfer_
     const mf_node *n = cc.n;
     minfer_status st;
     if (n->domain[0])
-        st = op_grad_helper(&cc);
+        st = mf_core_op_grad_helper(&cc);
     else if (is_op(n, "If"))
         st = op_if(&cc);
     else if (is_op(n, "Loop"))
@@ -1290,11 +777,11 @@ minfer_status mf_core_exec(minfer_session *s, mf_budget *b, int i, const minfer_
     else if (is_op(n, "SequenceMap"))
         st = op_sequence_map(&cc);
     else if (strncmp(n->op_type, "Optional", 8) == 0 && !n->domain[0])
-        st = op_optional(&cc);
+        st = mf_core_op_optional(&cc);
     else if (mf_core_op(n))
-        st = op_sequence(&cc);
-    else if (is_op(n, "Identity") && cc.nin == 1 && present(&cc, 0)) {
-        st = clone_view(&in[0], &out[0]);
+        st = mf_core_op_sequence(&cc);
+    else if (is_op(n, "Identity") && cc.nin == 1 && mf_cv_present(&cc, 0)) {
+        st = mf_cv_clone_view(&in[0], &out[0]);
         if (st != MINFER_OK)
             mf_error_prefix(st, "%s: %s", s->errctx, cc.lbl);
     } else
@@ -1304,7 +791,7 @@ minfer_status mf_core_exec(minfer_session *s, mf_budget *b, int i, const minfer_
         return st;
     for (size_t o = 0; o < n->n_outputs; o++)
         if (!out[o]) {
-            free_all(out, n->n_outputs);
+            mf_cv_free_all(out, n->n_outputs);
             return FAIL(&cc, MINFER_ERR_RUNTIME, "output %zu was not produced", o);
         }
     return MINFER_OK;

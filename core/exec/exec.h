@@ -10,8 +10,11 @@
  *                  node (with the fallback of place/), then the memory
  *                  passes of plan/
  *   budget.c       what one run may still spend
- *   control.c      the ops the core runs itself (control flow, sequences)
+ *   control.c      control flow the core runs itself (If, Loop, Scan,
+ *                  SequenceMap); core_values.c: sequences, optionals and
+ *                  the value helpers they share (core_call.h)
  *   run.c          the scheduler: a run's steps over a plan
+ *   run_inputs.c   checking a run's inputs, the plan cache's signature
  *   evaluator.c    a stand-alone evaluator for callers without a session
  */
 #ifndef MINFER_CORE_EXEC_H
@@ -139,6 +142,16 @@ size_t mf_core_sub_names(const mf_node *n, const char **names);
 minfer_status mf_core_check_arity(minfer_session *s, int i, const char *attr, const mf_graph *sg);
 
 /* ---- The scheduler (run.c) ---------------------------------------------- */
+
+/* Checks the inputs of a run (n named inputs) against the graph's inputs:
+ * an unknown, duplicate or missing name, a wrong kind, element type, rank
+ * or fixed dimension, or two sizes for one symbolic dimension is an error
+ * naming the input. bound[k] gets the tensor for graph input k, sig and
+ * *sig_len the input-shape signature (room for n_inputs * (2 +
+ * MINFER_MAX_RANK) entries) (run_inputs.c). */
+minfer_status mf_run_check_inputs(minfer_session *s, const char *const *names,
+                                  const minfer_tensor *const *inputs, size_t n,
+                                  const minfer_tensor **bound, int64_t *sig, size_t *sig_len);
 
 /* The plan for a signature, built if missing, with a reference held until
  * mf_plan_release. */

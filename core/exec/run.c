@@ -344,13 +344,12 @@ static json_t *node_args(minfer_session *s, int i, int prov, const minfer_tensor
                      "inputs", ins, "outputs", outs, "flops", flops);
 }
 
-static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                             mf_budget *b, const minfer_tensor *const *bound) {
+/* Every value's view for this run: arena values placed in the context's
+ * arenas, constants as planned, string values allocated, the caller's
+ * inputs bound in place, copy buffers placed. */
+static minfer_status bind_views(minfer_session *s, mf_plan *p, mf_exec_ctx *c,
+                                const minfer_tensor *const *bound) {
     const mf_graph *g = s->g;
-    char lbl[512];
-    minfer_tensor_view in[MF_MAX_NODE_IO], out[MF_MAX_NODE_IO];
-    minfer_status st;
-
     for (size_t v = 0; v < g->n_values; v++) {
         const mf_vplan *vs = &p->vals[v];
         minfer_tensor_view *view = &c->views[v];
@@ -394,253 +393,184 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
         if (!cp->alias)
             place(c, p, cp->buffer, &c->mirrors[m], cp->bytes);
     }
-    r->views = c->views;
+    return MINFER_OK;
+}
 
-    for (size_t k = 0; k < g->n_nodes; k++) {
-        int i = g->order[k];
-        const mf_node *n = &g->nodes[i];
-        mf_nplan *ns = &p->nodes[i];
-        if (ns->folded)
+/* The copies into other memory domains planned before step k. */
+static minfer_status run_copies(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+                                int k) {
+    const mf_graph *g = s->g;
+    minfer_status st;
+    for (size_t m = 0; m < p->n_copies; m++) {
+        const mf_copy *cp = &p->copies[m];
+        if (cp->at_step != k)
             continue;
-        if ((st = mf_budget_time(b, s, i)) != MINFER_OK)
-            return st;
-        for (size_t m = 0; m < p->n_copies; m++) {
-            const mf_copy *cp = &p->copies[m];
-            if (cp->at_step != (int)k)
-                continue;
-            const mf_vplan *vs = &p->vals[cp->value];
-            int from = vs->where == MF_W_ARENA ? vs->dom : 0;
-            if (cp->alias) { /* read in place: (host pointer, offset) */
-                c->mirrors[m] = c->views[cp->value];
-                c->mirrors[m].layout = 0;
-                continue;
-            }
-            c->mirrors[m].rank = c->views[cp->value].rank;
-            memcpy(c->mirrors[m].dims, c->views[cp->value].dims, sizeof c->mirrors[m].dims);
-            double tc = s->trace ? mf_now_ms() : 0;
-            if ((st = copy_value(s, from, &c->views[cp->value], cp->to_dom, &c->mirrors[m], r)) !=
-                MINFER_OK)
-                return mf_error_prefix(st, "%s: copying '%s' between memory domains", s->errctx,
-                                       g->values[cp->value].name);
-            if (s->trace)
-                mf_trace_add(s->trace, "copy", "copy", tc, mf_now_ms() - tc,
-                             json_pack("{s:o, s:I, s:s, s:s}", "value",
-                                       mf_json_str(g->values[cp->value].name), "bytes",
-                                       (json_int_t)mf_view_bytes(&c->views[cp->value]), "from",
-                                       from ? s->provs[from - 1].vt->memory_domain : "host", "to",
-                                       cp->to_dom ? s->provs[cp->to_dom - 1].vt->memory_domain
-                                                  : "host"));
+        const mf_vplan *vs = &p->vals[cp->value];
+        int from = vs->where == MF_W_ARENA ? vs->dom : 0;
+        if (cp->alias) { /* read in place: (host pointer, offset) */
+            c->mirrors[m] = c->views[cp->value];
+            c->mirrors[m].layout = 0;
+            continue;
         }
-        for (size_t j = 0; j < n->n_inputs; j++) {
-            int u = n->inputs[j];
-            if (u < 0) {
-                memset(&in[j], 0, sizeof in[j]);
-                in[j].rank = -1;
-                continue;
-            }
-            int ref = ns->in_ref ? ns->in_ref[j] : -1;
-            if (ref == -1)
-                in[j] = c->views[u];
-            else if (ref >= 0)
-                in[j] = c->mirrors[ref];
-            else {
-                const mf_cmirror *cm = &p->cmirrors[-2 - ref];
-                in[j] = p->vals[u].view;
-                in[j].data = cm->buf;
-                in[j].offset = 0;
-                in[j].nbytes = cm->bytes;
-                in[j].layout = 0;
-            }
+        c->mirrors[m].rank = c->views[cp->value].rank;
+        memcpy(c->mirrors[m].dims, c->views[cp->value].dims, sizeof c->mirrors[m].dims);
+        double tc = s->trace ? mf_now_ms() : 0;
+        if ((st = copy_value(s, from, &c->views[cp->value], cp->to_dom, &c->mirrors[m], r)) !=
+            MINFER_OK)
+            return mf_error_prefix(st, "%s: copying '%s' between memory domains", s->errctx,
+                                   g->values[cp->value].name);
+        if (s->trace)
+            mf_trace_add(s->trace, "copy", "copy", tc, mf_now_ms() - tc,
+                         json_pack("{s:o, s:I, s:s, s:s}", "value",
+                                   mf_json_str(g->values[cp->value].name), "bytes",
+                                   (json_int_t)mf_view_bytes(&c->views[cp->value]), "from",
+                                   from ? s->provs[from - 1].vt->memory_domain : "host", "to",
+                                   cp->to_dom ? s->provs[cp->to_dom - 1].vt->memory_domain
+                                              : "host"));
+    }
+    return MINFER_OK;
+}
+
+/* Node i's input and output views for this run: each input from its own
+ * storage, a copy or a constant upload, as planned. */
+static void node_views(const minfer_session *s, const mf_plan *p, const mf_exec_ctx *c, int i,
+                       minfer_tensor_view *in, minfer_tensor_view *out) {
+    const mf_node *n = &s->g->nodes[i];
+    const mf_nplan *ns = &p->nodes[i];
+    for (size_t j = 0; j < n->n_inputs; j++) {
+        int u = n->inputs[j];
+        if (u < 0) {
+            memset(&in[j], 0, sizeof in[j]);
+            in[j].rank = -1;
+            continue;
         }
-        for (size_t o = 0; o < n->n_outputs; o++) {
-            if (n->outputs[o] >= 0)
-                out[o] = c->views[n->outputs[o]];
-            else {
-                memset(&out[o], 0, sizeof out[o]);
-                out[o].rank = -1;
-            }
-        }
-        r->node = i;
-        r->outputs = out;
-        r->n_outputs = n->n_outputs;
-        double t0 = s->trace ? mf_now_ms() : 0;
-        if (ns->core) {
-            if ((st = run_core_node(s, c, b, i, in, out)) != MINFER_OK)
-                return st;
-            goto after;
-        }
-        if (ns->dynamic) {
-            if ((st = run_dynamic_node(s, p, c, i, r, in, out)) != MINFER_OK)
-                return st;
-            goto after;
-        }
-        mf_provider_inst *pi = &s->provs[ns->prov];
-        minfer_exec_args args = {sizeof args, r, &ns->desc, in, n->n_inputs, out, n->n_outputs,
-                                 NULL, 0, 0, sizeof(minfer_tensor_view)};
-        if (ns->ws_buffer >= 0) {
-            minfer_tensor_view w;
-            place(c, p, ns->ws_buffer, &w, ns->workspace);
-            args.workspace = w.data;
-            args.workspace_bytes = ns->workspace;
-            args.workspace_offset = w.offset;
-        }
-        mf_error_clear();
-        st = pi->vt->execute_node(pi->ctx, ns->state, &args);
-        if (st != MINFER_OK)
-            return mf_error_prefix(st, "%s: provider '%s' failed on %s", s->errctx, pi->name,
-                                   mf_node_label(n, i, lbl, sizeof lbl));
-    after:
-        if (s->trace) {
-            /* Device work is asynchronous: wait so the event covers it. */
-            mf_provider_inst *pi2 = ns->prov >= 0 ? &s->provs[ns->prov] : NULL;
-            if (pi2 && !pi2->host_memory && MF_VT_HAS(pi2->vt, synchronize))
-                pi2->vt->synchronize(pi2->ctx);
-            double dt = mf_now_ms() - t0;
-            mf_trace_add(s->trace, n->name[0] ? n->name : n->op_type, "node", t0, dt,
-                         node_args(s, i, ns->prov, in, n->n_inputs, out, n->n_outputs, ns->flops));
-            pthread_mutex_lock(&s->lock);
-            s->node_ms[i] += dt;
-            s->node_runs[i]++;
-            pthread_mutex_unlock(&s->lock);
-        }
-        if (s->check_nan && (st = check_nan(s, i, out, n->n_outputs, r)) != MINFER_OK)
-            return st;
-        for (size_t o = 0; o < n->n_outputs; o++)
-            if (n->outputs[o] >= 0 &&
-                (st = mf_budget_elements(b, s, i, mf_value_elements(&out[o]))) != MINFER_OK)
-                return st;
-        /* Run-time storage of values with run-time shapes, dead now. */
-        for (size_t j = 0; j < n->n_inputs; j++) {
-            int u = n->inputs[j];
-            if (u >= 0 && p->vals[u].where == MF_W_DYNAMIC && p->vals[u].last == (int)k)
-                free_dyn(c, (size_t)u);
+        int ref = ns->in_ref ? ns->in_ref[j] : -1;
+        if (ref == -1)
+            in[j] = c->views[u];
+        else if (ref >= 0)
+            in[j] = c->mirrors[ref];
+        else {
+            const mf_cmirror *cm = &p->cmirrors[-2 - ref];
+            in[j] = p->vals[u].view;
+            in[j].data = cm->buf;
+            in[j].offset = 0;
+            in[j].nbytes = cm->bytes;
+            in[j].layout = 0;
         }
     }
+    for (size_t o = 0; o < n->n_outputs; o++) {
+        if (n->outputs[o] >= 0)
+            out[o] = c->views[n->outputs[o]];
+        else {
+            memset(&out[o], 0, sizeof out[o]);
+            out[o].rank = -1;
+        }
+    }
+}
+
+/* A prepared node on its provider, with its planned workspace. */
+static minfer_status run_planned_node(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+                                      int i, const minfer_tensor_view *in,
+                                      minfer_tensor_view *out) {
+    const mf_node *n = &s->g->nodes[i];
+    const mf_nplan *ns = &p->nodes[i];
+    char lbl[512];
+    mf_provider_inst *pi = &s->provs[ns->prov];
+    minfer_exec_args args = {sizeof args, r, &ns->desc, in, n->n_inputs, out, n->n_outputs,
+                             NULL, 0, 0, sizeof(minfer_tensor_view)};
+    if (ns->ws_buffer >= 0) {
+        minfer_tensor_view w;
+        place(c, p, ns->ws_buffer, &w, ns->workspace);
+        args.workspace = w.data;
+        args.workspace_bytes = ns->workspace;
+        args.workspace_offset = w.offset;
+    }
+    mf_error_clear();
+    minfer_status st = pi->vt->execute_node(pi->ctx, ns->state, &args);
+    if (st != MINFER_OK)
+        return mf_error_prefix(st, "%s: provider '%s' failed on %s", s->errctx, pi->name,
+                               mf_node_label(n, i, lbl, sizeof lbl));
+    return MINFER_OK;
+}
+
+/* Profile: node i's event and its share of the session's per-node time. */
+static void profile_node(minfer_session *s, const mf_plan *p, int i, double t0,
+                         const minfer_tensor_view *in, const minfer_tensor_view *out) {
+    const mf_node *n = &s->g->nodes[i];
+    const mf_nplan *ns = &p->nodes[i];
+    /* Device work is asynchronous: wait so the event covers it. */
+    mf_provider_inst *pi = ns->prov >= 0 ? &s->provs[ns->prov] : NULL;
+    if (pi && !pi->host_memory && MF_VT_HAS(pi->vt, synchronize))
+        pi->vt->synchronize(pi->ctx);
+    double dt = mf_now_ms() - t0;
+    mf_trace_add(s->trace, n->name[0] ? n->name : n->op_type, "node", t0, dt,
+                 node_args(s, i, ns->prov, in, n->n_inputs, out, n->n_outputs, ns->flops));
+    pthread_mutex_lock(&s->lock);
+    s->node_ms[i] += dt;
+    s->node_runs[i]++;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Step k (node i): copies, the node (core, dynamic or planned), then the
+ * checks and the budget, and run-time storage that died here. */
+static minfer_status run_step(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+                              mf_budget *b, int k) {
+    int i = s->g->order[k];
+    const mf_node *n = &s->g->nodes[i];
+    const mf_nplan *ns = &p->nodes[i];
+    minfer_tensor_view in[MF_MAX_NODE_IO], out[MF_MAX_NODE_IO];
+    minfer_status st;
+    if ((st = mf_budget_time(b, s, i)) != MINFER_OK ||
+        (st = run_copies(s, p, c, r, k)) != MINFER_OK)
+        return st;
+    node_views(s, p, c, i, in, out);
+    r->node = i;
+    r->outputs = out;
+    r->n_outputs = n->n_outputs;
+    double t0 = s->trace ? mf_now_ms() : 0;
+    if (ns->core)
+        st = run_core_node(s, c, b, i, in, out);
+    else if (ns->dynamic)
+        st = run_dynamic_node(s, p, c, i, r, in, out);
+    else
+        st = run_planned_node(s, p, c, r, i, in, out);
+    if (st != MINFER_OK)
+        return st;
+    if (s->trace)
+        profile_node(s, p, i, t0, in, out);
+    if (s->check_nan && (st = check_nan(s, i, out, n->n_outputs, r)) != MINFER_OK)
+        return st;
+    for (size_t o = 0; o < n->n_outputs; o++)
+        if (n->outputs[o] >= 0 &&
+            (st = mf_budget_elements(b, s, i, mf_value_elements(&out[o]))) != MINFER_OK)
+            return st;
+    /* Run-time storage of values with run-time shapes, dead now. */
+    for (size_t j = 0; j < n->n_inputs; j++) {
+        int u = n->inputs[j];
+        if (u >= 0 && p->vals[u].where == MF_W_DYNAMIC && p->vals[u].last == k)
+            free_dyn(c, (size_t)u);
+    }
+    return MINFER_OK;
+}
+
+/* Runs plan p in context c: the views, every step that is not folded, then
+ * a synchronize of each device provider. */
+static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+                             mf_budget *b, const minfer_tensor *const *bound) {
+    const mf_graph *g = s->g;
+    minfer_status st;
+    if ((st = bind_views(s, p, c, bound)) != MINFER_OK)
+        return st;
+    r->views = c->views;
+    for (size_t k = 0; k < g->n_nodes; k++)
+        if (!p->nodes[g->order[k]].folded && (st = run_step(s, p, c, r, b, (int)k)) != MINFER_OK)
+            return st;
     for (size_t d = 1; d < s->n_domains; d++) {
         mf_provider_inst *pi = &s->provs[d - 1];
         if (!pi->host_memory && MF_VT_HAS(pi->vt, synchronize) &&
             (st = pi->vt->synchronize(pi->ctx)) != MINFER_OK)
             return mf_error_prefix(st, "%s: provider '%s' synchronize", s->errctx, pi->name);
     }
-    return MINFER_OK;
-}
-
-/* A declared shape as `minfer info` shows it: "[N,3,224,224]", symbolic
- * dimensions by name. */
-static const char *declared_shape_str(const mf_value *v, char *buf, size_t size) {
-    size_t used = 0;
-    if (v->rank < 0)
-        return mf_shape_str(v->dims, v->rank, buf, size);
-    for (int d = 0; d < v->rank && used < size; d++) {
-        int w = v->dims[d] >= 0 ? snprintf(buf + used, size - used, "%s%lld", d ? "," : "[",
-                                           (long long)v->dims[d])
-                                : snprintf(buf + used, size - used, "%s%s", d ? "," : "[",
-                                           v->dim_params[d] ? v->dim_params[d] : "?");
-        used += w > 0 ? (size_t)w : 0;
-    }
-    if (used < size)
-        snprintf(buf + used, size - used, "%s]", v->rank ? "" : "[");
-    return buf;
-}
-
-static minfer_status check_inputs(minfer_session *s, const char *const *names,
-                                  const minfer_tensor *const *inputs, size_t n,
-                                  const minfer_tensor **bound, int64_t *sig, size_t *sig_len) {
-    const mf_graph *g = s->g;
-    char a[160], b[160];
-    for (size_t k = 0; k < g->n_inputs; k++)
-        bound[k] = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (!names[i] || !inputs[i])
-            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input %zu has a NULL name or tensor",
-                            s->errctx, i);
-        size_t k = 0;
-        while (k < g->n_inputs && strcmp(g->values[g->inputs[k]].name, names[i]) != 0)
-            k++;
-        if (k == g->n_inputs) {
-            char list[512] = "";
-            size_t used = 0;
-            for (size_t j = 0; j < g->n_inputs; j++) {
-                int w = snprintf(list + used, sizeof list - used, "%s'%s'", j ? ", " : "",
-                                 g->values[g->inputs[j]].name);
-                if (w < 0 || (size_t)w >= sizeof list - used)
-                    break;
-                used += (size_t)w;
-            }
-            int vi = mf_graph_find(g, names[i]);
-            return mf_error(MINFER_ERR_NOT_FOUND,
-                            "%s: run: '%s' is not an input of the model%s (inputs: %s)",
-                            s->errctx, names[i],
-                            vi >= 0 && g->values[vi].initializer ? " (it is an initializer)" : "",
-                            list);
-        }
-        if (bound[k])
-            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input '%s' is given twice",
-                            s->errctx, names[i]);
-        bound[k] = inputs[i];
-    }
-    size_t pos = 0;
-    for (size_t k = 0; k < g->n_inputs; k++) {
-        const mf_value *v = &g->values[g->inputs[k]];
-        const minfer_tensor *t = bound[k];
-        if (!t)
-            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input '%s' is missing", s->errctx,
-                            v->name);
-        static const char *const kinds[] = {"a tensor", "a sequence", "an optional"};
-        if (t->view.kind != v->kind || (v->kind == MINFER_VALUE_OPTIONAL &&
-                                        t->contained != v->contained))
-            return mf_error(MINFER_ERR_TYPE, "%s: run: input '%s' expects %s%s, got %s%s",
-                            s->errctx, v->name, kinds[v->kind % 3],
-                            v->kind == MINFER_VALUE_OPTIONAL
-                                ? (v->contained == MINFER_VALUE_SEQUENCE ? " of a sequence"
-                                                                         : " of a tensor")
-                                : "",
-                            kinds[t->view.kind % 3],
-                            t->view.kind == MINFER_VALUE_OPTIONAL
-                                ? (t->contained == MINFER_VALUE_SEQUENCE ? " of a sequence"
-                                                                         : " of a tensor")
-                                : "");
-        /* dtype 0: a subgraph input left to inference, or an empty
-         * optional read from a file that does not say its type */
-        if (t->view.dtype != v->dtype && v->dtype && t->view.dtype)
-            return mf_error(MINFER_ERR_TYPE, "%s: run: input '%s' expects %s, got %s", s->errctx,
-                            v->name, minfer_dtype_name((minfer_dtype)v->dtype),
-                            minfer_dtype_name((minfer_dtype)t->view.dtype));
-        if (t->view.kind != MINFER_VALUE_TENSOR) {
-            sig[pos++] = (int64_t)t->view.kind << 8 | (t->view.dtype ? t->view.dtype : v->dtype);
-            sig[pos++] = -1;
-            continue;
-        }
-        int bad = v->rank >= 0 && t->view.rank != v->rank;
-        for (int d = 0; !bad && v->rank >= 0 && d < v->rank; d++)
-            bad = v->dims[d] >= 0 && t->view.dims[d] != v->dims[d];
-        if (bad)
-            return mf_error(MINFER_ERR_SHAPE, "%s: run: input '%s' expects shape %s, got %s",
-                            s->errctx, v->name, declared_shape_str(v, a, sizeof a),
-                            mf_shape_str(t->view.dims, t->view.rank, b, sizeof b));
-        /* The same symbolic name must mean the same size everywhere. */
-        for (int d = 0; v->rank >= 0 && d < v->rank; d++) {
-            if (!v->dim_params[d])
-                continue;
-            for (size_t k2 = 0; k2 < k; k2++) {
-                const mf_value *v2 = &g->values[g->inputs[k2]];
-                for (int d2 = 0; d2 < v2->rank; d2++)
-                    if (v2->dim_params[d2] && strcmp(v2->dim_params[d2], v->dim_params[d]) == 0 &&
-                        bound[k2]->view.dims[d2] != t->view.dims[d])
-                        return mf_error(MINFER_ERR_SHAPE,
-                                        "%s: run: input '%s' dimension %d ('%s') is %lld but "
-                                        "input '%s' gives '%s' as %lld",
-                                        s->errctx, v->name, d, v->dim_params[d],
-                                        (long long)t->view.dims[d], v2->name, v->dim_params[d],
-                                        (long long)bound[k2]->view.dims[d2]);
-            }
-        }
-        sig[pos++] = t->view.dtype;
-        sig[pos++] = t->view.rank;
-        for (int d = 0; d < t->view.rank; d++)
-            sig[pos++] = t->view.dims[d];
-    }
-    *sig_len = pos;
     return MINFER_OK;
 }
 
@@ -801,7 +731,8 @@ minfer_status minfer_session_prepare(minfer_session *s, const char *const *input
             goto done;
         }
     }
-    if ((st = check_inputs(s, input_names, inputs, n_inputs, bound, sig, &sig_len)) != MINFER_OK)
+    if ((st = mf_run_check_inputs(s, input_names, inputs, n_inputs, bound, sig, &sig_len)) !=
+        MINFER_OK)
         goto done;
     if ((st = mf_plan_acquire(s, sig, sig_len, &p)) != MINFER_OK)
         goto done;
@@ -868,7 +799,8 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, const char *con
             goto done;
         }
     }
-    if ((st = check_inputs(s, input_names, inputs, n_inputs, bound, sig, &sig_len)) != MINFER_OK)
+    if ((st = mf_run_check_inputs(s, input_names, inputs, n_inputs, bound, sig, &sig_len)) !=
+        MINFER_OK)
         goto done;
     if ((st = mf_plan_acquire(s, sig, sig_len, &p)) != MINFER_OK)
         goto done;
@@ -958,70 +890,4 @@ minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, const char *co
                                  const minfer_tensor *const *inputs, size_t n_inputs,
                                  minfer_tensor **outputs, size_t n_outputs) {
     return run_budget(s, b, input_names, inputs, n_inputs, NULL, outputs, n_outputs);
-}
-
-/* ---- memory reports ----------------------------------------------------- */
-
-minfer_status minfer_session_memory_info(const minfer_session *cs, minfer_memory_info *out) {
-    if (!cs || !out)
-        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_memory_info: NULL argument");
-    minfer_session *s = (minfer_session *)cs; /* the lock is not part of the value */
-    memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&s->lock);
-    const mf_plan *p = s->last_plan;
-    if (p) {
-        out->has_plan = 1;
-        out->planner = p->planner;
-        out->arena_bytes = p->arena_bytes[0];
-        for (size_t d = 1; d < s->n_domains; d++)
-            out->device_arena_bytes += p->arena_bytes[d];
-        out->intermediate_bytes = p->sum_bytes[0];
-        out->lower_bound_bytes = p->lower_bound[0];
-        out->constant_bytes = p->const_bytes;
-        out->planned_tensors = p->n_bufs;
-        for (size_t c = 0; c < p->n_copies; c++)
-            if (!p->copies[c].alias) {
-                out->copies_per_run++;
-                out->copy_bytes_per_run += mf_view_bytes(&p->vals[p->copies[c].value].view);
-            }
-        for (size_t k = 0; k < s->g->n_outputs; k++) {
-            const mf_vplan *vs = &p->vals[s->g->outputs[k]];
-            if (vs->where == MF_W_ARENA && vs->dom != 0) {
-                out->copies_per_run++;
-                out->copy_bytes_per_run += mf_view_bytes(&vs->view);
-            }
-        }
-    }
-    pthread_mutex_unlock(&s->lock);
-    return MINFER_OK;
-}
-
-minfer_status minfer_session_planned_tensor(const minfer_session *cs, size_t index,
-                                            minfer_planned_tensor *out) {
-    if (!cs || !out)
-        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_planned_tensor: NULL argument");
-    minfer_session *s = (minfer_session *)cs;
-    minfer_status st = MINFER_OK;
-    pthread_mutex_lock(&s->lock);
-    const mf_plan *p = s->last_plan;
-    if (!p || index >= p->n_bufs) {
-        st = mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_planned_tensor: no buffer %zu",
-                      index);
-    } else {
-        const mf_buffer *b = &p->bufs[index];
-        if (b->value >= 0)
-            out->name = s->g->values[b->value].name;
-        else {
-            const mf_node *n = &s->g->nodes[-2 - b->value];
-            out->name = n->name[0] ? n->name : n->op_type; /* its workspace */
-        }
-        out->domain = b->dom == 0 ? "host" : s->provs[b->dom - 1].vt->memory_domain;
-        out->offset = b->offset;
-        out->size = b->size;
-        out->first_step = b->first;
-        out->last_step = b->last;
-        out->is_workspace = b->value < 0;
-    }
-    pthread_mutex_unlock(&s->lock);
-    return st;
 }

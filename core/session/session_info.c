@@ -211,3 +211,69 @@ minfer_status minfer_session_write_dot(minfer_session *s, const char *path) {
     }
     return mf_outfile_commit(&o);
 }
+
+/* ---- memory reports ----------------------------------------------------- */
+
+minfer_status minfer_session_memory_info(const minfer_session *cs, minfer_memory_info *out) {
+    if (!cs || !out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_memory_info: NULL argument");
+    minfer_session *s = (minfer_session *)cs; /* the lock is not part of the value */
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&s->lock);
+    const mf_plan *p = s->last_plan;
+    if (p) {
+        out->has_plan = 1;
+        out->planner = p->planner;
+        out->arena_bytes = p->arena_bytes[0];
+        for (size_t d = 1; d < s->n_domains; d++)
+            out->device_arena_bytes += p->arena_bytes[d];
+        out->intermediate_bytes = p->sum_bytes[0];
+        out->lower_bound_bytes = p->lower_bound[0];
+        out->constant_bytes = p->const_bytes;
+        out->planned_tensors = p->n_bufs;
+        for (size_t c = 0; c < p->n_copies; c++)
+            if (!p->copies[c].alias) {
+                out->copies_per_run++;
+                out->copy_bytes_per_run += mf_view_bytes(&p->vals[p->copies[c].value].view);
+            }
+        for (size_t k = 0; k < s->g->n_outputs; k++) {
+            const mf_vplan *vs = &p->vals[s->g->outputs[k]];
+            if (vs->where == MF_W_ARENA && vs->dom != 0) {
+                out->copies_per_run++;
+                out->copy_bytes_per_run += mf_view_bytes(&vs->view);
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return MINFER_OK;
+}
+
+minfer_status minfer_session_planned_tensor(const minfer_session *cs, size_t index,
+                                            minfer_planned_tensor *out) {
+    if (!cs || !out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_planned_tensor: NULL argument");
+    minfer_session *s = (minfer_session *)cs;
+    minfer_status st = MINFER_OK;
+    pthread_mutex_lock(&s->lock);
+    const mf_plan *p = s->last_plan;
+    if (!p || index >= p->n_bufs) {
+        st = mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_planned_tensor: no buffer %zu",
+                      index);
+    } else {
+        const mf_buffer *b = &p->bufs[index];
+        if (b->value >= 0)
+            out->name = s->g->values[b->value].name;
+        else {
+            const mf_node *n = &s->g->nodes[-2 - b->value];
+            out->name = n->name[0] ? n->name : n->op_type; /* its workspace */
+        }
+        out->domain = b->dom == 0 ? "host" : s->provs[b->dom - 1].vt->memory_domain;
+        out->offset = b->offset;
+        out->size = b->size;
+        out->first_step = b->first;
+        out->last_step = b->last;
+        out->is_workspace = b->value < 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}

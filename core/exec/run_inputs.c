@@ -1,0 +1,129 @@
+/*
+ * Checking a run's inputs against the graph (exec/exec.h): names, types,
+ * ranks, fixed and symbolic dimensions, and the input-shape signature the
+ * plan cache is keyed by.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec.h"
+
+/* A declared shape as `minfer info` shows it: "[N,3,224,224]", symbolic
+ * dimensions by name. */
+static const char *declared_shape_str(const mf_value *v, char *buf, size_t size) {
+    size_t used = 0;
+    if (v->rank < 0)
+        return mf_shape_str(v->dims, v->rank, buf, size);
+    for (int d = 0; d < v->rank && used < size; d++) {
+        int w = v->dims[d] >= 0 ? snprintf(buf + used, size - used, "%s%lld", d ? "," : "[",
+                                           (long long)v->dims[d])
+                                : snprintf(buf + used, size - used, "%s%s", d ? "," : "[",
+                                           v->dim_params[d] ? v->dim_params[d] : "?");
+        used += w > 0 ? (size_t)w : 0;
+    }
+    if (used < size)
+        snprintf(buf + used, size - used, "%s]", v->rank ? "" : "[");
+    return buf;
+}
+
+minfer_status mf_run_check_inputs(minfer_session *s, const char *const *names,
+                                  const minfer_tensor *const *inputs, size_t n,
+                                  const minfer_tensor **bound, int64_t *sig, size_t *sig_len) {
+    const mf_graph *g = s->g;
+    char a[160], b[160];
+    for (size_t k = 0; k < g->n_inputs; k++)
+        bound[k] = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!names[i] || !inputs[i])
+            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input %zu has a NULL name or tensor",
+                            s->errctx, i);
+        size_t k = 0;
+        while (k < g->n_inputs && strcmp(g->values[g->inputs[k]].name, names[i]) != 0)
+            k++;
+        if (k == g->n_inputs) {
+            char list[512] = "";
+            size_t used = 0;
+            for (size_t j = 0; j < g->n_inputs; j++) {
+                int w = snprintf(list + used, sizeof list - used, "%s'%s'", j ? ", " : "",
+                                 g->values[g->inputs[j]].name);
+                if (w < 0 || (size_t)w >= sizeof list - used)
+                    break;
+                used += (size_t)w;
+            }
+            int vi = mf_graph_find(g, names[i]);
+            return mf_error(MINFER_ERR_NOT_FOUND,
+                            "%s: run: '%s' is not an input of the model%s (inputs: %s)",
+                            s->errctx, names[i],
+                            vi >= 0 && g->values[vi].initializer ? " (it is an initializer)" : "",
+                            list);
+        }
+        if (bound[k])
+            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input '%s' is given twice",
+                            s->errctx, names[i]);
+        bound[k] = inputs[i];
+    }
+    size_t pos = 0;
+    for (size_t k = 0; k < g->n_inputs; k++) {
+        const mf_value *v = &g->values[g->inputs[k]];
+        const minfer_tensor *t = bound[k];
+        if (!t)
+            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input '%s' is missing", s->errctx,
+                            v->name);
+        static const char *const kinds[] = {"a tensor", "a sequence", "an optional"};
+        if (t->view.kind != v->kind || (v->kind == MINFER_VALUE_OPTIONAL &&
+                                        t->contained != v->contained))
+            return mf_error(MINFER_ERR_TYPE, "%s: run: input '%s' expects %s%s, got %s%s",
+                            s->errctx, v->name, kinds[v->kind % 3],
+                            v->kind == MINFER_VALUE_OPTIONAL
+                                ? (v->contained == MINFER_VALUE_SEQUENCE ? " of a sequence"
+                                                                         : " of a tensor")
+                                : "",
+                            kinds[t->view.kind % 3],
+                            t->view.kind == MINFER_VALUE_OPTIONAL
+                                ? (t->contained == MINFER_VALUE_SEQUENCE ? " of a sequence"
+                                                                         : " of a tensor")
+                                : "");
+        /* dtype 0: a subgraph input left to inference, or an empty
+         * optional read from a file that does not say its type */
+        if (t->view.dtype != v->dtype && v->dtype && t->view.dtype)
+            return mf_error(MINFER_ERR_TYPE, "%s: run: input '%s' expects %s, got %s", s->errctx,
+                            v->name, minfer_dtype_name((minfer_dtype)v->dtype),
+                            minfer_dtype_name((minfer_dtype)t->view.dtype));
+        if (t->view.kind != MINFER_VALUE_TENSOR) {
+            sig[pos++] = (int64_t)t->view.kind << 8 | (t->view.dtype ? t->view.dtype : v->dtype);
+            sig[pos++] = -1;
+            continue;
+        }
+        int bad = v->rank >= 0 && t->view.rank != v->rank;
+        for (int d = 0; !bad && v->rank >= 0 && d < v->rank; d++)
+            bad = v->dims[d] >= 0 && t->view.dims[d] != v->dims[d];
+        if (bad)
+            return mf_error(MINFER_ERR_SHAPE, "%s: run: input '%s' expects shape %s, got %s",
+                            s->errctx, v->name, declared_shape_str(v, a, sizeof a),
+                            mf_shape_str(t->view.dims, t->view.rank, b, sizeof b));
+        /* The same symbolic name must mean the same size everywhere. */
+        for (int d = 0; v->rank >= 0 && d < v->rank; d++) {
+            if (!v->dim_params[d])
+                continue;
+            for (size_t k2 = 0; k2 < k; k2++) {
+                const mf_value *v2 = &g->values[g->inputs[k2]];
+                for (int d2 = 0; d2 < v2->rank; d2++)
+                    if (v2->dim_params[d2] && strcmp(v2->dim_params[d2], v->dim_params[d]) == 0 &&
+                        bound[k2]->view.dims[d2] != t->view.dims[d])
+                        return mf_error(MINFER_ERR_SHAPE,
+                                        "%s: run: input '%s' dimension %d ('%s') is %lld but "
+                                        "input '%s' gives '%s' as %lld",
+                                        s->errctx, v->name, d, v->dim_params[d],
+                                        (long long)t->view.dims[d], v2->name, v->dim_params[d],
+                                        (long long)bound[k2]->view.dims[d2]);
+            }
+        }
+        sig[pos++] = t->view.dtype;
+        sig[pos++] = t->view.rank;
+        for (int d = 0; d < t->view.rank; d++)
+            sig[pos++] = t->view.dims[d];
+    }
+    *sig_len = pos;
+    return MINFER_OK;
+}
