@@ -12,21 +12,21 @@
 #include <string.h>
 #include <xxhash.h>
 
-static uint32_t mfc_le32(const uint8_t *p) {
+static inline uint32_t mfc_le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t mfc_le64(const uint8_t *p) {
+static inline uint64_t mfc_le64(const uint8_t *p) {
     return (uint64_t)mfc_le32(p) | (uint64_t)mfc_le32(p + 4) << 32;
 }
 
-static void mfc_put64(uint8_t *p, uint64_t v) {
+static inline void mfc_put64(uint8_t *p, uint64_t v) {
     for (int i = 0; i < 8; i++)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* Section i's table entry, or NULL when the header or table is out of range. */
-static uint8_t *mfc_entry(uint8_t *b, size_t n, uint32_t i) {
+static inline uint8_t *mfc_entry(uint8_t *b, size_t n, uint32_t i) {
     if (n < 88)
         return NULL;
     uint64_t table = mfc_le64(b + 32);
@@ -37,7 +37,7 @@ static uint8_t *mfc_entry(uint8_t *b, size_t n, uint32_t i) {
 }
 
 /* The entry of the section named id ("GRPH"), or NULL. */
-static uint8_t *mfc_find(uint8_t *b, size_t n, const char *id) {
+static inline uint8_t *mfc_find(uint8_t *b, size_t n, const char *id) {
     uint8_t *e;
     for (uint32_t i = 0; (e = mfc_entry(b, n, i)) != NULL; i++)
         if (memcmp(e, id, 4) == 0)
@@ -47,7 +47,7 @@ static uint8_t *mfc_find(uint8_t *b, size_t n, const char *id) {
 
 /* Recomputes what can be: each in-range section's checksum, the table's,
  * the header's (and, with fix_size, the recorded file size). */
-static void mfc_fix_checksums(uint8_t *b, size_t n, int fix_size) {
+static inline void mfc_fix_checksums(uint8_t *b, size_t n, int fix_size) {
     if (n < 88)
         return;
     if (fix_size)

@@ -19,7 +19,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 rm -rf "$work"
-for t in model tensor builder graph; do mkdir -p "$work/$t/corpus" "$work/$t/crashes"; done
+for t in model tensor builder graph mfc; do mkdir -p "$work/$t/corpus" "$work/$t/crashes"; done
 
 # model: the node test models, the cases' small models, and skeletons
 # of the shared models.
@@ -41,6 +41,11 @@ for m in "$models"/*/model.onnx; do
 done
 "$build/tests/fuzz/fuzz_seeds" builder "$work/builder/corpus"
 "$build/tests/fuzz/fuzz_seeds" graph "$work/graph/corpus"
+# mfc: the node test models compiled (every fourth one listed), by the
+# target itself.
+grep -v '^#' "$src/tests/onnx_node_cases.txt" | awk 'NF && NR % 4 == 0' |
+  while read -r name; do [ -f "$nodes/$name/model.onnx" ] && echo "$nodes/$name/model.onnx"; done > "$work/mfc/models.txt"
+FUZZ_MFC_SEEDS="$work/mfc/corpus" FUZZ_MFC_MODELS="$work/mfc/models.txt" "$build/tests/fuzz/fuzz_mfc"
 
 status=0
 for t in model tensor builder graph; do
@@ -56,7 +61,7 @@ for t in model tensor builder graph; do
   # target instead of a time limit, so a CI run explores exactly what a run
   # here explored and cannot fail on a machine's speed or luck.
   if [ "${FUZZ_DETERMINISTIC:-0}" = 1 ]; then
-    case $t in model) n=60000 ;; tensor) n=3000000 ;; graph) n=20000 ;; *) n=150000 ;; esac
+    case $t in model|mfc) n=60000 ;; tensor) n=3000000 ;; graph) n=20000 ;; *) n=150000 ;; esac
     limit="-seed=1 -runs=$n"
   else
     limit="-max_total_time=$secs"
