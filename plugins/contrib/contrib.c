@@ -327,13 +327,19 @@ void par_for(compute_args *a, size_t n, size_t grain, minfer_range_fn fn, void *
         fn(arg, 0, n);
 }
 
-int64_t nchwc_block(void) {
+/* Set once by register_ops (the loader calls it before any op runs), so
+ * kernels running on several threads only read it. */
+static int64_t block_size = 8;
+
+static void nchwc_block_init(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") ? 16 : 8;
-#else
-    return 8;
+    block_size = __builtin_cpu_supports("avx512f") ? 16 : 8;
 #endif
+}
+
+int64_t nchwc_block(void) {
+    return block_size;
 }
 
 /* ---- Registration ---- */
@@ -389,6 +395,7 @@ static const minfer_plugin_op default_domain_ops[] = {
 };
 
 static minfer_status register_ops(const minfer_plugin_host *host, minfer_plugin_registry *reg) {
+    nchwc_block_init();
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         minfer_status st = host->register_op(reg, &ops[i]);
         if (st != MINFER_OK)
