@@ -11,6 +11,7 @@
 
 #include "place/plugin_loader.h"
 #include "shapes/shape_infer.h"
+#include "util/env.h"
 #include "util/internal.h"
 
 #define PREFIX "libminfer_plugin_"
@@ -70,7 +71,7 @@ char **mf_plugin_search_path(void) {
         if (push(&list, &n, dir) != 0)
             goto oom;
     }
-    const char *env = getenv("MINFER_PLUGIN_PATH");
+    const char *env = mf_env_plugin_path();
     if (env && env[0]) {
         char *copy = mf_strdup(env);
         if (!copy)
@@ -299,9 +300,8 @@ static minfer_status load(const char *path, mf_plugin_lib **out) {
     }
     /* MINFER_KEEP_PROVIDERS=1 keeps libraries mapped for leak reports, as
      * for providers. */
-    const char *keep = getenv("MINFER_KEEP_PROVIDERS");
     lib->handle =
-        dlopen(path, RTLD_NOW | RTLD_LOCAL | (keep && strcmp(keep, "1") == 0 ? RTLD_NODELETE : 0));
+        dlopen(path, RTLD_NOW | RTLD_LOCAL | (mf_env_keep_providers() ? RTLD_NODELETE : 0));
     if (!lib->handle) {
         const char *e = dlerror();
         st = mf_error(MINFER_ERR_PROVIDER, "plugin %s: cannot load: %s", path,

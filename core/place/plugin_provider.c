@@ -21,6 +21,7 @@
 
 #include "place/plugin_loader.h"
 #include "shapes/shape_infer.h"
+#include "util/env.h"
 #include "util/internal.h"
 
 typedef struct plugin_ctx {
@@ -231,7 +232,7 @@ minfer_status mf_plugin_attach(const mf_graph *g, const char *const *names, size
             goto fail;
     }
     /* MINFER_PLUGINS: names or paths, separated by commas. */
-    const char *env = getenv("MINFER_PLUGINS");
+    const char *env = mf_env_plugins();
     if (env && env[0]) {
         if (!(copy = mf_strdup(env))) {
             st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);

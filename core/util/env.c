@@ -51,6 +51,10 @@ const char *mf_env_provider_path(void) { return get("MINFER_PROVIDER_PATH"); }
 
 int mf_env_keep_providers(void) { return is(get("MINFER_KEEP_PROVIDERS"), "1"); }
 
+const char *mf_env_plugins(void) { return get("MINFER_PLUGINS"); }
+
+const char *mf_env_plugin_path(void) { return get("MINFER_PLUGIN_PATH"); }
+
 /* The variables with a fixed set of values; anything else is ignored (the
  * default applies), with a warning once per process. */
 static const struct {

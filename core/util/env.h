@@ -25,8 +25,12 @@ const char *mf_env_profile(void);
 long mf_env_spin_us(long dflt);
 /* MINFER_PROVIDER_PATH: colon-separated directories, or NULL. */
 const char *mf_env_provider_path(void);
-/* MINFER_KEEP_PROVIDERS=1 -> 1 (provider libraries stay mapped). */
+/* MINFER_KEEP_PROVIDERS=1 -> 1 (provider and plugin libraries stay mapped). */
 int mf_env_keep_providers(void);
+/* MINFER_PLUGINS: plugin names or paths, comma-separated, or NULL. */
+const char *mf_env_plugins(void);
+/* MINFER_PLUGIN_PATH: colon-separated directories, or NULL. */
+const char *mf_env_plugin_path(void);
 
 /* Warns through lg, once per process, about each variable above with a
  * value that means nothing (the default then applies). */
