@@ -18,9 +18,12 @@
  *  2. auto: own for a GEMM under TUNE_MIN_FLOP (launch-bound: the fused
  *     kernel is one launch, CLBlast's path three) or of shapes not known at
  *     prepare; else the tuning cache's choice for (device, driver, shape);
- *  3. else both are timed on scratch buffers (one warm-up, which includes
- *     CLBlast's kernel compilation, then TUNE_REPS runs each), the faster
- *     is kept and recorded (tune.c).
+ *  3. else, unless the device's probe said CLBlast is not worth timing
+ *     (ocl_clblast_promising: a PROBE_SIZE^3 SGEMM, once per device, on
+ *     which CLBlast must come within twice the own kernel's time), both are
+ *     timed on scratch buffers (one warm-up, which includes CLBlast's kernel
+ *     compilation, then the fastest of up to TUNE_REPS runs each), the
+ *     faster is kept and recorded (tune.c).
  * Constant weights are uploaded once in the winner's form: packed panels
  * for the own kernel, as given (with transB) for CLBlast.
  */
@@ -36,6 +39,7 @@
 
 #define TUNE_MIN_FLOP (1 << 20)
 #define TUNE_REPS 3
+#define PROBE_SIZE 256
 
 typedef struct gemm_state {
     ocl_state_head head; /* bufs[0]: B (packed when bpacked), [1]: C/bias, [2]: A,
@@ -189,7 +193,7 @@ static minfer_status prepare(ocl_prep *p, int matmul) {
         if (ocl_tune_get(p->ctx, key, &choice))
             st->backend = choice == OCL_GEMM_CLBLAST ? OCL_GEMM_CLBLAST : OCL_GEMM_OWN;
         else
-            st->backend = -1;
+            st->backend = ocl_clblast_promising(p) ? -1 : OCL_GEMM_OWN;
     }
     /* B in the forms the back ends read: packed for the own kernel, as
      * given for CLBlast (and for the own kernel's unpacked path). */
@@ -359,7 +363,7 @@ static cl_mem scratch(ocl_ctx *ctx, int64_t count) {
 
 /* Times the own kernel (ms[0]) and CLBlast (ms[1]) on this node's GEMM with
  * scratch operands (the node's uploaded constants where it has them): one
- * warm-up each, then the mean of TUNE_REPS runs. Prepare may wait for the
+ * warm-up each, then the fastest of TUNE_REPS runs. Prepare may wait for the
  * device; a run never does. */
 static minfer_status measure(ocl_prep *p, gemm_state *st, const minfer_value_desc *c,
                              int64_t M, int64_t N, int64_t K, int64_t batch, double ms[2]) {
@@ -405,16 +409,21 @@ static minfer_status measure(ocl_prep *p, gemm_state *st, const minfer_value_des
         cl.bpacked = which ? 0 : bpacked;
         if (which && h->bufs[3])
             cl.b = h->bufs[3];
-        double t0 = 0;
+        /* A warm-up, then up to TUNE_REPS timed runs, of which the
+         * fastest counts (a busy machine only ever adds time); the second
+         * back end stops once it is twice as slow as the first. */
+        double best = 1e30;
         for (int r = 0; r <= TUNE_REPS && s == MINFER_OK; r++) {
-            if (r == 1) {
-                clFinish(ctx->queue);
-                t0 = ocl_now_ms();
-            }
+            double t0 = ocl_now_ms();
             s = launch(&e, st, &cl, (size_t)batch);
+            clFinish(ctx->queue);
+            double t = ocl_now_ms() - t0;
+            if (r > 0 && t < best)
+                best = t;
+            if (which && r > 0 && best > 2.0 * ms[0])
+                break;
         }
-        clFinish(ctx->queue);
-        ms[which] = (ocl_now_ms() - t0) / TUNE_REPS;
+        ms[which] = best;
         if (s != MINFER_OK && which == 1) {
             /* CLBlast failed on this device:
              * the own kernel serves, as without CLBlast. */
@@ -432,6 +441,31 @@ static minfer_status measure(ocl_prep *p, gemm_state *st, const minfer_value_des
             clReleaseMemObject(tmp[i]);
     ocl_kset_give(ctx, ks);
     return s;
+}
+
+int ocl_clblast_promising(ocl_prep *p) {
+    if (!clblast_usable(p->ctx))
+        return 0;
+    char key[64];
+    snprintf(key, sizeof key, "probe:%s:gemm%d", p->ctx->fp16 ? "f16" : "f32", PROBE_SIZE);
+    int v;
+    if (ocl_tune_get(p->ctx, key, &v))
+        return v;
+    gemm_state tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.matmul = 1;
+    tmp.alpha = 1.0f;
+    tmp.beta = 1.0f;
+    double ms[2];
+    if (measure(p, &tmp, NULL, PROBE_SIZE, PROBE_SIZE, PROBE_SIZE, 1, ms) != MINFER_OK)
+        return 0;
+    v = ms[1] < 2.0 * ms[0];
+    ocl_tune_put(p->ctx, key, v, ms[0], ms[1]);
+    p->ctx->api->log(p->ctx->host, MINFER_LOG_INFO, "opencl: %s: own kernel %.3f ms, CLBlast "
+                     "%.3f ms: CLBlast %s", key, ms[0], ms[1],
+                     v ? "stays a candidate; shapes are timed as they come"
+                       : "is not timed for other shapes on this device");
+    return v;
 }
 
 minfer_status ocl_execute_gemm(const ocl_exec *e) {

@@ -55,7 +55,8 @@
 #define OCL_KERNELS(X)                                                                     \
     X(unary) X(binary_flat) X(binary_bcast) X(channel_affine) X(gemm) X(conv_tile)          \
     X(conv_direct) X(pool) X(global_pool) X(softmax) X(layernorm) X(strided_copy)            \
-    X(gather) X(gather16) X(reduce) X(concat_copy) X(concat_copy16) X(gemm_epilogue)
+    X(gather) X(gather16) X(reduce) X(concat_copy) X(concat_copy16) X(gemm_epilogue)        \
+    X(conv_epilogue)
 
 enum {
 #define X(k) OCL_K_##k,
@@ -283,6 +284,10 @@ minfer_status ocl_copy(const ocl_exec *e, cl_mem src, size_t soff, cl_mem dst, s
 /* Unary activation over n floats. */
 minfer_status ocl_run_unary(const ocl_exec *e, cl_mem x, cl_int xoff, cl_mem y, cl_int yoff,
                             size_t n, int op, float a, float b);
+
+/* gemm.c: whether CLBlast is worth timing per shape on this device (a
+ * probe GEMM against the own kernel, once per device; tuning cache). */
+int ocl_clblast_promising(ocl_prep *p);
 
 /* ---- Kernels, by family ----------------------------------------------- */
 

@@ -122,3 +122,22 @@ __kernel void conv_direct(__global const DT *x, int xoff, __global const DT *w, 
         acc += LD(z, zoff + idx);
     ST(y, yoff + idx, act1(acc, act, p0, p1));
 }
+
+/* The epilogue of a 2-D convolution CLBlast computed into Y (NCHW, P output
+ * positions per channel, M channels): bias, the residual Z (same layout as
+ * Y) and the activation, which conv_tile applies at its store. Grid:
+ * (P, N * M). */
+__kernel void conv_epilogue(__global DT *y, int yoff, int P, int M, __global const DT *bias,
+                            int has_bias, __global const DT *z, int zoff, int has_z, int act,
+                            float p0, float p1) {
+    int i = get_global_id(0), nm = get_global_id(1);
+    if (i >= P)
+        return;
+    int yi = nm * P + i;
+    float v = LD(y, yoff + yi);
+    if (has_bias)
+        v += LD(bias, nm % M);
+    if (has_z)
+        v += LD(z, zoff + yi);
+    ST(y, yoff + yi, act1(v, act, p0, p1));
+}
