@@ -297,17 +297,34 @@ minfer_status dnn_build_concat(dnn_b *b) {
     dnn_plain_md(&dst[1], r, od);
     if (b->pio) /* a piece writes the whole output's layout */
         dst[0] = dst[1] = b->pio->out;
+    /* Going all plain costs a reorder step (and a memory) per input that
+     * arrives in a layout of oneDNN's own. A node holds DNN_MAX_STEPS steps:
+     * DenseNet's Concat of 10 to 25 blocked inputs does not fit, and then
+     * oneDNN's reference concat on the inputs as they arrive is taken: it
+     * is itself one reorder per input into its part of the output, the
+     * work the plain route would do, in one step. */
+    int reorders = 0;
+    for (size_t i = 0; i < n; i++)
+        reorders += !dnnl_memory_desc_equal(&src[0][i], &src[1][i]);
+    int plain_fits = b->n->n_steps + reorders + 1 <= DNN_MAX_STEPS &&
+                     b->n->n_mems + (int)n + reorders + 2 <= DNN_MAX_MEMS;
     dnnl_primitive_desc_t pd = NULL;
     int c;
     st = MINFER_ERR_UNSUPPORTED;
-    /* As the inputs arrive first; all plain if that needs a reference one. */
+    /* As the inputs arrive first; all plain if that needs a reference one
+     * (and fits). */
     for (c = 0; c < 2 && st != MINFER_OK; c++) {
         dnnl_primitive_attr_t attr = dnn_attr_new(b);
         dnnl_status_t s = attr ? dnnl_concat_primitive_desc_create(&pd, &dst[c], (int)n, axis,
                                                                    src[c], attr, b->ctx->engine)
                                : dnnl_out_of_memory;
         dnnl_primitive_attr_destroy(attr);
-        st = s == dnnl_success ? dnn_pd_check(b, pd) : dnn_fail(b, s, "concat");
+        if (s != dnnl_success)
+            st = dnn_fail(b, s, "concat");
+        else if (c == 0 && !plain_fits)
+            st = MINFER_OK;
+        else
+            st = dnn_pd_check(b, pd);
     }
     if (st != MINFER_OK)
         return st;
