@@ -328,6 +328,21 @@ static void test_pools(void **state) {
     tc_check(&t);
 }
 
+/* GoogLeNet's inception5a pool at 64x64 images (issue 17): a 3x3 MaxPool,
+ * stride 1, pads 1, ceil_mode, over a 2x2 map, its window wider than the
+ * input. */
+static void test_pool_window_wider(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(2, 8, 2, 2));
+    size_t n = tc_node(&t, "MaxPool", NULL, IN("x"), "y");
+    minfer_builder_set_attr_ints(t.b, n, "kernel_shape", (const int64_t[]){3, 3}, 2);
+    minfer_builder_set_attr_ints(t.b, n, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+    minfer_builder_set_attr_int(t.b, n, "ceil_mode", 1);
+    tc_check(&t);
+}
+
 static void test_pools_1d_3d(void **state) {
     (void)state;
     tcase t;
@@ -679,6 +694,7 @@ static int pass_fp16(void **state) {
     cmocka_unit_test(test_matmul_broadcasts),                                              \
     cmocka_unit_test(test_fused_matmul_gelu),                                              \
     cmocka_unit_test(test_pools),                                                          \
+    cmocka_unit_test(test_pool_window_wider),                                              \
     cmocka_unit_test(test_pools_1d_3d),                                                    \
     cmocka_unit_test(test_binary_broadcasting),                                            \
     cmocka_unit_test(test_unary_activations),                                              \

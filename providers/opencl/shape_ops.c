@@ -143,10 +143,56 @@ minfer_status ocl_execute_transpose(const ocl_exec *e) {
 
 /* ---- Concat ------------------------------------------------------------------ */
 
+/* Constant inputs (a ViT's class token beside its patch embeddings) are
+ * uploaded at prepare, packed one after another in head.bufs[0]; head.host
+ * holds each input's element offset there, or -1 for an input that arrives
+ * on the device at run time. */
 typedef struct concat_state {
     ocl_state_head head;
     int64_t axis;
 } concat_state;
+
+/* Packs the constant inputs of p's node into one block of device elements
+ * (half for float32 when the instance stores half) and uploads it. */
+static minfer_status upload_concat_consts(ocl_prep *p, concat_state *st) {
+    const minfer_node_desc *n = p->node;
+    int64_t *off = calloc(n->n_inputs, sizeof *off);
+    if (!off)
+        return ocl_prep_fail(p, MINFER_ERR_NOMEM, "out of memory for node state");
+    st->head.host = off;
+    size_t total = 0, es = ocl_esize(p->ctx, n->inputs[0].dtype);
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        const minfer_value_desc *d = ocl_in_desc(n, i);
+        off[i] = d->const_data ? (int64_t)total : -1;
+        if (d->const_data)
+            total += d->const_nbytes / ocl_dtype_size(d->dtype);
+    }
+    if (total == 0)
+        return MINFER_OK;
+    if (total > (size_t)INT32_MAX)
+        return ocl_prep_fail(p, MINFER_ERR_LIMIT, "%zu constant elements exceed the kernels' "
+                             "32-bit offsets", total);
+    char *block = malloc(total * es);
+    if (!block)
+        return ocl_prep_fail(p, MINFER_ERR_NOMEM, "out of memory packing constant inputs");
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        const minfer_value_desc *d = ocl_in_desc(n, i);
+        if (!d->const_data)
+            continue;
+        size_t count = d->const_nbytes / ocl_dtype_size(d->dtype);
+        char *dst = block + (size_t)off[i] * es;
+        if (es == ocl_dtype_size(d->dtype)) {
+            memcpy(dst, d->const_data, count * es);
+        } else { /* float32 stored as half */
+            const float *src = d->const_data;
+            for (size_t k = 0; k < count; k++)
+                ((uint16_t *)dst)[k] = ocl_f2h(src[k]);
+        }
+    }
+    minfer_status s = ocl_upload(p, 0, block, total * es);
+    free(block);
+    return s;
+}
 
 minfer_status ocl_prepare_concat(ocl_prep *p) {
     const minfer_node_desc *n = p->node;
@@ -162,15 +208,13 @@ minfer_status ocl_prepare_concat(ocl_prep *p) {
         minfer_status s = ocl_check_size(p, d);
         if (s)
             return s;
-        if (d->const_data)
-            return ocl_decline(p, "constant inputs are left to the host");
     }
     concat_state *st = ocl_state(p, sizeof *st);
     if (!st)
         return MINFER_ERR_NOMEM;
     if (!p->ctx->api->attr_int(p->node, "axis", &st->axis))
         return ocl_prep_fail(p, MINFER_ERR_MODEL, "axis is required");
-    return MINFER_OK;
+    return upload_concat_consts(p, st);
 }
 
 minfer_status ocl_execute_concat(const ocl_exec *e) {
@@ -207,7 +251,13 @@ minfer_status ocl_execute_concat(const ocl_exec *e) {
         const minfer_tensor_view *x = ocl_input(e, i);
         cl_int row = (cl_int)((size_t)x->dims[axis] * inner), xo;
         cl_mem xb;
-        ocl_in_buf(e, i, -1, &xb, &xo);
+        const int64_t *const_off = st->head.host;
+        if (const_off && const_off[i] >= 0) {
+            xb = st->head.bufs[0];
+            xo = (cl_int)const_off[i];
+        } else {
+            ocl_in_buf(e, i, -1, &xb, &xo);
+        }
         if (row && outer) {
             if ((s = ocl_set_args(e, k, 6, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb), OCL_ARG(pos),
                                   OCL_ARG(row), OCL_ARG(row_out))))
