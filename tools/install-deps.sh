@@ -37,6 +37,9 @@ packages=(
     python3-wheel
     python3-pip
     python3-venv
+    python3-torch        # tests/zoo/build_zoo.py exports the model corpus (ctest's `zoo`)
+    python3-torchvision  # ... its architectures
+    nodejs  # the ONNX Runtime peer (../shared/peer/ort_run.js) makes the corpus's references
 )
 
 as_root=()
@@ -47,3 +50,8 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${as_root[@]}" apt-get update
 "${as_root[@]}" apt-get install -y --no-install-recommends "${packages[@]}"
+# npm installs the peer's onnxruntime-node (pinned) on first use. NodeSource's
+# nodejs package carries its own npm and conflicts with Debian's.
+if ! command -v npm >/dev/null; then
+    "${as_root[@]}" apt-get install -y --no-install-recommends npm
+fi

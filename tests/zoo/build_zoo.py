@@ -27,6 +27,7 @@ from each other and from the score threshold (then order and membership are
 stable under float noise); otherwise the next input seed is tried.
 """
 import argparse
+import copy
 import json
 import math
 import os
@@ -470,8 +471,8 @@ def calibrate(spec, model, rng):
         target = model.backbone  # the detector needs targets in train mode
     target.train()
     with torch.no_grad():
-        for _ in range(4):
-            s = spec["sets"][0]
+        for step in range(6):  # at the shapes of both data sets
+            s = spec["sets"][step % 2]
             args = []
             for n in spec["inputs"]:
                 k, shape = s[n]
@@ -485,6 +486,39 @@ def calibrate(spec, model, rng):
                 args = [(a - 0.5) / 0.25 for a in args]
             target(*args)
     model.eval()
+
+
+def unit_logits(spec, model, rng):
+    """Scales the classifier (the last Linear) so the logits have standard
+    deviation 1: inception_v3's initialisation gives logits around 15,
+    where float32 rounding inside the network alone is more than the test's
+    atol on the small ones."""
+    head = [m for m in model.modules() if isinstance(m, nn.Linear)][-1]
+    s = spec["sets"][0]
+    x = [make_input(s[n][0], s[n][1], rng) for n in spec["inputs"]]
+    with torch.no_grad():
+        sd = float(model(*x).std())
+        if sd > 0:
+            head.weight.div_(sd)
+            if head.bias is not None:
+                head.bias.div_(sd)
+
+
+def check_precision(name, model, ins, outs):
+    """The float32 reference must be close to the float64 truth, well within
+    the tolerance minfer is held to (rtol 1e-3, atol 1e-4): else the case is
+    ill-conditioned and would test float rounding, not minfer."""
+    m64 = copy.deepcopy(model).double()
+    with torch.no_grad():
+        y64 = flat_outputs(m64(*[i.double() if i.is_floating_point() else i for i in ins]))
+    for (n, a), t in zip(outs, y64):
+        if a.dtype.kind != "f":
+            continue
+        t = t.numpy()
+        excess = np.abs(a - t) / (1e-4 + 1e-3 * np.abs(t))
+        if excess.size and excess.max() > 0.25:
+            raise RuntimeError(f"{n}: ill-conditioned: ORT's float32 output is "
+                               f"{excess.max():.2f} of the test tolerance from float64")
 
 
 def save_tensor(path, name, a):
@@ -577,6 +611,8 @@ def build_one(spec, opset, out_dir, log):
                 with torch.no_grad():
                     m.layer_scale.uniform_(0.3, 0.7)
     calibrate(spec, model, rng)
+    if spec["kind"] in ("classification", "video"):
+        unit_logits(spec, model, rng)
     if spec.get("after_calibration"):
         spec["after_calibration"](model)
     if spec.get("wrap"):
@@ -599,7 +635,7 @@ def build_one(spec, opset, out_dir, log):
     for k, s in enumerate(spec["sets"]):
         ddir = os.path.join(cdir, f"test_data_set_{k}")
         os.makedirs(ddir, exist_ok=True)
-        for attempt in range(20):
+        for attempt in range(10):
             srng = np.random.default_rng(1000 * k + attempt + 1)
             ins = [make_input(s[n][0], s[n][1], srng) for n in spec["inputs"]]
             arrs = [i.numpy() for i in ins]
@@ -607,7 +643,10 @@ def build_one(spec, opset, out_dir, log):
             with torch.no_grad():
                 ref = flat_outputs(model(*ins))
             check_against_torch(case, ref, outs)
-            if spec["kind"] != "detection" or detection_stable(outs, 0.2):
+            if spec["kind"] != "detection":
+                check_precision(case, model, ins, outs)
+                break
+            if detection_stable(outs, DET_THRESH):
                 break
         else:
             raise RuntimeError("no input seed gave detections with scores well apart")
