@@ -318,6 +318,85 @@ static void test_host_has(void **state) {
     assert_false(MINFER_HOST_HAS(&api, alloc)); /* not covered, whatever is there */
 }
 
+/* ---- The node skeleton ----------------------------------------------------------- */
+
+static int states_freed;
+
+static void free_state(void *op_state) {
+    states_freed += op_state != NULL;
+    free(op_state);
+}
+
+static void *zalloc(void *ctx, size_t bytes) {
+    (void)ctx;
+    return calloc(1, bytes);
+}
+
+/* Entry 2 refuses, after making state (which the skeleton must free). */
+static minfer_status prepare_entry(void *ctx, const void *entry, const minfer_node_desc *node,
+                                   minfer_node_prep *prep, void **op_state, char *why,
+                                   size_t why_size) {
+    (void)ctx;
+    (void)prep;
+    *op_state = malloc(16);
+    if (((const test_kernel *)entry)->id == 2) {
+        minfer_kit_decline(why, why_size, node->op_type, "entry 2 refuses");
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    return *op_state ? MINFER_OK : MINFER_ERR_NOMEM;
+}
+
+static const minfer_kit_skeleton skeleton = {"test", prepare_entry, free_state, zalloc};
+
+static minfer_status fail_with(const minfer_host_api *api, const minfer_node_desc *n,
+                               const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    minfer_status st = minfer_kit_vfail(api, NULL, "test", n, MINFER_ERR_RUNTIME, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static void test_skeleton(void **state) {
+    (void)state;
+    minfer_host_api api = host_api(0);
+    minfer_node_desc n = node_of("", "Op", 1);
+    void *st = NULL;
+    char why[64] = "";
+    states_freed = 0;
+    assert_int_equal(minfer_kit_prepare_node(&skeleton, &api, NULL, NULL, &table[0], &n, NULL,
+                                             &st, why, sizeof why),
+                     MINFER_OK);
+    assert_non_null(st);
+    assert_ptr_equal(((const minfer_kit_node *)st)->entry, &table[0]);
+    minfer_kit_release_node(&skeleton, st);
+    assert_int_equal(states_freed, 1);
+    minfer_kit_release_node(&skeleton, NULL);
+
+    assert_int_equal(minfer_kit_prepare_node(&skeleton, &api, NULL, NULL, &table[1], &n, NULL,
+                                             &st, why, sizeof why),
+                     MINFER_ERR_UNSUPPORTED);
+    assert_null(st);
+    assert_int_equal(states_freed, 2);
+    assert_string_equal(last_error, "test: node 'n': Op: entry 2 refuses");
+
+    snprintf(why, sizeof why, "Op: no test kernel");
+    assert_int_equal(minfer_kit_prepare_node(&skeleton, &api, NULL, NULL, NULL, &n, NULL, &st,
+                                             why, sizeof why),
+                     MINFER_ERR_UNSUPPORTED);
+    assert_null(st);
+    assert_string_equal(last_error, "test: node 'n': Op: no test kernel");
+
+    assert_int_equal(fail_with(&api, &n, "bad %d", 3), MINFER_ERR_RUNTIME);
+    assert_string_equal(last_error, "test: node 'n' (Op): bad 3");
+    char buf[8];
+    size_t size = 0;
+    char *w = minfer_kit_why(NULL, &size, buf, sizeof buf);
+    assert_ptr_equal(w, buf);
+    assert_int_equal(size, sizeof buf);
+    assert_string_equal(w, "");
+}
+
 static void test_attr_readers(void **state) {
     (void)state;
     minfer_host_api api = host_api(0);
@@ -535,6 +614,7 @@ int main(void) {
         cmocka_unit_test(test_decline_truncates),
         cmocka_unit_test(test_strides),
         cmocka_unit_test(test_host_has),
+        cmocka_unit_test(test_skeleton),
         cmocka_unit_test(test_attr_readers),
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_half_round_trip),

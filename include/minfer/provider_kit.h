@@ -26,6 +26,9 @@
  *    node's desc arrays and of execute_node's view arrays, stepped by the
  *    stride the host gives (ABI 2), so a provider keeps working when a newer
  *    host appends members to minfer_value_desc or minfer_tensor_view;
+ *  - the node skeleton (minfer_kit_prepare_node, minfer_kit_release_node)
+ *    for a node state that is a table entry plus its prepare's state, and
+ *    the messages of supports/execute (minfer_kit_why, minfer_kit_vfail);
  *  - minfer_kit_decline: "Op: reason" into a supports/prepare reason buffer;
  *  - attribute readers with defaults (minfer_kit_attr_*);
  *  - half <-> float and bfloat16 <-> float, exactly rounded;
@@ -40,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "minfer/provider.h"
@@ -314,6 +318,71 @@ static inline const void *minfer_kit_find_kernel_(const void *table, size_t coun
                                            offsetof(type, domain), offsetof(type, op_type),    \
                                            offsetof(type, since_version), (node), (noun),      \
                                            (why), (why_size)))
+
+/* ---- The node skeleton ---------------------------------------------------------- */
+
+/* prepare_node, release_node and the state between them, for a provider
+ * whose nodes are a table entry plus the state that entry's prepare made
+ * (the CPU and OpenCL providers): the provider says how to run an entry's
+ * prepare and free its state, the kit does the rest. */
+typedef struct minfer_kit_node {
+    const void *entry; /* the kernel table entry */
+    void *op_state;    /* what its prepare made, or NULL */
+} minfer_kit_node;
+
+typedef struct minfer_kit_skeleton {
+    const char *provider; /* "cpu": prefixes the messages */
+    /* Runs entry's prepare for the node's concrete shapes; *op_state gets
+     * what it made (freed with free_op_state), the reason goes to why. */
+    minfer_status (*prepare)(void *ctx, const void *entry, const minfer_node_desc *node,
+                             minfer_node_prep *prep, void **op_state, char *why,
+                             size_t why_size);
+    void (*free_op_state)(void *op_state);
+    /* Zeroed memory for a minfer_kit_node (freed with free()). */
+    void *(*alloc)(void *ctx, size_t bytes);
+} minfer_kit_skeleton;
+
+/* prepare_node for entry (NULL: not found, the reason in why): runs the
+ * entry's prepare and keeps a minfer_kit_node in *node_state; on failure
+ * reports "provider: node 'name': reason" through the host. */
+static inline minfer_status minfer_kit_prepare_node(const minfer_kit_skeleton *sk,
+                                                    const minfer_host_api *api, void *host,
+                                                    void *ctx, const void *entry,
+                                                    const minfer_node_desc *node,
+                                                    minfer_node_prep *prep, void **node_state,
+                                                    char *why, size_t why_size) {
+    minfer_status st = MINFER_ERR_UNSUPPORTED;
+    minfer_kit_node *n = NULL;
+    *node_state = NULL;
+    if (!entry)
+        goto fail;
+    n = (minfer_kit_node *)sk->alloc(ctx, sizeof *n);
+    if (!n) {
+        api->set_error(host, "%s: out of memory", sk->provider);
+        return MINFER_ERR_NOMEM;
+    }
+    n->entry = entry;
+    if ((st = sk->prepare(ctx, entry, node, prep, &n->op_state, why, why_size)) != MINFER_OK)
+        goto fail;
+    *node_state = n;
+    return MINFER_OK;
+fail:
+    if (n) {
+        sk->free_op_state(n->op_state);
+        free(n);
+    }
+    api->set_error(host, "%s: node '%s': %s", sk->provider, node->name, why);
+    return st;
+}
+
+/* release_node for a state minfer_kit_prepare_node made. */
+static inline void minfer_kit_release_node(const minfer_kit_skeleton *sk, void *node_state) {
+    minfer_kit_node *n = (minfer_kit_node *)node_state;
+    if (!n)
+        return;
+    sk->free_op_state(n->op_state);
+    free(n);
+}
 
 /* ---- Attributes --------------------------------------------------------------- */
 

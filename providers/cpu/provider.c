@@ -308,11 +308,23 @@ const cpu_kernel *cpu_kernel_table(size_t *count) {
     return kernels;
 }
 
-/* Per-node state: the kernel entry and the op state its prepare made. */
-typedef struct cpu_node {
-    const cpu_kernel *kernel;
-    void *op_state;
-} cpu_node;
+/* Nodes go through the provider kit's skeleton: its minfer_kit_node holds
+ * the kernel entry and the op state the entry's prepare made. */
+static minfer_status run_prepare(void *ctx, const void *entry, const minfer_node_desc *node,
+                                 minfer_node_prep *prep, void **op_state, char *why,
+                                 size_t why_size) {
+    const cpu_kernel *k = entry;
+    if (!k->prepare)
+        return MINFER_OK;
+    cpu_prep p = {ctx, node, prep, k->since_version, why, why_size, NULL, {0}};
+    minfer_status st = k->prepare(&p);
+    *op_state = p.state; /* on the heap: prep is given */
+    return st;
+}
+
+static void *node_alloc(void *ctx, size_t bytes) { return cpu_calloc(ctx, 1, bytes); }
+
+static const minfer_kit_skeleton skeleton = {"cpu", run_prepare, free, node_alloc};
 
 static minfer_status cpu_init(const minfer_host_api *api, void *host, const char *options,
                               void **out) {
@@ -385,46 +397,20 @@ static minfer_status cpu_prepare_node(void *vctx, const minfer_node_desc *node,
                                       minfer_node_prep *prep, void **node_state) {
     cpu_ctx *ctx = vctx;
     char why[256] = "";
-    *node_state = NULL;
     const cpu_kernel *k = find_kernel(node, why, sizeof why);
-    if (!k) {
-        ctx->api->set_error(ctx->host, "cpu: node '%s': %s", node->name, why);
-        return MINFER_ERR_UNSUPPORTED;
-    }
-    cpu_node *n = cpu_calloc(ctx, 1, sizeof *n);
-    if (!n) {
-        ctx->api->set_error(ctx->host, "cpu: out of memory");
-        return MINFER_ERR_NOMEM;
-    }
-    n->kernel = k;
-    if (k->prepare) {
-        cpu_prep p = {ctx, node, prep, k->since_version, why, sizeof why, NULL, {0}};
-        minfer_status st = k->prepare(&p);
-        if (st != MINFER_OK) {
-            free(p.state);
-            free(n);
-            ctx->api->set_error(ctx->host, "cpu: node '%s': %s", node->name, why);
-            return st;
-        }
-        n->op_state = p.state;
-    }
-    *node_state = n;
-    return MINFER_OK;
+    return minfer_kit_prepare_node(&skeleton, ctx->api, ctx->host, ctx, k, node, prep,
+                                   node_state, why, sizeof why);
 }
 
 static void cpu_release_node(void *ctx, void *node_state) {
     (void)ctx;
-    cpu_node *n = node_state;
-    if (!n)
-        return;
-    free(n->op_state);
-    free(n);
+    minfer_kit_release_node(&skeleton, node_state);
 }
 
 static minfer_status cpu_execute_node(void *vctx, void *node_state,
                                       const minfer_exec_args *args) {
     cpu_ctx *ctx = vctx;
-    const cpu_node *n = node_state;
+    const minfer_kit_node *n = node_state;
     cpu_exec e = {ctx, n ? n->op_state : NULL, args};
     if (!n)
         return cpu_fail(&e, MINFER_ERR_RUNTIME, "node was not prepared");
@@ -445,7 +431,7 @@ static minfer_status cpu_execute_node(void *vctx, void *node_state,
             return cpu_fail(&e, MINFER_ERR_RUNTIME, "input %zu holds %zu bytes, %zu needed", i,
                             v->nbytes, need);
     }
-    return n->kernel->compute(&e);
+    return ((const cpu_kernel *)n->entry)->compute(&e);
 }
 
 static const minfer_provider cpu_provider = {

@@ -74,11 +74,24 @@ static const ocl_kernel_entry kernels[] = {
 
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])
 
-/* Per-node state: the table entry and the op state its prepare made. */
-typedef struct ocl_node {
-    const ocl_kernel_entry *entry;
-    void *op_state;
-} ocl_node;
+/* Nodes go through the provider kit's skeleton: its minfer_kit_node holds
+ * the table entry and the op state the entry's prepare made. */
+static minfer_status run_prepare(void *ctx, const void *entry, const minfer_node_desc *node,
+                                 minfer_node_prep *prep, void **op_state, char *why,
+                                 size_t why_size) {
+    const ocl_kernel_entry *k = entry;
+    ocl_prep p = {ctx, node, prep, k->since_version, why, why_size, NULL};
+    minfer_status st = k->prepare(&p);
+    *op_state = p.state;
+    return st;
+}
+
+static void *node_alloc(void *ctx, size_t bytes) {
+    (void)ctx;
+    return calloc(1, bytes);
+}
+
+static const minfer_kit_skeleton skeleton = {"opencl", run_prepare, ocl_state_free, node_alloc};
 
 /* ---- Device choice ----------------------------------------------------------- */
 
@@ -431,48 +444,28 @@ static minfer_status ocl_prepare_node(void *vctx, const minfer_node_desc *node,
     char why[512] = "";
     *node_state = NULL;
     const ocl_kernel_entry *k = find_kernel(node, why, sizeof why);
-    if (!k) {
-        ctx->api->set_error(ctx->host, "opencl: node '%s': %s", node->name, why);
-        return MINFER_ERR_UNSUPPORTED;
+    if (k) {
+        /* The host builds plans one at a time, but the provider does not
+         * rely on it: the program is built once, under the instance's lock. */
+        pthread_mutex_lock(&ctx->lock);
+        minfer_status st = ctx->program ? MINFER_OK : ocl_build_program(ctx);
+        pthread_mutex_unlock(&ctx->lock);
+        if (st != MINFER_OK)
+            return st;
     }
-    /* The host builds plans one at a time, but the provider does not rely
-     * on it: the program is built once, under the instance's lock. */
-    pthread_mutex_lock(&ctx->lock);
-    minfer_status st = ctx->program ? MINFER_OK : ocl_build_program(ctx);
-    pthread_mutex_unlock(&ctx->lock);
-    if (st != MINFER_OK)
-        return st;
-    ocl_node *n = calloc(1, sizeof *n);
-    if (!n) {
-        ctx->api->set_error(ctx->host, "opencl: out of memory");
-        return MINFER_ERR_NOMEM;
-    }
-    n->entry = k;
-    ocl_prep p = {ctx, node, prep, k->since_version, why, sizeof why, NULL};
-    if ((st = k->prepare(&p)) != MINFER_OK) {
-        ocl_state_free(p.state);
-        free(n);
-        ctx->api->set_error(ctx->host, "opencl: node '%s': %s", node->name, why);
-        return st;
-    }
-    n->op_state = p.state;
-    *node_state = n;
-    return MINFER_OK;
+    return minfer_kit_prepare_node(&skeleton, ctx->api, ctx->host, ctx, k, node, prep,
+                                   node_state, why, sizeof why);
 }
 
 static void ocl_release_node(void *ctx, void *node_state) {
     (void)ctx;
-    ocl_node *n = node_state;
-    if (!n)
-        return;
-    ocl_state_free(n->op_state);
-    free(n);
+    minfer_kit_release_node(&skeleton, node_state);
 }
 
 static minfer_status ocl_execute_node(void *vctx, void *node_state,
                                       const minfer_exec_args *args) {
     ocl_ctx *ctx = vctx;
-    ocl_node *n = node_state;
+    const minfer_kit_node *n = node_state;
     ocl_exec e = {ctx, n ? n->op_state : NULL, args, NULL};
     if (!n)
         return ocl_fail(&e, MINFER_ERR_RUNTIME, "node was not prepared");
@@ -492,7 +485,7 @@ static minfer_status ocl_execute_node(void *vctx, void *node_state,
     if (!ks)
         return MINFER_ERR_PROVIDER;
     e.k = ks->k;
-    minfer_status st = n->entry->execute(&e);
+    minfer_status st = ((const ocl_kernel_entry *)n->entry)->execute(&e);
     ocl_kset_give(ctx, ks);
     return st;
 }
