@@ -133,6 +133,13 @@ int cli_describe_compiled(const char *path, json_t *root);
  * optimization level cli_make_options sets (-1: not given). */
 extern int cli_opt_level;
 
+/* --scheduler S and --inter-op-threads N, taken by main() from any
+ * command's arguments: what cli_make_options sets (-1: not given).
+ * cli_set_schedule parses one of them (the other NULL); -1 after a line
+ * on stderr. */
+extern int cli_scheduler, cli_inter_op;
+int cli_set_schedule(const char *scheduler, const char *inter_op);
+
 /* --plugin FILE, taken by main() from any command's arguments, in order:
  * the plugins cli_make_options adds (minfer_options_add_plugin). */
 extern cli_list cli_plugins;

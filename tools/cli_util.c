@@ -110,6 +110,29 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double *ou
 }
 
 int cli_opt_level = -1;
+int cli_scheduler = -1;
+int cli_inter_op = -1;
+
+int cli_set_schedule(const char *scheduler, const char *inter_op) {
+    if (scheduler) {
+        if (strcmp(scheduler, "sequential") == 0)
+            cli_scheduler = MINFER_SCHED_SEQUENTIAL;
+        else if (strcmp(scheduler, "parallel") == 0)
+            cli_scheduler = MINFER_SCHED_PARALLEL;
+        else {
+            fprintf(stderr, "minfer: --scheduler '%s': not a scheduler (sequential, parallel)\n",
+                    scheduler);
+            return -1;
+        }
+        return 0;
+    }
+    if (!inter_op) {
+        fprintf(stderr, "minfer: --scheduler needs sequential or parallel; --inter-op-threads "
+                        "a count\n");
+        return -1;
+    }
+    return cli_parse_int(NULL, "--inter-op-threads", inter_op, 0, 1024, &cli_inter_op);
+}
 cli_list cli_plugins;
 
 int cli_add_plugin(const char *file) {
@@ -151,6 +174,10 @@ minfer_status cli_make_options(const char *providers, int threads, minfer_option
         st = minfer_options_set_threads(opt, threads);
     if (st == MINFER_OK && cli_opt_level >= 0)
         st = minfer_options_set_optimization_level(opt, cli_opt_level);
+    if (st == MINFER_OK && cli_scheduler >= 0)
+        st = minfer_options_set_scheduler(opt, (minfer_scheduler)cli_scheduler);
+    if (st == MINFER_OK && cli_inter_op >= 0)
+        st = minfer_options_set_inter_op_threads(opt, cli_inter_op);
     for (size_t i = 0; st == MINFER_OK && i < cli_plugins.n; i++)
         st = minfer_options_add_plugin(opt, cli_plugins.v[i]);
     if (st != MINFER_OK) {

@@ -116,6 +116,34 @@ static size_t host_buffers(const minfer_session *s, const minfer_memory_info *me
     return n;
 }
 
+/* The scheduler, and for the parallel one what its memory plan costs
+ * against the sequential order's (every arena, host and device). */
+static void print_schedule(minfer_session *s) {
+    minfer_schedule_info si;
+    memset(&si, 0, sizeof si);
+    si.struct_size = sizeof si;
+    if (minfer_session_schedule_info(s, &si) == MINFER_OK) {
+        printf("scheduler:\n");
+        if (si.scheduler != MINFER_SCHED_PARALLEL)
+            printf("  sequential               one node after another, each on %d threads\n",
+                   minfer_session_thread_count(s));
+        else if (!si.concurrent)
+            printf("  parallel, run in order   %s\n", si.why_sequential);
+        else {
+            printf("  parallel                 up to %d nodes at once (%d threads in all)\n",
+                   si.inter_op_threads, minfer_session_thread_count(s));
+            printf("  arenas                   %llu bytes against %llu for the sequential "
+                   "order (%+.1f%%)\n",
+                   (unsigned long long)si.arena_bytes,
+                   (unsigned long long)si.sequential_arena_bytes,
+                   si.sequential_arena_bytes
+                       ? 100.0 * ((double)si.arena_bytes - (double)si.sequential_arena_bytes) /
+                             (double)si.sequential_arena_bytes
+                       : 0.0);
+        }
+    }
+}
+
 /* The memory plan, and with verbose every planned buffer. The arena, all
  * intermediates and the lower bound are the host's; device domains (a
  * provider's own memory, oneDNN's or OpenCL's) have their arenas apart. */
@@ -152,6 +180,7 @@ static int print_memory(minfer_session *s, int verbose) {
                    t.last_step, t.is_workspace ? "workspace of " : "", t.name);
         }
     }
+    print_schedule(s);
     return 0;
 }
 
@@ -378,6 +407,18 @@ static int info_json(minfer_session *s, const char *path, json_t *nodes, const c
         json_object_set_new(mem, "buffers", bufs);
     }
     json_object_set_new(root, "memory", mem);
+    minfer_schedule_info si;
+    memset(&si, 0, sizeof si);
+    si.struct_size = sizeof si;
+    if (minfer_session_schedule_info(s, &si) == MINFER_OK)
+        json_object_set_new(
+            root, "scheduler",
+            json_pack("{s:s, s:i, s:b, s:s, s:I, s:I}", "name",
+                      si.scheduler == MINFER_SCHED_PARALLEL ? "parallel" : "sequential",
+                      "inter_op_threads", si.inter_op_threads, "concurrent", si.concurrent,
+                      "why_sequential", si.why_sequential, "arena_bytes",
+                      (json_int_t)si.arena_bytes, "sequential_arena_bytes",
+                      (json_int_t)si.sequential_arena_bytes));
     return cli_json_print(CMD, root);
 }
 

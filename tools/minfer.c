@@ -27,6 +27,10 @@ static void usage(FILE *f) {
             "  --plugin FILE  load a custom-operator plugin (a path, or NAME for\n"
             "               libminfer_plugin_NAME.so in the plugin directories) for any\n"
             "               command; may be repeated (docs/plugins.md)\n"
+            "  --scheduler S  sequential (default, or MINFER_SCHEDULER) or parallel:\n"
+            "               independent nodes at once (docs/scheduling.md)\n"
+            "  --inter-op-threads N  nodes the parallel scheduler runs at once (0: the\n"
+            "               pool's threads, the most it may use)\n"
             "\n"
             "Files a command writes (run --outputs, optimize -o, --profile, info --dot\n"
             "and --svg) appear whole or not at all; one that exists is replaced only\n"
@@ -65,6 +69,16 @@ static int dispatch(int argc, char **argv) {
             val = argv[++r];
         } else if (strncmp(a, "--opt-level=", 12) == 0) {
             val = a + 12;
+        } else if (strcmp(a, "--scheduler") == 0 || strncmp(a, "--scheduler=", 12) == 0 ||
+                   strcmp(a, "--inter-op-threads") == 0 ||
+                   strncmp(a, "--inter-op-threads=", 19) == 0) {
+            /* --scheduler S and --inter-op-threads N apply to every command too. */
+            int sched = a[2] == 's';
+            size_t len = sched ? 11 : 18;
+            const char *v = a[len] == '=' ? a + len + 1 : r + 1 < argc ? argv[++r] : NULL;
+            if (cli_set_schedule(sched ? v : NULL, sched ? NULL : v) != 0)
+                return CLI_USAGE;
+            continue;
         } else if (strcmp(a, "--plugin") == 0 || strncmp(a, "--plugin=", 9) == 0) {
             /* --plugin FILE (or =FILE; any number) applies to every command too. */
             const char *file = a[8] == '=' ? a + 9 : r + 1 < argc ? argv[++r] : NULL;

@@ -63,14 +63,21 @@ minfer_status mf_budget_iteration(mf_budget *b, minfer_session *s, int i) {
 
 minfer_status mf_budget_elements(mf_budget *b, minfer_session *s, int i, uint64_t n) {
     char lbl[512];
-    if (n > b->max_elements - b->elements)
+    if (b->lock)
+        pthread_mutex_lock(b->lock);
+    uint64_t had = b->elements;
+    int over = n > b->max_elements - had;
+    if (!over)
+        b->elements += n;
+    if (b->lock)
+        pthread_mutex_unlock(b->lock);
+    if (over)
         return mf_error(MINFER_ERR_LIMIT,
                         "%s: %s: over the run's element budget of %llu (max_run_elements): "
                         "%llu produced or charged so far, %llu more here",
                         s->errctx, node_lbl(s, i, lbl, sizeof lbl),
-                        (unsigned long long)b->max_elements, (unsigned long long)b->elements,
+                        (unsigned long long)b->max_elements, (unsigned long long)had,
                         (unsigned long long)n);
-    b->elements += n;
     return MINFER_OK;
 }
 

@@ -31,7 +31,8 @@
  *
  * One budget per minfer_session_run, handed down to the runs of its
  * subgraphs, so the limits hold for the whole run however deeply loops
- * nest. A run is executed by one thread, so plain counters. */
+ * nest. Plain counters, under `lock` when the parallel scheduler runs
+ * nodes of one run on several threads. */
 typedef struct mf_budget mf_budget;
 
 /* How a core op runs one of its subgraph sessions, spending budget b: the
@@ -50,6 +51,8 @@ struct mf_budget {
     uint64_t deadline_ms;
     const minfer_run_options *ro;        /* the caller's, or NULL */
     mf_run_sub_fn run_sub;
+    pthread_mutex_t *lock; /* set while nodes run at once (exec/sched_parallel.c): guards
+                              the counters; NULL otherwise */
 };
 
 /* A budget for one run of s: the session's limits, the sooner deadline of

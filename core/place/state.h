@@ -44,6 +44,8 @@ struct minfer_session {
     mf_graph *g;
     mf_logger log;
     int planner;
+    int scheduler;             /* minfer_scheduler */
+    int inter_op;              /* nodes at once under the parallel scheduler (resolved) */
     size_t plan_cache_size;
     minfer_limits limits;
     minfer_run_limits run_limits;

@@ -26,6 +26,7 @@
 #include "diag/diag.h"
 #include "plan/plan.h"
 #include "plan/planner.h"
+#include "plan/plan_concurrent.h"
 
 
 void mf_plan_release_node(minfer_session *s, mf_plan *p, int i) {
@@ -70,6 +71,7 @@ void mf_plan_free(minfer_session *s, mf_plan *p) {
     free(p->arena_bytes);
     free(p->lower_bound);
     free(p->sum_bytes);
+    mf_conc_free(p->conc);
     free(p->vals);
     free(p->nodes);
     free(p->sig);
@@ -444,7 +446,7 @@ static int can_share(const minfer_session *s, const mf_plan *p, int i, size_t o,
                                           p->vals[n->inputs[j2]].buffer == us->buffer));
     return us->where == MF_W_ARENA && us->buffer >= 0 && us->dom == vs->dom && us->last == k &&
            !g->values[u].is_output && us->bytes >= vs->bytes &&
-           p->bufs[us->buffer].last == k && !shared;
+           p->bufs[us->buffer].last == k && !shared && mf_conc_inplace_ok(s, p, u, k);
 }
 
 /* Pass 5: in place, in step order, then one buffer per remaining value and
@@ -511,6 +513,11 @@ static minfer_status plan_domain(minfer_session *s, mf_plan *p, size_t d, mf_pla
                             s->errctx, d,
                             p->bufs[b].value >= 0 ? s->g->values[p->bufs[b].value].name : "?");
     }
+    if (p->conc && s->planner != MINFER_PLANNER_LINEAR) {
+        /* what the sequential order would take, then the concurrent plan */
+        p->conc->seq_arena[d] = mf_plan_greedy(items, n, align);
+        mf_conc_widen(p->conc, items, n);
+    }
     uint64_t arena = s->planner == MINFER_PLANNER_LINEAR ? mf_plan_linear(items, n, align)
                                                          : mf_plan_greedy(items, n, align);
     if (arena == UINT64_MAX)
@@ -543,8 +550,10 @@ minfer_status mf_plan_memory(minfer_session *s, mf_plan *p) {
     double t = mf_now_ms();
     value_sizes(s, p);
     if ((st = alloc_in_refs(s, p)) != MINFER_OK || (st = plan_liveness(s, p, &caps)) != MINFER_OK ||
-        (st = plan_buffers(s, p, &caps)) != MINFER_OK || (st = plan_offsets(s, p)) != MINFER_OK)
+        (st = mf_conc_build(s, p)) != MINFER_OK || (st = plan_buffers(s, p, &caps)) != MINFER_OK ||
+        (st = plan_offsets(s, p)) != MINFER_OK)
         return st;
+    mf_conc_planned(p->conc);
     p->t_plan_ms = mf_now_ms() - t;
     return MINFER_OK;
 }

@@ -102,6 +102,9 @@ struct mf_plan {
     uint64_t const_bytes;
     int planner;
     double t_infer_ms, t_prepare_ms, t_plan_ms; /* build phases */
+    struct mf_conc *conc;  /* the parallel scheduler's dependencies (plan_concurrent.h), or NULL:
+                              the plan runs in order */
+    const char *conc_why;  /* parallel scheduler, conc NULL: why (a constant string) */
 };
 
 /* A plan with every value as the graph declares it (initializers known);

@@ -18,6 +18,8 @@ minfer_status minfer_options_create(minfer_options **out) {
     (*out)->log_level = -1;
     (*out)->opt_level = -1;
     (*out)->planner = -1;
+    (*out)->scheduler = -1;
+    (*out)->inter_op = -1;
     (*out)->check_nan = -1;
     return MINFER_OK;
 }
@@ -141,6 +143,56 @@ minfer_status minfer_options_set_planner(minfer_options *opt, minfer_planner pla
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_planner: bad planner %d",
                         (int)planner);
     opt->planner = (int)planner;
+    return MINFER_OK;
+}
+
+minfer_status minfer_options_set_scheduler(minfer_options *opt, minfer_scheduler scheduler) {
+    if (!opt || (scheduler != MINFER_SCHED_SEQUENTIAL && scheduler != MINFER_SCHED_PARALLEL))
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_scheduler: bad scheduler %d",
+                        (int)scheduler);
+    opt->scheduler = (int)scheduler;
+    return MINFER_OK;
+}
+
+minfer_status minfer_options_set_inter_op_threads(minfer_options *opt, int threads) {
+    if (!opt || threads < 0 || threads > 1024)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_options_set_inter_op_threads: thread count %d is not in 0..1024",
+                        threads);
+    opt->inter_op = threads;
+    return MINFER_OK;
+}
+
+/* MINFER_SCHEDULER and MINFER_INTER_OP_THREADS are read here, where the
+ * options they stand in for are resolved; a value that is not one of the
+ * names (numbers) is an error naming it, not a silent default. */
+minfer_status mf_options_schedule(const minfer_options *opt, const char *errctx, int *scheduler,
+                                  int *inter_op) {
+    const char *e = getenv("MINFER_SCHEDULER");
+    *scheduler = MINFER_SCHED_SEQUENTIAL;
+    *inter_op = 0;
+    if (opt && opt->scheduler >= 0)
+        *scheduler = opt->scheduler;
+    else if (e && e[0]) {
+        if (strcmp(e, "parallel") == 0)
+            *scheduler = MINFER_SCHED_PARALLEL;
+        else if (strcmp(e, "sequential") != 0)
+            return mf_error(MINFER_ERR_INVALID_ARG,
+                            "%s: MINFER_SCHEDULER='%s' is not a scheduler (sequential, parallel)",
+                            errctx, e);
+    }
+    e = getenv("MINFER_INTER_OP_THREADS");
+    if (opt && opt->inter_op >= 0)
+        *inter_op = opt->inter_op;
+    else if (e && e[0]) {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (*end || v < 0 || v > 1024)
+            return mf_error(MINFER_ERR_INVALID_ARG,
+                            "%s: MINFER_INTER_OP_THREADS='%s' is not a thread count in 0..1024",
+                            errctx, e);
+        *inter_op = (int)v;
+    }
     return MINFER_OK;
 }
 

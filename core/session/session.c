@@ -430,6 +430,10 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
         st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
         goto fail;
     }
+    if ((st = mf_options_schedule(opt, errctx, &s->scheduler, &s->inter_op)) != MINFER_OK)
+        goto fail;
+    if (s->inter_op <= 0 || s->inter_op > mf_pool_threads(s->pool))
+        s->inter_op = mf_pool_threads(s->pool);
     mf_host_api_init(&s->api);
 
     t = mf_now_ms();

@@ -30,6 +30,8 @@ struct minfer_options {
     int log_level;    /* -1: not set (MINFER_LOG or WARN) */
     int opt_level;    /* -1: not set (MINFER_OPT_LEVEL or 3) */
     int planner;      /* -1: not set (MINFER_PLANNER or greedy) */
+    int scheduler;    /* -1: not set (MINFER_SCHEDULER or sequential) */
+    int inter_op;     /* -1: not set (MINFER_INTER_OP_THREADS or 0: the pool's threads) */
     size_t plan_cache_size; /* 0: default */
     minfer_limits limits;   /* 0 fields: defaults */
     minfer_run_limits run_limits; /* 0 fields: defaults */
@@ -60,6 +62,11 @@ const char *mf_options_provider_options(const minfer_options *opt, const char *p
 /* Effective limits: opt's non-zero fields, else the defaults (opt may be
  * NULL: the defaults). */
 minfer_limits mf_options_limits(const minfer_options *opt);
+/* The scheduler and inter-op thread count: opt's, else the environment's
+ * (MINFER_SCHEDULER, MINFER_INTER_OP_THREADS), else sequential and 0; a
+ * bad environment value is an error (session/options.c). */
+minfer_status mf_options_schedule(const minfer_options *opt, const char *errctx, int *scheduler,
+                                  int *inter_op);
 /* Effective run budgets: opt's non-zero fields, else the defaults. */
 minfer_run_limits mf_options_run_limits(const minfer_options *opt);
 

@@ -219,6 +219,22 @@ typedef enum minfer_planner {
                                   bug from a kernel bug; also MINFER_PLANNER=linear */
 } minfer_planner;
 MINFER_API minfer_status minfer_options_set_planner(minfer_options *opt, minfer_planner planner);
+
+/* How a run orders its nodes (docs/scheduling.md). */
+typedef enum minfer_scheduler {
+    MINFER_SCHED_SEQUENTIAL = 0, /* one node after another, each split over the pool (default) */
+    MINFER_SCHED_PARALLEL = 1    /* independent nodes at once on the pool (a ready queue),
+                                    with a memory plan valid for any such order; results
+                                    identical; also MINFER_SCHEDULER=parallel */
+} minfer_scheduler;
+MINFER_API minfer_status minfer_options_set_scheduler(minfer_options *opt,
+                                                      minfer_scheduler scheduler);
+/* How many nodes the parallel scheduler runs at once: 0 (default) as many as
+ * the pool has threads; never more, so busy threads stay within
+ * minfer_options_set_threads (a node running beside another runs on one
+ * thread; a node running alone splits over the pool). Also
+ * MINFER_INTER_OP_THREADS. */
+MINFER_API minfer_status minfer_options_set_inter_op_threads(minfer_options *opt, int threads);
 /* How many plans (one per distinct set of input shapes) a session keeps;
  * default 4, at least 1. */
 MINFER_API minfer_status minfer_options_set_plan_cache_size(minfer_options *opt, size_t plans);
@@ -417,6 +433,23 @@ typedef struct minfer_memory_info {
 } minfer_memory_info;
 MINFER_API minfer_status minfer_session_memory_info(const minfer_session *s,
                                                     minfer_memory_info *out);
+
+/* The scheduler of a session and what it does with the most recently used
+ * plan. Set struct_size = sizeof(minfer_schedule_info) before the call;
+ * fields past the caller's size are not written. */
+typedef struct minfer_schedule_info {
+    size_t struct_size;
+    int scheduler;        /* minfer_scheduler */
+    int inter_op_threads; /* nodes at once (resolved: never above the pool's threads) */
+    int has_plan;
+    int concurrent;       /* the plan runs nodes at once */
+    const char *why_sequential; /* parallel scheduler, plan run in order: why; else "".
+                                   Owned by the library (a constant string) */
+    uint64_t arena_bytes;            /* the plan's arenas, host and device domains */
+    uint64_t sequential_arena_bytes; /* what they take in the sequential order */
+} minfer_schedule_info;
+MINFER_API minfer_status minfer_session_schedule_info(const minfer_session *s,
+                                                      minfer_schedule_info *out);
 
 /* One planned buffer of that plan: the value it holds first (for a node's
  * workspace: the node's name, with is_workspace set), its memory domain, offset, size and lifetime in steps of the
