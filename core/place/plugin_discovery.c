@@ -65,13 +65,14 @@ static minfer_status add(minfer_plugin_list *l, const char *name, const char *pa
         if (names) {
             for (size_t i = 0; i < n; i++) {
                 char line[512];
+                /* The default domain by its ONNX name, not as ":Op". */
+                const char *dom = ops[i].domain[0] ? ops[i].domain : "ai.onnx";
                 if (ops[i].until_version)
-                    snprintf(line, sizeof line, "%s:%s (opset %lld-%lld)", ops[i].domain,
-                             ops[i].op_type, (long long)ops[i].since_version,
-                             (long long)ops[i].until_version);
+                    snprintf(line, sizeof line, "%s:%s (opset %lld-%lld)", dom, ops[i].op_type,
+                             (long long)ops[i].since_version, (long long)ops[i].until_version);
                 else
-                    snprintf(line, sizeof line, "%s:%s (opset %lld+)", ops[i].domain,
-                             ops[i].op_type, (long long)ops[i].since_version);
+                    snprintf(line, sizeof line, "%s:%s (opset %lld+)", dom, ops[i].op_type,
+                             (long long)ops[i].since_version);
                 if (!(names[i] = keep(l, line)))
                     break;
                 d->n_ops = i + 1;
