@@ -9,6 +9,7 @@
  * Figures are for comparing in one run on one machine (alternating with the
  * thing compared); a single absolute time on a shared machine means little.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,10 @@ static void print_help(void) {
            "options:\n"
            "  --providers LIST  provider preference, e.g. 'onednn,cpu'\n"
            "  --threads N       threads of the session's pool (0: one per CPU)\n"
-           "  --runs N          timed runs (default 20)\n"
+           "  --runs N          timed runs (default 20; per caller with --concurrency)\n"
+           "  --concurrency N   N callers run the session at once, each --runs times:\n"
+           "                    throughput (runs/s over the wall time) and p50/p99 latency\n"
+           "                    (compare schedulers: minfer --scheduler S bench ...)\n"
            "  --warmup N        untimed runs first (default 3)\n"
            "  --inputs DIR      inputs from DIR/input_K.pb (default: random, symbolic dims 1)\n"
            "  --dim NAME=N      set the symbolic dimension NAME of every input to N\n"
@@ -124,10 +128,74 @@ static double gflops(const op_row *r) {
     return r->total_ms > 0 ? r->flops_x_runs / (r->total_ms * 1e6) : 0;
 }
 
+/* --concurrency N: one of N callers running the session at once, each
+ * with its own outputs; lat gets its runs' latencies. */
+typedef struct caller {
+    minfer_session *s;
+    const char **names;
+    minfer_tensor **ins;
+    size_t n_in, n_out;
+    int runs;
+    double *lat;
+    minfer_status st;
+} caller;
+
+static void *caller_main(void *arg) {
+    caller *c = arg;
+    minfer_tensor **outs = calloc(c->n_out + 1, sizeof *outs);
+    c->st = outs ? MINFER_OK : MINFER_ERR_NOMEM;
+    for (int i = 0; c->st == MINFER_OK && i < c->runs; i++) {
+        for (size_t o = 0; o < c->n_out; o++)
+            if (outs[o] && minfer_value_kind_of(outs[o]) != MINFER_VALUE_TENSOR) {
+                minfer_tensor_free(outs[o]);
+                outs[o] = NULL;
+            }
+        double a = now_ms();
+        c->st = minfer_session_run(c->s, c->names, (const minfer_tensor *const *)c->ins, c->n_in,
+                                   NULL, outs, c->n_out);
+        c->lat[i] = now_ms() - a;
+    }
+    for (size_t o = 0; outs && o < c->n_out; o++)
+        minfer_tensor_free(outs[o]);
+    free(outs);
+    return NULL;
+}
+
+/* Runs `runs` runs from each of n callers at once; *wall_ms the time for
+ * all of them. */
+static minfer_status run_callers(minfer_session *s, const char **names, minfer_tensor **ins,
+                                 size_t n_in, size_t n_out, int runs, int n, double *lat,
+                                 double *wall_ms) {
+    caller *cs = calloc((size_t)n, sizeof *cs);
+    pthread_t *ts = calloc((size_t)n, sizeof *ts);
+    minfer_status st = cs && ts ? MINFER_OK : MINFER_ERR_NOMEM;
+    int started = 0;
+    double t0 = now_ms();
+    for (; st == MINFER_OK && started < n; started++) {
+        cs[started] = (caller){s, names, ins, n_in, n_out, runs, lat + (size_t)started * runs,
+                               MINFER_OK};
+        if (pthread_create(&ts[started], NULL, caller_main, &cs[started]) != 0)
+            st = MINFER_ERR_NOMEM;
+    }
+    if (st != MINFER_OK)
+        started--;
+    for (int k = 0; k < started; k++) {
+        pthread_join(ts[k], NULL);
+        if (st == MINFER_OK)
+            st = cs[k].st;
+    }
+    *wall_ms = now_ms() - t0;
+    free(cs);
+    free(ts);
+    return st;
+}
+
 int cmd_bench(int argc, char **argv) {
     const char *providers = NULL, *threads_s = NULL, *runs_s = NULL, *warm_s = NULL,
-               *in_dir = NULL, *profile = NULL;
+               *in_dir = NULL, *profile = NULL, *conc_s = NULL;
     int json = 0, help = 0, threads = -1, runs = 20, warmup = 3, check_nan = 0, force = 0, rc;
+    int concurrency = 1;
+    double wall_ms = 0;
     cli_list dims = {0}, shapes = {0};
     const cli_opt opts[] = {
         {"providers", 0, &providers, NULL, NULL}, {"threads", 0, &threads_s, NULL, NULL},
@@ -135,7 +203,7 @@ int cmd_bench(int argc, char **argv) {
         {"inputs", 0, &in_dir, NULL, NULL},       {"json", 0, NULL, &json, NULL},
         {"profile", 0, &profile, NULL, NULL},     {"check-nan", 0, NULL, &check_nan, NULL},
         {"force", 0, NULL, &force, NULL},         {"dim", 0, NULL, NULL, &dims},
-        {"shape", 0, NULL, NULL, &shapes},
+        {"shape", 0, NULL, NULL, &shapes},        {"concurrency", 0, &conc_s, NULL, NULL},
     };
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0, n_in = 0, n_out = 0;
@@ -169,7 +237,8 @@ int cmd_bench(int argc, char **argv) {
     }
     if ((threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &threads))) ||
         (runs_s && (rc = cli_parse_int(CMD, "--runs", runs_s, 1, 1000000, &runs))) ||
-        (warm_s && (rc = cli_parse_int(CMD, "--warmup", warm_s, 0, 1000000, &warmup))))
+        (warm_s && (rc = cli_parse_int(CMD, "--warmup", warm_s, 0, 1000000, &warmup))) ||
+        (conc_s && (rc = cli_parse_int(CMD, "--concurrency", conc_s, 1, 256, &concurrency))))
         goto done;
     rc = CLI_FAIL;
     if ((st = cli_make_options(providers, threads, &opt)) != MINFER_OK) {
@@ -196,7 +265,7 @@ int cmd_bench(int argc, char **argv) {
     ins = calloc(n_in + 1, sizeof *ins);
     outs = calloc(n_out + 1, sizeof *outs);
     names = calloc(n_in + 1, sizeof *names);
-    lat = calloc((size_t)runs, sizeof *lat);
+    lat = calloc((size_t)runs * (size_t)concurrency, sizeof *lat);
     if (!ins || !outs || !names || !lat) {
         fprintf(stderr, "minfer bench: out of memory\n");
         goto done;
@@ -218,7 +287,7 @@ int cmd_bench(int argc, char **argv) {
     }
     /* The first run allocates the outputs; later runs write into them, so
      * the timed loop measures the runtime, not the allocator. */
-    for (int i = 0; i < warmup + runs; i++) {
+    for (int i = 0; i < warmup + (concurrency > 1 ? 0 : runs); i++) {
         if (i == warmup && (st = minfer_session_reset_stats(s)) != MINFER_OK)
             goto fail;
         for (size_t o = 0; o < n_out; o++)
@@ -235,9 +304,18 @@ int cmd_bench(int argc, char **argv) {
         if (i >= warmup)
             lat[i - warmup] = b - a;
     }
+    if (concurrency > 1) {
+        if ((st = minfer_session_reset_stats(s)) != MINFER_OK ||
+            (st = run_callers(s, names, ins, n_in, n_out, runs, concurrency, lat, &wall_ms)) !=
+                MINFER_OK)
+            goto fail;
+        runs *= concurrency; /* the statistics below cover every caller's runs */
+    }
     double sum = 0;
     for (int i = 0; i < runs; i++)
         sum += lat[i];
+    if (concurrency == 1)
+        wall_ms = sum;
     qsort(lat, (size_t)runs, sizeof *lat, cmp_double);
     minfer_memory_info mem;
     minfer_session_memory_info(s, &mem);
@@ -270,6 +348,8 @@ int cmd_bench(int argc, char **argv) {
      * session's own statistics, in --json's "stats", time the same runs
      * from inside and differ by the call's overhead). */
     double median = percentile(lat, (size_t)runs, 0.5), p90 = percentile(lat, (size_t)runs, 0.9);
+    double p99 = percentile(lat, (size_t)runs, 0.99);
+    double per_s = wall_ms > 0 ? runs * 1e3 / wall_ms : 0.0;
     if (json) {
         json_t *root = json_object(), *jp = json_array(), *ji = json_array(), *jst = json_object();
         json_object_set_new(root, "model", cli_json_str(pos[0]));
@@ -295,6 +375,9 @@ int cmd_bench(int argc, char **argv) {
         json_object_set_new(root, "p90_ms", json_real(p90));
         json_object_set_new(root, "mean_ms", json_real(sum / runs));
         json_object_set_new(root, "max_ms", json_real(lat[runs - 1]));
+        json_object_set_new(root, "p99_ms", json_real(p99));
+        json_object_set_new(root, "concurrency", json_integer(concurrency));
+        json_object_set_new(root, "runs_per_s", json_real(per_s));
         json_object_set_new(root, "arena_bytes", json_integer((json_int_t)mem.arena_bytes));
         json_object_set_new(root, "device_arena_bytes",
                             json_integer((json_int_t)mem.device_arena_bytes));
@@ -345,6 +428,8 @@ int cmd_bench(int argc, char **argv) {
         printf("latency:         min %.3f ms, median %.3f ms, p90 %.3f ms, mean %.3f ms, "
                "max %.3f ms; %.2f runs/s\n",
                lat[0], median, p90, sum / runs, lat[runs - 1], sum > 0 ? runs * 1e3 / sum : 0.0);
+        printf("throughput:      %.2f runs/s from %d caller%s at once (p50 %.3f ms, p99 %.3f ms)\n",
+               per_s, concurrency, concurrency > 1 ? "s" : "", median, p99);
         printf("arena:           %.2f MiB host", (double)mem.arena_bytes / 1048576.0);
         if (mem.device_arena_bytes)
             printf(", %.2f MiB device", (double)mem.device_arena_bytes / 1048576.0);
