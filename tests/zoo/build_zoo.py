@@ -5,6 +5,9 @@ ONNX Runtime (the peer, onnxruntime-node pinned at 1.30.0).
 
 usage: build_zoo.py OUT_DIR [--only NAME,...] [--list]
 
+A case whose zoo.json exists in OUT_DIR (written last) is kept: a run that
+was interrupted goes on where it stopped.
+
 For each entry of MODELS:
  1. build the module with seeded random weights; calibrate BatchNorm: a few
     forward passes in train mode with momentum None (a plain average of the
@@ -489,11 +492,11 @@ def calibrate(spec, model, rng):
 
 
 def unit_logits(spec, model, rng):
-    """Scales the classifier (the last Linear) so the logits have standard
-    deviation 1: inception_v3's initialisation gives logits around 15,
-    where float32 rounding inside the network alone is more than the test's
-    atol on the small ones."""
-    head = [m for m in model.modules() if isinstance(m, nn.Linear)][-1]
+    """Scales the classifier (the last Linear, or SqueezeNet's last Conv) so
+    the logits have standard deviation 1: inception_v3's initialisation
+    gives logits around 15, where float32 rounding inside the network alone
+    is more than the test's atol on the small ones."""
+    head = [m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))][-1]
     s = spec["sets"][0]
     x = [make_input(s[n][0], s[n][1], rng) for n in spec["inputs"]]
     with torch.no_grad():
@@ -502,6 +505,10 @@ def unit_logits(spec, model, rng):
             head.weight.div_(sd)
             if head.bias is not None:
                 head.bias.div_(sd)
+
+
+class Unusable(RuntimeError):
+    """A data set that cannot hold minfer to the tolerance; another input may."""
 
 
 def check_precision(name, model, ins, outs):
@@ -517,7 +524,7 @@ def check_precision(name, model, ins, outs):
         t = t.numpy()
         excess = np.abs(a - t) / (1e-4 + 1e-3 * np.abs(t))
         if excess.size and excess.max() > 0.25:
-            raise RuntimeError(f"{n}: ill-conditioned: ORT's float32 output is "
+            raise Unusable(f"{n}: ill-conditioned: ORT's float32 output is "
                                f"{excess.max():.2f} of the test tolerance from float64")
 
 
@@ -642,14 +649,23 @@ def build_one(spec, opset, out_dir, log):
             outs = run_ort(path, arrs, spec["inputs"])
             with torch.no_grad():
                 ref = flat_outputs(model(*ins))
-            check_against_torch(case, ref, outs)
-            if spec["kind"] != "detection":
-                check_precision(case, model, ins, outs)
+            try:
+                if spec["kind"] != "detection":
+                    check_against_torch(case, ref, outs)
+                    check_precision(case, model, ins, outs)
+                    break
+                if not detection_stable(outs, DET_THRESH):
+                    raise Unusable("detections with scores less than 1e-3 apart")
+                check_against_torch(case, ref, outs)
                 break
-            if detection_stable(outs, DET_THRESH):
-                break
+            except Unusable as e:  # another input seed may do
+                last = e
+            except RuntimeError as e:
+                if spec["kind"] != "detection":
+                    raise
+                last = e  # torch and ORT pick other boxes: too close to call
         else:
-            raise RuntimeError("no input seed gave detections with scores well apart")
+            raise RuntimeError(f"no input seed of 10 gave a usable data set: {last}")
         for j, (n, a) in enumerate(zip(spec["inputs"], arrs)):
             save_tensor(os.path.join(ddir, f"input_{j}.pb"), n, a)
         for j, (n, a) in enumerate(outs):
@@ -682,6 +698,12 @@ def main():
         if only and spec["name"] not in only:
             continue
         for opset in spec["opsets"]:
+            done = os.path.join(a.out, f"{spec['name']}_op{opset}", "zoo.json")
+            if os.path.exists(done):  # built by an earlier, interrupted run
+                with open(done) as f:
+                    built.append(json.load(f))
+                print(f"KEPT {spec['name']}_op{opset}", flush=True)
+                continue
             try:
                 built.append(build_one(spec, opset, a.out, lambda s: print(s, flush=True)))
             except Exception as e:  # the exporter's reason goes to the list, not away

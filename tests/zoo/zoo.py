@@ -68,12 +68,11 @@ def build(corpus):
     os.makedirs(root, exist_ok=True)
     key = cache_key()
     dest = os.path.join(root, key)
-    with open(os.path.join(root, ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # builds of several build trees take turns
+    with open(dest + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # build trees wanting this corpus take turns
         if not os.path.exists(os.path.join(dest, "failed.json")):
             ensure_peer()
-            tmp = dest + ".partial"
-            shutil.rmtree(tmp, ignore_errors=True)
+            tmp = dest + ".partial"  # an interrupted build goes on from its cases
             print(f"zoo: building the corpus into {dest}", flush=True)
             env = dict(os.environ, MINFER_PEER_DIR=PEER_DIR)
             r = subprocess.run([PYTHON, os.path.join(HERE, "build_zoo.py"), tmp], env=env)
