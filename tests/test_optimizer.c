@@ -1,5 +1,5 @@
 /*
- * Unit tests for the graph optimizer (core/optimize/optimizer.c, core/passes_*.c).
+ * Unit tests for the graph optimizer (core/optimize/).
  *
  * Each case builds a small graph in the core's IR, runs it as built and as
  * optimized (both through sessions at optimization level 0, from the

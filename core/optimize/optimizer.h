@@ -17,8 +17,10 @@
  *   2  also fusions into the `minfer` domain (docs/fused-ops.md);
  *   3  everything (no provider-specific rewrite exists yet).
  *
- * The first part of this header is what the session uses; the second is
- * shared by the passes (core/passes_*.c) and nothing else.
+ * Included by what runs the optimizer (core/session: sessions,
+ * minfer_optimize_model, the compiler), by core/exec/evaluator.c, which
+ * defines the stand-alone evaluator below, and by tests. The optimizer's own
+ * files share more through optimize/passes.h.
  */
 #ifndef MINFER_CORE_OPTIMIZER_H
 #define MINFER_CORE_OPTIMIZER_H
@@ -58,7 +60,7 @@ typedef struct mf_opt_ctx {
 /* Rewrites g in place; on return g is finalized (mf_graph_finalize: fresh order). */
 minfer_status mf_optimize(mf_graph *g, const mf_opt_ctx *ctx, const char *errctx);
 
-/* ---- A stand-alone evaluator (core/optimize/opt_eval.c) -------------------------- */
+/* ---- A stand-alone evaluator (core/exec/evaluator.c) ---------------------- */
 
 /* An eval_node for callers without a session (minfer_optimize_model, the
  * tests): opens the CPU provider privately, runs one node serially. */
@@ -68,125 +70,5 @@ void mf_evaluator_close(mf_evaluator *ev);
 /* Matches mf_opt_ctx.eval_node; user is the mf_evaluator. */
 minfer_status mf_evaluator_eval_node(void *user, const mf_graph *g, int node,
                                      minfer_tensor **outputs);
-
-/* ---- Internal to the passes ---------------------------------------------- */
-
-/* What a pass knows about one value: type and shape as two probes see them.
- * The analysis runs shape inference twice, with every symbolic input
- * dimension replaced by a small probe size (distinct per name, different
- * between the two runs), evaluating small integer shape arithmetic on the
- * way. A dimension equal in both runs is static (dim >= 0); otherwise it
- * is symbolic, and two symbolic dimensions are the same expression when
- * both runs agree on them. Probes can be fooled (a dimension clamped by a
- * static bound below both probe sizes looks static), so a rewrite that bakes
- * a dimension into a constant uses s[], from a third run that leaves
- * symbolic dimensions unknown; the probes only decide whether shapes match,
- * and the fused kernels check shapes again when they run. */
-typedef struct mf_vinfo {
-    int32_t dtype; /* 0 unknown */
-    int32_t rank;  /* -1 unknown */
-    int64_t a[MINFER_MAX_RANK], b[MINFER_MAX_RANK]; /* per probe; -1 unknown */
-    int64_t s[MINFER_MAX_RANK]; /* exactly known (no probes), else -1 */
-} mf_vinfo;
-
-typedef struct mf_probe_state mf_probe_state; /* optimizer.c */
-
-typedef struct mf_opt {
-    mf_graph *g;
-    const mf_opt_ctx *ctx;
-    const char *errctx;
-    unsigned char *dead; /* per node: removed by the current pass */
-    size_t cap_dead;
-    int *prod;           /* per value: producing live node, or -1 */
-    int *cons_start;     /* per value: [cons_start[v], cons_start[v+1]) in cons */
-    int *cons;           /* consuming live nodes (once per input slot) */
-    unsigned char *pinned; /* per value: graph output or read by a subgraph */
-    int *fill;           /* reindex's scratch, per value */
-    size_t cap_index_values, cap_cons; /* capacities of the arrays above */
-    size_t n_index_values; /* values covered by the index */
-    mf_vinfo *info;      /* per value, NULL until asked for */
-    size_t n_info;
-    int info_dirty;
-    int info_keep;       /* a pass whose edits change no value's type or shape (folding):
-                            they leave the analysis as it is */
-    unsigned name_seq;   /* for fresh value names */
-    mf_probe_state *probe; /* the analysis' buffers and memo, NULL until asked for */
-    int nomem; /* the analysis ran out of memory: the pass fails when it returns */
-} mf_opt;
-
-/* One pass: returns an error only for a real failure (out of memory);
- * a pattern that does not match is simply left alone. */
-typedef minfer_status (*mf_pass_fn)(mf_opt *o, size_t *fired);
-
-/* Recomputes producers, consumers and pinned values after an edit. */
-minfer_status mf_opt_reindex(mf_opt *o);
-/* Number of live consumer slots of v (a node reading v twice counts 2). */
-size_t mf_opt_nuses(const mf_opt *o, int v);
-/* The live node producing v, or -1. */
-int mf_opt_producer(const mf_opt *o, int v);
-/* The only live consumer of v when v has exactly one use and is not
- * pinned (graph output, subgraph reference); else -1. */
-int mf_opt_single_consumer(const mf_opt *o, int v);
-/* Marks node i dead (swept after the pass). */
-void mf_opt_kill(mf_opt *o, int i);
-/* Every live node input reading `from` reads `to` instead. */
-void mf_opt_replace_uses(mf_opt *o, int from, int to);
-/* Removes a node whose output 0 equals its input 0 (Identity-like):
- * consumers read the input; when the output is pinned, the input's
- * producer writes the output instead. Returns 1 when removed. */
-int mf_opt_bypass(mf_opt *o, int node);
-/* Type and shape of v (see mf_vinfo); never NULL for a valid index. When
- * the analysis runs out of memory it answers "unknown" and sets o->nomem,
- * which fails the pass. */
-const mf_vinfo *mf_opt_info(mf_opt *o, int v);
-/* The initializer of v, or NULL. */
-const minfer_tensor *mf_opt_const(const mf_opt *o, int v);
-/* A float initializer's single value (any rank, one element) into *out:
- * 1 when v is such a constant. */
-int mf_opt_scalar(const mf_opt *o, int v, double *out);
-/* A new initializer value (name derived from base) holding t (taken). */
-int mf_opt_add_const(mf_opt *o, const char *base, minfer_tensor *t);
-/* Makes node i an op of the minfer domain (version 1 imported). */
-minfer_status mf_opt_set_op(mf_opt *o, int i, const char *domain, const char *op);
-/* Attribute setters on node i (replace an attribute of the same name). */
-minfer_status mf_opt_set_attr_int(mf_opt *o, int i, const char *name, int64_t v);
-minfer_status mf_opt_set_attr_float(mf_opt *o, int i, const char *name, float v);
-minfer_status mf_opt_set_attr_string(mf_opt *o, int i, const char *name, const char *v);
-minfer_status mf_opt_set_attr_floats(mf_opt *o, int i, const char *name, const float *v,
-                                     size_t n);
-minfer_status mf_opt_set_attr_ints(mf_opt *o, int i, const char *name, const int64_t *v,
-                                   size_t n);
-/* Removes attribute name from node i (no-op when absent). */
-void mf_opt_drop_attr(mf_opt *o, int i, const char *name);
-/* Replaces node i's input list. */
-minfer_status mf_opt_set_inputs(mf_opt *o, int i, const int *inputs, size_t n);
-/* 1 if the node is op in the default domain. */
-int mf_opt_is(const mf_graph *g, int i, const char *op);
-/* Dimension d as both probes see it when they agree (a static size for
- * matching patterns), else -1. */
-static inline int64_t mf_opt_dim(const mf_vinfo *vi, int d) {
-    return d >= 0 && d < vi->rank && vi->a[d] >= 0 && vi->a[d] == vi->b[d] ? vi->a[d] : -1;
-}
-/* 1 if two values have the same known shape (symbolic dims compared). */
-int mf_opt_same_shape(mf_opt *o, int v, int w);
-/* Reads v's constant ints (int32/int64) into out: the count, or -1. */
-int mf_opt_const_ints(const mf_opt *o, int v, int64_t *out, int cap);
-
-/* Passes, by family. */
-minfer_status mf_pass_dead_nodes(mf_opt *o, size_t *fired);       /* passes_basic.c */
-minfer_status mf_pass_identity(mf_opt *o, size_t *fired);
-minfer_status mf_pass_constant_nodes(mf_opt *o, size_t *fired);
-minfer_status mf_pass_fold_constants(mf_opt *o, size_t *fired);
-minfer_status mf_pass_fold_shapes(mf_opt *o, size_t *fired);
-minfer_status mf_pass_reshape_chains(mf_opt *o, size_t *fired);
-minfer_status mf_pass_cast_pairs(mf_opt *o, size_t *fired);
-minfer_status mf_pass_transpose_pairs(mf_opt *o, size_t *fired);
-minfer_status mf_pass_fold_batchnorm(mf_opt *o, size_t *fired);   /* passes_batchnorm.c */
-minfer_status mf_pass_fuse_conv(mf_opt *o, size_t *fired);        /* passes_fuse.c */
-minfer_status mf_pass_fuse_gemm(mf_opt *o, size_t *fired);
-minfer_status mf_pass_fuse_matmul(mf_opt *o, size_t *fired);
-minfer_status mf_pass_fuse_layernorm(mf_opt *o, size_t *fired);   /* passes_transformer.c */
-minfer_status mf_pass_fuse_gelu(mf_opt *o, size_t *fired);
-minfer_status mf_pass_fuse_attention(mf_opt *o, size_t *fired);
 
 #endif

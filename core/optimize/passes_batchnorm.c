@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "util/internal.h"
-#include "optimize/optimizer.h"
+#include "optimize/passes.h"
 
 static int live(const mf_opt *o, size_t i) { return !(i < o->cap_dead && o->dead[i]); }
 
