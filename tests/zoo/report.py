@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 LISTS = ["cpu", "onednn,cpu", "opencl,cpu"]
+RUNS = os.environ.get("ZOO_BENCH_RUNS", "10")  # timed runs of each bench
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -37,7 +38,7 @@ def run_tests(minfer, corpus, cases, providers):
 def bench(minfer, case_dir, providers):
     r = subprocess.run([minfer, "bench", os.path.join(case_dir, "model.onnx"), "--inputs",
                         os.path.join(case_dir, "test_data_set_0"), "--threads", "2",
-                        "--runs", "10", "--warmup", "2", "--json", "--providers", providers],
+                        "--runs", RUNS, "--warmup", "2", "--json", "--providers", providers],
                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     if r.returncode != 0:
         return None
@@ -74,10 +75,14 @@ def main(argv):
                     f"{i['params'] / 1e6:.2f} M | " + " | ".join(res) + " | "
                     + " | ".join(ms) + " |")
         print(rows[-1], flush=True)
-    with open(os.path.join(corpus, "failed.json")) as f:
-        failed = json.load(f)
+    failed = None
+    if os.path.exists(os.path.join(corpus, "failed.json")):
+        with open(os.path.join(corpus, "failed.json")) as f:
+            failed = json.load(f)
     rows.append("")
-    if failed:
+    if failed is None:
+        rows.append("(Made from a corpus whose build had not finished: the cases built so far.)")
+    elif failed:
         rows.append("Not exported (the exporter's or the export check's reason):")
         rows.append("")
         for e in failed:
