@@ -428,8 +428,10 @@ int cmd_bench(int argc, char **argv) {
         printf("latency:         min %.3f ms, median %.3f ms, p90 %.3f ms, mean %.3f ms, "
                "max %.3f ms; %.2f runs/s\n",
                lat[0], median, p90, sum / runs, lat[runs - 1], sum > 0 ? runs * 1e3 / sum : 0.0);
-        printf("throughput:      %.2f runs/s from %d caller%s at once (p50 %.3f ms, p99 %.3f ms)\n",
-               per_s, concurrency, concurrency > 1 ? "s" : "", median, p99);
+        if (concurrency > 1)
+            printf("throughput:      %.2f runs/s over the wall time, from %d callers at once "
+                   "(each run: median %.3f ms, 99th percentile %.3f ms)\n",
+                   per_s, concurrency, median, p99);
         printf("arena:           %.2f MiB host", (double)mem.arena_bytes / 1048576.0);
         if (mem.device_arena_bytes)
             printf(", %.2f MiB device", (double)mem.device_arena_bytes / 1048576.0);

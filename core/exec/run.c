@@ -514,8 +514,8 @@ static void profile_node(minfer_session *s, const mf_plan *p, int i, double t0,
 
 /* Step k (node i): copies, the node (core, dynamic or planned), then the
  * checks and the budget, and run-time storage that died here (the
- * parallel scheduler calls it too: exec/sched.h). */
-minfer_status mf_exec_step(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+ * parallel scheduler is handed it: exec/sched.h). */
+static minfer_status run_step(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
                               mf_budget *b, int k) {
     int i = s->g->order[k];
     const mf_node *n = &s->g->nodes[i];
@@ -565,12 +565,12 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
         return st;
     r->views = c->views;
     if (p->conc) {
-        if ((st = mf_sched_parallel_run(s, p, c, r, b)) != MINFER_OK)
+        if ((st = mf_sched_parallel_run(s, p, c, r, b, run_step)) != MINFER_OK)
             return st;
     } else
         for (size_t k = 0; k < g->n_nodes; k++)
             if (!p->nodes[g->order[k]].folded &&
-                (st = mf_exec_step(s, p, c, r, b, (int)k)) != MINFER_OK)
+                (st = run_step(s, p, c, r, b, (int)k)) != MINFER_OK)
                 return st;
     for (size_t d = 1; d < s->n_domains; d++) {
         mf_provider_inst *pi = &s->provs[d - 1];

@@ -11,16 +11,16 @@
 #include "exec/exec.h"
 #include "plan/plan_concurrent.h"
 
-/* One step of a run (run.c): step k's copies, its node, the checks and the
- * budget. r is the calling thread's run handle. */
-minfer_status mf_exec_step(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                           mf_budget *b, int k);
+/* One step of a run (run.c hands its own): step k's copies, its node, the
+ * checks and the budget. r is the calling thread's run handle. */
+typedef minfer_status (*mf_step_fn)(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+                                    mf_budget *b, int k);
 
 /* Runs every step of plan p (p->conc set) in context c, nodes that do not
  * depend on each other at once on the session's pool. r is the run's
  * handle (each thread gets its own copy while nodes run at once). On
  * failure the first error is the calling thread's last error. */
 minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                                    mf_budget *b);
+                                    mf_budget *b, mf_step_fn step);
 
 #endif

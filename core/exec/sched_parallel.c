@@ -50,6 +50,7 @@ typedef struct sched {
     mf_plan *p;
     mf_exec_ctx *c;
     mf_budget *b;
+    mf_step_fn step;
     const mf_conc *cc;
     mf_run *runs;        /* per region chunk */
     int workers;
@@ -168,7 +169,7 @@ static void region_chunk(void *arg, size_t begin, size_t end) {
         int k = heap_pop(q);
         q->in_flight++;
         pthread_mutex_unlock(&q->lock);
-        minfer_status st = mf_exec_step(q->s, q->p, q->c, r, q->b, k);
+        minfer_status st = q->step(q->s, q->p, q->c, r, q->b, k);
         pthread_mutex_lock(&q->lock);
         q->in_flight--;
         if (st != MINFER_OK)
@@ -182,7 +183,7 @@ static void region_chunk(void *arg, size_t begin, size_t end) {
 }
 
 minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                                    mf_budget *b) {
+                                    mf_budget *b, mf_step_fn step) {
     const mf_conc *cc = p->conc;
     sched q;
     memset(&q, 0, sizeof q);
@@ -190,6 +191,7 @@ minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
     q.p = p;
     q.c = c;
     q.b = b;
+    q.step = step;
     q.cc = cc;
     q.workers = s->inter_op;
     q.deps = mf_malloc(((size_t)cc->n + 1) * sizeof *q.deps);
@@ -234,7 +236,7 @@ minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
             continue;
         }
         int k = heap_pop(&q);
-        minfer_status st = mf_exec_step(s, p, c, r, b, k);
+        minfer_status st = step(s, p, c, r, b, k);
         if (st != MINFER_OK)
             fail(&q, st);
         else

@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/threadpool.h"
 #include "plan/plan_concurrent.h"
 
 void mf_conc_free(mf_conc *c) {
@@ -64,7 +63,7 @@ static const char *why_sequential(const minfer_session *s, const mf_plan *p) {
     const mf_graph *g = s->g;
     if (s->scheduler != MINFER_SCHED_PARALLEL)
         return NULL;
-    if (mf_pool_threads(s->pool) < 2 || s->inter_op == 1)
+    if (s->inter_op < 2) /* resolved at creation: at most the pool's threads */
         return "one thread: no node can run beside another";
     if (g->n_nodes > MF_CONC_MAX_STEPS)
         return "more than 8192 nodes";
