@@ -172,7 +172,7 @@ static minfer_status prepare(ocl_prep *p, int matmul) {
     if (a->const_data && (s = ocl_upload_floats(p, 2, a->const_data, a->const_nbytes / 4)))
         return s;
     int packable = b->const_data && b->rank == 2 && b->dims[0] >= 0 && b->dims[1] >= 0;
-    int64_t M, N, K, batch;
+    int64_t M = 0, N = 0, K = 0, batch = 0;
     int known = prep_shape(st, a, b, &M, &N, &K, &batch);
     int mode = p->ctx->gemm_mode, cand = clblast_usable(p->ctx);
     if (mode == OCL_GEMM_OWN || !cand)
