@@ -133,6 +133,8 @@ set(MINFER_MAN_NAME_providers "list the execution providers found and whether ea
 list(APPEND MINFER_CLI_COMMANDS plugins)
 set(MINFER_MAN_NAME_plugins "list the custom-operator plugins found, their ops, and whether each loads")
 set(MINFER_MAN_NAME_optimize "write the optimized graph of an ONNX model as an ONNX file")
+list(APPEND MINFER_CLI_COMMANDS compile)
+set(MINFER_MAN_NAME_compile "write an ONNX model as a compiled minfer model file (.mfc)")
 
 find_program(MINFER_HELP2MAN help2man)
 find_program(MINFER_GZIP gzip)
