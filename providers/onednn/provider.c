@@ -77,6 +77,10 @@ static const dnn_op ops[] = {
     {"minfer", "FusedGemm", 1, dnn_build_gemm, 0, 0},
     /* attention.c */
     {"minfer", "Attention", 1, dnn_build_attention, 0, 0},
+    /* rnn.c: X, W, R and B float; sequence_lens (declined) is not */
+    {"", "RNN", 7, dnn_build_rnn, 0, 4},
+    {"", "GRU", 7, dnn_build_rnn, 0, 4},
+    {"", "LSTM", 7, dnn_build_rnn, 0, 4},
     /* pool.c */
     {"", "MaxPool", 1, dnn_build_pool, 0, 0},
     {"", "AveragePool", 1, dnn_build_pool, 0, 0},
@@ -309,6 +313,10 @@ double dnn_node_work(const minfer_node_desc *node, int *product) {
         double scores = out / (double)y->dims[y->rank - 1] * (double)w->dims[w->rank - 1];
         return 2.0 * scores * (double)(x->dims[x->rank - 1] + y->dims[y->rank - 1]);
     }
+    /* RNN, GRU, LSTM: X [S, B, I] times W and the state times R, each step. */
+    if ((node_is(node, "RNN") || node_is(node, "GRU") || node_is(node, "LSTM")) && x &&
+        x->rank == 3 && x->dims[2] > 0 && node->n_inputs >= 3)
+        return 2.0 * numel_of(x) / (double)x->dims[2] * (numel_of(w) + numel_of(&node->inputs[2]));
     *product = 0;
     double e = out;
     for (size_t i = 0; i < node->n_inputs; i++)
