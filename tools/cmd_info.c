@@ -66,10 +66,50 @@ static void print_values(minfer_session *s, int outputs) {
     }
 }
 
+/* The input dimensions info sets to 1 for a plan, as the options that
+ * fix them: "--dim batch=N --dim samples=N" (each name once), and for an
+ * input with an unnamed one "--shape x=Nx1xN". The count of such inputs'
+ * dimensions; buf empty when 0. */
+static size_t free_dims_hint(minfer_session *s, char *buf, size_t size) {
+    size_t used = 0, n_free = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < minfer_session_input_count(s); k++) {
+        minfer_value_info info;
+        if (minfer_session_input_info(s, k, &info) != MINFER_OK ||
+            info.kind != MINFER_VALUE_TENSOR)
+            continue;
+        int unnamed = 0;
+        for (int d = 0; d < info.rank; d++) {
+            if (info.dims[d] >= 0)
+                continue;
+            n_free++;
+            const char *name = info.dim_names ? info.dim_names[d] : NULL;
+            if (!name || !name[0]) {
+                unnamed = 1;
+                continue;
+            }
+            char opt[160];
+            snprintf(opt, sizeof opt, " --dim %s=N", name);
+            if (!strstr(buf, opt) && used < size)
+                used += (size_t)snprintf(buf + used, size - used, "%s", opt);
+        }
+        if (unnamed && used < size) {
+            used += (size_t)snprintf(buf + used, size - used, " --shape %s=", info.name);
+            for (int d = 0; d < info.rank && used < size; d++)
+                used += info.dims[d] >= 0
+                            ? (size_t)snprintf(buf + used, size - used, "%s%lld", d ? "x" : "",
+                                               (long long)info.dims[d])
+                            : (size_t)snprintf(buf + used, size - used, "%sN", d ? "x" : "");
+        }
+    }
+    return n_free;
+}
+
 /* Builds the memory plan for the declared input shapes (symbolic dims
- * set to 1) when creation did not; *assumed says so. 0, or -1 after one
- * line. */
-static int ensure_plan(minfer_session *s, minfer_memory_info *out, int *assumed) {
+ * set to 1) when creation did not; *assumed says so. 0, or -1 with the
+ * reason in why. */
+static int ensure_plan(minfer_session *s, minfer_memory_info *out, int *assumed, char *why,
+                       size_t why_size) {
     minfer_memory_info mem;
     minfer_status st;
     minfer_session_memory_info(s, &mem);
@@ -97,7 +137,7 @@ static int ensure_plan(minfer_session *s, minfer_memory_info *out, int *assumed)
         free(ins);
         free(names);
         if (st != MINFER_OK) {
-            fprintf(stderr, "minfer info: memory plan: %s\n", cli_error(st));
+            snprintf(why, why_size, "%s", cli_error(st));
             return -1;
         }
         minfer_session_memory_info(s, &mem);
@@ -147,11 +187,24 @@ static void print_schedule(minfer_session *s) {
 /* The memory plan, and with verbose every planned buffer. The arena, all
  * intermediates and the lower bound are the host's; device domains (a
  * provider's own memory, oneDNN's or OpenCL's) have their arenas apart. */
-static int print_memory(minfer_session *s, int verbose) {
+static int print_memory(minfer_session *s, const char *model, int verbose) {
     minfer_memory_info mem;
     int assumed;
-    if (ensure_plan(s, &mem, &assumed) != 0)
-        return -1;
+    char why[1024], hint[1024];
+    if (ensure_plan(s, &mem, &assumed, why, sizeof why) != 0) {
+        /* With free dimensions set to 1 a model may not run at all (a
+         * window wider than 1 sample): the plan then needs sizes, which
+         * is something to tell, not a failure of info. */
+        if (!free_dims_hint(s, hint, sizeof hint)) {
+            fprintf(stderr, "minfer info: memory plan: %s\n", why);
+            return -1;
+        }
+        printf("memory plan: not made (the symbolic dimensions set to 1 do not fit the "
+               "model):\n  %s\n  the plan needs concrete sizes: minfer info %s%s\n",
+               why, model, hint);
+        print_schedule(s);
+        return 0;
+    }
     printf("memory plan%s:\n", assumed ? " (symbolic dimensions set to 1)" : "");
     size_t on_host = host_buffers(s, &mem);
     printf("  planner                  %s\n", mem.planner == MINFER_PLANNER_LINEAR ? "linear" : "greedy");
@@ -373,11 +426,22 @@ static int info_json(minfer_session *s, const char *path, json_t *nodes, const c
         json_object_set_new(root, "optimization", o);
     }
     free(sum);
-    if (ensure_plan(s, &mi, &assumed) != 0) {
-        json_decref(root);
-        json_decref(mem);
-        return CLI_FAIL;
+    char why[1024], hint[1024];
+    if (ensure_plan(s, &mi, &assumed, why, sizeof why) != 0) {
+        if (!free_dims_hint(s, hint, sizeof hint)) {
+            fprintf(stderr, "minfer info: memory plan: %s\n", why);
+            json_decref(root);
+            json_decref(mem);
+            return CLI_FAIL;
+        }
+        /* As the text report: the plan needs sizes (see print_memory). */
+        json_object_set_new(mem, "planned", json_false());
+        json_object_set_new(mem, "error", cli_json_str(why));
+        json_object_set_new(mem, "needs", cli_json_str(hint + 1));
+        json_object_set_new(root, "memory", mem);
+        return cli_json_print(CMD, root);
     }
+    json_object_set_new(mem, "planned", json_true());
     json_object_set_new(mem, "symbolic_dims_set_to_1", json_boolean(assumed));
     json_object_set_new(mem, "planner",
                         json_string(mi.planner == MINFER_PLANNER_LINEAR ? "linear" : "greedy"));
@@ -429,7 +493,9 @@ static void print_help(void) {
            "its inputs and outputs (symbolic dimensions by name), node counts\n"
            "by op type, the providers that loaded, the provider of every node (and why\n"
            "the providers before it declined it) and the memory plan (arena, all\n"
-           "intermediates, lower bound).\n"
+           "intermediates, lower bound). The plan takes symbolic dimensions as 1 unless\n"
+           "--dim or --shape give them; when the model cannot run with 1, the report\n"
+           "says so and names the dimensions to give.\n"
            "\n"
            "options:\n"
            "  --providers LIST  provider preference, e.g. 'opencl,cpu'\n"
@@ -592,7 +658,7 @@ int cmd_info(int argc, char **argv) {
         for (size_t i = 0; i < n_prov; i++)
             printf("  %-32s %zu\n", prov[i].key, prov[i].n);
         print_optimization(pos[0]);
-        if (print_memory(s, verbose) != 0)
+        if (print_memory(s, pos[0], verbose) != 0)
             goto done;
     }
     /* After print_memory: the picture shows the planned shapes. */
