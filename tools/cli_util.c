@@ -119,15 +119,19 @@ int cli_set_schedule(const char *scheduler, const char *inter_op) {
             cli_scheduler = MINFER_SCHED_SEQUENTIAL;
         else if (strcmp(scheduler, "parallel") == 0)
             cli_scheduler = MINFER_SCHED_PARALLEL;
+        else if (strcmp(scheduler, "pipeline") == 0)
+            cli_scheduler = MINFER_SCHED_PIPELINE;
         else {
-            fprintf(stderr, "minfer: --scheduler '%s': not a scheduler (sequential, parallel)\n",
+            fprintf(stderr,
+                    "minfer: --scheduler '%s': not a scheduler (sequential, parallel, pipeline)\n",
                     scheduler);
             return -1;
         }
         return 0;
     }
     if (!inter_op) {
-        fprintf(stderr, "minfer: --scheduler needs sequential or parallel; --inter-op-threads "
+        fprintf(stderr, "minfer: --scheduler needs sequential, parallel or pipeline; "
+                        "--inter-op-threads "
                         "a count\n");
         return -1;
     }

@@ -156,6 +156,33 @@ static size_t host_buffers(const minfer_session *s, const minfer_memory_info *me
     return n;
 }
 
+/* The pipeline's stages for the last plan: nodes, provider, share of the
+ * estimated work, and what the requests in flight cost in arenas. */
+static void print_stages(minfer_session *s) {
+    minfer_pipeline_stage ps = {.struct_size = sizeof ps};
+    if (minfer_session_pipeline_stage(s, 0, &ps) != MINFER_OK) {
+        printf("  pipeline                 %s\n", minfer_last_error());
+        return;
+    }
+    printf("  pipeline                 %d stages, each on %d threads; %d requests in flight "
+           "(asynchronous API)\n",
+           ps.stages, ps.threads, ps.slots);
+    for (size_t j = 0; j < (size_t)ps.stages; j++) {
+        if (minfer_session_pipeline_stage(s, j, &ps) != MINFER_OK)
+            break;
+        if (ps.nodes == 0)
+            printf("  stage %-2zu                 empty\n", j);
+        else
+            printf("  stage %-2zu                 steps %d-%d, %d nodes (%s .. %s), %s, %.1f%% "
+                   "of the work\n",
+                   j, ps.first_step, ps.last_step, ps.nodes, ps.first_node, ps.last_node,
+                   ps.provider, 100.0 * ps.cost_share);
+    }
+    printf("  arenas                   %llu bytes per request in flight, %llu for %d\n",
+           (unsigned long long)ps.arena_bytes_per_slot,
+           (unsigned long long)ps.arena_bytes_per_slot * (unsigned long long)ps.slots, ps.slots);
+}
+
 /* The scheduler, and for the parallel one what its memory plan costs
  * against the sequential order's (every arena, host and device). */
 static void print_schedule(minfer_session *s) {
@@ -164,7 +191,9 @@ static void print_schedule(minfer_session *s) {
     si.struct_size = sizeof si;
     if (minfer_session_schedule_info(s, &si) == MINFER_OK) {
         printf("scheduler:\n");
-        if (si.scheduler != MINFER_SCHED_PARALLEL)
+        if (si.scheduler == MINFER_SCHED_PIPELINE)
+            print_stages(s);
+        else if (si.scheduler != MINFER_SCHED_PARALLEL)
             printf("  sequential               one node after another, each on %d threads\n",
                    minfer_session_thread_count(s));
         else if (!si.concurrent)
@@ -478,7 +507,9 @@ static int info_json(minfer_session *s, const char *path, json_t *nodes, const c
         json_object_set_new(
             root, "scheduler",
             json_pack("{s:s, s:i, s:b, s:s, s:I, s:I}", "name",
-                      si.scheduler == MINFER_SCHED_PARALLEL ? "parallel" : "sequential",
+                      si.scheduler == MINFER_SCHED_PARALLEL   ? "parallel"
+                      : si.scheduler == MINFER_SCHED_PIPELINE ? "pipeline"
+                                                              : "sequential",
                       "inter_op_threads", si.inter_op_threads, "concurrent", si.concurrent,
                       "why_sequential", si.why_sequential, "arena_bytes",
                       (json_int_t)si.arena_bytes, "sequential_arena_bytes",

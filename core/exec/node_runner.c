@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "exec/pipeline.h"
 #include "exec/threadpool.h"
 
 /* ---- storage a node makes while it runs --------------------------------- */
@@ -120,12 +121,14 @@ static void host_set_error(void *host, const char *fmt, ...) {
 
 static int host_num_threads(void *host) {
     const minfer_session *s = host;
+    if (mf_intra_pool) /* a pipeline stage's share of the threads */
+        return mf_pool_threads(mf_intra_pool);
     return s ? mf_pool_threads(s->pool) : 1;
 }
 
 static void host_parallel_for(void *host, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
     minfer_session *s = host;
-    mf_pool_parallel_for(s ? s->pool : NULL, n, grain, fn, arg);
+    mf_pool_parallel_for(mf_intra_pool ? mf_intra_pool : s ? s->pool : NULL, n, grain, fn, arg);
 }
 
 static minfer_status host_alloc_output(void *run, size_t index, int32_t rank, const int64_t *dims) {

@@ -21,6 +21,7 @@
 
 #include "diag/diag.h"
 #include "exec/exec.h"
+#include "exec/pipeline.h"
 #include "exec/sched.h"
 #include "shapes/shape_infer.h"
 
@@ -564,7 +565,10 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
     if ((st = bind_views(s, p, c, bound)) != MINFER_OK)
         return st;
     r->views = c->views;
-    if (p->conc) {
+    if (mf_pipe_bound(s)) { /* a request of the pipeline scheduler (session/async.c) */
+        if ((st = mf_sched_pipeline_run(s, p, c, r, b, run_step)) != MINFER_OK)
+            return st;
+    } else if (p->conc) {
         if ((st = mf_sched_parallel_run(s, p, c, r, b, run_step)) != MINFER_OK)
             return st;
     } else

@@ -25,6 +25,7 @@
 typedef struct mf_plan mf_plan;         /* plan/plan.h */
 typedef struct mf_exec_ctx mf_exec_ctx; /* exec/exec.h */
 typedef struct mf_pool mf_pool;         /* exec/threadpool.h */
+typedef struct mf_async mf_async;       /* session/async.c */
 
 /* A subgraph of a control-flow node, built as a session of its own: its
  * inputs are the subgraph's formal inputs, then the outer-scope values it
@@ -45,7 +46,12 @@ struct minfer_session {
     mf_logger log;
     int planner;
     int scheduler;             /* minfer_scheduler */
-    int inter_op;              /* nodes at once under the parallel scheduler (resolved) */
+    int inter_op;              /* nodes at once under the parallel scheduler (resolved);
+                                  the pipeline's stages */
+    int stages_auto;           /* pipeline: inter_op was not set, stages chosen by cost */
+    size_t queue_depth;        /* asynchronous runs (session/async.c): 0 default */
+    int64_t micro_batch;       /* asynchronous runs: rows per micro-batch, 0 none */
+    mf_async *async;           /* the asynchronous runs' workers, made on first submit */
     size_t plan_cache_size;
     minfer_limits limits;
     minfer_run_limits run_limits;

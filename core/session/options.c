@@ -147,7 +147,8 @@ minfer_status minfer_options_set_planner(minfer_options *opt, minfer_planner pla
 }
 
 minfer_status minfer_options_set_scheduler(minfer_options *opt, minfer_scheduler scheduler) {
-    if (!opt || (scheduler != MINFER_SCHED_SEQUENTIAL && scheduler != MINFER_SCHED_PARALLEL))
+    if (!opt || (scheduler != MINFER_SCHED_SEQUENTIAL && scheduler != MINFER_SCHED_PARALLEL &&
+                 scheduler != MINFER_SCHED_PIPELINE))
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_scheduler: bad scheduler %d",
                         (int)scheduler);
     opt->scheduler = (int)scheduler;
@@ -176,9 +177,12 @@ minfer_status mf_options_schedule(const minfer_options *opt, const char *errctx,
     else if (e && e[0]) {
         if (strcmp(e, "parallel") == 0)
             *scheduler = MINFER_SCHED_PARALLEL;
+        else if (strcmp(e, "pipeline") == 0)
+            *scheduler = MINFER_SCHED_PIPELINE;
         else if (strcmp(e, "sequential") != 0)
             return mf_error(MINFER_ERR_INVALID_ARG,
-                            "%s: MINFER_SCHEDULER='%s' is not a scheduler (sequential, parallel)",
+                            "%s: MINFER_SCHEDULER='%s' is not a scheduler (sequential, parallel, "
+                            "pipeline)",
                             errctx, e);
     }
     e = getenv("MINFER_INTER_OP_THREADS");
@@ -193,6 +197,24 @@ minfer_status mf_options_schedule(const minfer_options *opt, const char *errctx,
                             errctx, e);
         *inter_op = (int)v;
     }
+    return MINFER_OK;
+}
+
+minfer_status minfer_options_set_queue_depth(minfer_options *opt, size_t depth) {
+    if (!opt || depth > 65536)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_options_set_queue_depth: NULL options or depth %zu above 65536",
+                        depth);
+    opt->queue_depth = depth;
+    return MINFER_OK;
+}
+
+minfer_status minfer_options_set_micro_batch(minfer_options *opt, int64_t rows) {
+    if (!opt || rows < 0)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_options_set_micro_batch: NULL options or negative rows %lld",
+                        (long long)rows);
+    opt->micro_batch = rows;
     return MINFER_OK;
 }
 

@@ -201,6 +201,7 @@ static minfer_status make_infos(minfer_session *s) {
 void minfer_session_free(minfer_session *s) {
     if (!s)
         return;
+    mf_async_stop(s); /* first: its workers run on the plans */
     for (size_t i = 0; i < s->n_plans; i++)
         mf_plan_free(s, s->plans[i]);
     free(s->plans);
@@ -432,8 +433,11 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     }
     if ((st = mf_options_schedule(opt, errctx, &s->scheduler, &s->inter_op)) != MINFER_OK)
         goto fail;
+    s->stages_auto = s->inter_op <= 0;
     if (s->inter_op <= 0 || s->inter_op > mf_pool_threads(s->pool))
         s->inter_op = mf_pool_threads(s->pool);
+    s->queue_depth = opt ? opt->queue_depth : 0;
+    s->micro_batch = opt ? opt->micro_batch : 0;
     mf_host_api_init(&s->api);
 
     t = mf_now_ms();

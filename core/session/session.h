@@ -37,6 +37,10 @@ minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *o
 minfer_status mf_session_create_sub(mf_graph *g, const minfer_options *opt, const char *errctx,
                                     minfer_session *parent, minfer_session **out);
 
+/* Stops the asynchronous runs' workers of s, if any (async.c): queued
+ * requests end cancelled, running ones stop at their next node. */
+void mf_async_stop(minfer_session *s);
+
 /* The Graphviz graph of s (session_info.c). */
 minfer_status mf_write_dot(minfer_session *s, FILE *f);
 

@@ -32,6 +32,8 @@ struct minfer_options {
     int planner;      /* -1: not set (MINFER_PLANNER or greedy) */
     int scheduler;    /* -1: not set (MINFER_SCHEDULER or sequential) */
     int inter_op;     /* -1: not set (MINFER_INTER_OP_THREADS or 0: the pool's threads) */
+    size_t queue_depth; /* asynchronous runs: 0 default (session/async.c) */
+    int64_t micro_batch; /* asynchronous runs: 0 no split */
     size_t plan_cache_size; /* 0: default */
     minfer_limits limits;   /* 0 fields: defaults */
     minfer_run_limits run_limits; /* 0 fields: defaults */

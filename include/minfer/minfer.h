@@ -223,9 +223,14 @@ MINFER_API minfer_status minfer_options_set_planner(minfer_options *opt, minfer_
 /* How a run orders its nodes (docs/scheduling.md). */
 typedef enum minfer_scheduler {
     MINFER_SCHED_SEQUENTIAL = 0, /* one node after another, each split over the pool (default) */
-    MINFER_SCHED_PARALLEL = 1    /* independent nodes at once on the pool (a ready queue),
+    MINFER_SCHED_PARALLEL = 1,   /* independent nodes at once on the pool (a ready queue),
                                     with a memory plan valid for any such order; results
                                     identical; also MINFER_SCHEDULER=parallel */
+    MINFER_SCHED_PIPELINE = 2    /* the execution order cut into stages, each working on
+                                    another request of the asynchronous API at the same
+                                    time (minfer_session_submit); a minfer_session_run
+                                    runs the stages in order on the caller's thread;
+                                    results identical; also MINFER_SCHEDULER=pipeline */
 } minfer_scheduler;
 MINFER_API minfer_status minfer_options_set_scheduler(minfer_options *opt,
                                                       minfer_scheduler scheduler);
@@ -235,6 +240,18 @@ MINFER_API minfer_status minfer_options_set_scheduler(minfer_options *opt,
  * thread; a node running alone splits over the pool). Also
  * MINFER_INTER_OP_THREADS. */
 MINFER_API minfer_status minfer_options_set_inter_op_threads(minfer_options *opt, int threads);
+/* Asynchronous runs (minfer_session_submit): requests waiting for a worker
+ * before a submit blocks; 0 (default): twice the requests in flight. */
+MINFER_API minfer_status minfer_options_set_queue_depth(minfer_options *opt, size_t depth);
+/* Micro-batches: a submitted request whose inputs share a first (batch)
+ * dimension larger than rows is split into requests of at most rows along
+ * it, which flow through the pipeline one after another; the request's
+ * outputs are theirs concatenated along the first dimension. Only for
+ * models whose graph inputs' first dimension is symbolic and whose
+ * outputs' first dimension is that batch; results are identical to the
+ * unsplit run when no node mixes batch items (docs/scheduling.md).
+ * 0 (default): no split. */
+MINFER_API minfer_status minfer_options_set_micro_batch(minfer_options *opt, int64_t rows);
 /* How many plans (one per distinct set of input shapes) a session keeps;
  * default 4, at least 1. */
 MINFER_API minfer_status minfer_options_set_plan_cache_size(minfer_options *opt, size_t plans);
@@ -409,6 +426,74 @@ MINFER_API minfer_status minfer_session_run_with_options(minfer_session *s,
                                                          const char *const *output_names,
                                                          minfer_tensor **outputs,
                                                          size_t n_outputs);
+
+/* ---- Asynchronous runs (docs/scheduling.md) ------------------------------
+ *
+ *     minfer_request *req = NULL;
+ *     minfer_session_submit(s, in_names, ins, 1, NULL, NULL, &req); // returns at once
+ *     ...                                    // more submits: requests in flight
+ *     minfer_tensor *out = NULL;
+ *     if (minfer_request_wait(req, &out, 1) != MINFER_OK)    // blocks until done
+ *         fprintf(stderr, "%s\n", minfer_last_error());      // this request's error
+ *     minfer_request_free(req);
+ *
+ * Requests go through a bounded queue to the session's workers: under the
+ * pipeline scheduler they flow through its stages, several at once, in the
+ * order submitted; under the others one worker runs each request whole, in
+ * order. An error (a wrong input, a failing node) fails that request only,
+ * with its own message. minfer_session_free cancels: requests still queued
+ * end with MINFER_CANCELLED, a running one stops at its next node; it
+ * returns when the workers have stopped. Requests stay valid (finished)
+ * until minfer_request_free. */
+typedef struct minfer_request minfer_request;
+/* Called once per request, on a worker thread, when it has finished
+ * (status: its outcome; the outputs are ready for minfer_request_wait,
+ * which returns at once there). Requests finish one at a time in the
+ * order submitted, so a callback that blocks holds up the later ones. It
+ * may free the request. */
+typedef void (*minfer_request_fn)(void *user, minfer_request *req, minfer_status status);
+/* Submits a run of every graph output: the inputs are copied (the caller's
+ * tensors may be freed on return). Blocks while the queue is full
+ * (minfer_options_set_queue_depth): back-pressure. done may be NULL. The
+ * inputs are checked when the request runs: a wrong name, type or shape
+ * fails that request. *out is the caller's, freed with minfer_request_free. */
+MINFER_API minfer_status minfer_session_submit(minfer_session *s, const char *const *input_names,
+                                               const minfer_tensor *const *inputs,
+                                               size_t n_inputs, minfer_request_fn done,
+                                               void *user, minfer_request **out);
+/* Waits for req to finish and returns its status (its message is the last
+ * error). On success outputs[o] (n_outputs: at most the graph's outputs, in
+ * order) receive the request's outputs, owned by the caller; a second wait
+ * returns the status with NULL outputs. */
+MINFER_API minfer_status minfer_request_wait(minfer_request *req, minfer_tensor **outputs,
+                                             size_t n_outputs);
+/* Whether req has finished (1) or not (0), without waiting. */
+MINFER_API int minfer_request_done(const minfer_request *req);
+/* Asks req to stop: queued, it ends with MINFER_CANCELLED without running;
+ * running, at its next node. Finished: nothing happens. */
+MINFER_API minfer_status minfer_request_cancel(minfer_request *req);
+/* Frees req; an unfinished one is cancelled first (its callback still runs,
+ * and it is released when it has). NULL: nothing. */
+MINFER_API void minfer_request_free(minfer_request *req);
+
+/* The pipeline scheduler's stages for the most recently used plan
+ * (`minfer info`): stage `index` of stages (MINFER_ERR_NOT_FOUND past the
+ * last). Set struct_size = sizeof(minfer_pipeline_stage). Strings live as
+ * long as the plan. */
+typedef struct minfer_pipeline_stage {
+    size_t struct_size;
+    int32_t stages;             /* stages in all */
+    int32_t slots;              /* requests in flight at once, each with its own arenas */
+    int32_t threads;            /* intra-op threads of each stage */
+    int32_t first_step, last_step; /* steps of the execution order; last < first: empty */
+    int32_t nodes;              /* nodes it runs (folded ones not counted) */
+    const char *first_node, *last_node; /* "" when empty */
+    const char *provider;       /* the provider of most of its cost, or "" */
+    double cost_share;          /* its part of the estimated work, 0..1 */
+    uint64_t arena_bytes_per_slot; /* every slot's arenas (host and device) */
+} minfer_pipeline_stage;
+MINFER_API minfer_status minfer_session_pipeline_stage(const minfer_session *s, size_t index,
+                                                       minfer_pipeline_stage *out);
 
 /* Builds (or finds in the plan cache) the plan for these inputs' shapes
  * without running: shapes are inferred, nodes prepared and memory planned.

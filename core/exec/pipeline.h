@@ -1,0 +1,52 @@
+/*
+ * The pipeline scheduler (exec/sched_pipeline.c): stages of the execution
+ * order, each working on another request at the same time.
+ *
+ * A pipe holds one turnstile per stage and one intra-op pool per stage. A
+ * request is a run of the session on a worker thread bound to the pipe
+ * with its sequence number (session/async.c hands them out in the order
+ * requests were submitted); the run goes through the stages in order,
+ * entering stage j only when every earlier request has left it. So at
+ * most one request is in each stage, requests overtake nobody, and with S
+ * stages S requests run at once, one per stage, each stage's nodes split
+ * over that stage's pool (threads / S), never more threads busy than the
+ * session has.
+ *
+ * Included by exec/ and session/ only.
+ */
+#ifndef MINFER_CORE_EXEC_PIPELINE_H
+#define MINFER_CORE_EXEC_PIPELINE_H
+
+#include <stdint.h>
+
+#include "exec/sched.h"
+
+typedef struct mf_pipe mf_pipe;
+
+/* A pipe of `stages` stages, each stage's nodes on `threads` threads (the
+ * thread running the stage counts as one); NULL when out of memory. */
+mf_pipe *mf_pipe_create(int stages, int threads);
+void mf_pipe_free(mf_pipe *q);
+int mf_pipe_stages(const mf_pipe *q);
+
+/* Binds the calling thread's next run of session s to q as request seq
+ * (0, 1, 2 ... without gaps: each number must be bound and unbound once,
+ * or later requests wait for it forever). */
+void mf_pipe_bind(mf_pipe *q, minfer_session *s, uint64_t seq);
+/* Ends the binding: passes, in order, the stages the request did not go
+ * through (it failed before them, or never ran), so later ones go on. */
+void mf_pipe_unbind(void);
+/* Whether the calling thread runs s through a pipe. */
+int mf_pipe_bound(const minfer_session *s);
+
+/* Runs the steps of plan p in context c through the bound pipe's stages
+ * (run.c's execute, instead of its loop). */
+minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+                                    mf_budget *b, mf_step_fn step);
+
+/* The pool the kernels of nodes running on this thread split their work
+ * over, instead of the session's: the stage's, while a stage runs; NULL
+ * otherwise (exec/node_runner.c's parallel_for). */
+extern _Thread_local mf_pool *mf_intra_pool;
+
+#endif

@@ -1,0 +1,143 @@
+/*
+ * The pipeline scheduler: a run bound to a pipe (exec/pipeline.h) goes
+ * through the stages of plan/plan_stages.c one after another:
+ *
+ *  1. the stages are cut for the run's plan (a pass over the order; a plan
+ *     for other shapes may be cut elsewhere, the stage count stays);
+ *  2. for each stage in order: wait for the turn (the stage's counter
+ *     reaching the request's number), run its steps with the stage's
+ *     intra-op pool, move the counter on;
+ *  3. on a failure the stage is left at once; mf_pipe_unbind passes the
+ *     stages not reached, so one failing request holds up nobody.
+ *
+ * Results are the sequential scheduler's: the same steps in the same
+ * order, in the request's own execution context.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "exec/pipeline.h"
+#include "exec/threadpool.h"
+#include "plan/plan_stages.h"
+
+_Thread_local mf_pool *mf_intra_pool;
+
+struct mf_pipe {
+    int stages;
+    mf_pool **pools;  /* per stage */
+    uint64_t *turn;   /* per stage: the request that may enter next */
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+};
+
+/* The calling thread's binding. */
+static _Thread_local struct {
+    mf_pipe *q;
+    const minfer_session *s;
+    uint64_t seq;
+    int passed; /* stages left behind */
+} bound;
+
+mf_pipe *mf_pipe_create(int stages, int threads) {
+    mf_pipe *q = mf_calloc(1, sizeof *q);
+    if (!q)
+        return NULL;
+    q->stages = stages < 1 ? 1 : stages;
+    q->pools = mf_calloc((size_t)q->stages, sizeof *q->pools);
+    q->turn = mf_calloc((size_t)q->stages, sizeof *q->turn);
+    if (!q->pools || !q->turn) {
+        free(q->pools);
+        free(q->turn);
+        free(q);
+        return NULL;
+    }
+    for (int j = 0; j < q->stages; j++)
+        if (!(q->pools[j] = mf_pool_create(threads < 1 ? 1 : threads))) {
+            q->stages = j;
+            mf_pipe_free(q);
+            return NULL;
+        }
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->cv, NULL);
+    return q;
+}
+
+void mf_pipe_free(mf_pipe *q) {
+    if (!q)
+        return;
+    for (int j = 0; j < q->stages; j++)
+        mf_pool_free(q->pools[j]);
+    if (q->turn && q->pools) {
+        pthread_mutex_destroy(&q->lock);
+        pthread_cond_destroy(&q->cv);
+    }
+    free(q->pools);
+    free(q->turn);
+    free(q);
+}
+
+int mf_pipe_stages(const mf_pipe *q) {
+    return q->stages;
+}
+
+void mf_pipe_bind(mf_pipe *q, minfer_session *s, uint64_t seq) {
+    bound.q = q;
+    bound.s = s;
+    bound.seq = seq;
+    bound.passed = 0;
+}
+
+int mf_pipe_bound(const minfer_session *s) {
+    return bound.q && bound.s == s;
+}
+
+static void enter(mf_pipe *q, int j, uint64_t seq) {
+    pthread_mutex_lock(&q->lock);
+    while (q->turn[j] != seq)
+        pthread_cond_wait(&q->cv, &q->lock);
+    pthread_mutex_unlock(&q->lock);
+}
+
+static void leave(mf_pipe *q, int j) {
+    pthread_mutex_lock(&q->lock);
+    q->turn[j]++;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->lock);
+    bound.passed = j + 1;
+}
+
+void mf_pipe_unbind(void) {
+    mf_pipe *q = bound.q;
+    if (!q)
+        return;
+    for (int j = bound.passed; j < q->stages; j++) {
+        enter(q, j, bound.seq);
+        leave(q, j);
+    }
+    bound.q = NULL;
+    bound.s = NULL;
+}
+
+minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+                                    mf_budget *b, mf_step_fn step) {
+    mf_pipe *q = bound.q;
+    int cut_stack[33], *cut = cut_stack;
+    minfer_status st = MINFER_OK;
+    if (bound.passed != 0)
+        return mf_error(MINFER_ERR_RUNTIME, "%s: pipeline: a request ran twice", s->errctx);
+    if (q->stages + 1 > 33 && !(cut = mf_malloc(((size_t)q->stages + 1) * sizeof *cut)))
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+    mf_plan_stages(s, p, q->stages, cut);
+    for (int j = 0; j < q->stages && st == MINFER_OK; j++) {
+        enter(q, j, bound.seq);
+        mf_intra_pool = q->pools[j];
+        for (int k = cut[j]; k < cut[j + 1] && st == MINFER_OK; k++)
+            if (!p->nodes[s->g->order[k]].folded)
+                st = step(s, p, c, r, b, k);
+        mf_intra_pool = NULL;
+        leave(q, j);
+    }
+    if (cut != cut_stack)
+        free(cut);
+    return st;
+}
