@@ -187,6 +187,113 @@ class TinyLM(nn.Module):
         return self.head(self.norm(x))
 
 
+class T5Block(nn.Module):
+    """T5's encoder layer: T5LayerNorm (RMS, no mean), attention without
+    score scaling plus the shared relative position bias, ReLU MLP, no
+    biases anywhere."""
+
+    def __init__(self, d, heads, ff):
+        super().__init__()
+        self.h, self.hd = heads, d // heads
+        self.n1, self.n2 = RMSNorm(d), RMSNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d, bias=False) for _ in range(4))
+        self.wi = nn.Linear(d, ff, bias=False)
+        self.wo = nn.Linear(ff, d, bias=False)
+
+    def forward(self, x, bias):
+        b, t = x.shape[0], x.shape[1]
+        h = self.n1(x)
+        q, k, v = (m(h).view(b, t, self.h, self.hd).transpose(1, 2)
+                   for m in (self.q, self.k, self.v))
+        a = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) + bias, dim=-1)
+        x = x + self.o(torch.matmul(a, v).transpose(1, 2).reshape(b, t, self.h * self.hd))
+        return x + self.wo(F.relu(self.wi(self.n2(x))))
+
+
+class T5Encoder(nn.Module):
+    """A T5-small-sized encoder (d 512, 8 heads, MLP 2048) with T5's
+    bucketed relative position bias computed in the graph from the sequence
+    length (Range, Abs, Log, Min, Where, Gather)."""
+
+    def __init__(self, vocab=256, d=512, heads=8, ff=2048, layers=4, buckets=32, max_dist=128):
+        super().__init__()
+        self.buckets, self.max_dist = buckets, max_dist
+        self.emb = nn.Embedding(vocab, d)
+        self.rel = nn.Embedding(buckets, heads)
+        self.blocks = nn.ModuleList(T5Block(d, heads, ff) for _ in range(layers))
+        self.norm = RMSNorm(d)
+
+    def bucket(self, rel):
+        # Bidirectional buckets: half for each sign, exact below max_exact,
+        # logarithmic up to max_dist (T5's _relative_position_bucket).
+        n = self.buckets // 2
+        out = (rel > 0).long() * n
+        rel = rel.abs()
+        max_exact = n // 2
+        large = max_exact + (torch.log(rel.float() / max_exact) /
+                             math.log(self.max_dist / max_exact) * (n - max_exact)).long()
+        large = torch.min(large, torch.full_like(large, n - 1))
+        return out + torch.where(rel < max_exact, rel, large)
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        pos = torch.arange(t, device=ids.device)
+        rel = pos[None, :] - pos[:, None]
+        bias = self.rel(self.bucket(rel)).permute(2, 0, 1)[None]
+        x = self.emb(ids)
+        for blk in self.blocks:
+            x = blk(x, bias)
+        return self.norm(x)
+
+
+class GPT2Block(nn.Module):
+    """GPT-2's block as Hugging Face writes it: fused c_attn, causal mask by
+    Where on a sliced lower-triangular buffer, GELU in its tanh form."""
+
+    def __init__(self, d, heads, ctx):
+        super().__init__()
+        self.h, self.hd = heads, d // heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.proj = nn.Linear(4 * d, d)
+        self.register_buffer("causal", torch.tril(torch.ones(ctx, ctx, dtype=torch.bool))[None, None])
+
+    @staticmethod
+    def gelu_new(x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.c_attn(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.h, self.hd).transpose(1, 2) for z in (q, k, v))
+        a = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.hd)
+        a = torch.where(self.causal[:, :, :t, :t], a, torch.tensor(torch.finfo(a.dtype).min))
+        y = torch.matmul(torch.softmax(a, dim=-1), v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.c_proj(y)
+        return x + self.proj(self.gelu_new(self.fc(self.ln2(x))))
+
+
+class GPT2(nn.Module):
+    """A GPT-2-style decoder: token and learned position embeddings (position
+    ids from Range), pre-LayerNorm blocks, tied LM head."""
+
+    def __init__(self, vocab=256, d=512, heads=8, layers=4, ctx=256):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(ctx, d)
+        self.blocks = nn.ModuleList(GPT2Block(d, heads, ctx) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1], device=ids.device)[None]
+        x = self.wte(ids) + self.wpe(pos)
+        for blk in self.blocks:
+            x = blk(x)
+        return F.linear(self.ln(x), self.wte.weight)
+
+
 # ---- torchvision builders --------------------------------------------------
 
 def resnet10():
@@ -233,6 +340,12 @@ def vit_small():
     from torchvision.models.vision_transformer import VisionTransformer
     return VisionTransformer(image_size=64, patch_size=16, num_layers=2, num_heads=4,
                              hidden_dim=64, mlp_dim=128, num_classes=100)
+
+
+def vit_s16():
+    from torchvision.models.vision_transformer import VisionTransformer
+    return VisionTransformer(image_size=224, patch_size=16, num_layers=4, num_heads=6,
+                             hidden_dim=384, mlp_dim=1536, num_classes=100)
 
 
 def swin_reduced():
@@ -393,6 +506,8 @@ MODELS = [
         reduced="torchvision VisionTransformer: 64x64 images, patch 16, 2 layers, width 64"),
     cls("swin_reduced", swin_reduced, opsets=(13, 17), dyn=BATCH_ONLY, s0=(1, 128), s1=(2, 128),
         reduced="torchvision SwinTransformer: width 32, depths 2/2/2/1, window 4"),
+    cls("vit_s16", vit_s16, opsets=(17,), dyn=BATCH_ONLY, s0=(1, 224), s1=(2, 224),
+        reduced="ViT-S/16 at 224x224 (width 384, 6 heads, MLP 1536) with 4 layers of 12"),
     dict(name="ssdlite320_mobilenet_v3", ctor=ssdlite, wrap=DetOut, opsets=(13,),
          after_calibration=spread_scores,
          inputs=["x"], dyn={"x": {2: "height", 3: "width"}},
@@ -442,6 +557,22 @@ MODELS = [
     dict(name="audio_conv1d", ctor=AudioConv1d, opsets=(13,), kind="audio",
          inputs=["x"], dyn={"x": {0: "batch", 2: "samples"}},
          sets=[{"x": ("float", (1, 1, 8000))}, {"x": ("float", (2, 1, 16000))}]),
+    # Realistic sizes (issue 18): the transformer classes as exported from
+    # PyTorch, at widths where the products dominate, at sequence 128.
+    dict(name="t5_encoder", ctor=T5Encoder, opsets=(13,), kind="encoder",
+         inputs=["ids"], dyn={"ids": {0: "batch", 1: "seq"}},
+         sets=[{"ids": ("tokens", (1, 128))}, {"ids": ("tokens", (2, 77))}],
+         reduced="T5-small widths (d 512, 8 heads, MLP 2048), 4 layers of 6, vocabulary 256"),
+    dict(name="gpt2_decoder", ctor=GPT2, opsets=(13, 17), kind="language model",
+         inputs=["ids"], dyn={"ids": {0: "batch", 1: "seq"}},
+         sets=[{"ids": ("tokens", (1, 128))}, {"ids": ("tokens", (2, 77))}],
+         reduced="d 512, 8 heads, 4 layers, vocabulary 256"),
+    dict(name="llama_decoder", opsets=(13,), kind="language model",
+         ctor=lambda: TinyLM(d=512, heads=8, kv_heads=2, ff=1376, layers=4),
+         inputs=["ids"], dyn={"ids": {0: "batch", 1: "seq"}},
+         sets=[{"ids": ("tokens", (1, 128))}, {"ids": ("tokens", (2, 77))}],
+         reduced="LLaMA-style (RMSNorm, rotary, 8 query heads on 2 key/value heads, "
+                 "SiLU-gated MLP 1376) at d 512, 4 layers, vocabulary 256"),
     dict(name="tiny_lm", ctor=TinyLM, opsets=(13, 17), kind="language model",
          inputs=["ids"], dyn={"ids": {0: "batch", 1: "seq"}},
          sets=[{"ids": ("tokens", (1, 9))}, {"ids": ("tokens", (2, 31))}]),
