@@ -9,8 +9,9 @@
  *
  * Every intermediate must be read by the next node of the pattern alone
  * and not be a graph output. Activations: Relu, Clip (constant scalar
- * bounds), Sigmoid, HardSigmoid, HardSwish, LeakyRelu, Tanh, and SiLU
- * spelled x * Sigmoid(x). Checked shapes: the residual Z has exactly the
+ * bounds), Sigmoid, HardSigmoid, HardSwish, LeakyRelu, Tanh, SiLU
+ * spelled x * Sigmoid(x), and HardSwish spelled x * HardSigmoid(x) (alpha 1/6,
+ * beta 0.5). Checked shapes: the residual Z has exactly the
  * Conv output's shape (symbolic dims compared by the analysis), the MatMul
  * bias is 1-D with the output's static last dim. Only float is fused.
  */
@@ -38,15 +39,19 @@ static int unary_of(const mf_graph *g, int i, int v) {
     return n->n_inputs >= 1 && n->inputs[0] == v && n->n_outputs == 1 && n->outputs[0] >= 0;
 }
 
-/* x * Sigmoid(x): v read by exactly a Sigmoid and the Mul of both. */
-static int match_silu(mf_opt *o, int v, act_match *m) {
+/* x * Sigmoid(x) (SiLU) or x * HardSigmoid(x) with alpha 1/6 and beta 0.5
+ * (HardSwish, as opset-13 exporters spell it): v read by exactly the gate
+ * and the Mul of both. */
+static int match_gated(mf_opt *o, int v, act_match *m) {
     const mf_graph *g = o->g;
     if (o->pinned[v] || mf_opt_nuses(o, v) != 2)
         return 0;
     int a = o->cons[o->cons_start[v]], b = o->cons[o->cons_start[v] + 1];
-    int s = mf_opt_is(g, a, "Sigmoid") ? a : mf_opt_is(g, b, "Sigmoid") ? b : -1;
+    int s = mf_opt_is(g, a, "Sigmoid") || mf_opt_is(g, a, "HardSigmoid") ? a
+            : mf_opt_is(g, b, "Sigmoid") || mf_opt_is(g, b, "HardSigmoid") ? b
+                                                                             : -1;
     int mul = s == a ? b : a;
-    if (s < 0 || !unary_of(g, s, v) || !mf_opt_is(g, mul, "Mul") ||
+    if (s < 0 || !unary_of(g, s, v) || g->nodes[s].n_inputs != 1 || !mf_opt_is(g, mul, "Mul") ||
         g->nodes[mul].n_inputs != 2 || g->nodes[mul].n_outputs != 1)
         return 0;
     int sv = g->nodes[s].outputs[0];
@@ -54,7 +59,17 @@ static int match_silu(mf_opt *o, int v, act_match *m) {
     if (mf_opt_single_consumer(o, sv) != mul ||
         !((mi[0] == v && mi[1] == sv) || (mi[0] == sv && mi[1] == v)))
         return 0;
-    m->name = "Silu";
+    if (mf_opt_is(g, s, "HardSigmoid")) {
+        /* HardSwish is x * max(0, min(1, x / 6 + 0.5)); an exporter writes
+         * 1/6 as the float nearest it. */
+        float alpha = mf_attr_float(&g->nodes[s], "alpha", 0.2f);
+        float beta = mf_attr_float(&g->nodes[s], "beta", 0.5f);
+        if (!(alpha > 1.0f / 6.0f - 1e-7f && alpha < 1.0f / 6.0f + 1e-7f) || beta != 0.5f)
+            return 0;
+        m->name = "HardSwish";
+    } else {
+        m->name = "Silu";
+    }
     m->n_params = 0;
     m->out = g->nodes[mul].outputs[0];
     m->nodes[0] = s;
@@ -71,7 +86,7 @@ static int match_activation(mf_opt *o, int v, act_match *m) {
         return 0;
     int c = mf_opt_single_consumer(o, v);
     if (c < 0)
-        return match_silu(o, v, m);
+        return match_gated(o, v, m);
     const mf_node *n = &g->nodes[c];
     if (!unary_of(g, c, v))
         return 0;

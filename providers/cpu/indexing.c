@@ -910,6 +910,56 @@ minfer_status cpu_prepare_pad(cpu_prep *p) {
     return MINFER_OK;
 }
 
+/* Constant Pad by rows: each output row (all axes but the last) is the
+ * fill value, or fill, a copy of the input row's kept part, fill. Rows run
+ * in parallel. Negative pads (crops) are offsets into the input row. */
+typedef struct pad_rows {
+    const char *src;
+    char *y;
+    int32_t r;
+    size_t es;
+    const int64_t *xdims, *od, *begin, *xs;
+    const unsigned char *fill;
+    int zero_fill; /* the fill value's bytes are all zero */
+} pad_rows;
+
+static void pad_fill(const pad_rows *j, char *dst, int64_t n) {
+    if (n <= 0)
+        return;
+    if (j->zero_fill) {
+        memset(dst, 0, (size_t)n * j->es);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + (size_t)i * j->es, j->fill, j->es);
+}
+
+static void pad_rows_range(void *arg, size_t b, size_t e) {
+    const pad_rows *j = arg;
+    int32_t last = j->r - 1;
+    int64_t ow = j->od[last], xw = j->xdims[last], bl = j->begin[last];
+    int64_t lo = bl > 0 ? bl : 0, hi = bl + xw < ow ? bl + xw : ow; /* output cols copied */
+    for (size_t row = b; row < e; row++) {
+        char *dst = j->y + row * (size_t)ow * j->es;
+        size_t rem = row, off = 0;
+        int inside = hi > lo;
+        for (int32_t d = last - 1; d >= 0 && inside; d--) {
+            int64_t c = (int64_t)(rem % (size_t)j->od[d]) - j->begin[d];
+            rem /= (size_t)j->od[d];
+            inside = c >= 0 && c < j->xdims[d];
+            off += (size_t)(c * j->xs[d]);
+        }
+        if (!inside) {
+            pad_fill(j, dst, ow);
+            continue;
+        }
+        pad_fill(j, dst, lo);
+        memcpy(dst + (size_t)lo * j->es, j->src + (off + (size_t)(lo - bl)) * j->es,
+               (size_t)(hi - lo) * j->es);
+        pad_fill(j, dst + (size_t)hi * j->es, ow - hi);
+    }
+}
+
 minfer_status cpu_compute_pad(const cpu_exec *e) {
     const pad_state *st = e->state;
     const minfer_tensor_view *x = cpu_input(e, 0);
@@ -965,8 +1015,15 @@ minfer_status cpu_compute_pad(const cpu_exec *e) {
     cpu_strides(r, x->dims, xs);
     size_t n = (size_t)minfer_kit_numel(r, od), es = minfer_elem_size(x->dtype);
     const char *src = cpu_data(x);
-    unsigned char fill[16] = {0};
+    unsigned char fill[16] = {0}, zero[16] = {0};
     cpu_set(fill, x->dtype, 0, value);
+    if (st->mode == PAD_CONSTANT && r > 0 && n > 0 && es <= sizeof fill &&
+        x->dtype != MINFER_DTYPE_STRING) {
+        pad_rows j = {src, y, r, es, x->dims, od, begin, xs, fill, !memcmp(fill, zero, es)};
+        size_t rows = n / (size_t)od[r - 1], per = (size_t)od[r - 1] * es;
+        cpu_parallel(e->ctx, rows, per ? (65536 + per - 1) / per : rows, pad_rows_range, &j);
+        return MINFER_OK;
+    }
     for (size_t i = 0; i < n; i++) {
         unravel(i, r, od, idx);
         int inside = 1;

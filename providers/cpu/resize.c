@@ -177,6 +177,148 @@ static void make_taps(const resize_state *st, int64_t in, int64_t out, double sc
     }
 }
 
+/* ---- The float fast path -------------------------------------------------
+ * When every axis but the last two maps each output coordinate to the same
+ * input coordinate with weight 1 (the usual N, C of an image resize) and
+ * nothing falls outside the input (not tf_crop_and_resize), the output is a
+ * 2-D separable filter per plane: a horizontal pass over an input row
+ * (gathering the W taps) and a vertical blend of nt such rows, which is a
+ * plain vectorisable loop. Horizontally filtered rows are cached per column
+ * tile, so an input row used by several output rows (upsampling) is filtered
+ * once. Jobs are output rows (plane, oy), in parallel. Taps of weight 0 are
+ * skipped, as in the general path, so an infinity under a weight-0 tap does
+ * not turn into NaN; arithmetic is in float (the general path's double gives
+ * the same value to within float rounding). */
+
+#define TILE 256 /* columns per tile: MAX_TAPS cached rows stay on the stack */
+
+typedef struct fast_job {
+    const float *x;
+    float *y;
+    int64_t ih, iw, oh, ow;
+    int nty, ntx;
+    const int64_t *iy, *ix; /* [o][MAX_TAPS] source rows / columns */
+    const float *wy, *wx;   /* [o][MAX_TAPS] */
+} fast_job;
+
+/* Row src of one plane filtered horizontally over columns [c0, c1). */
+static void filter_row(const fast_job *j, const float *src, int64_t c0, int64_t c1, float *out) {
+    const int64_t *ix = j->ix;
+    const float *wx = j->wx;
+    if (j->ntx == 1) {
+        for (int64_t c = c0; c < c1; c++)
+            out[c - c0] = src[ix[c * MAX_TAPS]];
+        return;
+    }
+    for (int64_t c = c0; c < c1; c++) {
+        float acc = 0;
+        for (int k = 0; k < j->ntx; k++) {
+            float w = wx[c * MAX_TAPS + k];
+            acc += w != 0 ? w * src[ix[c * MAX_TAPS + k]] : 0.0f;
+        }
+        out[c - c0] = acc;
+    }
+}
+
+static void fast_range(void *arg, size_t b, size_t e) {
+    const fast_job *j = arg;
+    float cache[MAX_TAPS][TILE];
+    for (int64_t c0 = 0; c0 < j->ow; c0 += TILE) {
+        int64_t c1 = c0 + TILE < j->ow ? c0 + TILE : j->ow, nc = c1 - c0;
+        int64_t key[MAX_TAPS] = {-1, -1, -1, -1}; /* plane * ih + row held by each slot */
+        for (size_t q = b; q < e; q++) {
+            int64_t plane = (int64_t)q / j->oh, oy = (int64_t)q % j->oh;
+            const float *xp = j->x + plane * j->ih * j->iw;
+            float *yr = j->y + (plane * j->oh + oy) * j->ow + c0;
+            int slot[MAX_TAPS], keep[MAX_TAPS] = {0};
+            /* Slots already holding a needed row stay; the others are refilled. */
+            for (int a = 0; a < j->nty; a++) {
+                int64_t want = plane * j->ih + j->iy[oy * MAX_TAPS + a];
+                slot[a] = -1;
+                for (int s = 0; s < MAX_TAPS; s++)
+                    if (key[s] == want) {
+                        slot[a] = s;
+                        keep[s] = 1;
+                    }
+            }
+            for (int a = 0; a < j->nty; a++) {
+                if (slot[a] >= 0)
+                    continue;
+                int64_t row = j->iy[oy * MAX_TAPS + a];
+                int s = 0;
+                while (keep[s])
+                    s++; /* at most nty <= MAX_TAPS slots are kept */
+                filter_row(j, xp + row * j->iw, c0, c1, cache[s]);
+                key[s] = plane * j->ih + row;
+                keep[s] = 1;
+                for (int a2 = a; a2 < j->nty; a2++)
+                    if (slot[a2] < 0 && j->iy[oy * MAX_TAPS + a2] == row)
+                        slot[a2] = s;
+            }
+            const float *wy = j->wy + oy * MAX_TAPS;
+            int first = 1;
+            for (int a = 0; a < j->nty; a++) {
+                float w = wy[a];
+                const float *r = cache[slot[a]];
+                if (w == 0)
+                    continue;
+                if (first)
+                    for (int64_t c = 0; c < nc; c++)
+                        yr[c] = w * r[c];
+                else
+                    for (int64_t c = 0; c < nc; c++)
+                        yr[c] += w * r[c];
+                first = 0;
+            }
+            if (first)
+                memset(yr, 0, (size_t)nc * sizeof *yr);
+        }
+    }
+}
+
+/* 1 if axis d's taps copy coordinate o from o with weight 1. */
+static int identity_axis(const taps *t, int64_t in, int64_t out) {
+    if (in != out)
+        return 0;
+    for (int64_t o = 0; o < out; o++)
+        for (int k = 0; k < t->n; k++) {
+            double w = t->w[o * MAX_TAPS + k];
+            if (w != 0 && (w != 1 || t->idx[o * MAX_TAPS + k] != o))
+                return 0;
+        }
+    return 1;
+}
+
+/* Runs the fast path if it applies; 0 if it does not. -1 out of memory. */
+static int resize_fast(const cpu_exec *e, const resize_state *st, const minfer_tensor_view *x,
+                       const int64_t *od, const taps *t, void *y) {
+    int32_t r = x->rank;
+    if (x->dtype != MINFER_DTYPE_FLOAT || r < 2 || st->coord == C_TF_CROP_AND_RESIZE)
+        return 0;
+    int64_t planes = 1;
+    for (int32_t d = 0; d < r - 2; d++) {
+        if (!identity_axis(&t[d], x->dims[d], od[d]))
+            return 0;
+        planes *= od[d];
+    }
+    fast_job j = {cpu_data(x), y, x->dims[r - 2], x->dims[r - 1], od[r - 2], od[r - 1],
+                  t[r - 2].n, t[r - 1].n, t[r - 2].idx, t[r - 1].idx, NULL, NULL};
+    size_t nw = (size_t)(j.oh + j.ow) * MAX_TAPS;
+    float *w = cpu_malloc(e->ctx, nw * sizeof *w);
+    if (!w)
+        return -1;
+    for (size_t i = 0; i < (size_t)j.oh * MAX_TAPS; i++)
+        w[i] = (float)t[r - 2].w[i];
+    for (size_t i = 0; i < (size_t)j.ow * MAX_TAPS; i++)
+        w[(size_t)j.oh * MAX_TAPS + i] = (float)t[r - 1].w[i];
+    j.wy = w;
+    j.wx = w + (size_t)j.oh * MAX_TAPS;
+    size_t rows = (size_t)(planes * j.oh), per_row = (size_t)j.ow * (size_t)(j.nty + j.ntx);
+    cpu_parallel(e->ctx, rows, per_row ? (16384 + per_row - 1) / per_row : rows, fast_range, &j);
+    free(w);
+    return 1;
+}
+
 /* Reads a float/double 1-D tensor (scales, roi). */
 static minfer_status read_floats(const cpu_exec *e, const minfer_tensor_view *v, const char *what,
                                  double *out, size_t cap, size_t *n) {
@@ -278,6 +420,12 @@ minfer_status cpu_compute_resize(const cpu_exec *e) {
         t[d].w = w + (size_t)off * MAX_TAPS;
         t[d].out = outside + off;
         make_taps(st, x->dims[d], od[d], scales[d], roi_d, &t[d]);
+    }
+    int fast = resize_fast(e, st, x, od, t, y);
+    if (fast) {
+        if (fast < 0)
+            s = cpu_fail(e, MINFER_ERR_NOMEM, "out of memory");
+        goto done;
     }
     int64_t xs[CPU_MAX_RANK], oi[CPU_MAX_RANK];
     cpu_strides(r, x->dims, xs);
