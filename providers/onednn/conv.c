@@ -107,6 +107,58 @@ int dnn_window_out(const dnn_window *w, const int64_t *in, int ceil_mode, int64_
     return 0;
 }
 
+/* supports_operator's stand-ins for a convolution's unknown dimensions,
+ * before provider.c gives the remaining ones its generic values: X's
+ * batch 1, its channels from W and the group, each spatial extent 64 or
+ * the dilated kernel when larger; then Y's and the residual Z's unknown
+ * dimensions from that geometry. Generic stand-ins (64 everywhere) would
+ * decline a strided FusedConv (Z 64x64 against Y 32x32), a conv whose
+ * channels come from a Reshape (64 against W's), and a 1-D window longer
+ * than 64, all of which prepare accepts with the concrete shapes. */
+void dnn_conv_standins(dnn_ctx *ctx, const minfer_node_desc *node, minfer_value_desc *in,
+                       minfer_value_desc *out) {
+    minfer_value_desc *x = node->n_inputs > 0 && in[0].present ? &in[0] : NULL;
+    const minfer_value_desc *w = node->n_inputs > 1 && in[1].present ? &in[1] : NULL;
+    if (!x || !w || x->rank < 3 || x->rank > 5 || w->rank != x->rank)
+        return;
+    for (int i = 0; i < w->rank; i++)
+        if (w->dims[i] < 1)
+            return;
+    char why[256];
+    dnn_b b = {0};
+    b.ctx = ctx;
+    b.node = node;
+    b.check = 1;
+    b.why = why;
+    b.why_size = sizeof why;
+    int nsp = x->rank - 2;
+    dnn_window win;
+    int64_t G = dnn_attr_int(&b, "group", 1);
+    if (G < 1 || dnn_window_parse(&b, nsp, w->dims + 2, &win) != MINFER_OK)
+        return;
+    if (x->dims[0] < 0)
+        x->dims[0] = 1;
+    if (x->dims[1] < 0)
+        x->dims[1] = w->dims[1] * G;
+    for (int i = 0; i < nsp; i++) {
+        int64_t dk = (win.kernel[i] - 1) * win.dil[i] + 1;
+        if (x->dims[2 + i] < 0)
+            x->dims[2 + i] = dk > 64 ? dk : 64;
+    }
+    int64_t yd[MINFER_MAX_RANK], pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL];
+    if (dnn_window_out(&win, x->dims + 2, 0, yd + 2, pl, pr))
+        return;
+    yd[0] = x->dims[0];
+    yd[1] = w->dims[0];
+    minfer_value_desc *z = !strcmp(node->domain, "minfer") && node->n_inputs > 3 && in[3].present
+                               ? &in[3] : NULL;
+    minfer_value_desc *tied[2] = {node->n_outputs > 0 ? &out[0] : NULL, z};
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; tied[t] && tied[t]->rank == x->rank && i < x->rank; i++)
+            if (tied[t]->dims[i] < 0)
+                tied[t]->dims[i] = yd[i];
+}
+
 /* Checks that the output shape computed here is the one the host inferred. */
 minfer_status dnn_check_out(dnn_b *b, size_t o, int rank, const int64_t *dims) {
     const minfer_value_desc *v = &b->node->outputs[o];

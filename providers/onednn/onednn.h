@@ -301,6 +301,10 @@ void dnn_split_free(dnn_split *sp);
 /* conv.c */
 minfer_status dnn_build_conv(dnn_b *b);
 minfer_status dnn_build_conv_transpose(dnn_b *b);
+/* supports_operator's stand-ins for a Conv's or FusedConv's unknown
+ * dimensions of X, Y and Z (see conv.c); the others are left unknown. */
+void dnn_conv_standins(dnn_ctx *ctx, const minfer_node_desc *node, minfer_value_desc *in,
+                       minfer_value_desc *out);
 /* matmul.c */
 minfer_status dnn_build_matmul(dnn_b *b);
 minfer_status dnn_build_gemm(dnn_b *b);

@@ -467,7 +467,7 @@ static void node_attr_int(const dnn_ctx *ctx, const minfer_node_desc *node, cons
         *v = t;
 }
 
-static void unify_unknown(const dnn_ctx *ctx, const minfer_node_desc *node, minfer_value_desc *in,
+static void unify_unknown(dnn_ctx *ctx, const minfer_node_desc *node, minfer_value_desc *in,
                           minfer_value_desc *out) {
     size_t ni = node->n_inputs, no = node->n_outputs;
     minfer_value_desc *i0 = ni > 0 ? &in[0] : NULL, *i1 = ni > 1 ? &in[1] : NULL;
@@ -541,6 +541,8 @@ static void unify_unknown(const dnn_ctx *ctx, const minfer_node_desc *node, minf
             v[n++] = &in[i];
         v[n++] = o0;
         tie_broadcast(v, n, 0);
+    } else if (op_is(node, "", "Conv") || op_is(node, "minfer", "FusedConv")) {
+        dnn_conv_standins(ctx, node, in, out);
     } else if (op_is(node, "", "Concat")) {
         int64_t axis = 1;
         node_attr_int(ctx, node, "axis", &axis);
