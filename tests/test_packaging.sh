@@ -197,9 +197,13 @@ for pkg in "${expected[@]}"; do
     f=$(files_of "$deb")
     grep -qx "usr/share/doc/$pkg/copyright" <<<"$f" || fail "$pkg has no usr/share/doc/$pkg/copyright"
     grep -qx "usr/share/doc/$pkg/changelog.Debian.gz" <<<"$f" || fail "$pkg has no changelog.Debian.gz"
-    dpkg-deb --fsys-tarfile "$deb" | tar -xOf - "./usr/share/doc/$pkg/copyright" |
-        head -1 | grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
-        fail "$pkg's copyright file is not in the DEP-5 format"
+    # Read whole before grep -q looks at it: grep -q (or head) exits at its
+    # line, and under pipefail the writer's SIGPIPE (exit 141) would fail
+    # a pipeline whose check passed (the completion check below flaked so).
+    copyright=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - "./usr/share/doc/$pkg/copyright") ||
+        fail "cannot read $pkg's copyright file"
+    grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' \
+        <<<"${copyright%%$'\n'*}" || fail "$pkg's copyright file is not in the DEP-5 format"
     # No empty directory (a docs/img/ without its pictures was one).
     dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./||' | LC_ALL=C sort | awk '
         prev != "" && prev ~ /\/$/ && index($0, prev) != 1 {print "empty directory: " prev; bad = 1}
@@ -223,7 +227,8 @@ grep -qx "usr/lib/$triplet/minfer/providers/libminfer_provider_cpu\.so" <<<"$run
     fail "libminfer0 holds providers other than cpu: $runtime_files"
 [[ $(dpkg-deb -f "$(deb_of libminfer0)" Depends) == *libprotobuf-c* ]] ||
     fail "libminfer0's Depends lacks libprotobuf-c (dpkg-shlibdeps not run?)"
-dpkg-deb --ctrl-tarfile "$(deb_of libminfer0)" | tar -xOf - ./shlibs | grep -qx "libminfer 0 libminfer0 (>= ${version%-*})" ||
+grep -qx "libminfer 0 libminfer0 (>= ${version%-*})" \
+    <<<"$(dpkg-deb --ctrl-tarfile "$(deb_of libminfer0)" | tar -xOf - ./shlibs)" ||
     fail "libminfer0's shlibs does not name libminfer0"
 grep -qx "usr/lib/$triplet/libminfer\.so" <<<"$(files_of "$(deb_of libminfer-dev)")" ||
     fail "libminfer-dev lacks the usr/lib/$triplet/libminfer.so link"
@@ -289,7 +294,7 @@ libdir=$(dirname "$libdir") # <libdir>/minfer/providers -> <libdir>
 # custom-library-search-path; providers are found by libminfer itself).
 while read -r f; do
     if readelf -h "$f" >/dev/null 2>&1; then
-        readelf -d "$f" | grep -qE '\((RPATH|RUNPATH)\)' &&
+        grep -qE '\((RPATH|RUNPATH)\)' <<<"$(readelf -d "$f")" &&
             fail "${f#"$root"/} carries an RPATH/RUNPATH: $(readelf -d "$f" | grep -E 'R(UN)?PATH')"
     fi
 done < <(find "$root" -type f)
@@ -330,20 +335,24 @@ done
 echo "man pages: minfer $(tr '\n' ' ' <<<"$commands")"
 comp=$root/usr/share/bash-completion/completions/minfer
 [[ -f $comp ]] || fail "minfer-tools lacks usr/share/bash-completion/completions/minfer"
-# complete_line WORD...: what the completion offers for the last word.
+# complete_line WORD...: what the completion offers for the last word, one
+# a line, each written apart (bash's printf flushes each line to a pipe):
+# take it whole before grepping, never `complete_line ... | grep -q`, which
+# under pipefail failed when grep had exited at --providers before
+# --profile was written (SIGPIPE, exit 141; about 1 run in 20).
 complete_line() {
     PATH=$root/usr/bin:$PATH bash -c 'source "$1"; shift
         COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _minfer; printf "%s\n" "${COMPREPLY[@]}"' \
         _ "$comp" "$@"
 }
-bash -c 'source "$1"; complete -p minfer' _ "$comp" | grep -q -- '-F _minfer minfer$' ||
+grep -q -- '-F _minfer minfer$' <<<"$(bash -c 'source "$1"; complete -p minfer' _ "$comp")" ||
     fail "the completion does not register _minfer for minfer"
 [[ $(complete_line minfer "" | sort) == $(sort <<<"$commands") ]] ||
     fail "'minfer <TAB>' offers '$(complete_line minfer "" | tr '\n' ' ')', want the commands"
 [[ $(complete_line minfer ru) == run ]] || fail "'minfer ru<TAB>' does not complete to run"
-complete_line minfer run --pro | grep -qx -- --providers || fail "'minfer run --pro<TAB>' does not offer --providers"
-complete_line minfer info --providers "" | grep -qx cpu || fail "'minfer info --providers <TAB>' does not offer cpu"
-complete_line minfer bench --opt-level "" | grep -qx 3 || fail "'--opt-level <TAB>' does not offer 0-3"
+grep -qx -- --providers <<<"$(complete_line minfer run --pro)" || fail "'minfer run --pro<TAB>' does not offer --providers"
+grep -qx cpu <<<"$(complete_line minfer info --providers "")" || fail "'minfer info --providers <TAB>' does not offer cpu"
+grep -qx 3 <<<"$(complete_line minfer bench --opt-level "")" || fail "'--opt-level <TAB>' does not offer 0-3"
 
 # providers_ok MINFER NAME: NAME is listed, from the given tree, and loads.
 providers_ok() {
@@ -416,7 +425,7 @@ done
     >"$tmp/tpl.log" 2>&1 && "$cmake" --build "$tmp/tpl" >>"$tmp/tpl.log" 2>&1 ||
     { cat "$tmp/tpl.log" >&2; fail "the template does not build against the installed files"; }
 [[ -f $tmp/tpl/libminfer_provider_example.so ]] || fail "template built no libminfer_provider_example.so"
-"$minfer" providers | grep -q '^  example ' && fail "example listed without MINFER_PROVIDER_PATH"
+grep -q '^  example ' <<<"$("$minfer" providers)" && fail "example listed without MINFER_PROVIDER_PATH"
 MINFER_PROVIDER_PATH=$tmp/tpl providers_ok "$minfer" example "$tmp/tpl"
 
 # ---- 4. pkg-config and find_package build the README example ---------------------
