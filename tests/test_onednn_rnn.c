@@ -8,6 +8,8 @@
  * placed on onednn. What rnn.c declines (sequence_lens, clip, layout 1,
  * input_forget, peepholes, other activations, weights that are not
  * constant) must land on the CPU provider instead, and still run.
+ * Also the sequence models' attention: a mask that knows the head count
+ * the scores' shapes lost still gets Attention onto oneDNN.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -381,12 +383,54 @@ static void test_declined(void **state) {
     rnn_case(&m);
 }
 
+/* ---- Attention whose mask knows an axis the scores leave symbolic -------- */
+
+/* T5's position bias [1, heads, S, S] is added to scores whose head axis
+ * shape inference lost (Q, KT, V from Reshapes of computed shapes): the
+ * node must still be placed on oneDNN when the session is built with the
+ * dimensions unknown, and agree with the CPU provider. */
+static void test_attention_mask_knows_heads(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    const int64_t qd[4] = {1, 4, 6, 8}, kd[4] = {1, 4, 8, 6}, vd[4] = {1, 4, 6, 8};
+    const int64_t md[4] = {1, 4, 6, 6};
+    const char *const qn[4] = {NULL, "h", "s", NULL}, *const kn[4] = {NULL, "h", NULL, "s"};
+    const char *const mn[4] = {NULL, NULL, "s", "s"};
+    const char *const names[4] = {"q", "kt", "v", "m"};
+    const int64_t *dims[4] = {qd, kd, vd, md};
+    const char *const *syms[4] = {qn, kn, qn, mn};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(minfer_builder_add_input(t.b, names[i], MINFER_DTYPE_FLOAT, dims[i], 4,
+                                                  syms[i]),
+                         MINFER_OK);
+        snprintf(t.names[t.n_in], sizeof t.names[0], "%s", names[i]);
+        t.inputs[t.n_in++] = random_tensor(&t, dims[i], 4);
+    }
+    size_t n = tc_node(&t, "Attention", "minfer", names, 4, "y");
+    minfer_builder_set_attr_float(t.b, n, "scale", 0.5f);
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    const char *out_name = "y";
+    minfer_tensor *want = NULL, *got = NULL;
+    if (!run_graph(&t, "cpu", 2, 1, &out_name, &want, NULL))
+        fail_msg("the CPU oracle cannot run this graph: %s", minfer_last_error());
+    if (!run_graph(&t, "onednn,cpu", 2, 1, &out_name, &got, "onednn"))
+        fail_msg("onednn,cpu refused the graph: %s", minfer_last_error());
+    compare(got, want, "y");
+    minfer_tensor_free(got);
+    minfer_tensor_free(want);
+    for (size_t i = 0; i < t.n_in; i++)
+        minfer_tensor_free(t.inputs[i]);
+    minfer_builder_free(t.b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gru),
         cmocka_unit_test(test_lstm),
         cmocka_unit_test(test_vanilla_rnn),
         cmocka_unit_test(test_declined),
+        cmocka_unit_test(test_attention_mask_knows_heads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -514,8 +514,10 @@ static void unify_unknown(dnn_ctx *ctx, const minfer_node_desc *node, minfer_val
         tie(dim_at(i1, -1), dim_at(i2, -2)); /* Sk */
         tie(dim_at(i0, -2), o0 ? dim_at(o0, -2) : NULL);
         tie(dim_at(i2, -1), o0 ? dim_at(o0, -1) : NULL);
-        minfer_value_desc *v[4] = {i0, i1, i2, o0};
-        tie_broadcast(v, 4, 2);
+        /* A mask that knows a leading axis (T5's position bias, [1, heads,
+         * S, S]) tells the scores' own, which the mask may not widen. */
+        minfer_value_desc *v[5] = {i0, i1, i2, o0, i3 && i3->present ? i3 : NULL};
+        tie_broadcast(v, 5, 2);
         if (i3 && i3->present && i3->rank >= 1) {
             /* The mask against the scores [batch..., Sq, Sk]. */
             tie(dim_at(i3, -1), dim_at(i1, -1));

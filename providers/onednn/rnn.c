@@ -129,6 +129,19 @@ static int pack_weights(dnn_b *b, size_t i, int cell, int64_t D, int64_t G, int6
     pb.node = &node;
     int k = dnn_const_input(&pb, i, &have, want, 1.0f);
     b->ws_extra = pb.ws_extra;
+    void *packed = NULL;
+    if (k >= 0 && dnnl_memory_get_data_handle(b->n->mems[k].mem, &packed) == dnnl_success &&
+        !packed) {
+        /* Packing left for later (it reads the copy then): the node keeps
+         * the copy. */
+        if (b->n->n_owned >= DNN_MAX_OWNED) {
+            free(perm);
+            dnn_decline(b, "too many packed constants for one node");
+            return -1;
+        }
+        b->n->owned[b->n->n_owned++] = perm;
+        return k;
+    }
     free(perm);
     return k;
 }
