@@ -185,6 +185,12 @@ static void resize_all(const char *mode, const char *nearest, int exclude_outsid
         resize_case(&c);
         c.sizes = s_one;
         resize_case(&c);
+        /* N = 1, C = 1: axes of size 1 (pytorch_half_pixel reads them at
+         * -0.5, two taps of 0.5 on index 0). */
+        c = base;
+        c.x[0] = 1, c.x[1] = 1;
+        c.sizes = (const int64_t[]){1, 1, 48, 56};
+        resize_case(&c);
         c = base;
         c.x[0] = 3, c.x[1] = 5, c.x[2] = 130, c.rank = 3;
         c.sizes = s_r3;

@@ -536,6 +536,25 @@ typedef struct minfer_schedule_info {
 MINFER_API minfer_status minfer_session_schedule_info(const minfer_session *s,
                                                       minfer_schedule_info *out);
 
+/* What a device provider counted over the most recent run of a session
+ * (provider as in minfer_session_provider_name): the commands it enqueued
+ * and the times the host waited for the device. Set struct_size =
+ * sizeof(minfer_device_counters) before the call; fields past it are not
+ * written. MINFER_ERR_UNSUPPORTED for a provider that counts nothing (one
+ * computing in host memory, or without the run_counters member of the
+ * provider ABI). A run ends at the provider's synchronize: with profiling
+ * on, that is after every node; with concurrent runs, the last run's
+ * counts hold whatever the others enqueued in between. */
+typedef struct minfer_device_counters {
+    size_t struct_size;
+    uint64_t runs;      /* runs ended since the session was created */
+    uint64_t launches;  /* last run: kernels, device copies and fills, library calls */
+    uint64_t syncs;     /* last run: host waits for device work still queued */
+    uint64_t transfers; /* last run: copies between host and device memory */
+} minfer_device_counters;
+MINFER_API minfer_status minfer_session_device_counters(const minfer_session *s, size_t provider,
+                                                        minfer_device_counters *out);
+
 /* One planned buffer of that plan: the value it holds first (for a node's
  * workspace: the node's name, with is_workspace set), its memory domain, offset, size and lifetime in steps of the
  * execution order. Strings live as long as the plan (until the next

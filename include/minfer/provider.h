@@ -435,6 +435,14 @@ typedef struct minfer_provider {
      * provider order when it is not the CPU provider (it then only runs when
      * named), and `minfer providers` shows the line. */
     int32_t (*describe_device)(void *ctx, char *buf, size_t size);
+    /* ABI 2, appended: what the instance counted over its last run (from
+     * the end of one synchronize to the end of the next): commands
+     * enqueued, host waits for device work, transfers between host and
+     * device (minfer_device_counters, minfer.h). It writes only the fields
+     * out->struct_size covers. The host hands the figures to
+     * minfer_session_device_counters (minfer info, minfer bench). NULL: the
+     * provider counts nothing, and the session says so. */
+    minfer_status (*run_counters)(void *ctx, minfer_device_counters *out);
 } minfer_provider;
 
 /* Kinds describe_device returns. */

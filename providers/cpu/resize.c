@@ -220,6 +220,31 @@ static void filter_row(const fast_job *j, const float *src, int64_t c0, int64_t 
     }
 }
 
+/* y = w * r (first) or y += w * r, four columns a step: the build's -O2
+ * vectorises only such straight-line groups (SLP), not a plain loop. */
+static void blend(float *restrict y, const float *restrict r, float w, int first, int64_t n) {
+    int64_t c = 0;
+    if (first) {
+        for (; c + 4 <= n; c += 4) {
+            y[c] = w * r[c];
+            y[c + 1] = w * r[c + 1];
+            y[c + 2] = w * r[c + 2];
+            y[c + 3] = w * r[c + 3];
+        }
+        for (; c < n; c++)
+            y[c] = w * r[c];
+    } else {
+        for (; c + 4 <= n; c += 4) {
+            y[c] += w * r[c];
+            y[c + 1] += w * r[c + 1];
+            y[c + 2] += w * r[c + 2];
+            y[c + 3] += w * r[c + 3];
+        }
+        for (; c < n; c++)
+            y[c] += w * r[c];
+    }
+}
+
 static void fast_range(void *arg, size_t b, size_t e) {
     const fast_job *j = arg;
     float cache[MAX_TAPS][TILE];
@@ -258,16 +283,9 @@ static void fast_range(void *arg, size_t b, size_t e) {
             const float *wy = j->wy + oy * MAX_TAPS;
             int first = 1;
             for (int a = 0; a < j->nty; a++) {
-                float w = wy[a];
-                const float *r = cache[slot[a]];
-                if (w == 0)
+                if (wy[a] == 0)
                     continue;
-                if (first)
-                    for (int64_t c = 0; c < nc; c++)
-                        yr[c] = w * r[c];
-                else
-                    for (int64_t c = 0; c < nc; c++)
-                        yr[c] += w * r[c];
+                blend(yr, cache[slot[a]], wy[a], first, nc);
                 first = 0;
             }
             if (first)
@@ -276,16 +294,23 @@ static void fast_range(void *arg, size_t b, size_t e) {
     }
 }
 
-/* 1 if axis d's taps copy coordinate o from o with weight 1. */
+/* 1 if axis d's taps copy coordinate o from o: every tap of non-zero
+ * weight reads o, and the weights sum to exactly 1 (pytorch_half_pixel on
+ * an axis of size 1 reads index 0 twice, with 0.5 each). */
 static int identity_axis(const taps *t, int64_t in, int64_t out) {
     if (in != out)
         return 0;
-    for (int64_t o = 0; o < out; o++)
+    for (int64_t o = 0; o < out; o++) {
+        double sum = 0;
         for (int k = 0; k < t->n; k++) {
             double w = t->w[o * MAX_TAPS + k];
-            if (w != 0 && (w != 1 || t->idx[o * MAX_TAPS + k] != o))
+            if (w != 0 && t->idx[o * MAX_TAPS + k] != o)
                 return 0;
+            sum += w;
         }
+        if (sum != 1)
+            return 0;
+    }
     return 1;
 }
 
