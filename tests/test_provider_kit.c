@@ -564,7 +564,7 @@ static void test_cpu_older_host_runs(void **state) {
     assert_int_equal(l.vt->supports_operator(ctx, &n, why, sizeof why), 1);
     int32_t inplace[1] = {-1};
     uint64_t layouts[1] = {0};
-    minfer_node_prep prep = {sizeof prep, 0, inplace, layouts};
+    minfer_node_prep prep = {sizeof prep, 0, inplace, layouts, NULL};
     assert_int_equal(l.vt->prepare_node(ctx, &n, &prep, &st), MINFER_OK);
     float x[4] = {-1, 2, -3, 4}, y[4] = {9, 9, 9, 9};
     minfer_tensor_view in = {MINFER_VALUE_TENSOR, MINFER_DTYPE_FLOAT, 1, {4}, x, 0, sizeof x, 0};

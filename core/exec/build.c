@@ -27,6 +27,7 @@
 
 #include "diag/diag.h"
 #include "exec/exec.h"
+#include "exec/weights.h"
 #include "place/plugin_loader.h"
 #include "shapes/shape_infer.h"
 
@@ -337,7 +338,7 @@ static minfer_status prepare_on(minfer_session *s, mf_plan *p, int i, int prov) 
     /* The descriptor depends on the provider (input layouts it can read). */
     if ((st = mf_plan_node_desc(s, p, i)) != MINFER_OK)
         return st;
-    minfer_node_prep prep = {sizeof prep, 0, ns->inplace, ns->layouts};
+    minfer_node_prep prep = {sizeof prep, 0, ns->inplace, ns->layouts, ns->packed};
     if (MF_VT_HAS(pi->vt, prepare_node)) {
         mf_error_clear();
         if ((st = pi->vt->prepare_node(pi->ctx, &ns->desc, &prep, &ns->state)) != MINFER_OK) {
@@ -402,6 +403,7 @@ static minfer_status prepare_nodes(minfer_session *s, mf_plan *p) {
                             s->errctx, mf_node_label(&g->nodes[i], i, lbl, sizeof lbl));
         if ((st = prepare_node(s, p, i)) != MINFER_OK)
             return st;
+        mf_weights_release_packed(s, p, i);
     }
     p->t_prepare_ms = mf_now_ms() - t;
     return MINFER_OK;
@@ -435,8 +437,12 @@ minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_le
                             mf_plan **out) {
     minfer_status st;
     const mf_graph *g = s->g;
-    mf_plan *p = mf_plan_new(s);
     *out = NULL;
+    /* Weights given back after an earlier plan's packing (exec/weights.c)
+     * are read again before this plan's views point at them. */
+    if ((st = mf_weights_restore(s)) != MINFER_OK)
+        return st;
+    mf_plan *p = mf_plan_new(s);
     if (!p)
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
     p->concrete = 1;

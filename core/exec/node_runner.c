@@ -214,7 +214,7 @@ minfer_status mf_run_node_once(const mf_provider_inst *pi, const minfer_node_des
         inplace[o] = -1;
         layouts[o] = 0;
     }
-    minfer_node_prep prep = {sizeof prep, 0, inplace, layouts};
+    minfer_node_prep prep = {sizeof prep, 0, inplace, layouts, NULL};
     mf_error_clear();
     if (MF_VT_HAS(vt, prepare_node) &&
         (st = vt->prepare_node(pi->ctx, desc, &prep, &state)) != MINFER_OK) {

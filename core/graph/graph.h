@@ -173,5 +173,13 @@ minfer_status mf_load_onnx(const void *data, size_t size, const char *model_dir,
  * file, whose pages the loader may give back once it has copied them. */
 minfer_status mf_load_onnx_ex(const void *data, size_t size, int mapped, const char *model_dir,
                               const char *errctx, const minfer_limits *limits, mf_graph **out);
+/* The same for a mapping (mmap, PROT_READ, MAP_PRIVATE) of the whole
+ * file that the graph takes in every case (unmapped on failure, else by
+ * mf_graph_free): initializers copied from it remember where
+ * (minfer_tensor.src), so a packed weight's copy can be freed and made
+ * again (exec/weights.c). */
+minfer_status mf_load_onnx_mapped(void *data, size_t size, const char *model_dir,
+                                  const char *errctx, const minfer_limits *limits,
+                                  mf_graph **out);
 
 #endif

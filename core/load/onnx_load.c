@@ -30,6 +30,7 @@ typedef struct load_ctx {
     const mf_raw_ref *refs; /* per main-graph initializer, or NULL */
     size_t n_refs;
     int drop_pages; /* raw_base is a private file mapping: drop what was read */
+    int keep_mapping; /* the graph keeps that mapping (mf_load_onnx_mapped) */
 } load_ctx;
 
 /* Message nesting protobuf-c may recurse through: every subgraph level
@@ -418,6 +419,9 @@ static minfer_status load_graph(load_ctx *lc, const Onnx__GraphProto *gp, const 
             mtp->raw_data.len = 0;
             if (lc->drop_pages)
                 drop_pages(lc->raw_base + ref->offset, ref->length);
+            if (st == MINFER_OK && lc->keep_mapping && v->initializer->owns_data &&
+                v->initializer->view.nbytes == ref->length)
+                v->initializer->src = lc->raw_base + ref->offset;
         } else
             st = mf_tensor_from_proto(tp, lc->model_dir, w, &v->initializer);
         if (st != MINFER_OK) {
@@ -565,12 +569,38 @@ static minfer_status load_meta(const Onnx__ModelProto *mp, mf_graph *g, const ch
     return ok ? MINFER_OK : mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
 }
 
+static minfer_status load_onnx(const void *data, size_t size, int mapped, int keep,
+                               const char *model_dir, const char *errctx,
+                               const minfer_limits *limits, mf_graph **out);
+
 minfer_status mf_load_onnx_ex(const void *data, size_t size, int mapped, const char *model_dir,
                               const char *errctx, const minfer_limits *limits, mf_graph **out) {
+    return load_onnx(data, size, mapped, 0, model_dir, errctx, limits, out);
+}
+
+static void unmap(void *data, size_t size) { munmap(data, size); }
+
+minfer_status mf_load_onnx_mapped(void *data, size_t size, const char *model_dir,
+                                  const char *errctx, const minfer_limits *limits,
+                                  mf_graph **out) {
+    minfer_status st = load_onnx(data, size, 1, 1, model_dir, errctx, limits, out);
+    if (st != MINFER_OK) {
+        munmap(data, size);
+        return st;
+    }
+    (*out)->blob = data;
+    (*out)->blob_size = size;
+    (*out)->blob_release = unmap;
+    return MINFER_OK;
+}
+
+static minfer_status load_onnx(const void *data, size_t size, int mapped, int keep,
+                               const char *model_dir, const char *errctx,
+                               const minfer_limits *limits, mf_graph **out) {
     minfer_status st = MINFER_OK;
     Onnx__ModelProto *mp = NULL;
     mf_graph *g = NULL;
-    load_ctx lc = {errctx, model_dir, 0, mf_options_limits(NULL), 0, NULL, NULL, 0, 0};
+    load_ctx lc = {errctx, model_dir, 0, mf_options_limits(NULL), 0, NULL, NULL, 0, 0, 0};
     ProtobufCAllocator pba;
     int nomem;
     uint8_t *stripped = NULL;
@@ -600,6 +630,7 @@ minfer_status mf_load_onnx_ex(const void *data, size_t size, int mapped, const c
         lc.refs = refs;
         lc.n_refs = n_refs;
         lc.drop_pages = mapped;
+        lc.keep_mapping = mapped && keep;
         mp = onnx__model_proto__unpack(&pba, stripped_size, stripped);
         free(stripped);
     } else {

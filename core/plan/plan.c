@@ -52,6 +52,7 @@ void mf_plan_free(minfer_session *s, mf_plan *p) {
             free(p->nodes[i].inplace);
             free(p->nodes[i].layouts);
             free(p->nodes[i].in_ref);
+            free(p->nodes[i].packed);
         }
     if (p->vals)
         for (size_t v = 0; v < g->n_values; v++) {
@@ -162,7 +163,9 @@ minfer_status mf_plan_node_desc(minfer_session *s, mf_plan *p, int i) {
         ns->inplace = mf_calloc(n->n_outputs + 1, sizeof *ns->inplace);
         ns->layouts = mf_calloc(n->n_outputs + 1, sizeof *ns->layouts);
         ns->in_ref = mf_calloc(n->n_inputs + 1, sizeof *ns->in_ref);
-        if (!ns->in_desc || !ns->out_desc || !ns->inplace || !ns->layouts || !ns->in_ref)
+        ns->packed = mf_calloc(n->n_inputs + 1, sizeof *ns->packed);
+        if (!ns->in_desc || !ns->out_desc || !ns->inplace || !ns->layouts || !ns->in_ref ||
+            !ns->packed)
             return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
         for (size_t j = 0; j < n->n_inputs; j++)
             ns->in_ref[j] = -1;
@@ -171,6 +174,7 @@ minfer_status mf_plan_node_desc(minfer_session *s, mf_plan *p, int i) {
         ns->inplace[o] = -1;
         ns->layouts[o] = 0;
     }
+    memset(ns->packed, 0, n->n_inputs * sizeof *ns->packed);
     return mf_fill_desc(s, p, i, NULL, ns->in_desc, ns->out_desc, &ns->desc);
 }
 
@@ -406,6 +410,8 @@ static minfer_status plan_liveness(minfer_session *s, mf_plan *p, plan_caps *cap
                                 s->errctx, mf_node_label(n, i, lbl, sizeof lbl), g->values[u].name);
             size_t at;
             if (vs->where == MF_W_CONST) {
+                if (ns->packed && ns->packed[j])
+                    continue; /* the provider has its own copy: nothing to upload */
                 if ((st = mirror_constant(s, p, caps, u, cdom, &at)) != MINFER_OK)
                     return st;
                 ns->in_ref[j] = -2 - (int)at;

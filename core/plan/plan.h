@@ -51,6 +51,8 @@ typedef struct mf_nplan {
     uint64_t *layouts;
     int *in_ref;         /* per input: -1 its own storage, k >= 0 copy k,
                             -2 - m constant mirror m */
+    uint8_t *packed;     /* per input: the provider copied the constant into
+                            its own storage (minfer_node_prep.const_packed) */
     double flops;        /* estimated per run, for profiles */
     int core;            /* run by the core (control flow, sequences) */
 } mf_nplan;

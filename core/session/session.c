@@ -608,11 +608,12 @@ minfer_status minfer_session_create(const char *model_path, const minfer_options
             return st;
         return mf_session_create_graph_timed(g, opt, model_path, mf_now_ms() - t0, out);
     }
-    st = mf_load_onnx_ex(data, size, mapped, dir, model_path, &lim, &g);
-    if (mapped)
-        munmap(data, size);
-    else
+    if (mapped) /* the graph keeps the mapping (exec/weights.c) */
+        st = mf_load_onnx_mapped(data, size, dir, model_path, &lim, &g);
+    else {
+        st = mf_load_onnx_ex(data, size, 0, dir, model_path, &lim, &g);
         free(data);
+    }
     if (st != MINFER_OK)
         return st;
     return mf_session_create_graph_timed(g, opt, model_path, mf_now_ms() - t0, out);

@@ -31,6 +31,10 @@ void mf_error_clear(void);
 struct minfer_tensor {
     minfer_tensor_view view;
     int owns_data;
+    /* The bytes data was copied from, in a file mapping the graph keeps
+     * (mf_graph.blob), or NULL: exec/weights.c may free the copy of a
+     * packed weight and copy it again from there. */
+    const void *src;
     int32_t contained;
     minfer_tensor **items;
     size_t count, cap;

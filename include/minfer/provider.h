@@ -135,6 +135,14 @@ typedef struct minfer_node_prep {
     int32_t *output_inplace;    /* n_outputs entries: index of an input whose buffer
                                    output i may overwrite, or -1 */
     uint64_t *output_layouts;   /* n_outputs entries: layout each output will have */
+    /* ABI 2, appended: n_inputs entries, zeroed by the host, or NULL (the
+     * host does not ask; check MINFER_STRUCT_HAS and NULL before writing).
+     * The provider sets entry i to 1 when it copied constant input i
+     * (const_data) into storage of its own at this call and reads the
+     * host's copy no more: not at execute_node, not through another node's
+     * state. The host may then give that copy's memory back once every
+     * reader of the constant has said so (docs/providers.md). */
+    uint8_t *const_packed;
 } minfer_node_prep;
 
 /* Everything execute_node needs for one run of one node. */

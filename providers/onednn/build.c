@@ -4,6 +4,7 @@
  */
 #include <float.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,38 @@ static minfer_status reorder_now(dnn_b *b, const dnnl_memory_desc_t *src_md, con
     return st;
 }
 
+/* Packs the deferred constant of n bound to mems[mem], if any (errors in
+ * b's why). */
+static minfer_status pack_deferred(dnn_node *n, int mem, dnn_b *b) {
+    for (int d = 0; d < n->n_deferred; d++) {
+        struct dnn_deferred *e = &n->deferred[d];
+        if (e->mem != mem)
+            continue;
+        const dnnl_memory_desc_t *want = NULL;
+        dnnl_memory_get_memory_desc(n->mems[mem].mem, &want);
+        dnn_node *self = b->n;
+        b->n = n; /* the buffer belongs to n */
+        void *buf = owned_alloc(b, dnnl_memory_desc_get_size(want));
+        b->n = self;
+        if (!buf || reorder_now(b, &e->have, e->src, want, buf, e->scale) != MINFER_OK)
+            return MINFER_ERR_UNSUPPORTED;
+        dnnl_memory_set_data_handle(n->mems[mem].mem, buf);
+        n->deferred[d] = n->deferred[--n->n_deferred];
+        return MINFER_OK;
+    }
+    return MINFER_OK;
+}
+
+minfer_status dnn_node_pack(dnn_ctx *ctx, dnn_node *n, char *why, size_t why_size) {
+    static const minfer_node_desc pack_desc = {sizeof(minfer_node_desc), "", "packing", "",
+                                               0, 0, 0, NULL, NULL, NULL, 0};
+    dnn_b b = {ctx, &pack_desc, NULL, 0, n, 0, {{0}}, 0, why, why_size, NULL, NULL};
+    while (n->n_deferred > 0)
+        if (pack_deferred(n, n->deferred[0].mem, &b) != MINFER_OK)
+            return MINFER_ERR_UNSUPPORTED;
+    return MINFER_OK;
+}
+
 int dnn_const_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
                     const dnnl_memory_desc_t *want, float scale) {
     const minfer_value_desc *v = dnn_in(b, i);
@@ -263,15 +296,21 @@ int dnn_const_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
     int k = dnn_mem_new(b, want, BIND_FIXED, (int)i);
     if (k < 0 || b->check)
         return k;
-    /* Another variant of the node packed it the same way: share it. */
+    /* Another variant of the node packed it the same way: share it (packing
+     * it there first when that build deferred it). */
     for (int j = 0; b->share && j < b->share->n_mems; j++) {
         const dnn_mem *m = &b->share->mems[j];
         const dnnl_memory_desc_t *smd = NULL;
         void *data = NULL;
-        if (m->bind == BIND_FIXED && m->index == (int)i &&
-            dnnl_memory_get_memory_desc(m->mem, &smd) == dnnl_success &&
-            dnnl_memory_desc_equal(smd, want) &&
-            dnnl_memory_get_data_handle(m->mem, &data) == dnnl_success && data) {
+        if (m->bind != BIND_FIXED || m->index != (int)i ||
+            dnnl_memory_get_memory_desc(m->mem, &smd) != dnnl_success ||
+            !dnnl_memory_desc_equal(smd, want))
+            continue;
+        /* The shared build is the caller's, not yet handed out: packing
+         * its deferred constants changes no reader. */
+        if (pack_deferred((dnn_node *)(uintptr_t)b->share, j, b) != MINFER_OK)
+            return -1;
+        if (dnnl_memory_get_data_handle(m->mem, &data) == dnnl_success && data) {
             dnnl_memory_set_data_handle(b->n->mems[k].mem, data);
             return k;
         }
@@ -279,6 +318,15 @@ int dnn_const_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
     if (v->const_nbytes < dnnl_memory_desc_get_size(have)) {
         dnn_decline(b, "constant input %zu is too small", i);
         return -1;
+    }
+    if (b->ctx->defer_pack && !b->pio) {
+        dnn_node *n = b->n;
+        if (n->n_deferred + n->n_owned >= DNN_MAX_OWNED) {
+            dnn_decline(b, "too many packed constants for one node");
+            return -1;
+        }
+        n->deferred[n->n_deferred++] = (struct dnn_deferred){k, v->const_data, *have, scale};
+        return k;
     }
     void *buf = owned_alloc(b, dnnl_memory_desc_get_size(want));
     if (!buf || reorder_now(b, have, v->const_data, want, buf, scale) != MINFER_OK)

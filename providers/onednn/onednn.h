@@ -61,6 +61,7 @@ typedef struct dnn_ctx {
     int private_layouts; /* outputs may stay in oneDNN layouts (own memory domain) */
     dnn_layout *layouts;
     size_t n_layouts, cap_layouts;
+    int defer_pack;      /* dnn_const_input records constants, dnn_node_pack packs them */
 } dnn_ctx;
 
 /* Where a memory's data handle comes from at execute. */
@@ -97,6 +98,15 @@ struct dnn_node {
     size_t scratch_bytes; /* aligned scratchpad region at the start of the workspace */
     size_t ws_bytes;      /* total workspace */
     int threads;          /* OpenMP threads it was built for and runs on */
+    /* Constants not packed yet (built with dnn_ctx.defer_pack): mems[mem]
+     * gets src, of md have, reordered into its md times scale. */
+    struct dnn_deferred {
+        int mem;
+        const void *src;
+        dnnl_memory_desc_t have;
+        float scale;
+    } deferred[DNN_MAX_OWNED];
+    int n_deferred;
 };
 
 /* Deferred reorder of a primitive's result into a plain output. */
@@ -198,6 +208,11 @@ int dnn_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have, const dnnl_mem
  * scale multiplies every element while packing (1: none). */
 int dnn_const_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
                     const dnnl_memory_desc_t *want, float scale);
+/* Packs the constants a build with ctx->defer_pack left for later (a
+ * node whose split pieces pack their own slices never packs its whole
+ * weights, so they are never resident three times). why: the reason on
+ * failure. */
+minfer_status dnn_node_pack(dnn_ctx *ctx, dnn_node *n, char *why, size_t why_size);
 /* Memory holding host data the node owns (copied now). */
 int dnn_owned_plain(dnn_b *b, const dnnl_memory_desc_t *md, const float *data);
 /* Memory for output o written by a primitive in md: the output itself

@@ -650,6 +650,46 @@ static void build_single(dnn_ctx *ctx, const minfer_node_desc *node, minfer_node
     memcpy(prep->output_inplace, inpl, no * sizeof inpl[0]);
 }
 
+/* Whether a build reads constant input i from the host: bound to the
+ * input at execute (1), copied into the build's own memory (0), or not
+ * used (-1). */
+static int reads_input(const dnn_node *n, size_t i) {
+    int packed = -1;
+    for (int k = 0; n && k < n->n_mems; k++) {
+        if (n->mems[k].index != (int)i)
+            continue;
+        if (n->mems[k].bind == BIND_INPUT)
+            return 1;
+        if (n->mems[k].bind == BIND_FIXED)
+            packed = 0;
+    }
+    return packed;
+}
+
+/* minfer_node_prep.const_packed (ABI 2): the constant inputs that the
+ * builds which will run (the node, its one-thread variant, its pieces)
+ * packed and none reads from the host, so the host may give its copy
+ * back. */
+static void report_packed(const minfer_node_desc *node, const dnn_state *s,
+                          minfer_node_prep *prep) {
+    if (!MINFER_STRUCT_HAS(prep, minfer_node_prep, const_packed) || !prep->const_packed)
+        return;
+    const dnn_node *builds[2 + DNN_MAX_PIECES];
+    int nb = 0;
+    for (int v = 0; v < 2; v++)
+        if (s->v[v])
+            builds[nb++] = s->v[v];
+    for (int j = 0; s->split && j < s->split->n; j++)
+        builds[nb++] = s->split->piece[j];
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        const minfer_value_desc *in = minfer_kit_input(node, i);
+        int packed = in && in->const_data && nb > 0;
+        for (int b = 0; packed && b < nb; b++)
+            packed = reads_input(builds[b], i) == 0;
+        prep->const_packed[i] = (uint8_t)packed;
+    }
+}
+
 static minfer_status dnn_prepare(void *vctx, const minfer_node_desc *node, minfer_node_prep *prep,
                                  void **state) {
     dnn_ctx *ctx = vctx;
@@ -676,7 +716,11 @@ static minfer_status dnn_prepare(void *vctx, const minfer_node_desc *node, minfe
     int private_layouts = ctx->private_layouts;
     if (dyn)
         ctx->private_layouts = 0;
+    /* Weights are packed once the split form is known: pieces that pack
+     * their own slices leave the whole node's copy unmade. */
+    ctx->defer_pack = !dyn;
     minfer_status st = dnn_build_node(ctx, &d, prep, 0, 0, NULL, NULL, &n, why, sizeof why);
+    ctx->defer_pack = 0;
     ctx->private_layouts = private_layouts;
     if (st == MINFER_OK) {
         n->dyn_rank = dyn ? outs[0].rank : -1;
@@ -715,6 +759,12 @@ static minfer_status dnn_prepare(void *vctx, const minfer_node_desc *node, minfe
         dnn_node_free(s->v[0]);
         s->v[0] = s->v[1] = NULL;
     }
+    if (s->v[0] && dnn_node_pack(ctx, s->v[0], why, sizeof why) != MINFER_OK) {
+        state_free(s);
+        ctx->api->set_error(ctx->host, "onednn: node '%s': %s", node->name, why);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    report_packed(&d, s, prep);
     *state = s;
     return MINFER_OK;
 }

@@ -575,7 +575,7 @@ dnn_split *dnn_split_build(dnn_ctx *ctx, const minfer_node_desc *node, const dnn
         d.outputs = &pp->out[j];
         int32_t inplace = -1;
         uint64_t layout = 0;
-        minfer_node_prep prep = {sizeof prep, 0, &inplace, &layout};
+        minfer_node_prep prep = {sizeof prep, 0, &inplace, &layout, NULL};
         char why[512];
         dnn_node *p = NULL;
         const dnn_node *share = pp->own_weights ? NULL : full;
