@@ -486,6 +486,21 @@ int cmd_bench(int argc, char **argv) {
         json_object_set_new(jst, "p90_ms", json_real(rs.p90_ms));
         json_object_set_new(jst, "throughput_per_s", json_real(rs.throughput));
         json_object_set_new(root, "stats", jst);
+        if (concurrency == 1 && !profile) {
+            json_t *jd = json_array();
+            for (size_t j = 0; j < n_prov; j++) {
+                minfer_device_counters c = {.struct_size = sizeof c};
+                if (minfer_session_device_counters(s, j, &c) != MINFER_OK)
+                    continue;
+                json_t *o = json_object();
+                json_object_set_new(o, "provider", cli_json_str(minfer_session_provider_name(s, j)));
+                json_object_set_new(o, "launches", json_integer((json_int_t)c.launches));
+                json_object_set_new(o, "syncs", json_integer((json_int_t)c.syncs));
+                json_object_set_new(o, "transfers", json_integer((json_int_t)c.transfers));
+                json_array_append_new(jd, o);
+            }
+            json_object_set_new(root, "device_counters", jd);
+        }
         if (profile) {
             json_t *ops = json_array();
             json_object_set_new(root, "profile", cli_json_str(profile));
@@ -536,6 +551,17 @@ int cmd_bench(int argc, char **argv) {
                (double)mem.intermediate_bytes / 1048576.0,
                (double)mem.lower_bound_bytes / 1048576.0);
         printf("peak RSS:        %.1f MiB\n", (double)rss / 1024.0);
+        /* A device provider's counts of the last run; with --profile every
+         * node ends a "run" (it waits for the device), and concurrent
+         * callers share one count, so neither says what a run does. */
+        for (size_t j = 0; concurrency == 1 && !profile && j < n_prov; j++) {
+            minfer_device_counters c = {.struct_size = sizeof c};
+            if (minfer_session_device_counters(s, j, &c) == MINFER_OK)
+                printf("device:          %s per run: %llu kernel launches, %llu host "
+                       "synchronisations, %llu host transfers\n",
+                       minfer_session_provider_name(s, j), (unsigned long long)c.launches,
+                       (unsigned long long)c.syncs, (unsigned long long)c.transfers);
+        }
         if (profile) {
             /* Node times cover every profiled run, the warm-up included;
              * ms/run is each node's mean, so the two agree per run. */

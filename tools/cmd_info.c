@@ -266,6 +266,70 @@ static int print_memory(minfer_session *s, const char *model, int verbose) {
     return 0;
 }
 
+/* For each device provider that counts its runs (OpenCL): commands
+ * enqueued, host synchronisations and host transfers per run, measured on
+ * two runs of zero inputs (symbolic dimensions 1; the second run's counts,
+ * as the first also does one-time uploads). Nothing when no such provider
+ * loaded; a run that fails is reported, not fatal. */
+static void print_device_counters(minfer_session *s) {
+    size_t np = minfer_session_provider_count(s), ni = minfer_session_input_count(s);
+    int any = 0;
+    for (size_t j = 0; j < np; j++) {
+        minfer_device_counters c = {.struct_size = sizeof c};
+        any |= minfer_session_device_counters(s, j, &c) == MINFER_OK;
+    }
+    if (!any)
+        return;
+    minfer_tensor **ins = calloc(ni + 1, sizeof *ins);
+    const char **names = calloc(ni + 1, sizeof *names);
+    minfer_status st = ins && names ? MINFER_OK : MINFER_ERR_NOMEM;
+    for (size_t k = 0; st == MINFER_OK && k < ni; k++) {
+        minfer_value_info info;
+        int64_t dims[MINFER_MAX_RANK];
+        if ((st = minfer_session_input_info(s, k, &info)) != MINFER_OK)
+            break;
+        if (info.kind != MINFER_VALUE_TENSOR) {
+            printf("device counters:\n  not measured: input '%s' is not a tensor\n", info.name);
+            goto done;
+        }
+        int rank = info.rank < 0 ? 0 : info.rank;
+        for (int d = 0; d < rank; d++)
+            dims[d] = info.dims[d] < 0 ? 1 : info.dims[d];
+        names[k] = info.name;
+        st = minfer_tensor_create(info.dtype, dims, (size_t)rank, &ins[k]);
+    }
+    size_t no = minfer_session_output_count(s);
+    minfer_tensor **outs = calloc(no + 1, sizeof *outs);
+    if (!outs && st == MINFER_OK)
+        st = MINFER_ERR_NOMEM;
+    for (int r = 0; st == MINFER_OK && r < 2; r++) {
+        st = minfer_session_run(s, names, (const minfer_tensor *const *)ins, ni, NULL, outs, no);
+        for (size_t o = 0; o < no; o++) {
+            minfer_tensor_free(outs[o]);
+            outs[o] = NULL;
+        }
+    }
+    free(outs);
+    printf("device counters (per run, zero inputs):\n");
+    if (st != MINFER_OK) {
+        printf("  not measured: the run failed: %s\n", cli_error(st));
+        goto done;
+    }
+    for (size_t j = 0; j < np; j++) {
+        minfer_device_counters c = {.struct_size = sizeof c};
+        if (minfer_session_device_counters(s, j, &c) == MINFER_OK)
+            printf("  %-24s %llu kernel launches, %llu host synchronisations, %llu host "
+                   "transfers\n", minfer_session_provider_name(s, j),
+                   (unsigned long long)c.launches, (unsigned long long)c.syncs,
+                   (unsigned long long)c.transfers);
+    }
+done:
+    for (size_t k = 0; ins && k < ni; k++)
+        minfer_tensor_free(ins[k]);
+    free(ins);
+    free(names);
+}
+
 /* The optimizer on its own (as the session runs it): node counts by op
  * before and after, and how often each pass fired. */
 static void print_optimization(const char *path) {
@@ -691,6 +755,7 @@ int cmd_info(int argc, char **argv) {
         print_optimization(pos[0]);
         if (print_memory(s, pos[0], verbose) != 0)
             goto done;
+        print_device_counters(s);
     }
     /* After print_memory: the picture shows the planned shapes. */
     if (dot_path) {

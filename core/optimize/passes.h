@@ -158,6 +158,7 @@ minfer_status mf_pass_fuse_gemm(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_matmul(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_layernorm(mf_opt *o, size_t *fired);   /* passes_transformer.c */
 minfer_status mf_pass_fuse_gelu(mf_opt *o, size_t *fired);
+minfer_status mf_pass_square_pow(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_attention(mf_opt *o, size_t *fired);
 
 #endif

@@ -10,6 +10,14 @@
  *  fuse_gelu       Div(X, sqrt 2) | Mul(X, 1/sqrt 2) -> Erf -> Add(., 1) and
  *                  the two Muls by X and 0.5 in any order, including
  *                  Mul(Mul(X, 0.5), .)  =>  Gelu(X)
+ *                  and the tanh form (GPT-2's gelu_new): Pow(X, 3) ->
+ *                  Mul(., 0.044715) -> Add(X, .) -> Mul(., sqrt(2/pi)) ->
+ *                  Tanh -> Add(., 1) and the same Muls  =>
+ *                  Gelu(X, approximate "tanh")
+ *  square_pow      Pow(X, 2) => Mul(X, X) (RMSNorm's square, left after
+ *                  fuse_layernorm took LayerNorm's): the same float, the
+ *                  product of two floats being exact in double, and a
+ *                  binary op every provider runs fast.
  *  fuse_attention  MatMul(Q, KT) -> Div | Mul by a scalar (or Q scaled
  *                  before the MatMul, as PyTorch exports it, or no scale)
  *                  [-> Add(mask)] -> Softmax(last axis) -> MatMul(., V)
@@ -178,6 +186,59 @@ minfer_status mf_pass_fuse_layernorm(mf_opt *o, size_t *fired) {
 
 /* ---- Gelu ----------------------------------------------------------------- */
 
+/* The tail both forms share, from t (Erf's or Tanh's output): Add(t, 1)
+ * and the Muls by X and 0.5. Returns the last node (-1: no match); *a1,
+ * *m1 and *half (-1 when absent) are the other nodes. */
+static int gelu_tail(mf_opt *o, int t, int x, int *a1, int *m1, int *half) {
+    mf_graph *g = o->g;
+    double c;
+    *half = -1;
+    *a1 = mf_opt_single_consumer(o, t);
+    if (!mf_opt_is(g, *a1, "Add"))
+        return -1;
+    int one = other_input(g, *a1, t);
+    if (one < 0 || !scalar_for(o, one, x, &c) || c != 1.0)
+        return -1;
+    *m1 = mf_opt_single_consumer(o, out0(g, *a1));
+    if (!mf_opt_is(g, *m1, "Mul"))
+        return -1;
+    int o1 = other_input(g, *m1, out0(g, *a1));
+    if (o1 == x) { /* Mul(Mul(X, 1 + t), 0.5) */
+        int m2 = mf_opt_single_consumer(o, out0(g, *m1));
+        if (mf_opt_is(g, m2, "Mul") && scalar_for(o, other_input(g, m2, out0(g, *m1)), x, &c) &&
+            c == 0.5)
+            return m2;
+    } else if (o1 >= 0 && scalar_for(o, o1, x, &c) && c == 0.5) { /* Mul(Mul(1 + t, 0.5), X) */
+        int m2 = mf_opt_single_consumer(o, out0(g, *m1));
+        if (mf_opt_is(g, m2, "Mul") && other_input(g, m2, out0(g, *m1)) == x)
+            return m2;
+    } else if (o1 >= 0) { /* Mul(Mul(X, 0.5), 1 + t) */
+        int h = mf_opt_producer(o, o1);
+        if (mf_opt_is(g, h, "Mul") && mf_opt_single_consumer(o, o1) == *m1 &&
+            scalar_for(o, other_input(g, h, x), x, &c) && c == 0.5) {
+            *half = h;
+            return *m1;
+        }
+    }
+    return -1;
+}
+
+/* Makes node last Gelu(x) (approximate "tanh" when tanh) and kills the
+ * pattern's other nodes (entries < 0 skipped). */
+static minfer_status make_gelu(mf_opt *o, int last, int x, int tanh_form, const int *kill,
+                               size_t n_kill) {
+    int ins[1] = {x};
+    minfer_status st;
+    if ((st = mf_opt_set_inputs(o, last, ins, 1)) != MINFER_OK ||
+        (st = mf_opt_set_op(o, last, "minfer", "Gelu")) != MINFER_OK ||
+        (tanh_form && (st = mf_opt_set_attr_string(o, last, "approximate", "tanh")) != MINFER_OK))
+        return st;
+    for (size_t k = 0; k < n_kill; k++)
+        if (kill[k] >= 0 && kill[k] != last)
+            mf_opt_kill(o, kill[k]);
+    return MINFER_OK;
+}
+
 static minfer_status try_gelu(mf_opt *o, int erf, int *done) {
     mf_graph *g = o->g;
     double c;
@@ -201,46 +262,58 @@ static minfer_status try_gelu(mf_opt *o, int erf, int *done) {
     }
     if (x < 0 || mf_opt_info(o, x)->dtype != MINFER_DTYPE_FLOAT)
         return MINFER_OK;
-    int a1 = mf_opt_single_consumer(o, out0(g, erf));
-    if (!mf_opt_is(g, a1, "Add"))
-        return MINFER_OK;
-    int one = other_input(g, a1, out0(g, erf));
-    if (one < 0 || !scalar_for(o, one, x, &c) || c != 1.0)
-        return MINFER_OK;
-    int m1 = mf_opt_single_consumer(o, out0(g, a1));
-    if (!mf_opt_is(g, m1, "Mul"))
-        return MINFER_OK;
-    int o1 = other_input(g, m1, out0(g, a1));
-    int last = -1, half = -1;
-    if (o1 == x) { /* Mul(Mul(X, 1 + erf), 0.5) */
-        int m2 = mf_opt_single_consumer(o, out0(g, m1));
-        if (mf_opt_is(g, m2, "Mul") && scalar_for(o, other_input(g, m2, out0(g, m1)), x, &c) &&
-            c == 0.5)
-            last = m2;
-    } else if (o1 >= 0 && scalar_for(o, o1, x, &c) && c == 0.5) { /* Mul(Mul(1 + erf, 0.5), X) */
-        int m2 = mf_opt_single_consumer(o, out0(g, m1));
-        if (mf_opt_is(g, m2, "Mul") && other_input(g, m2, out0(g, m1)) == x)
-            last = m2;
-    } else if (o1 >= 0) { /* Mul(Mul(X, 0.5), 1 + erf) */
-        half = mf_opt_producer(o, o1);
-        if (mf_opt_is(g, half, "Mul") && mf_opt_single_consumer(o, o1) == m1 &&
-            scalar_for(o, other_input(g, half, x), x, &c) && c == 0.5)
-            last = m1;
-        else
-            half = -1;
-    }
+    int a1, m1, half, last = gelu_tail(o, out0(g, erf), x, &a1, &m1, &half);
     if (last < 0)
         return MINFER_OK;
-    int ins[1] = {x};
-    minfer_status st;
-    if ((st = mf_opt_set_inputs(o, last, ins, 1)) != MINFER_OK ||
-        (st = mf_opt_set_op(o, last, "minfer", "Gelu")) != MINFER_OK)
-        return st;
     int kill[] = {dn, erf, a1, m1, half};
-    for (size_t k = 0; k < sizeof kill / sizeof kill[0]; k++)
-        if (kill[k] >= 0 && kill[k] != last)
-            mf_opt_kill(o, kill[k]);
     *done = 1;
+    return make_gelu(o, last, x, 0, kill, sizeof kill / sizeof kill[0]);
+}
+
+/* Binary node i with a scalar constant operand near want (relative 1e-4):
+ * its other operand, or -1. */
+static int times_scalar(mf_opt *o, int i, double want) {
+    mf_graph *g = o->g;
+    double c;
+    if (!mf_opt_is(g, i, "Mul") || g->nodes[i].n_inputs != 2)
+        return -1;
+    for (int k = 0; k < 2; k++) {
+        int v = g->nodes[i].inputs[1 - k], cv = g->nodes[i].inputs[k];
+        if (v >= 0 && scalar_for(o, cv, v, &c) && near(c, want, 1e-4))
+            return v;
+    }
+    return -1;
+}
+
+static minfer_status try_gelu_tanh(mf_opt *o, int th, int *done) {
+    mf_graph *g = o->g;
+    double c;
+    *done = 0;
+    /* Tanh(Mul(Add(X, Mul(Pow(X, 3), 0.044715)), sqrt(2/pi))) */
+    int u = g->nodes[th].inputs[0], mu = mf_opt_producer(o, u);
+    if (mf_opt_single_consumer(o, u) != th)
+        return MINFER_OK;
+    int inner = times_scalar(o, mu, 0.7978845608028654 /* sqrt(2 / pi) */), ad = mf_opt_producer(o, inner);
+    if (inner < 0 || mf_opt_single_consumer(o, inner) != mu || !mf_opt_is(g, ad, "Add") ||
+        g->nodes[ad].n_inputs != 2)
+        return MINFER_OK;
+    for (int k = 0; k < 2; k++) {
+        int x = g->nodes[ad].inputs[k], cube = g->nodes[ad].inputs[1 - k];
+        int mc = mf_opt_producer(o, cube);
+        int p = times_scalar(o, mc, 0.044715), pw = mf_opt_producer(o, p);
+        if (x < 0 || mf_opt_info(o, x)->dtype != MINFER_DTYPE_FLOAT ||
+            mf_opt_single_consumer(o, cube) != ad || p < 0 ||
+            mf_opt_single_consumer(o, p) != mc || !mf_opt_is(g, pw, "Pow") ||
+            g->nodes[pw].n_inputs != 2 || g->nodes[pw].inputs[0] != x ||
+            !scalar_for(o, g->nodes[pw].inputs[1], x, &c) || c != 3.0)
+            continue;
+        int a1, m1, half, last = gelu_tail(o, out0(g, th), x, &a1, &m1, &half);
+        if (last < 0)
+            return MINFER_OK;
+        int kill[] = {pw, mc, ad, mu, th, a1, m1, half};
+        *done = 1;
+        return make_gelu(o, last, x, 1, kill, sizeof kill / sizeof kill[0]);
+    }
     return MINFER_OK;
 }
 
@@ -248,16 +321,41 @@ minfer_status mf_pass_fuse_gelu(mf_opt *o, size_t *fired) {
     mf_graph *g = o->g;
     for (size_t k = 0; k < g->n_nodes; k++) {
         int i = g->order[k], done = 0;
-        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "Erf") || g->nodes[i].n_inputs != 1 ||
-            g->nodes[i].inputs[0] < 0 || g->nodes[i].n_outputs != 1)
+        int erf = mf_opt_is(g, i, "Erf");
+        if (!live(o, (size_t)i) || (!erf && !mf_opt_is(g, i, "Tanh")) ||
+            g->nodes[i].n_inputs != 1 || g->nodes[i].inputs[0] < 0 ||
+            g->nodes[i].n_outputs != 1)
             continue;
-        minfer_status st = try_gelu(o, i, &done);
+        minfer_status st = erf ? try_gelu(o, i, &done) : try_gelu_tanh(o, i, &done);
         if (st == MINFER_OK && done) {
             (*fired)++;
             st = mf_opt_reindex(o);
         }
         if (st != MINFER_OK)
             return st;
+    }
+    return MINFER_OK;
+}
+
+/* ---- Pow(X, 2) ------------------------------------------------------------- */
+
+minfer_status mf_pass_square_pow(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    double c;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "Pow") || n->n_inputs != 2 ||
+            n->n_outputs != 1 || n->inputs[0] < 0 ||
+            mf_opt_info(o, n->inputs[0])->dtype != MINFER_DTYPE_FLOAT ||
+            !scalar_for(o, n->inputs[1], n->inputs[0], &c) || c != 2.0)
+            continue;
+        int ins[2] = {n->inputs[0], n->inputs[0]};
+        minfer_status st;
+        if ((st = mf_opt_set_inputs(o, i, ins, 2)) != MINFER_OK ||
+            (st = mf_opt_set_op(o, i, "", "Mul")) != MINFER_OK)
+            return st;
+        (*fired)++;
     }
     return MINFER_OK;
 }
