@@ -575,6 +575,103 @@ static void test_mixed_placement(void **state) {
     tc_free(&t);
 }
 
+/* Counters of the last run (minfer_session_device_counters): provider 0
+ * of s must be opencl; the run counts must be the expected ones. */
+static void expect_counters(minfer_session *s, uint64_t runs, uint64_t launches, uint64_t syncs,
+                            uint64_t transfers) {
+    minfer_device_counters c = {.struct_size = sizeof c};
+    assert_string_equal(minfer_session_provider_name(s, 0), "opencl");
+    assert_int_equal(minfer_session_device_counters(s, 0, &c), MINFER_OK);
+    if (c.runs != runs || c.launches != launches || c.syncs != syncs ||
+        c.transfers != transfers)
+        fail_msg("run %llu: %llu launches, %llu syncs, %llu transfers; want run %llu: %llu, "
+                 "%llu, %llu", (unsigned long long)c.runs, (unsigned long long)c.launches,
+                 (unsigned long long)c.syncs, (unsigned long long)c.transfers,
+                 (unsigned long long)runs, (unsigned long long)launches,
+                 (unsigned long long)syncs, (unsigned long long)transfers);
+}
+
+/* Per-run counters: a graph all on the device waits once per run (the
+ * clFinish of synchronize; the input upload does not wait and the output
+ * download follows the wait), with one launch per kernel; a Gather with
+ * run-time indices waits for its index check too; a value that crosses to
+ * cpu mid-run waits for the device, the one coming back does not. The
+ * counts repeat run after run. A run ends at synchronize, before the
+ * session reads its outputs back, so those transfers count for the next
+ * run (the first run has one transfer fewer). */
+static void test_run_counters(void **state) {
+    (void)state;
+    tcase t;
+    minfer_tensor *out = NULL;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(4, 6));
+    tc_node(&t, "Relu", NULL, IN("x"), "r");
+    tc_node(&t, "Sigmoid", NULL, IN("r"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_session *s = session_on(&t, "opencl", "opencl", NULL);
+    assert_non_null(s);
+    assert_int_equal(minfer_session_node_count(s), 2);
+    expect_counters(s, 0, 0, 0, 0);
+    for (uint64_t r = 1; r <= 3; r++) {
+        assert_int_equal(run_session(&t, s, &out), MINFER_OK);
+        minfer_tensor_free(out);
+        /* Relu, Sigmoid; x in, y out (y of run 1 is read after its end:
+         * a run's downloads count for the next) */
+        expect_counters(s, r, 2, 1, r == 1 ? 1 : 2);
+    }
+    /* A caller's smaller struct gets its fields only; a bad call says why. */
+    struct {
+        size_t struct_size;
+        uint64_t runs, launches;
+    } small = {offsetof(minfer_device_counters, syncs), 0, 0};
+    assert_int_equal(minfer_session_device_counters(s, 0, (minfer_device_counters *)&small),
+                     MINFER_OK);
+    assert_int_equal(small.launches, 2);
+    minfer_device_counters c = {.struct_size = sizeof c};
+    assert_int_equal(minfer_session_device_counters(s, 1, &c), MINFER_ERR_INVALID_ARG);
+    c.struct_size = 0;
+    assert_int_equal(minfer_session_device_counters(s, 0, &c), MINFER_ERR_INVALID_ARG);
+    minfer_session_free(s);
+    tc_free(&t);
+
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(3, 5, 2));
+    tc_input_i64(&t, "i", I64(2, 2), (const int64_t[]){0, -5, 4, 1});
+    tc_node(&t, "Relu", NULL, IN("x"), "r");
+    size_t n = tc_node(&t, "Gather", NULL, IN("r", "i"), "g");
+    minfer_builder_set_attr_int(t.b, n, "axis", 1);
+    tc_node(&t, "Sigmoid", NULL, IN("g"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    s = session_on(&t, "opencl", "opencl", NULL);
+    assert_non_null(s);
+    for (uint64_t r = 1; r <= 2; r++) {
+        assert_int_equal(run_session(&t, s, &out), MINFER_OK);
+        minfer_tensor_free(out);
+        /* Relu, the flag's fill, Gather, Sigmoid; the check's read and
+         * clFinish (which would not wait if nothing followed the check);
+         * x, i, y */
+        expect_counters(s, r, 4, 2, r == 1 ? 2 : 3);
+    }
+    minfer_session_free(s);
+    tc_free(&t);
+
+    simple_graph(&t); /* Relu on opencl, ArgMax and Cast on cpu, Mul on opencl */
+    s = session_on(&t, "opencl,cpu", NULL, NULL);
+    assert_non_null(s);
+    for (uint64_t r = 1; r <= 2; r++) {
+        assert_int_equal(run_session(&t, s, &out), MINFER_OK);
+        minfer_tensor_free(out);
+        /* r down after Relu (a wait), c up (none), y down after the clFinish */
+        expect_counters(s, r, 2, 2, r == 1 ? 3 : 4);
+    }
+    /* cpu computes in host memory and counts nothing */
+    c.struct_size = sizeof c;
+    assert_string_equal(minfer_session_provider_name(s, 1), "cpu");
+    assert_int_equal(minfer_session_device_counters(s, 1, &c), MINFER_ERR_UNSUPPORTED);
+    minfer_session_free(s);
+    tc_free(&t);
+}
+
 static void test_device_option(void **state) {
     (void)state;
     tcase t;
@@ -704,6 +801,7 @@ static int pass_fp16(void **state) {
     cmocka_unit_test(test_gather_out_of_range),                                            \
     cmocka_unit_test(test_reduce_reshape),                                                 \
     cmocka_unit_test(test_mixed_placement),                                                \
+    cmocka_unit_test(test_run_counters),                                                   \
     cmocka_unit_test(test_device_option)
 
 int main(void) {

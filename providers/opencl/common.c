@@ -2,6 +2,7 @@
  * Helpers shared by the OpenCL kernels' host side: errors, attributes,
  * constant uploads, buffer views and kernel launches.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,29 +304,67 @@ minfer_status ocl_enqueue(const ocl_exec *e, int k, int dims, const size_t *glob
                                         g, l, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return ocl_fail(e, MINFER_ERR_PROVIDER, "enqueueing a kernel: %s", ocl_err_str(err));
-    atomic_fetch_add(&e->ctx->n_launch, 1);
+    ocl_count_launch(e->ctx);
     return MINFER_OK;
 }
 
+minfer_status ocl_launch(const ocl_exec *e, int k, int dims, const size_t *global, int tiled) {
+    size_t l[3];
+    ocl_pick_local(&e->ctx->dev, e->ctx->kernel_wg[k], dims, global, tiled, l);
+    return ocl_enqueue(e, k, dims, global, l);
+}
+
 minfer_status ocl_launch1(const ocl_exec *e, int k, size_t n) {
-    /* PoCL runs a work-group as one task and loops over its items; small
-     * groups leave both cores busy. GPUs want wide groups. */
-    size_t l = e->ctx->is_cpu ? 8 : 64;
-    if (l > e->ctx->kernel_wg[k])
-        l = e->ctx->kernel_wg[k];
-    size_t g = n, lv = l;
-    return ocl_enqueue(e, k, 1, &g, &lv);
+    return ocl_launch(e, k, 1, &n, 0);
+}
+
+/* Byte offsets and counts the byte kernels take as int. */
+static int fits_int(size_t a, size_t b, size_t c) {
+    return a <= INT32_MAX && b <= INT32_MAX && c <= INT32_MAX;
 }
 
 minfer_status ocl_copy(const ocl_exec *e, cl_mem src, size_t soff, cl_mem dst, size_t doff,
                        size_t bytes) {
     if (bytes == 0 || (src == dst && soff == doff))
         return MINFER_OK;
+    if (e->ctx->kernel_copies) {
+        if (!fits_int(soff, doff, bytes))
+            return ocl_fail(e, MINFER_ERR_LIMIT, "a copy of %zu bytes at offset %zu is beyond "
+                            "kernel_copies=1's 2 GiB", bytes, doff);
+        cl_int so = (cl_int)soff, dof = (cl_int)doff, n = (cl_int)bytes;
+        minfer_status st = ocl_set_args(e, OCL_K_copy_bytes, 5, OCL_ARG(src), OCL_ARG(so),
+                                        OCL_ARG(dst), OCL_ARG(dof), OCL_ARG(n));
+        return st ? st : ocl_launch1(e, OCL_K_copy_bytes, bytes);
+    }
     cl_int err = clEnqueueCopyBuffer(e->ctx->queue, src, dst, soff, doff, bytes, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return ocl_fail(e, MINFER_ERR_PROVIDER, "copying %zu bytes: %s", bytes,
                         ocl_err_str(err));
-    atomic_fetch_add(&e->ctx->n_launch, 1);
+    ocl_count_launch(e->ctx);
+    return MINFER_OK;
+}
+
+minfer_status ocl_fill(const ocl_exec *e, cl_mem dst, size_t doff, const void *pattern,
+                       size_t psize, size_t bytes) {
+    if (bytes == 0)
+        return MINFER_OK;
+    if (e->ctx->kernel_copies) {
+        cl_uint pat = 0;
+        memcpy(&pat, pattern, psize < sizeof pat ? psize : sizeof pat);
+        if (!fits_int(doff, bytes, 0))
+            return ocl_fail(e, MINFER_ERR_LIMIT, "a fill of %zu bytes at offset %zu is beyond "
+                            "kernel_copies=1's 2 GiB", bytes, doff);
+        cl_int dof = (cl_int)doff, n = (cl_int)bytes, ps = (cl_int)psize;
+        minfer_status st = ocl_set_args(e, OCL_K_fill_bytes, 5, OCL_ARG(dst), OCL_ARG(dof),
+                                        OCL_ARG(n), OCL_ARG(pat), OCL_ARG(ps));
+        return st ? st : ocl_launch1(e, OCL_K_fill_bytes, bytes);
+    }
+    cl_int err = clEnqueueFillBuffer(e->ctx->queue, dst, pattern, psize, doff, bytes, 0, NULL,
+                                     NULL);
+    if (err != CL_SUCCESS)
+        return ocl_fail(e, MINFER_ERR_PROVIDER, "filling %zu bytes: %s", bytes,
+                        ocl_err_str(err));
+    ocl_count_launch(e->ctx);
     return MINFER_OK;
 }
 

@@ -321,7 +321,7 @@ static minfer_status convgemm_run(const ocl_exec *e, const conv_state *st, const
     if (rc != CLBlastSuccess)
         return ocl_fail(e, MINFER_ERR_PROVIDER, "CLBlast convgemm (%zu -> %zu channels, "
                         "%dx%d kernel) failed with status %d", C, M, g->k[1], g->k[2], (int)rc);
-    atomic_fetch_add(&ctx->n_launch, 1);
+    ocl_count_launch(ctx);
     cl_int P = g->o[1] * g->o[2], Mi = (cl_int)M, act = st->act;
     if (!io->has_b && !io->has_z && act == OCL_ACT_NONE)
         return MINFER_OK;
@@ -331,8 +331,8 @@ static minfer_status convgemm_run(const ocl_exec *e, const conv_state *st, const
                                    OCL_ARG(act), OCL_ARG(st->a), OCL_ARG(st->b));
     if (s)
         return s;
-    size_t gl[2] = {(size_t)P, io->N * M}, l[2] = {ctx->wg_multiple, 1};
-    return ocl_enqueue(e, OCL_K_conv_epilogue, 2, gl, l);
+    size_t gl[2] = {(size_t)P, io->N * M};
+    return ocl_launch(e, OCL_K_conv_epilogue, 2, gl, 0);
 }
 #endif
 
@@ -360,8 +360,7 @@ static minfer_status conv_run(const ocl_exec *e, const conv_state *st, const con
             return s;
         size_t nr = 2 * (size_t)e->ctx->vw, mr = (size_t)e->ctx->mr;
         size_t gl[3] = {(P + mr - 1) / mr, ((size_t)Mg + nr - 1) / nr, N * (size_t)G};
-        size_t l[3] = {e->ctx->is_cpu ? 1 : 16, 1, 1};
-        return ocl_enqueue(e, OCL_K_conv_tile, 3, gl, l);
+        return ocl_launch(e, OCL_K_conv_tile, 3, gl, 1);
     }
     s = ocl_set_args(e, OCL_K_conv_direct, 19, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(wb),
                      OCL_ARG(wo), OCL_ARG(bb), OCL_ARG(bo), OCL_ARG(has_b), OCL_ARG(zb),
@@ -371,8 +370,7 @@ static minfer_status conv_run(const ocl_exec *e, const conv_state *st, const con
     if (s)
         return s;
     size_t gl[3] = {(size_t)g.o[2], (size_t)g.o[1], N * (size_t)M * (size_t)g.o[0]};
-    size_t l[3] = {e->ctx->is_cpu ? ((size_t)g.o[2] >= 8 ? 8 : 1) : 16, 1, 1};
-    return ocl_enqueue(e, OCL_K_conv_direct, 3, gl, l);
+    return ocl_launch(e, OCL_K_conv_direct, 3, gl, 0);
 }
 
 /* ---- Choosing the back end ------------------------------------------------- */
@@ -620,8 +618,7 @@ minfer_status ocl_execute_pool(const ocl_exec *e) {
                           OCL_ARG(g), OCL_ARG(is_max), OCL_ARG(cip))))
         return s;
     size_t gl[3] = {(size_t)g.o[2], (size_t)g.o[1], (size_t)(od[0] * od[1]) * (size_t)g.o[0]};
-    size_t l[3] = {e->ctx->is_cpu ? ((size_t)g.o[2] >= 8 ? 8 : 1) : 16, 1, 1};
-    return ocl_enqueue(e, OCL_K_pool, 3, gl, l);
+    return ocl_launch(e, OCL_K_pool, 3, gl, 0);
 }
 
 minfer_status ocl_prepare_global_pool(ocl_prep *p) {
@@ -659,6 +656,5 @@ minfer_status ocl_execute_global_pool(const ocl_exec *e) {
     if ((s = ocl_set_args(e, OCL_K_global_pool, 6, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb),
                           OCL_ARG(yo), OCL_ARG(plane), OCL_ARG(is_max))))
         return s;
-    size_t gl[1] = {(size_t)(od[0] * od[1])}, l[1] = {1};
-    return ocl_enqueue(e, OCL_K_global_pool, 1, gl, l);
+    return ocl_launch1(e, OCL_K_global_pool, (size_t)(od[0] * od[1]));
 }

@@ -240,10 +240,8 @@ static minfer_status run_binary(const ocl_exec *e, int op, const minfer_tensor_v
     if (s)
         return s;
     size_t inner = (size_t)od[rank - 1];
-    size_t g[2] = {inner, (size_t)n / inner}, l[2] = {inner >= 16 ? 16 : 1, 1};
-    if (!e->ctx->is_cpu)
-        l[0] = inner >= 64 ? 64 : inner >= 16 ? 16 : 1;
-    return ocl_enqueue(e, OCL_K_binary_bcast, 2, g, l);
+    size_t g[2] = {inner, (size_t)n / inner};
+    return ocl_launch(e, OCL_K_binary_bcast, 2, g, 0);
 }
 
 static int bcast_shape(int32_t ra, const int64_t *da, int32_t rb, const int64_t *db,
@@ -387,8 +385,7 @@ minfer_status ocl_execute_batchnorm(const ocl_exec *e) {
         return s;
     size_t g[2] = {((size_t)plane + (size_t)e->ctx->vw - 1) / (size_t)e->ctx->vw,
                    (size_t)x->dims[0] * (size_t)C};
-    size_t l[2] = {1, 1};
-    return ocl_enqueue(e, OCL_K_channel_affine, 2, g, l);
+    return ocl_launch(e, OCL_K_channel_affine, 2, g, 0);
 }
 
 minfer_status ocl_execute_clip(const ocl_exec *e) { return ocl_execute_unary(e); }

@@ -264,11 +264,9 @@ static minfer_status clblast_launch(const ocl_exec *e, const gemm_state *st, con
     size_t es = ctx->fp16 ? 2 : 4;
     size_t span = ((size_t)batch - 1) * (size_t)c->bsy + (size_t)c->M * (size_t)c->ldy;
     cl_uint zero = 0;
-    cl_int err = clEnqueueFillBuffer(ctx->queue, c->y, &zero, es, (size_t)c->yo * es, span * es,
-                                     0, NULL, NULL);
-    if (err != CL_SUCCESS)
-        return ocl_fail(e, MINFER_ERR_PROVIDER, "clearing the GEMM output: %s", ocl_err_str(err));
-    atomic_fetch_add(&ctx->n_launch, 1);
+    minfer_status fs = ocl_fill(e, c->y, (size_t)c->yo * es, &zero, es, span * es);
+    if (fs != MINFER_OK)
+        return fs;
     CLBlastTranspose ta = c->csa == 1 ? CLBlastTransposeNo : CLBlastTransposeYes;
     CLBlastTranspose tb = c->csb == 1 ? CLBlastTransposeNo : CLBlastTransposeYes;
     size_t lda = c->csa == 1 ? (size_t)c->K : (size_t)c->M;
@@ -303,7 +301,7 @@ static minfer_status clblast_launch(const ocl_exec *e, const gemm_state *st, con
         return ocl_fail(e, MINFER_ERR_PROVIDER, "CLBlast %cGEMM of %d x %d x %d (batch %zu) "
                         "failed with status %d", ctx->fp16 ? 'H' : 'S', c->M, c->N, c->K, batch,
                         (int)rc);
-    atomic_fetch_add(&ctx->n_launch, 1);
+    ocl_count_launch(ctx);
     if (!c->has_c && st->act == OCL_ACT_NONE)
         return MINFER_OK;
     cl_int act = st->act;
@@ -315,8 +313,8 @@ static minfer_status clblast_launch(const ocl_exec *e, const gemm_state *st, con
         OCL_ARG(st->pb));
     if (s)
         return s;
-    size_t g[2] = {(size_t)c->M * (size_t)c->N, batch}, l[2] = {ctx->wg_multiple, 1};
-    return ocl_enqueue(e, OCL_K_gemm_epilogue, 2, g, l);
+    size_t g[2] = {(size_t)c->M * (size_t)c->N, batch};
+    return ocl_launch(e, OCL_K_gemm_epilogue, 2, g, 0);
 }
 #endif
 
@@ -339,8 +337,7 @@ static minfer_status launch(const ocl_exec *e, const gemm_state *st, gemm_call *
         return s;
     size_t nr = 2 * (size_t)e->ctx->vw, mr = (size_t)e->ctx->mr;
     size_t g[3] = {((size_t)c->N + nr - 1) / nr, ((size_t)c->M + mr - 1) / mr, batch};
-    size_t l[3] = {e->ctx->is_cpu ? 1 : 16, 1, 1};
-    return ocl_enqueue(e, OCL_K_gemm, 3, g, l);
+    return ocl_launch(e, OCL_K_gemm, 3, g, 1);
 }
 
 /* A zeroed scratch buffer of count elements for measure (NULL on failure). */

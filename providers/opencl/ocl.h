@@ -56,7 +56,7 @@
     X(unary) X(binary_flat) X(binary_bcast) X(channel_affine) X(gemm) X(conv_tile)          \
     X(conv_direct) X(pool) X(global_pool) X(softmax) X(layernorm) X(strided_copy)            \
     X(gather) X(gather16) X(reduce) X(concat_copy) X(concat_copy16) X(gemm_epilogue)        \
-    X(conv_epilogue)
+    X(conv_epilogue) X(copy_bytes) X(fill_bytes)
 
 enum {
 #define X(k) OCL_K_##k,
@@ -101,6 +101,18 @@ typedef struct ocl_kset {
     cl_kernel k[OCL_K_COUNT];
 } ocl_kset;
 
+/* What the launch choices read of a device (device.c): from
+ * clGetDeviceInfo at init, wg_multiple after the program build. */
+typedef struct ocl_devinfo {
+    int is_cpu;             /* CL_DEVICE_TYPE_CPU */
+    size_t max_wg;          /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    size_t max_items[3];    /* CL_DEVICE_MAX_WORK_ITEM_SIZES */
+    size_t wg_multiple;     /* CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE */
+    unsigned compute_units; /* CL_DEVICE_MAX_COMPUTE_UNITS */
+    unsigned vec_float;     /* CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT */
+    uint64_t local_mem;     /* CL_DEVICE_LOCAL_MEM_SIZE */
+} ocl_devinfo;
+
 /* One provider instance (one per session). */
 typedef struct ocl_ctx {
     const minfer_host_api *api;
@@ -127,18 +139,27 @@ typedef struct ocl_ctx {
     uint64_t max_alloc;   /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
     uint64_t local_mem;   /* CL_DEVICE_LOCAL_MEM_SIZE */
     int vw, mr;           /* register tile: vector width and rows (common.cl) */
+    ocl_devinfo dev;      /* for launch shapes (device.c) */
     int use_cache;        /* program binaries on disk (option cache=0 turns off) */
     int fp16;             /* float tensors stored as half (option fp16=1) */
     int khr_fp16;         /* the device reports cl_khr_fp16 (logged; not needed) */
+    int kernel_copies;    /* option kernel_copies=1: device writes other than a
+                             kernel's go through copy_bytes / fill_bytes */
     double build_ms;      /* how long the program took, for the log */
     int from_cache;
     int gemm_mode;        /* OCL_GEMM_*: option gemm=, else MINFER_OPENCL_GEMM */
-    size_t wg_multiple;   /* CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE (program.c) */
-    /* Commands enqueued and host waits (tune.c, ocl_run_counters): totals
-     * since init, and the totals when the last run ended. */
-    atomic_ullong n_launch, n_sync, n_runs;
-    unsigned long long last_launch, last_sync;
-    unsigned long long run_launch, run_sync; /* of the last run */
+    /* Commands enqueued, host waits and host transfers (tune.c): totals
+     * since init, the totals when the last run ended (under lock), and that
+     * run's counts. pending is 1 while a command enqueued since the last
+     * wait may still run: only a blocking call made then waits for the
+     * device (a host synchronisation). */
+    atomic_ullong n_launch, n_sync, n_transfer, n_runs;
+    atomic_int pending;
+    unsigned long long last_launch, last_sync, last_transfer;
+    unsigned long long run_launch, run_sync, run_transfer;
+    /* Host copies of uploads enqueued without waiting (copy_from_host),
+     * freed once a clFinish has seen their writes done (under lock). */
+    struct ocl_staged *staged;
     struct ocl_tune *tune; /* the tuning cache, loaded on first use (tune.c) */
 } ocl_ctx;
 
@@ -201,6 +222,16 @@ void ocl_kset_give(ocl_ctx *ctx, ocl_kset *ks);
 /* The disk cache directory ($XDG_CACHE_HOME/minfer), created; 0 on success. */
 int ocl_cache_dir(char *buf, size_t size);
 
+/* ---- device.c ------------------------------------------------------------ */
+
+/* The register tile (VW, MR of kernels/common.cl) for the device. */
+void ocl_pick_tile(const ocl_devinfo *d, int *vw, int *mr);
+/* The local size of a dims-D launch of global[] work-items of a kernel
+ * whose work-group limit is kwg; tiled for the register-tiled kernels
+ * (gemm, conv_tile), whose items each hold a whole tile. */
+void ocl_pick_local(const ocl_devinfo *d, size_t kwg, int dims, const size_t *global,
+                    int tiled, size_t *local);
+
 /* ---- tune.c -------------------------------------------------------------- */
 
 /* The tuning cache: a choice (an int) per key, on disk beside the program
@@ -210,8 +241,17 @@ int ocl_tune_get(ocl_ctx *ctx, const char *key, int *value);
 /* Records key's choice (in memory, and appended to the file). */
 void ocl_tune_put(ocl_ctx *ctx, const char *key, int value, double ms_a, double ms_b);
 void ocl_tune_free(ocl_ctx *ctx);
-/* A host wait (clFinish, a blocking transfer) for the counters. */
-void ocl_count_sync(ocl_ctx *ctx);
+/* Counters: a command enqueued (a kernel, a device copy or fill, a CLBlast
+ * call); a blocking call about to wait for the queue (a host
+ * synchronisation when a command may still be running); a transfer
+ * between host and device memory. */
+void ocl_count_launch(ocl_ctx *ctx);
+void ocl_count_wait(ocl_ctx *ctx);
+void ocl_count_transfer(ocl_ctx *ctx);
+/* Closes a run: its counts become the last run's. */
+void ocl_count_run_end(ocl_ctx *ctx);
+/* The counters of the last run (the provider's run_counters). */
+minfer_status ocl_run_counters(void *ctx, minfer_device_counters *out);
 /* Milliseconds of a monotonic clock. */
 double ocl_now_ms(void);
 
@@ -277,9 +317,14 @@ minfer_status ocl_enqueue(const ocl_exec *e, int k, int dims, const size_t *glob
                           const size_t *local);
 /* A 1-D launch of n items with the device's preferred local size. */
 minfer_status ocl_launch1(const ocl_exec *e, int k, size_t n);
+/* ocl_enqueue with the local size ocl_pick_local chooses. */
+minfer_status ocl_launch(const ocl_exec *e, int k, int dims, const size_t *global, int tiled);
 /* Copies bytes within the device (reshape family, Identity). */
 minfer_status ocl_copy(const ocl_exec *e, cl_mem src, size_t soff, cl_mem dst, size_t doff,
                        size_t bytes);
+/* Fills bytes at dst + doff with a pattern of psize (1, 2 or 4) bytes. */
+minfer_status ocl_fill(const ocl_exec *e, cl_mem dst, size_t doff, const void *pattern,
+                       size_t psize, size_t bytes);
 
 /* Unary activation over n floats. */
 minfer_status ocl_run_unary(const ocl_exec *e, cl_mem x, cl_int xoff, cl_mem y, cl_int yoff,

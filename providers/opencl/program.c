@@ -216,12 +216,13 @@ minfer_status ocl_build_program(ocl_ctx *ctx) {
         ctx->kernel_wg[i] = wg ? wg : 1;
     }
     /* The device's step of efficient work-group sizes (a GPU's warp or
-     * wavefront), for kernels with a free 1-D local size. */
+     * wavefront, PoCL's vectorisation width), for the launch shapes
+     * (device.c). */
     size_t mult = 0;
     clGetKernelWorkGroupInfo(ks->k[OCL_K_gemm_epilogue], ctx->device,
                              CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof mult, &mult,
                              NULL);
-    ctx->wg_multiple = mult && mult <= ctx->kernel_wg[OCL_K_gemm_epilogue] ? mult : 1;
+    ctx->dev.wg_multiple = mult && mult <= ctx->kernel_wg[OCL_K_gemm_epilogue] ? mult : 1;
     ks->next_free = ctx->free_sets;
     ctx->free_sets = ks;
     ctx->build_ms = now_ms() - t0;

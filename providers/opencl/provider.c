@@ -16,8 +16,9 @@
  * 4. execute_node enqueues kernels and returns; synchronize waits for them.
  *    It sets kernel arguments only on a kernel set it borrowed for the call
  *    (ocl.h), so concurrent runs of one session do not race.
- *    copy_to_host and copy_from_host are blocking; where the device shares
- *    host memory they map the buffer instead of a read or write transfer.
+ *    copy_to_host blocks (where the device shares host memory it maps the
+ *    buffer instead of a read); copy_from_host enqueues the write of a
+ *    host copy of the data and returns (freed at the next synchronize).
  *    With fp16 they convert float tensors between float and half, and
  *    tensor_bytes tells the planner that such a tensor takes 2 bytes an
  *    element.
@@ -240,12 +241,28 @@ static int has_extension(cl_device_id dev, const char *name) {
     return found;
 }
 
+/* An upload's host copy, kept until a clFinish has seen its write done. */
+typedef struct ocl_staged {
+    struct ocl_staged *next;
+    max_align_t data[];
+} ocl_staged;
+
+/* Frees a list of staged uploads. */
+static void free_staged(ocl_staged *sb) {
+    while (sb) {
+        ocl_staged *next = sb->next;
+        free(sb);
+        sb = next;
+    }
+}
+
 static void ocl_shutdown(void *vctx) {
     ocl_ctx *ctx = vctx;
     if (!ctx)
         return;
     if (ctx->queue)
         clFinish(ctx->queue);
+    free_staged(ctx->staged);
     ocl_release_program(ctx);
     ocl_tune_free(ctx);
     if (ctx->queue)
@@ -292,9 +309,13 @@ static minfer_status parse_options(ocl_ctx *ctx, const char *options, char *devi
             *fp16 = eq[1] == '1';
         } else if (strcmp(tok, "gemm") == 0 && parse_gemm_mode(eq + 1) >= 0) {
             ctx->gemm_mode = parse_gemm_mode(eq + 1);
+        } else if (strcmp(tok, "kernel_copies") == 0 &&
+                   (!strcmp(eq + 1, "0") || !strcmp(eq + 1, "1"))) {
+            ctx->kernel_copies = eq[1] == '1';
         } else {
             ctx->api->set_error(ctx->host, "opencl: unknown option '%s=%s' (keys: device=P:D, "
-                                "device=N or device=NAME, cache=0|1, fp16=0|1, gemm=auto|own|clblast)", tok, eq + 1);
+                                "device=N or device=NAME, cache=0|1, fp16=0|1, gemm=auto|own|clblast, "
+                                "kernel_copies=0|1)", tok, eq + 1);
             return MINFER_ERR_INVALID_ARG;
         }
     }
@@ -329,6 +350,7 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
     char device[256];
     int fp16 = -1;
     ctx->gemm_mode = -1;
+    ctx->kernel_copies = -1;
     minfer_status st = parse_options(ctx, options, device, sizeof device, &fp16);
     const char *env_fp16 = getenv("MINFER_OPENCL_FP16");
     if (st == MINFER_OK && fp16 < 0 && env_fp16 && env_fp16[0]) {
@@ -348,6 +370,17 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
     }
     if (ctx->gemm_mode < 0)
         ctx->gemm_mode = OCL_GEMM_AUTO;
+    const char *env_kc = getenv("MINFER_OPENCL_KERNEL_COPIES");
+    if (st == MINFER_OK && ctx->kernel_copies < 0 && env_kc && env_kc[0]) {
+        if (strcmp(env_kc, "0") != 0 && strcmp(env_kc, "1") != 0) {
+            api->set_error(host, "opencl: MINFER_OPENCL_KERNEL_COPIES='%s' is neither 0 nor 1",
+                           env_kc);
+            st = MINFER_ERR_INVALID_ARG;
+        }
+        ctx->kernel_copies = env_kc[0] == '1';
+    }
+    if (ctx->kernel_copies < 0)
+        ctx->kernel_copies = 0;
     const char *env = getenv("MINFER_OPENCL_DEVICE");
     if (st == MINFER_OK)
         st = device[0] ? choose_device(ctx, device, "option device=")
@@ -388,10 +421,25 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
                  ctx->device_name, ctx->khr_fp16 ? "reports" : "does not report");
     ctx->unified = unified != 0;
     ctx->is_cpu = (ctx->type & CL_DEVICE_TYPE_CPU) != 0;
-    /* CPU devices (PoCL): a 6 x 32 tile in AVX-512 registers; GPUs: 4 x 8
-     * per work-item, leaving registers for many work-items. */
-    ctx->vw = ctx->is_cpu ? 16 : 4;
-    ctx->mr = ctx->is_cpu ? 6 : 4;
+    /* Register tile and launch shapes from the device's answers (device.c;
+     * the preferred work-group multiple follows with the program). */
+    ocl_devinfo *dv = &ctx->dev;
+    cl_uint cu = 0, vec = 0;
+    dv->is_cpu = ctx->is_cpu;
+    dv->max_wg = ctx->max_wg ? ctx->max_wg : 1;
+    if (clGetDeviceInfo(ctx->device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dv->max_items,
+                        dv->max_items, NULL) != CL_SUCCESS)
+        dv->max_items[0] = dv->max_items[1] = dv->max_items[2] = dv->max_wg;
+    clGetDeviceInfo(ctx->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+    clGetDeviceInfo(ctx->device, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof vec, &vec, NULL);
+    dv->compute_units = cu;
+    dv->vec_float = vec;
+    dv->local_mem = ctx->local_mem;
+    dv->wg_multiple = 1;
+    ocl_pick_tile(dv, &ctx->vw, &ctx->mr);
+    api->log(host, MINFER_LOG_VERBOSE, "opencl: '%s': %s, %u compute units, work-groups up to "
+             "%zu, float vectors of %u: register tile %d x %d", ctx->device_name,
+             ctx->is_cpu ? "CPU" : "not a CPU", cu, dv->max_wg, vec, ctx->mr, 2 * ctx->vw);
     if (ctx->align > 256)
         api->log(host, MINFER_LOG_INFO, "opencl: device base alignment %zu bytes is above the "
                  "provider's 256; kernels take element offsets, so this only costs speed",
@@ -519,57 +567,141 @@ static void ocl_mem_free(void *ctx, void *buffer) {
         clReleaseMemObject((cl_mem)buffer);
 }
 
-/* Moves bytes (as stored on the device) between buf + offset and host.
- * With half != 0 the device holds half elements and the host floats
- * (bytes / 2 of them): converted on the way, in the mapped buffer where
- * the device shares host memory, else through a staging block. */
-static minfer_status transfer(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t bytes,
-                              void *host, int to_host, int half) {
+/* Copies bytes (as stored on the device) from the device at buf + offset
+ * to host, waiting for them. With half != 0 the device holds half
+ * elements and the host floats (bytes / 2 of them), converted on the way:
+ * in the mapped buffer where the device shares host memory, else through
+ * a staging block. */
+static minfer_status download(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t bytes,
+                              void *host, int half) {
     if (bytes == 0)
         return MINFER_OK;
     cl_int err;
     size_t n = bytes / 2;
-    uint16_t *stage = NULL;
+    ocl_count_transfer(ctx);
+    ocl_count_wait(ctx); /* every path below blocks until the bytes are there */
     if (ctx->unified) {
-        void *p = clEnqueueMapBuffer(ctx->queue, buf, CL_TRUE,
-                                     to_host ? CL_MAP_READ : CL_MAP_WRITE_INVALIDATE_REGION,
-                                     offset, bytes, 0, NULL, NULL, &err);
+        void *p = clEnqueueMapBuffer(ctx->queue, buf, CL_TRUE, CL_MAP_READ, offset, bytes, 0,
+                                     NULL, NULL, &err);
         if (err == CL_SUCCESS) {
-            if (half && to_host)
+            if (half)
                 for (size_t i = 0; i < n; i++)
                     ((float *)host)[i] = ocl_h2f(((const uint16_t *)p)[i]);
-            else if (half)
-                for (size_t i = 0; i < n; i++)
-                    ((uint16_t *)p)[i] = ocl_f2h(((const float *)host)[i]);
-            else if (to_host)
-                memcpy(host, p, bytes);
             else
-                memcpy(p, host, bytes);
+                memcpy(host, p, bytes);
             err = clEnqueueUnmapMemObject(ctx->queue, buf, p, 0, NULL, NULL);
         }
     } else {
+        uint16_t *stage = NULL;
         if (half && !(stage = malloc(bytes))) {
             ctx->api->set_error(ctx->host, "opencl: out of memory staging %zu bytes", bytes);
             return MINFER_ERR_NOMEM;
         }
-        void *h = half ? (void *)stage : host;
-        if (to_host) {
-            err = clEnqueueReadBuffer(ctx->queue, buf, CL_TRUE, offset, bytes, h, 0, NULL, NULL);
-            for (size_t i = 0; half && err == CL_SUCCESS && i < n; i++)
-                ((float *)host)[i] = ocl_h2f(stage[i]);
-        } else {
-            for (size_t i = 0; half && i < n; i++)
-                stage[i] = ocl_f2h(((const float *)host)[i]);
-            err = clEnqueueWriteBuffer(ctx->queue, buf, CL_TRUE, offset, bytes, h, 0, NULL, NULL);
-        }
+        err = clEnqueueReadBuffer(ctx->queue, buf, CL_TRUE, offset, bytes,
+                                  half ? (void *)stage : host, 0, NULL, NULL);
+        for (size_t i = 0; half && err == CL_SUCCESS && i < n; i++)
+            ((float *)host)[i] = ocl_h2f(stage[i]);
         free(stage);
     }
-    ocl_count_sync(ctx); /* every path above waits for the transfer */
     if (err != CL_SUCCESS) {
-        ctx->api->set_error(ctx->host, "opencl: copying %zu bytes %s the device: %s", bytes,
-                            to_host ? "from" : "to", ocl_err_str(err));
+        ctx->api->set_error(ctx->host, "opencl: copying %zu bytes from the device: %s", bytes,
+                            ocl_err_str(err));
         return MINFER_ERR_PROVIDER;
     }
+    return MINFER_OK;
+}
+
+/* With kernel_copies=1: the bytes (already staged in host memory) go to
+ * a buffer of their own, written whole at its creation, and copy_bytes
+ * moves them to buf + offset. oclgrind 21.10's uninitialised-value
+ * checker loses track of a buffer written at an offset by a host command
+ * (its shadow of the whole buffer is replaced by one the size of the
+ * write: ShadowMemory::allocate in plugins/Uninitialized.cpp), while it
+ * tracks whole-buffer creation and kernel stores. 0, or -1 when this path
+ * is not available (no program yet, an offset beyond int) and the caller
+ * writes as usual. */
+static int upload_by_kernel(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t bytes,
+                            const void *data, minfer_status *st) {
+    if (!ctx->program || offset > INT32_MAX || bytes > INT32_MAX)
+        return -1;
+    cl_int err;
+    cl_mem tmp = clCreateBuffer(ctx->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes,
+                                (void *)data, &err);
+    if (err != CL_SUCCESS) {
+        ctx->api->set_error(ctx->host, "opencl: staging %zu bytes: %s", bytes, ocl_err_str(err));
+        *st = MINFER_ERR_NOMEM;
+        return 0;
+    }
+    ocl_kset *ks = ocl_kset_take(ctx);
+    if (!ks) {
+        clReleaseMemObject(tmp);
+        *st = MINFER_ERR_PROVIDER;
+        return 0;
+    }
+    cl_int zero = 0, off = (cl_int)offset, n = (cl_int)bytes;
+    cl_kernel k = ks->k[OCL_K_copy_bytes];
+    size_t g = bytes;
+    err = clSetKernelArg(k, 0, sizeof tmp, &tmp);
+    err |= clSetKernelArg(k, 1, sizeof zero, &zero);
+    err |= clSetKernelArg(k, 2, sizeof buf, &buf);
+    err |= clSetKernelArg(k, 3, sizeof off, &off);
+    err |= clSetKernelArg(k, 4, sizeof n, &n);
+    if (err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &g, NULL, 0, NULL, NULL);
+    ocl_kset_give(ctx, ks);
+    clReleaseMemObject(tmp); /* freed once the copy has run */
+    if (err != CL_SUCCESS) {
+        ctx->api->set_error(ctx->host, "opencl: copying %zu bytes to the device by kernel: %s",
+                            bytes, ocl_err_str(err));
+        *st = MINFER_ERR_PROVIDER;
+        return 0;
+    }
+    ocl_count_transfer(ctx);
+    ocl_count_launch(ctx);
+    *st = MINFER_OK;
+    return 0;
+}
+
+/* Copies bytes (as stored on the device) from host to buf + offset
+ * without waiting: the host data (converted to half when half != 0, the
+ * host holding bytes / 2 floats) is copied into a staging block, whose
+ * write is enqueued; the block is freed by the next synchronize, whose
+ * clFinish has seen the write done. The caller may reuse its memory at
+ * once, and a run whose values cross from the host mid-run does not drain
+ * the queue for each crossing. */
+static minfer_status upload(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t bytes,
+                            const void *host, int half) {
+    if (bytes == 0)
+        return MINFER_OK;
+    ocl_staged *sb = malloc(sizeof *sb + bytes);
+    if (!sb) {
+        ctx->api->set_error(ctx->host, "opencl: out of memory staging %zu bytes", bytes);
+        return MINFER_ERR_NOMEM;
+    }
+    if (half)
+        for (size_t i = 0; i < bytes / 2; i++)
+            ((uint16_t *)sb->data)[i] = ocl_f2h(((const float *)host)[i]);
+    else
+        memcpy(sb->data, host, bytes);
+    minfer_status st;
+    if (ctx->kernel_copies && upload_by_kernel(ctx, buf, offset, bytes, sb->data, &st) == 0) {
+        free(sb);
+        return st;
+    }
+    cl_int err = clEnqueueWriteBuffer(ctx->queue, buf, CL_FALSE, offset, bytes, sb->data, 0,
+                                      NULL, NULL);
+    if (err != CL_SUCCESS) {
+        free(sb);
+        ctx->api->set_error(ctx->host, "opencl: copying %zu bytes to the device: %s", bytes,
+                            ocl_err_str(err));
+        return MINFER_ERR_PROVIDER;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    sb->next = ctx->staged;
+    ctx->staged = sb;
+    pthread_mutex_unlock(&ctx->lock);
+    ocl_count_transfer(ctx);
+    atomic_store(&ctx->pending, 1);
     return MINFER_OK;
 }
 
@@ -590,7 +722,7 @@ static minfer_status ocl_copy_to_host(void *vctx, const minfer_tensor_view *src,
                             (unsigned long long)src->layout);
         return MINFER_ERR_INVALID_ARG;
     }
-    return transfer(ctx, (cl_mem)src->data, src->offset, bytes, dst, 1, half);
+    return download(ctx, (cl_mem)src->data, src->offset, bytes, dst, half);
 }
 
 static minfer_status ocl_copy_from_host(void *vctx, const void *src, size_t src_bytes,
@@ -604,7 +736,7 @@ static minfer_status ocl_copy_from_host(void *vctx, const void *src, size_t src_
                             (unsigned long long)dst->layout);
         return MINFER_ERR_INVALID_ARG;
     }
-    return transfer(ctx, (cl_mem)dst->data, dst->offset, bytes, (void *)src, 0, half);
+    return upload(ctx, (cl_mem)dst->data, dst->offset, bytes, src, half);
 }
 
 /* Storage of a tensor in this domain: float takes 2 bytes an element with
@@ -625,26 +757,22 @@ static size_t ocl_tensor_bytes(void *vctx, const minfer_tensor_view *desc) {
 
 static minfer_status ocl_synchronize(void *vctx) {
     ocl_ctx *ctx = vctx;
+    /* Uploads staged before the clFinish are done after it (their writes
+     * were enqueued before they were listed). */
+    pthread_mutex_lock(&ctx->lock);
+    ocl_staged *done = ctx->staged;
+    ctx->staged = NULL;
+    pthread_mutex_unlock(&ctx->lock);
+    ocl_count_wait(ctx);
     cl_int err = clFinish(ctx->queue);
-    ocl_count_sync(ctx);
+    free_staged(done);
     if (err != CL_SUCCESS) {
         ctx->api->set_error(ctx->host, "opencl: clFinish: %s", ocl_err_str(err));
         return MINFER_ERR_PROVIDER;
     }
     /* The end of a run: what was counted since the previous one is this
-     * run's (under the lock, as concurrent runs end here too). */
-    pthread_mutex_lock(&ctx->lock);
-    unsigned long long l = atomic_load(&ctx->n_launch), y = atomic_load(&ctx->n_sync);
-    ctx->run_launch = l - ctx->last_launch;
-    ctx->run_sync = y - ctx->last_sync;
-    ctx->last_launch = l;
-    ctx->last_sync = y;
-    unsigned long long runs = atomic_fetch_add(&ctx->n_runs, 1) + 1;
-    pthread_mutex_unlock(&ctx->lock);
-    ctx->api->log(ctx->host, MINFER_LOG_VERBOSE, "opencl: run %llu: %llu kernel launches "
-                  "(commands enqueued: kernels, device copies, CLBlast calls) and %llu host "
-                  "synchronisations (blocking transfers, this wait) since the previous run",
-                  runs, ctx->run_launch, ctx->run_sync);
+     * run's. */
+    ocl_count_run_end(ctx);
     return MINFER_OK;
 }
 
@@ -687,6 +815,7 @@ static const minfer_provider ocl_provider = {
     .synchronize = ocl_synchronize,
     .tensor_bytes = ocl_tensor_bytes,
     .describe_device = ocl_describe_device,
+    .run_counters = ocl_run_counters,
 };
 
 MINFER_PROVIDER_DEFINE(ocl_provider)

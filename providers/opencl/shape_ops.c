@@ -137,8 +137,8 @@ minfer_status ocl_execute_transpose(const ocl_exec *e) {
                           OCL_ARG(yo), OCL_ARG(sh))))
         return s;
     size_t inner = (size_t)sh.d[sh.rank - 1];
-    size_t g[2] = {inner, (size_t)n / inner}, l[2] = {inner >= 8 ? 8 : 1, 1};
-    return ocl_enqueue(e, OCL_K_strided_copy, 2, g, l);
+    size_t g[2] = {inner, (size_t)n / inner};
+    return ocl_launch(e, OCL_K_strided_copy, 2, g, 0);
 }
 
 /* ---- Concat ------------------------------------------------------------------ */
@@ -262,8 +262,8 @@ minfer_status ocl_execute_concat(const ocl_exec *e) {
             if ((s = ocl_set_args(e, k, 6, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb), OCL_ARG(pos),
                                   OCL_ARG(row), OCL_ARG(row_out))))
                 return s;
-            size_t g[2] = {(size_t)row, outer}, l[2] = {row >= 8 ? 8 : 1, 1};
-            if ((s = ocl_enqueue(e, k, 2, g, l)))
+            size_t g[2] = {(size_t)row, outer};
+            if ((s = ocl_launch(e, k, 2, g, 0)))
                 return s;
         }
         pos += row;
@@ -385,23 +385,20 @@ minfer_status ocl_execute_gather(const ocl_exec *e) {
         wb = (cl_mem)e->args->workspace;
         wo = (cl_int)(e->args->workspace_offset / sizeof(cl_int));
         const cl_int none = INT32_MAX;
-        cl_int err = clEnqueueFillBuffer(e->ctx->queue, wb, &none, sizeof none,
-                                         e->args->workspace_offset, sizeof none, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            return ocl_fail(e, MINFER_ERR_PROVIDER, "clearing the index check: %s",
-                            ocl_err_str(err));
+        if ((s = ocl_fill(e, wb, e->args->workspace_offset, &none, sizeof none, sizeof none)))
+            return s;
     }
     int k = ocl_esize(e->ctx, x->dtype) == 2 ? OCL_K_gather16 : OCL_K_gather;
     if ((s = ocl_set_args(e, k, 13, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(ib), OCL_ARG(io),
                           OCL_ARG(is64), OCL_ARG(yb), OCL_ARG(yo), OCL_ARG(nidx), OCL_ARG(adi),
                           OCL_ARG(inner), OCL_ARG(wb), OCL_ARG(wo), OCL_ARG(chk))))
         return s;
-    size_t g[3] = {(size_t)inner, (size_t)nidx, outer}, l[3] = {inner >= 8 ? 8 : 1, 1, 1};
-    if ((s = ocl_enqueue(e, k, 3, g, l)) || !check)
+    size_t g[3] = {(size_t)inner, (size_t)nidx, outer};
+    if ((s = ocl_launch(e, k, 3, g, 0)) || !check)
         return s;
     cl_int bad = INT32_MAX;
     /* The one wait inside a run: an index out of range must fail this run. */
-    ocl_count_sync(e->ctx);
+    ocl_count_wait(e->ctx);
     cl_int err = clEnqueueReadBuffer(e->ctx->queue, wb, CL_TRUE, e->args->workspace_offset,
                                      sizeof bad, &bad, 0, NULL, NULL);
     if (err != CL_SUCCESS)

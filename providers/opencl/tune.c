@@ -12,10 +12,15 @@
  * loaded at the first lookup. With cache=0 nothing is read or written and
  * choices live for the session.
  *
- * Counters: every enqueued command (ocl_enqueue, ocl_copy, a CLBlast call)
- * adds to n_launch and every host wait (clFinish, a blocking map, read or
- * write) to n_sync; synchronize closes a run and keeps the counts of that
- * run for ocl_run_counters.
+ * Counters: every enqueued command (ocl_enqueue, ocl_copy, a fill, a
+ * CLBlast call) adds to n_launch and raises pending; every copy between
+ * host and device memory adds to n_transfer. A blocking call (clFinish, a
+ * blocking map or read) is a host synchronisation, n_sync, when it finds
+ * pending raised, i.e. when it waits for device work and not only for its
+ * own bytes: a download right after the run's clFinish is a transfer, not
+ * a second wait. Uploads are enqueued without waiting (provider.c), so a
+ * run all on the device waits once. synchronize closes a run and keeps its
+ * counts for ocl_run_counters (the run_counters member of the ABI).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,7 +48,52 @@ double ocl_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-void ocl_count_sync(ocl_ctx *ctx) { atomic_fetch_add(&ctx->n_sync, 1); }
+void ocl_count_launch(ocl_ctx *ctx) {
+    atomic_fetch_add(&ctx->n_launch, 1);
+    atomic_store(&ctx->pending, 1);
+}
+
+void ocl_count_wait(ocl_ctx *ctx) {
+    if (atomic_exchange(&ctx->pending, 0))
+        atomic_fetch_add(&ctx->n_sync, 1);
+}
+
+void ocl_count_transfer(ocl_ctx *ctx) { atomic_fetch_add(&ctx->n_transfer, 1); }
+
+void ocl_count_run_end(ocl_ctx *ctx) {
+    pthread_mutex_lock(&ctx->lock);
+    unsigned long long l = atomic_load(&ctx->n_launch), y = atomic_load(&ctx->n_sync),
+                       t = atomic_load(&ctx->n_transfer);
+    ctx->run_launch = l - ctx->last_launch;
+    ctx->run_sync = y - ctx->last_sync;
+    ctx->run_transfer = t - ctx->last_transfer;
+    ctx->last_launch = l;
+    ctx->last_sync = y;
+    ctx->last_transfer = t;
+    unsigned long long runs = atomic_fetch_add(&ctx->n_runs, 1) + 1;
+    unsigned long long rl = ctx->run_launch, rs = ctx->run_sync, rt = ctx->run_transfer;
+    pthread_mutex_unlock(&ctx->lock);
+    ctx->api->log(ctx->host, MINFER_LOG_VERBOSE, "opencl: run %llu: %llu kernel launches "
+                  "(commands enqueued: kernels, device copies and fills, CLBlast calls), %llu "
+                  "host synchronisations (waits for queued device work) and %llu transfers "
+                  "between host and device since the previous run", runs, rl, rs, rt);
+}
+
+minfer_status ocl_run_counters(void *vctx, minfer_device_counters *out) {
+    ocl_ctx *ctx = vctx;
+    minfer_device_counters c;
+    memset(&c, 0, sizeof c);
+    pthread_mutex_lock(&ctx->lock);
+    c.runs = atomic_load(&ctx->n_runs);
+    c.launches = ctx->run_launch;
+    c.syncs = ctx->run_sync;
+    c.transfers = ctx->run_transfer;
+    pthread_mutex_unlock(&ctx->lock);
+    size_t n = out->struct_size < sizeof c ? out->struct_size : sizeof c;
+    c.struct_size = out->struct_size;
+    memcpy(out, &c, n);
+    return MINFER_OK;
+}
 
 static uint64_t fnv1a(uint64_t h, const char *s) {
     for (; *s; s++) {

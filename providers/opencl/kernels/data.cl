@@ -1,5 +1,21 @@
 /* Data movement and reductions. */
 
+/* Byte moves as kernels, for the option kernel_copies=1 (provider.c): n
+ * bytes from s + soff to d + doff, and n bytes at d + doff filled with the
+ * little-endian bytes of a pattern of psize (1 to 4) bytes. One byte per
+ * work-item: these serve checking, not speed. */
+__kernel void copy_bytes(__global const uchar *s, int soff, __global uchar *d, int doff, int n) {
+    int i = get_global_id(0);
+    if (i < n)
+        d[doff + i] = s[soff + i];
+}
+
+__kernel void fill_bytes(__global uchar *d, int doff, int n, uint pattern, int psize) {
+    int i = get_global_id(0);
+    if (i < n)
+        d[doff + i] = (uchar)(pattern >> (8 * (i % psize)));
+}
+
 /* y (dims s.d, contiguous) from x read at strides s.sa: Transpose (permuted
  * strides) and broadcasting copies of float tensors, moved as raw BITS.
  * Grid: (innermost dim, the rest). */
