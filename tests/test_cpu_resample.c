@@ -10,11 +10,11 @@
  *   Pad     constant mode goes by rows (fill, copy, fill); the expected
  *           output is computed here element by element, with negative pads
  *           (crops) and a non-zero value.
- *   Optimizer  a zero Pad folded into the Conv or AveragePool after it
- *           (passes_cnn.c), and x * HardSigmoid(x) taken as HardSwish by the
- *           Conv fusion (passes_fuse.c): each graph runs as written (level 0)
- *           and optimized, the outputs agree, and the node is gone exactly
- *           when the rewrite is exact.
+ *   Optimizer  a zero Pad folded into the Conv or AveragePool after it and
+ *           a one-input Concat removed (passes_cnn.c), x * HardSigmoid(x)
+ *           taken as HardSwish by the Conv fusion (passes_fuse.c): each
+ *           graph runs as written (level 0) and optimized, the outputs
+ *           agree, and the node is gone exactly when the rewrite is exact.
  * Sessions run on the CPU provider with 2 threads, so the row jobs split.
  */
 #include <stdlib.h>
@@ -407,6 +407,41 @@ static void test_hardswish_gate(void **state) {
     gate_case(0.2f, 0);
 }
 
+/* x -> [Relu ->] Concat(one input) [-> Relu] -> y: the Concat goes at level 3,
+ * whether its output is read by a node or is the graph output. */
+static void single_concat_case(int concat_last) {
+    minfer_graph_builder *b = NULL;
+    minfer_tensor *want = NULL, *got = NULL;
+    const int64_t xd[] = {2, 3, 4};
+    assert_ok(minfer_builder_create(13, &b));
+    assert_ok(minfer_builder_add_input(b, "x", MINFER_DTYPE_FLOAT, xd, 3, NULL));
+    const char *x = "x", *r = "r", *y = "y", *c = "c";
+    size_t n;
+    if (concat_last) {
+        assert_ok(minfer_builder_add_node(b, "Relu", NULL, "relu", &x, 1, &r, 1, NULL));
+        assert_ok(minfer_builder_add_node(b, "Concat", NULL, "cat", &r, 1, &y, 1, &n));
+    } else {
+        assert_ok(minfer_builder_add_node(b, "Concat", NULL, "cat", &x, 1, &c, 1, &n));
+        assert_ok(minfer_builder_add_node(b, "Relu", NULL, "relu", &c, 1, &y, 1, NULL));
+    }
+    assert_ok(minfer_builder_set_attr_int(b, n, "axis", -2));
+    assert_ok(minfer_builder_add_output(b, "y"));
+    minfer_tensor *in = random_input(xd, 3);
+    assert_int_equal(run_opt(b, 0, in, &want, 1, "Concat"), 1);
+    assert_int_equal(run_opt(b, 3, in, &got, 1, "Concat"), 0);
+    assert_close(got, want);
+    minfer_tensor_free(got);
+    minfer_tensor_free(want);
+    minfer_tensor_free(in);
+    minfer_builder_free(b);
+}
+
+static void test_single_concat(void **state) {
+    (void)state;
+    single_concat_case(0);
+    single_concat_case(1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resize_nearest),
@@ -416,6 +451,7 @@ int main(void) {
         cmocka_unit_test(test_pad_constant),
         cmocka_unit_test(test_fold_pad),
         cmocka_unit_test(test_hardswish_gate),
+        cmocka_unit_test(test_single_concat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,8 +8,8 @@
  *  1. the basic passes in order (Constant nodes to initializers, Identity
  *     and Dropout removal, dead nodes, shape subgraphs, constant folding,
  *     Reshape chains, Cast and Transpose pairs, BatchNormalization
- *     folding, zero Pads into Conv and AveragePool), repeated until a
- *     round changes nothing (at most 8 rounds);
+ *     folding, zero Pads into Conv and AveragePool, one-input Concats),
+ *     repeated until a round changes nothing (at most 8 rounds);
  *  2. for level >= 2, the fusions (LayerNorm, Gelu, Pow(x, 2) as a Mul,
  *     Attention, MatMul, Gemm, Conv), then the basic passes once more;
  *  3. unreferenced initializers are dropped and the graph is finalized.
@@ -50,6 +50,7 @@ static const pass_entry basic_passes[] = {
     {"transpose_pairs", mf_pass_transpose_pairs},
     {"fold_batchnorm", mf_pass_fold_batchnorm},
     {"fold_pad", mf_pass_fold_pad},
+    {"single_concat", mf_pass_single_concat},
     {"dead_nodes", mf_pass_dead_nodes},
 };
 

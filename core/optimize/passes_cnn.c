@@ -1,8 +1,9 @@
 /*
- * Level 1: a zero Pad folded into the Conv or AveragePool that reads it.
+ * Level 1: data movement a CNN does not need.
  *
- *  fold_pad  Pad(X, constant 0, spatial pads p) -> Conv / AveragePool(X) with
- *            pads + p
+ *  fold_pad       Pad(X, constant 0, spatial pads p) -> Conv / AveragePool(X)
+ *                 with pads + p
+ *  single_concat  Concat of one input -> nothing (its readers read the input)
  *
  * Exporters write an average pool with count_include_pad as an explicit
  * Pad and a pool without pads (PyTorch for Inception), and some write a
@@ -17,7 +18,13 @@
  * channel axes and >= 0 on the others; the Pad's output read by the Conv's
  * or pool's X alone and not a graph output; auto_pad NOTSET (or absent);
  * for the pool, ceil_mode 0 (the last window's divisor differs with it).
+ *
+ * A Concat of one input is a copy: DenseNet's first layer of each block
+ * concatenates the list of one feature map, and a detector's transform
+ * batches its one image so. The axis must be valid for the input's known
+ * rank, or the node stays (and fails at run time, as written).
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "util/internal.h"
@@ -107,6 +114,26 @@ minfer_status mf_pass_fold_pad(mf_opt *o, size_t *fired) {
             if ((st = mf_opt_reindex(o)) != MINFER_OK)
                 return st;
         }
+    }
+    return MINFER_OK;
+}
+
+minfer_status mf_pass_single_concat(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "Concat") || n->n_inputs != 1 ||
+            n->inputs[0] < 0 || n->n_outputs != 1 || n->outputs[0] < 0)
+            continue;
+        int32_t rank = mf_opt_info(o, n->inputs[0])->rank;
+        int64_t axis = mf_attr_int(n, "axis", INT64_MAX);
+        if (rank < 1 || axis < -(int64_t)rank || axis >= rank || !mf_opt_bypass(o, i))
+            continue;
+        (*fired)++;
+        minfer_status st = mf_opt_reindex(o);
+        if (st != MINFER_OK)
+            return st;
     }
     return MINFER_OK;
 }
