@@ -445,24 +445,35 @@ static void test_stage_info(void **state) {
     minfer_tensor *in = input(0, 1), *out = NULL;
     assert_ok(minfer_session_run(s, in_names, (const minfer_tensor *const *)&in, 1, NULL, &out, 1));
     minfer_pipeline_stage ps = {.struct_size = sizeof ps};
-    assert_ok(minfer_session_pipeline_stage(s, 0, &ps));
-    assert_int_equal(ps.stages, 2);
-    assert_int_equal(ps.threads, 1);
-    int next = 0, nodes = 0;
-    double share = 0;
-    for (size_t j = 0; j < (size_t)ps.stages; j++) {
-        assert_ok(minfer_session_pipeline_stage(s, j, &ps));
-        assert_int_equal(ps.first_step, next);
-        next = ps.last_step + 1;
-        nodes += ps.nodes;
-        share += ps.cost_share;
-        assert_true(ps.nodes > 0);
-        assert_string_equal(ps.provider, "cpu");
-        assert_true(ps.arena_bytes_per_slot > 0);
+    /* before any request: the estimates; after some: the measured times */
+    for (int measured = 0; measured < 2; measured++) {
+        if (measured) {
+            minfer_request *r = NULL;
+            assert_ok(minfer_session_submit(s, in_names, (const minfer_tensor *const *)&in, 1,
+                                            NULL, NULL, &r));
+            assert_ok(minfer_request_wait(r, NULL, 0));
+            minfer_request_free(r);
+        }
+        assert_ok(minfer_session_pipeline_stage(s, 0, &ps));
+        assert_int_equal(ps.stages, 2);
+        assert_int_equal(ps.threads, 1);
+        assert_int_equal(ps.measured, measured);
+        int next = 0, nodes = 0;
+        double share = 0;
+        for (size_t j = 0; j < (size_t)ps.stages; j++) {
+            assert_ok(minfer_session_pipeline_stage(s, j, &ps));
+            assert_int_equal(ps.first_step, next);
+            next = ps.last_step + 1;
+            nodes += ps.nodes;
+            share += ps.cost_share;
+            assert_true(ps.nodes > 0);
+            assert_string_equal(ps.provider, "cpu");
+            assert_true(ps.arena_bytes_per_slot > 0);
+        }
+        assert_int_equal(nodes, 2 * LAYERS + 1);
+        assert_int_equal(next, 2 * LAYERS + 1);
+        assert_true(share > 0.999 && share < 1.001);
     }
-    assert_int_equal(nodes, 2 * LAYERS + 1);
-    assert_int_equal(next, 2 * LAYERS + 1);
-    assert_true(share > 0.999 && share < 1.001);
     assert_int_equal(minfer_session_pipeline_stage(s, 2, &ps), MINFER_ERR_NOT_FOUND);
     minfer_session_free(s);
     s = session(MINFER_SCHED_SEQUENTIAL, 0, 0, 0, 0);

@@ -174,9 +174,9 @@ static void print_stages(minfer_session *s) {
             printf("  stage %-2zu                 empty\n", j);
         else
             printf("  stage %-2zu                 steps %d-%d, %d nodes (%s .. %s), %s, %.1f%% "
-                   "of the work\n",
+                   "of the %s work\n",
                    j, ps.first_step, ps.last_step, ps.nodes, ps.first_node, ps.last_node,
-                   ps.provider, 100.0 * ps.cost_share);
+                   ps.provider, 100.0 * ps.cost_share, ps.measured ? "measured" : "estimated");
     }
     printf("  arenas                   %llu bytes per request in flight, %llu for %d\n",
            (unsigned long long)ps.arena_bytes_per_slot,

@@ -39,6 +39,10 @@ void mf_pipe_unbind(void);
 /* Whether the calling thread runs s through a pipe. */
 int mf_pipe_bound(const minfer_session *s);
 
+/* Per-step times (ms) measured on the requests of plan p that ran through
+ * q, summed, into work (n steps): 1 when there are any, 0 otherwise. */
+int mf_pipe_measured(mf_pipe *q, const mf_plan *p, double *work, size_t n);
+
 /* Runs the steps of plan p in context c through the bound pipe's stages
  * (run.c's execute, instead of its loop). */
 minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,

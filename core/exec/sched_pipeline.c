@@ -3,7 +3,11 @@
  * through the stages of plan/plan_stages.c one after another:
  *
  *  1. the stages are cut for the run's plan (a pass over the order; a plan
- *     for other shapes may be cut elsewhere, the stage count stays);
+ *     for other shapes may be cut elsewhere, the stage count stays), by the
+ *     step times measured on the requests before it once there are some,
+ *     by the planner's estimates for the first; any cut is correct, as each
+ *     request runs every step in order, so requests cut differently may
+ *     follow each other;
  *  2. for each stage in order: wait for the turn (the stage's counter
  *     reaching the request's number), run its steps with the stage's
  *     intra-op pool, move the counter on;
@@ -15,6 +19,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "exec/pipeline.h"
 #include "exec/threadpool.h"
@@ -28,6 +33,11 @@ struct mf_pipe {
     uint64_t *turn;   /* per stage: the request that may enter next */
     pthread_mutex_t lock;
     pthread_cond_t cv;
+    /* step times summed over the requests of plan m_plan (under lock) */
+    const mf_plan *m_plan;
+    double *m_ms;
+    size_t m_n;
+    uint64_t m_runs;
 };
 
 /* The calling thread's binding. */
@@ -73,7 +83,40 @@ void mf_pipe_free(mf_pipe *q) {
     }
     free(q->pools);
     free(q->turn);
+    free(q->m_ms);
     free(q);
+}
+
+int mf_pipe_measured(mf_pipe *q, const mf_plan *p, double *work, size_t n) {
+    int have = 0;
+    pthread_mutex_lock(&q->lock);
+    if (q->m_plan == p && q->m_n == n && q->m_runs > 0) {
+        memcpy(work, q->m_ms, n * sizeof *work);
+        have = 1;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return have;
+}
+
+/* Adds one request's step times t (n steps of plan p) to the sums. */
+static void add_measured(mf_pipe *q, const mf_plan *p, const double *t, size_t n) {
+    pthread_mutex_lock(&q->lock);
+    if (q->m_plan != p || q->m_n != n) {
+        double *m = mf_realloc(q->m_ms, (n + 1) * sizeof *m);
+        if (!m) {
+            pthread_mutex_unlock(&q->lock);
+            return; /* the estimates stay in use */
+        }
+        memset(m, 0, (n + 1) * sizeof *m);
+        q->m_ms = m;
+        q->m_plan = p;
+        q->m_n = n;
+        q->m_runs = 0;
+    }
+    for (size_t k = 0; k < n; k++)
+        q->m_ms[k] += t[k];
+    q->m_runs++;
+    pthread_mutex_unlock(&q->lock);
 }
 
 int mf_pipe_stages(const mf_pipe *q) {
@@ -121,23 +164,35 @@ void mf_pipe_unbind(void) {
 minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
                                     mf_budget *b, mf_step_fn step) {
     mf_pipe *q = bound.q;
-    int cut_stack[33], *cut = cut_stack;
+    size_t n = s->g->n_nodes;
     minfer_status st = MINFER_OK;
     if (bound.passed != 0)
         return mf_error(MINFER_ERR_RUNTIME, "%s: pipeline: a request ran twice", s->errctx);
-    if (q->stages + 1 > 33 && !(cut = mf_malloc(((size_t)q->stages + 1) * sizeof *cut)))
+    int *cut = mf_malloc(((size_t)q->stages + 1) * sizeof *cut);
+    double *work = mf_malloc((n + 1) * sizeof *work), *t = mf_calloc(n + 1, sizeof *t);
+    if (!cut || !work || !t) {
+        free(cut);
+        free(work);
+        free(t);
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-    mf_plan_stages(s, p, q->stages, cut);
+    }
+    mf_plan_stages(s, p, q->stages, mf_pipe_measured(q, p, work, n) ? work : NULL, cut);
     for (int j = 0; j < q->stages && st == MINFER_OK; j++) {
         enter(q, j, bound.seq);
         mf_intra_pool = q->pools[j];
         for (int k = cut[j]; k < cut[j + 1] && st == MINFER_OK; k++)
-            if (!p->nodes[s->g->order[k]].folded)
+            if (!p->nodes[s->g->order[k]].folded) {
+                double t0 = mf_now_ms();
                 st = step(s, p, c, r, b, k);
+                t[k] = mf_now_ms() - t0;
+            }
         mf_intra_pool = NULL;
         leave(q, j);
     }
-    if (cut != cut_stack)
-        free(cut);
+    if (st == MINFER_OK)
+        add_measured(q, p, t, n);
+    free(cut);
+    free(work);
+    free(t);
     return st;
 }

@@ -2,9 +2,12 @@
  * The pipeline scheduler's stages: the execution order cut into contiguous
  * ranges of steps, balanced by estimated work.
  *
- *  1. Each step's work is the planner's estimate (its FLOPs, at least the
- *     elements it writes) plus a fixed cost per node, so that a run of
- *     cheap nodes still spreads over stages.
+ *  1. Each step's work is its measured time when the caller has one (the
+ *     pipeline measures the requests that ran), else the planner's
+ *     estimate (its FLOPs, at least the elements it writes) plus a fixed
+ *     cost per node, so that a run of cheap nodes still spreads over
+ *     stages. FLOPs are a rough guide: SqueezeNet's first layers take two
+ *     thirds of the time for half the FLOPs.
  *  2. The order is split where the provider changes (folded steps go with
  *     the step before): a stage on one provider and a stage on another run
  *     at the same time, which is what the pipeline is for.
@@ -60,7 +63,8 @@ static int step_prov(const minfer_session *s, int k) {
     return s->assign ? s->assign[s->g->order[k]] : 0;
 }
 
-void mf_plan_stages(const minfer_session *s, const mf_plan *p, int stages, int *cut) {
+void mf_plan_stages(const minfer_session *s, const mf_plan *p, int stages, const double *work,
+                    int *cut) {
     const mf_graph *g = s->g;
     int n = (int)g->n_nodes;
     /* pass 2: segments of one provider; seg_at[j] is segment j's first step */
@@ -77,7 +81,7 @@ void mf_plan_stages(const minfer_session *s, const mf_plan *p, int stages, int *
     }
     pre[0] = 0;
     for (int k = 0; k < n; k++)
-        pre[k + 1] = pre[k] + mf_step_work(s, p, k);
+        pre[k + 1] = pre[k] + (work ? work[k] : mf_step_work(s, p, k));
     int nseg = 0, last_prov = -3;
     for (int k = 0; k < n; k++) {
         if (p->nodes[g->order[k]].folded)

@@ -24,8 +24,10 @@ int mf_plan_stage_count(const minfer_session *s, const mf_plan *p, int most);
 
 /* Cuts p's execution order into exactly `stages` ranges: stage j runs the
  * steps [cut[j], cut[j + 1]); cut has stages + 1 entries, cut[0] = 0 and
- * cut[stages] = the step count. A range may be empty when the steps are
- * fewer than the stages or one step outweighs the rest. */
-void mf_plan_stages(const minfer_session *s, const mf_plan *p, int stages, int *cut);
+ * cut[stages] = the step count. work: per step, its measured cost (any
+ * unit), or NULL for the estimates. A range may be empty when the steps
+ * are fewer than the stages or one step outweighs the rest. */
+void mf_plan_stages(const minfer_session *s, const mf_plan *p, int stages, const double *work,
+                    int *cut);
 
 #endif

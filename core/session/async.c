@@ -617,10 +617,13 @@ minfer_status minfer_session_pipeline_stage(const minfer_session *cs, size_t ind
         st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
     if (st == MINFER_OK) {
         const mf_graph *g = s->g;
-        mf_plan_stages(s, p, stages, cut);
+        double *w = mf_malloc((g->n_nodes + 1) * sizeof *w);
+        info.measured = w && s->async && s->async->pipe &&
+                        mf_pipe_measured(s->async->pipe, p, w, g->n_nodes);
+        mf_plan_stages(s, p, stages, info.measured ? w : NULL, cut);
         double total = 0, mine = 0, by_prov[64] = {0};
         for (size_t k = 0; k < g->n_nodes; k++)
-            total += mf_step_work(s, p, (int)k);
+            total += info.measured ? w[k] : mf_step_work(s, p, (int)k);
         info.stages = stages;
         info.slots = stages;
         int threads = mf_pool_threads(s->pool) / stages;
@@ -632,15 +635,15 @@ minfer_status minfer_session_pipeline_stage(const minfer_session *cs, size_t ind
             int i = g->order[k];
             if (p->nodes[i].folded)
                 continue;
-            double w = mf_step_work(s, p, k);
-            mine += w;
+            double wk = info.measured ? w[k] : mf_step_work(s, p, k);
+            mine += wk;
             if (!info.nodes)
                 info.first_node = g->nodes[i].name ? g->nodes[i].name : "";
             info.last_node = g->nodes[i].name ? g->nodes[i].name : "";
             info.nodes++;
             int pv = s->assign ? s->assign[i] : 0;
             if (pv >= 0 && pv < 64)
-                by_prov[pv] += w;
+                by_prov[pv] += wk;
         }
         int best = -1;
         for (int pv = 0; pv < 64 && pv < (int)s->n_provs; pv++)
@@ -651,6 +654,7 @@ minfer_status minfer_session_pipeline_stage(const minfer_session *cs, size_t ind
         info.cost_share = total > 0 ? mine / total : 0;
         for (size_t d = 0; d < s->n_domains; d++)
             info.arena_bytes_per_slot += p->arena_bytes[d];
+        free(w);
     }
     pthread_mutex_unlock(&s->lock);
     free(cut);

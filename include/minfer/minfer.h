@@ -449,8 +449,9 @@ typedef struct minfer_request minfer_request;
 /* Called once per request, on a worker thread, when it has finished
  * (status: its outcome; the outputs are ready for minfer_request_wait,
  * which returns at once there). Requests finish one at a time in the
- * order submitted, so a callback that blocks holds up the later ones. It
- * may free the request. */
+ * order submitted, so a callback that blocks holds up the later ones (and
+ * one that submits into a full queue waits for itself). It may free the
+ * request. */
 typedef void (*minfer_request_fn)(void *user, minfer_request *req, minfer_status status);
 /* Submits a run of every graph output: the inputs are copied (the caller's
  * tensors may be freed on return). Blocks while the queue is full
@@ -489,8 +490,11 @@ typedef struct minfer_pipeline_stage {
     int32_t nodes;              /* nodes it runs (folded ones not counted) */
     const char *first_node, *last_node; /* "" when empty */
     const char *provider;       /* the provider of most of its cost, or "" */
-    double cost_share;          /* its part of the estimated work, 0..1 */
+    double cost_share;          /* its part of the work, 0..1 */
     uint64_t arena_bytes_per_slot; /* every slot's arenas (host and device) */
+    int32_t measured;           /* 1: stages and shares from the step times measured on the
+                                   requests so far (as the pipeline cuts them); 0: from the
+                                   planner's estimates (before any request ran) */
 } minfer_pipeline_stage;
 MINFER_API minfer_status minfer_session_pipeline_stage(const minfer_session *s, size_t index,
                                                        minfer_pipeline_stage *out);
