@@ -8,9 +8,10 @@ usage:
       build_zoo.py and the versions it builds with; a clean machine builds it
       (about 2 minutes on 2 cores), installing the ONNX Runtime peer
       (onnxruntime-node, pinned) with npm first when it is missing.
-  zoo.py test MINFER_CLI CORPUS_DIR PROVIDERS [CASE...]
-      runs `minfer test --rtol 1e-3 --atol 1e-4 --threads 2 --providers
-      PROVIDERS` on every case of the corpus (or the named ones): every data
+  zoo.py test [--threads N] MINFER_CLI CORPUS_DIR PROVIDERS [CASE...]
+      runs `minfer test --rtol 1e-3 --atol 1e-4 --threads N --providers
+      PROVIDERS` (N 2 unless given) on every case of the corpus (or the
+      named ones): every data
       set of every case must pass, except the cases known_failures.txt lists
       for this provider list (each with its reason and issue), which are
       reported as XFAIL; a listed case that passes is reported so that its
@@ -112,12 +113,12 @@ def cases_of(corpus):
                   if os.path.exists(os.path.join(corpus, d, "model.onnx")))
 
 
-def test(minfer, corpus, providers, only):
+def test(minfer, corpus, providers, only, threads=2):
     corpus = os.path.realpath(corpus)
     cases = only or cases_of(corpus)
     if not cases:
         sys.exit(f"zoo: no cases in {corpus}")
-    cmd = [minfer, "test", "--json", "--rtol", "1e-3", "--atol", "1e-4", "--threads", "2",
+    cmd = [minfer, "test", "--json", "--rtol", "1e-3", "--atol", "1e-4", "--threads", str(threads),
            "--providers", providers] + [os.path.join(corpus, c) for c in cases]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -148,7 +149,7 @@ def test(minfer, corpus, providers, only):
             print(f"      known: {known[c]}")
         else:
             bad += 1
-    print(f"zoo on {providers}: {len(cases)} cases, {bad} failed "
+    print(f"zoo on {providers} at {threads} threads: {len(cases)} cases, {bad} failed "
           f"({sum(1 for c in cases if c in known)} known failures)")
     return 1 if bad else 0
 
@@ -156,7 +157,10 @@ def test(minfer, corpus, providers, only):
 def main(argv):
     if len(argv) >= 2 and argv[0] == "build":
         return build(argv[1])
-    if len(argv) >= 4 and argv[0] == "test":
+    if len(argv) >= 6 and argv[0] == "test" and argv[1] == "--threads" and argv[2].isdigit() \
+            and int(argv[2]) > 0:
+        return test(argv[3], argv[4], argv[5], argv[6:], int(argv[2]))
+    if len(argv) >= 4 and argv[0] == "test" and argv[1] != "--threads":
         return test(argv[1], argv[2], argv[3], argv[4:])
     sys.exit(__doc__)
 
