@@ -12,7 +12,9 @@
  *
  * The whole set runs twice: with float32 storage, then with the provider
  * option fp16=1 (float tensors stored as half), where the tolerance is
- * |a - b| <= 1e-2 + 1e-2 |b|.
+ * |a - b| <= 1e-2 + 1e-2 |b|. The graphs whose data moves by host
+ * commands run once more with kernel_copies=1 (those moves made kernels,
+ * as oclgrind's uninitialised-value pass runs them).
  *
  * Runs on PoCL in CI. Only when the ICD loader finds no OpenCL platform, or
  * no device on any, does the program exit with 77 (ctest: skipped),
@@ -767,6 +769,17 @@ static int have_device(void) {
     return 1;
 }
 
+/* The graphs whose data the provider moves with host commands (uploads
+ * mid-run, device copies, the Gather flag's fill), with those moves made
+ * kernels (kernel_copies=1, the oclgrind setting): same results. */
+static int pass_kernel_copies(void **state) {
+    (void)state;
+    g_opts = "kernel_copies=1";
+    g_rtol = 1e-3f;
+    g_atol = 1e-4f;
+    return 0;
+}
+
 static int pass_fp16(void **state) {
     (void)state;
     g_opts = "fp16=1";
@@ -807,6 +820,10 @@ static int pass_fp16(void **state) {
 int main(void) {
     const struct CMUnitTest float32[] = {GRAPH_TESTS, cmocka_unit_test(test_fp16_storage)};
     const struct CMUnitTest fp16[] = {GRAPH_TESTS};
+    const struct CMUnitTest copies[] = {
+        cmocka_unit_test(test_mixed_placement), cmocka_unit_test(test_concat_transpose_gather),
+        cmocka_unit_test(test_concat_constants), cmocka_unit_test(test_gather_out_of_range),
+        cmocka_unit_test(test_reduce_reshape), cmocka_unit_test(test_softmax_layernorm_batchnorm)};
     char why[256];
     if (no_device_reason(why, sizeof why)) {
         print_message("skipping: %s\n", why);
@@ -815,6 +832,8 @@ int main(void) {
     if (!have_device())
         return 1;
     int failed = cmocka_run_group_tests_name("opencl float32", float32, NULL, NULL);
+    failed += cmocka_run_group_tests_name("opencl kernel_copies=1", copies, pass_kernel_copies,
+                                          NULL);
     failed += cmocka_run_group_tests_name("opencl fp16=1", fp16, pass_fp16, NULL);
     return failed != 0;
 }

@@ -275,7 +275,9 @@ static void ocl_shutdown(void *vctx) {
 }
 
 /* Options: comma-separated key=value; device=P:D|N|name, cache=0|1,
- * fp16=0|1 (*fp16 stays -1 when not given), gemm=auto|own|clblast. */
+ * fp16=0|1 (*fp16 stays -1 when not given), gemm=auto|own|clblast,
+ * kernel_copies=0|1 (every device write a kernel: for oclgrind's
+ * uninitialised-value checker, upload_by_kernel). */
 static int parse_gemm_mode(const char *v) {
     return !strcmp(v, "auto") ? OCL_GEMM_AUTO : !strcmp(v, "own") ? OCL_GEMM_OWN
            : !strcmp(v, "clblast") ? OCL_GEMM_CLBLAST : -1;
@@ -663,16 +665,44 @@ static int upload_by_kernel(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t byte
 }
 
 /* Copies bytes (as stored on the device) from host to buf + offset
- * without waiting: the host data (converted to half when half != 0, the
- * host holding bytes / 2 floats) is copied into a staging block, whose
- * write is enqueued; the block is freed by the next synchronize, whose
- * clFinish has seen the write done. The caller may reuse its memory at
- * once, and a run whose values cross from the host mid-run does not drain
- * the queue for each crossing. */
+ * (converted to half when half != 0, the host holding bytes / 2 floats)
+ * without waiting for device work:
+ *  - where the device shares host memory and no command of this instance
+ *    may still run (the start of a run, or just after a download), the
+ *    buffer is mapped and written in place: the map has nothing to wait
+ *    for, and PoCL serves it on the calling thread (a handed-off write
+ *    waited for a worker thread, which on a loaded machine made
+ *    tiny_encoder's crossings up to 4x slower);
+ *  - otherwise the data is copied into a staging block whose write is
+ *    enqueued; the block is freed by the next synchronize, whose clFinish
+ *    has seen the write done. The caller may reuse its memory at once,
+ *    and a value crossing from the host mid-run does not drain the queue. */
 static minfer_status upload(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t bytes,
                             const void *host, int half) {
     if (bytes == 0)
         return MINFER_OK;
+    if (ctx->unified && !ctx->kernel_copies && !atomic_load(&ctx->pending)) {
+        cl_int err;
+        void *p = clEnqueueMapBuffer(ctx->queue, buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION,
+                                     offset, bytes, 0, NULL, NULL, &err);
+        if (err == CL_SUCCESS) {
+            if (half)
+                for (size_t i = 0; i < bytes / 2; i++)
+                    ((uint16_t *)p)[i] = ocl_f2h(((const float *)host)[i]);
+            else
+                memcpy(p, host, bytes);
+            err = clEnqueueUnmapMemObject(ctx->queue, buf, p, 0, NULL, NULL);
+        }
+        if (err != CL_SUCCESS) {
+            ctx->api->set_error(ctx->host, "opencl: copying %zu bytes to the device: %s", bytes,
+                                ocl_err_str(err));
+            return MINFER_ERR_PROVIDER;
+        }
+        /* The unmap is queued but waits for nothing: like a download's,
+         * it does not count as pending device work. */
+        ocl_count_transfer(ctx);
+        return MINFER_OK;
+    }
     ocl_staged *sb = malloc(sizeof *sb + bytes);
     if (!sb) {
         ctx->api->set_error(ctx->host, "opencl: out of memory staging %zu bytes", bytes);
