@@ -176,6 +176,19 @@ static void to_dnnl(dnnl_dim_t *d, const int64_t *v, int n, int64_t minus) {
         d[i] = v[i] - minus;
 }
 
+/* Channels-last tags by rank (3 to 5). */
+static const dnnl_format_tag_t cl_tags[3] = {dnnl_acb, dnnl_acdb, dnnl_acdeb};
+
+/* 1 when input 0 arrives channels-last (then *md is that layout, of dims xd). */
+static int arrives_channels_last(dnn_b *b, const dnnl_dims_t xd, int rank,
+                                 dnnl_memory_desc_t *md) {
+    dnnl_memory_desc_t have;
+    if (rank < 3 || rank > 5 || dnn_in_md(b, 0, &have) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(md, rank, xd, dnnl_f32, cl_tags[rank - 3]) != dnnl_success)
+        return 0;
+    return dnnl_memory_desc_equal(md, &have);
+}
+
 minfer_status dnn_build_conv(dnn_b *b) {
     const minfer_value_desc *x = dnn_in(b, 0), *w = dnn_in(b, 1), *bias = dnn_in(b, 2);
     int fused = !strcmp(b->node->domain, "minfer");
@@ -272,7 +285,23 @@ minfer_status dnn_build_conv(dnn_b *b) {
         st = dnn_decline(b, "could not set post-ops");
     dnnl_post_ops_destroy(po);
     dnnl_primitive_desc_t pd = NULL;
-    if (st == MINFER_OK)
+    dnnl_memory_desc_t src_cl, dst_cl;
+    if (st == MINFER_OK && !b->pio && arrives_channels_last(b, xd, x->rank, &src_cl) &&
+        dnnl_memory_desc_init_by_tag(&dst_cl, x->rank, dd, dnnl_f32,
+                                     cl_tags[x->rank - 3]) == dnnl_success) {
+        /* X comes channels-last from the convolution before it: keep that
+         * layout for source and destination when oneDNN has a non-reference
+         * implementation for it. For a grouped convolution oneDNN 2.6 would
+         * otherwise pick a blocked layout: a reorder of X in, another of Y
+         * for the next convolution, and neither node splittable by rows. */
+        dnnl_convolution_desc_t cl;
+        if (dnnl_dilated_convolution_forward_desc_init(
+                &cl, dnnl_forward_inference, dnnl_convolution_direct, &src_cl, &wei_any,
+                bias ? &bias_md : NULL, &dst_cl, strides, dil, padl, padr) != dnnl_success ||
+            dnn_pd(b, &cl, attr, &pd) != MINFER_OK)
+            pd = NULL; /* the layouts it prefers, below */
+    }
+    if (st == MINFER_OK && !pd)
         st = dnn_pd(b, &cd, attr, &pd);
     dnnl_primitive_attr_destroy(attr);
     if (st != MINFER_OK)
