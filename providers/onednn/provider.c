@@ -758,6 +758,14 @@ static minfer_status dnn_prepare(void *vctx, const minfer_node_desc *node, minfe
         dnn_node_free(s->v[1]);
         dnn_node_free(s->v[0]);
         s->v[0] = s->v[1] = NULL;
+    } else if (s->split) {
+        /* The pieces always run: the whole node only lends them the
+         * constants they packed alike, and its one-thread variant is
+         * unused. A constant no piece took stays unpacked there, else a
+         * piece choosing another layout would leave it resident twice. */
+        dnn_node_free(s->v[1]);
+        s->v[1] = NULL;
+        s->v[0]->n_deferred = 0;
     }
     if (s->v[0] && dnn_node_pack(ctx, s->v[0], why, sizeof why) != MINFER_OK) {
         state_free(s);

@@ -578,7 +578,10 @@ dnn_split *dnn_split_build(dnn_ctx *ctx, const minfer_node_desc *node, const dnn
         minfer_node_prep prep = {sizeof prep, 0, &inplace, &layout, NULL};
         char why[512];
         dnn_node *p = NULL;
-        const dnn_node *share = pp->own_weights ? NULL : full;
+        /* Piece 0 shares what it can with the whole node; the others share
+         * with piece 0, which holds the same pointers plus what it packed
+         * in a layout of its own (one copy for all pieces, not one each). */
+        const dnn_node *share = pp->own_weights ? NULL : j > 0 ? sp->piece[0] : full;
         if (dnn_build_node(ctx, &d, &prep, 0, 1, share, &pp->io[j], &p, why, sizeof why) !=
             MINFER_OK) {
             ctx->api->log(ctx->host, MINFER_LOG_VERBOSE,
