@@ -17,7 +17,9 @@
  *  3. concurrency bounds: lo[k] and hi[k] are the first and last steps that
  *     are neither ancestors nor descendants of step k, i.e. that may run
  *     beside it (k itself when none);
- *  4. widening: a buffer used from step f to step l is given the interval
+ *  4. priorities: per step, its cost plus the costliest path after it (the
+ *     scheduler starts the ready step heading the longest path first);
+ *  5. widening: a buffer used from step f to step l is given the interval
  *     [min lo, max hi] over f..l. If two widened intervals do not meet,
  *     every step using the earlier buffer lies before the later one's
  *     producer and is not concurrent with it, hence is its ancestor: the
@@ -25,7 +27,7 @@
  *     admissible order. The greedy planner then places the widened
  *     intervals as usual; a chain widens nothing and plans exactly as the
  *     sequential order does;
- *  5. in place: an output may take its input's bytes only when every other
+ *  6. in place: an output may take its input's bytes only when every other
  *     consumer of that input is an ancestor of the node (in the sequential
  *     order it is enough that they come earlier).
  */
@@ -42,6 +44,7 @@ void mf_conc_free(mf_conc *c) {
     free(c->succ_at);
     free(c->succ);
     free(c->cost);
+    free(c->prio);
     free(c->seq_arena);
     free(c);
 }
@@ -89,8 +92,9 @@ static double step_cost(const minfer_session *s, const mf_plan *p, int i) {
 }
 
 /* The step input j of node step k waits for: the step that makes the copy
- * it reads, or the producer of its value; -1 when none (a graph input, a
- * constant, a folded producer, or the copy made by step k itself). */
+ * it reads, or the producer of its value (also when step k makes that copy
+ * itself: the copy reads the value); -1 when none (a graph input, a
+ * constant, a folded producer). */
 static int input_dep(const minfer_session *s, const mf_plan *p, const int *step_of, int k,
                      size_t j) {
     const mf_graph *g = s->g;
@@ -100,8 +104,8 @@ static int input_dep(const minfer_session *s, const mf_plan *p, const int *step_
     int u = nd->inputs[j];
     if (u < 0)
         return -1;
-    if (ref && ref[j] >= 0 && (size_t)ref[j] < p->n_copies)
-        return p->copies[ref[j]].at_step == k ? -1 : p->copies[ref[j]].at_step;
+    if (ref && ref[j] >= 0 && (size_t)ref[j] < p->n_copies && p->copies[ref[j]].at_step != k)
+        return p->copies[ref[j]].at_step;
     int pr = g->values[u].producer;
     return pr < 0 || p->nodes[pr].folded ? -1 : step_of[pr];
 }
@@ -174,6 +178,22 @@ static void bounds(mf_conc *c) {
     }
 }
 
+/* Pass 4 (for the scheduler): each step's priority, its bottom level: its
+ * cost plus the costliest chain of consumers after it, so that of the
+ * ready steps the one heading the longest remaining path starts first.
+ * Consumers come later in the order: one pass backwards. */
+static void priorities(mf_conc *c) {
+    for (int k = c->n - 1; k >= 0; k--) {
+        double after = 0;
+        if (c->n_deps[k] < 0)
+            continue;
+        for (int e = c->succ_at[k]; e < c->succ_at[k + 1]; e++)
+            if (c->prio[c->succ[e]] > after)
+                after = c->prio[c->succ[e]];
+        c->prio[k] = c->cost[k] + after;
+    }
+}
+
 minfer_status mf_conc_build(minfer_session *s, mf_plan *p) {
     const mf_graph *g = s->g;
     minfer_status st = MINFER_OK;
@@ -189,17 +209,19 @@ minfer_status mf_conc_build(minfer_session *s, mf_plan *p) {
     c->n_deps = mf_calloc((size_t)c->n + 1, sizeof *c->n_deps);
     c->succ_at = mf_calloc((size_t)c->n + 2, sizeof *c->succ_at);
     c->cost = mf_calloc((size_t)c->n + 1, sizeof *c->cost);
+    c->prio = mf_calloc((size_t)c->n + 1, sizeof *c->prio);
     c->seq_arena = mf_calloc(s->n_domains, sizeof *c->seq_arena);
     c->anc = mf_calloc((size_t)c->n * c->words + 1, sizeof *c->anc);
     c->lo = mf_malloc(((size_t)c->n + 1) * sizeof *c->lo);
     c->hi = mf_malloc(((size_t)c->n + 1) * sizeof *c->hi);
-    if (!c->n_deps || !c->succ_at || !c->cost || !c->seq_arena || !c->anc || !c->lo || !c->hi)
+    if (!c->n_deps || !c->succ_at || !c->cost || !c->prio || !c->seq_arena || !c->anc || !c->lo || !c->hi)
         goto nomem;
     for (size_t k = 0; k < g->n_nodes; k++)
         step_of[g->order[k]] = (int)k;
     if ((st = build_deps(s, p, c, step_of)) != MINFER_OK)
         goto fail;
     bounds(c);
+    priorities(c);
     free(step_of);
     p->conc = c;
     return MINFER_OK;

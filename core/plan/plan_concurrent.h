@@ -23,6 +23,7 @@ typedef struct mf_conc {
     int *succ_at;       /* per step: its consumers are succ[succ_at[k] .. succ_at[k + 1]) */
     int *succ;
     double *cost;       /* per step: estimated work (FLOPs, at least its output elements) */
+    double *prio;       /* per step: its cost plus the costliest path of consumers after it */
     uint64_t *seq_arena; /* per domain: the arena the sequential order would take */
     /* While planning only (freed by mf_conc_planned): */
     uint64_t *anc;      /* per step: bitset of its ancestor steps, `words` words each */
