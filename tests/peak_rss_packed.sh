@@ -8,6 +8,10 @@
 # With MFC=1 each model is also compiled (minfer compile) and the compiled
 # file checked the same way (its weights are pages of the file).
 #
+# KNOWN_OVER="name ..." lists models still above the limit (their test says
+# why): they are measured and printed as KNOWN, not failed; every other
+# model must hold the limit.
+#
 # usage: peak_rss_packed.sh MINFER_CLI PROVIDERS MODEL_DIR_OR_FILE...
 set -u
 cli=$1
@@ -36,8 +40,12 @@ check() { # name model weights_bytes [inputs...]
     local limit=$((weights + arena + ${dev:-0} + 40 * 1024 * 1024))
     echo "$name: peak RSS $((rss >> 10)) KiB, weights $((weights >> 10)) KiB + arenas $(((arena + ${dev:-0}) >> 10)) KiB + 40 MiB = $((limit >> 10)) KiB"
     if ((rss > limit)); then
-        echo "FAIL $name: peak RSS above the limit"
-        fail=1
+        if [[ " ${KNOWN_OVER:-} " == *" ${name%.mfc} "* ]]; then
+            echo "KNOWN $name: peak RSS above the limit by $(((rss - limit) >> 10)) KiB"
+        else
+            echo "FAIL $name: peak RSS above the limit"
+            fail=1
+        fi
     fi
 }
 for arg in "$@"; do
