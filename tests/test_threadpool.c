@@ -2,7 +2,9 @@
  * The session's fork-join pool (core/exec/threadpool.c): every index of every
  * job runs exactly once, whatever the thread count, chunking, spinning
  * (MINFER_SPIN_US) or contention between callers; a call from inside a
- * chunk runs serially. Built also under ThreadSanitizer in CI.
+ * chunk runs serially. Sharing (the parallel scheduler's): the same ranges
+ * as the pool cuts, every index once, a published chunk run by another
+ * thread, nested calls serial. Built also under ThreadSanitizer in CI.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -12,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -128,11 +131,173 @@ static void test_concurrent_callers(void **state) {
     mf_pool_free(p);
 }
 
+/* ---- Sharing: the threads of one pool job run each other's chunks ---- */
+
+#define RANGES 64
+
+typedef struct ranges {
+    atomic_size_t n;
+    size_t b[RANGES], e[RANGES];
+} ranges;
+
+static void record(void *arg, size_t begin, size_t end) {
+    ranges *r = arg;
+    size_t i = atomic_fetch_add(&r->n, 1);
+    if (i < RANGES) {
+        r->b[i] = begin;
+        r->e[i] = end;
+    }
+}
+
+static void sort_ranges(ranges *r) {
+    size_t n = atomic_load(&r->n);
+    for (size_t i = 1; i < n && i < RANGES; i++)
+        for (size_t j = i; j > 0 && r->b[j - 1] > r->b[j]; j--) {
+            size_t t = r->b[j];
+            r->b[j] = r->b[j - 1];
+            r->b[j - 1] = t;
+            t = r->e[j];
+            r->e[j] = r->e[j - 1];
+            r->e[j - 1] = t;
+        }
+}
+
+/* A pool job whose chunks share: thread 0 publishes, the others help
+ * until it is done (the parallel scheduler's loop, cut down). */
+typedef struct shared_run {
+    mf_pool *pool;
+    mf_share *share;
+    atomic_int owner_done;
+    size_t n, grain;
+    minfer_range_fn fn;
+    void *arg;
+    int rounds;
+} shared_run;
+
+static void share_chunk(void *arg, size_t begin, size_t end) {
+    shared_run *sr = arg;
+    assert_int_equal(end - begin, 1); /* one chunk per thread */
+    mf_share_enter(sr->share, (int)begin);
+    if (begin == 0) {
+        for (int k = 0; k < sr->rounds; k++)
+            mf_pool_parallel_for(sr->pool, sr->n, sr->grain, sr->fn, sr->arg);
+        atomic_store(&sr->owner_done, 1);
+        mf_share_notify(sr->share);
+    } else {
+        for (;;) {
+            unsigned seen = mf_share_events(sr->share);
+            if (atomic_load(&sr->owner_done))
+                break;
+            if (!mf_share_help(sr->share))
+                mf_share_wait(sr->share, seen);
+        }
+    }
+    mf_share_leave();
+}
+
+static void shared(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn, void *arg,
+                   int rounds) {
+    shared_run sr = {p, mf_share_create(p), 0, n, grain, fn, arg, rounds};
+    assert_non_null(sr.share);
+    mf_pool_parallel_for(p, (size_t)mf_pool_threads(p), 1, share_chunk, &sr);
+    mf_share_free(sr.share);
+}
+
+/* A thread of a share cuts [0, n) exactly as the pool does (a kernel
+ * computes the same ranges under either scheduler), and every index runs
+ * once, spinning or not. */
+static void test_share_same_ranges(void **state) {
+    (void)state;
+    static job j;
+    static ranges a, b;
+    static const char *const spins[2] = {"200", "0"};
+    for (int sp = 0; sp < 2; sp++) {
+        setenv("MINFER_SPIN_US", spins[sp], 1);
+        for (int threads = 2; threads <= 4; threads++) {
+            mf_pool *p = mf_pool_create(threads);
+            assert_non_null(p);
+            for (int k = 0; k < 300; k++) {
+                size_t n = (size_t)(k * 37 % MAX_N) + 1, grain = (size_t)(k % 7);
+                memset(&a, 0, sizeof a);
+                memset(&b, 0, sizeof b);
+                mf_pool_parallel_for(p, n, grain, record, &a);
+                shared(p, n, grain, record, &b, 1);
+                sort_ranges(&a);
+                sort_ranges(&b);
+                assert_int_equal(atomic_load(&a.n), atomic_load(&b.n));
+                for (size_t i = 0; i < atomic_load(&a.n); i++) {
+                    assert_int_equal(a.b[i], b.b[i]);
+                    assert_int_equal(a.e[i], b.e[i]);
+                }
+                memset(&j, 0, sizeof j);
+                shared(p, n, grain, count, &j, 1);
+                check_once(&j, n);
+            }
+            mf_pool_free(p);
+        }
+    }
+    unsetenv("MINFER_SPIN_US");
+}
+
+/* A published chunk runs on another thread of the share: the owner's own
+ * chunk (its first) waits until the other one has run elsewhere. */
+typedef struct handoff {
+    atomic_int other_ran;
+    pthread_t owner;
+    int stuck;
+} handoff;
+
+static void handoff_chunk(void *arg, size_t begin, size_t end) {
+    handoff *h = arg;
+    (void)end;
+    if (begin == 0) {
+        struct timespec half_ms = {0, 500000};
+        for (int i = 0; i < 20000 && !atomic_load(&h->other_ran); i++)
+            nanosleep(&half_ms, NULL); /* 10 s at most: a bound, not a timing */
+        h->stuck = !atomic_load(&h->other_ran);
+    } else if (!pthread_equal(pthread_self(), h->owner)) {
+        atomic_store(&h->other_ran, 1);
+    }
+}
+
+static void test_share_helps(void **state) {
+    (void)state;
+    mf_pool *p = mf_pool_create(2);
+    assert_non_null(p);
+    for (int k = 0; k < 20; k++) {
+        handoff h = {0, pthread_self(), 0};
+        /* the caller is thread 0 of the job, hence the owner */
+        shared(p, 2, 1, handoff_chunk, &h, 1);
+        assert_false(h.stuck);
+        assert_int_equal(atomic_load(&h.other_ran), 1);
+    }
+    mf_pool_free(p);
+}
+
+/* Inside a published chunk a parallel_for runs serially, to completion. */
+static void test_share_nested(void **state) {
+    (void)state;
+    static job j;
+    mf_pool *p = mf_pool_create(3);
+    assert_non_null(p);
+    for (int k = 0; k < 100; k++) {
+        memset(&j, 0, sizeof j);
+        j.nested_pool = p;
+        shared(p, 300, 1, count_nested, &j, 1);
+        check_once(&j, 300);
+        assert_int_equal(atomic_load(&j.nested_hits), 10 * 3); /* one call per chunk */
+    }
+    mf_pool_free(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_index_once),
         cmocka_unit_test(test_nested),
         cmocka_unit_test(test_concurrent_callers),
+        cmocka_unit_test(test_share_same_ranges),
+        cmocka_unit_test(test_share_helps),
+        cmocka_unit_test(test_share_nested),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,35 +3,40 @@
  * once, on the session's pool, with the intra-op work of each node.
  *
  * The plan (plan/plan_concurrent.c) gives each step its count of producer
- * steps and its consumers, and a memory plan valid for every order those
- * dependencies admit. A run:
+ * steps, its consumers, its estimated work and its priority (the work on
+ * the longest path from it to the end), and a memory plan valid for every
+ * order those dependencies admit. A run is one pool job: one chunk per
+ * pool thread, each a loop over
  *
- *  1. counts down dependencies: a step whose producers all finished joins
- *     the ready queue;
- *  2. on the calling thread, while the queue holds one step (a chain) or
- *     steps too unequal to gain from running side by side, runs the
- *     earliest ready step alone, where it splits its own work over the
- *     whole pool (intra-op, as the sequential scheduler does);
- *  3. otherwise opens a region: one pool job whose chunks, one per inter-op
- *     thread, each loop popping ready steps and running them whole. Inside
- *     a chunk the pool runs a node's parallel_for serially (a nested call),
- *     so a region keeps exactly inter_op threads busy and cannot deadlock;
- *     a chunk waits on a condition variable (not busy) while the queue is
- *     empty and other steps still run;
- *  4. closes the region when nothing runs and at most one step is ready,
- *     so the next node of a chain gets the whole pool again.
+ *  1. a ready step (its producers all finished), the one of highest
+ *     priority, when this thread is one of the inter-op threads and the
+ *     step may start (below): it runs whole on this thread, and when its
+ *     kernel calls parallel_for the chunks are published to the run's
+ *     share (exec/threadpool.h) rather than run serially;
+ *  2. else a published chunk of a node running on another thread;
+ *  3. else a wait: a short spin, then asleep, until a step finishes or a
+ *     chunk is published.
  *
- * When are steps "too unequal"? Run at once on W threads, ready steps of
- * work c_1..c_m take at least the longest-first makespan M; run one after
- * another with intra-op splitting they take about sum(c) / (W * e), e the
- * intra-op efficiency (assumed 0.8). A region opens when M < sum(c) /
- * (W * 0.8) and the work is worth a pool wake-up (> 100k operations); a
- * ResNet block's small downsampling convolution then does not pull the
- * large 3x3 one off the pool.
+ * So no thread idles while a node that splits its work runs on another
+ * (a node running alone splits over every thread, as under the sequential
+ * scheduler), and never more threads are busy than the pool has: a helper
+ * is a pool thread with nothing else to do.
+ *
+ * When may a second step start beside running ones? A step that splits
+ * its work gets the idle threads' help chunk by chunk, but a chunk taken
+ * by its owner is its owner's: a thread that starts a step of work y
+ * beside one of work x on W threads may leave the whole of x to its owner
+ * (it helps only when it is done). Run at once, the steps take at least
+ * the longest-first makespan M over the W threads; one after another, each
+ * split over the pool, sum / (W e), e the intra-op efficiency (taken as
+ * 0.8). A step starts beside others when M < sum / (W e) over the running
+ * and ready steps' work; a ResNet block's small downsampling convolution
+ * then runs beside its large 3x3 neighbour and helps it when done, while
+ * two steps of nearly equal work run one after the other on the pool.
  *
  * Results are identical to the sequential scheduler's: every node computes
- * the same thing from the same inputs; only when it runs changes (a node's
- * kernel splits its work by output ranges, not by partial sums).
+ * the same thing from the same inputs; only when it runs changes, and a
+ * kernel's parallel_for is cut into the same ranges either way.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -42,8 +47,8 @@
 #include "util/log.h"
 
 #define INTRA_EFFICIENCY 0.8
-#define REGION_MIN_WORK 1e5
 #define ERR_COPY 1024
+#define LPT_MAX 64 /* steps weighed at once when deciding to start one */
 
 typedef struct sched {
     minfer_session *s;
@@ -52,24 +57,31 @@ typedef struct sched {
     mf_budget *b;
     mf_step_fn step;
     const mf_conc *cc;
-    mf_run *runs;        /* per region chunk */
-    int workers;
+    mf_share *share;
+    mf_run *runs;        /* per pool thread */
+    int inter_op;        /* threads that start steps */
     pthread_mutex_t lock;
-    pthread_cond_t cv;
     int *deps;           /* per step: producers still to finish */
-    int *ready;          /* a min-heap of steps: the earliest first, as in order */
+    int *ready;          /* a max-heap of steps by priority */
     int n_ready;
+    int *running;        /* the steps in flight */
     int in_flight;
     int remaining;
-    int closed;          /* the current region is over */
     minfer_status st;    /* the first failure */
     char err[ERR_COPY];
 } sched;
 
+/* Whether step a comes before step b in the ready heap: higher priority
+ * first, then earlier in the order. */
+static int before(const sched *q, int a, int b) {
+    double pa = q->cc->prio[a], pb = q->cc->prio[b];
+    return pa > pb || (pa == pb && a < b);
+}
+
 static void heap_push(sched *q, int k) {
     int i = q->n_ready++;
     q->ready[i] = k;
-    while (i > 0 && q->ready[(i - 1) / 2] > q->ready[i]) {
+    while (i > 0 && before(q, q->ready[i], q->ready[(i - 1) / 2])) {
         int up = (i - 1) / 2, t = q->ready[up];
         q->ready[up] = q->ready[i];
         q->ready[i] = t;
@@ -82,9 +94,9 @@ static int heap_pop(sched *q) {
     q->ready[0] = q->ready[--q->n_ready];
     for (;;) {
         int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < q->n_ready && q->ready[l] < q->ready[m])
+        if (l < q->n_ready && before(q, q->ready[l], q->ready[m]))
             m = l;
-        if (r < q->n_ready && q->ready[r] < q->ready[m])
+        if (r < q->n_ready && before(q, q->ready[r], q->ready[m]))
             m = r;
         if (m == i)
             break;
@@ -113,21 +125,20 @@ static void fail(sched *q, minfer_status st) {
     snprintf(q->err, sizeof q->err, "%s", minfer_last_error());
 }
 
-/* Whether the ready steps gain from running at once (see the top). */
-static int worth_region(const sched *q) {
-    if (q->n_ready < 2 || q->workers < 2)
-        return 0;
-    double load[64] = {0}, sum = 0, m = 0;
-    int w = q->workers < 64 ? q->workers : 64;
-    /* longest first onto the least loaded thread: the costs are few */
-    int n = q->n_ready < 256 ? q->n_ready : 256;
-    double cost[256];
-    for (int i = 0; i < n; i++) {
-        cost[i] = q->cc->cost[q->ready[i]];
+/* Whether the best ready step may start beside the running ones (see the
+ * top). Under q->lock. */
+static int may_start(const sched *q) {
+    if (q->in_flight == 0)
+        return 1;
+    double cost[LPT_MAX], load[LPT_MAX] = {0}, sum = 0, m = 0;
+    int n = 0, w = q->inter_op < LPT_MAX ? q->inter_op : LPT_MAX;
+    for (int i = 0; i < q->in_flight && n < LPT_MAX; i++)
+        cost[n++] = q->cc->cost[q->running[i]];
+    for (int i = 0; i < q->n_ready && n < LPT_MAX; i++)
+        cost[n++] = q->cc->cost[q->ready[i]];
+    for (int i = 0; i < n; i++)
         sum += cost[i];
-    }
-    if (sum < REGION_MIN_WORK)
-        return 0;
+    /* longest first onto the least loaded thread: the costs are few */
     for (int i = 0; i < n; i++) {
         int big = i;
         for (int j = i + 1; j < n; j++)
@@ -146,39 +157,62 @@ static int worth_region(const sched *q) {
     return m < sum / ((double)w * INTRA_EFFICIENCY);
 }
 
-/* A region chunk: pops and runs ready steps until the region closes. */
-static void region_chunk(void *arg, size_t begin, size_t end) {
+/* Pops the best ready step and runs it on this thread. Enters and leaves
+ * with q->lock held. */
+static void run_one(sched *q, mf_run *r) {
+    int k = heap_pop(q);
+    q->running[q->in_flight++] = k;
+    pthread_mutex_unlock(&q->lock);
+    minfer_status st = q->step(q->s, q->p, q->c, r, q->b, k);
+    pthread_mutex_lock(&q->lock);
+    for (int i = 0; i < q->in_flight; i++)
+        if (q->running[i] == k) {
+            q->running[i] = q->running[--q->in_flight];
+            break;
+        }
+    if (st != MINFER_OK)
+        fail(q, st);
+    else
+        finish(q, k);
+}
+
+/* A chunk of the run's pool job: thread w's loop (see the top). When the
+ * pool is busy with another run of the session, the caller gets every
+ * chunk at once and runs the steps alone, its kernels using the pool when
+ * it is free. */
+static void run_chunk(void *arg, size_t begin, size_t end) {
     sched *q = arg;
-    (void)end;
-    mf_run *r = &q->runs[begin];
+    int w = (int)begin, alone = end - begin > 1;
+    mf_run *r = &q->runs[w];
     const minfer_run_options *outer = mf_current_run;
     mf_current_run = q->b->ro;
+    if (!alone)
+        mf_share_enter(q->share, w);
     pthread_mutex_lock(&q->lock);
     for (;;) {
-        if (q->closed || q->st != MINFER_OK)
+        if (q->remaining == 0 || q->st != MINFER_OK)
             break;
-        if (q->in_flight == 0 && q->n_ready <= 1) {
-            q->closed = 1; /* a chain again, or done: back to the caller */
-            pthread_cond_broadcast(&q->cv);
-            break;
-        }
-        if (q->n_ready == 0) {
-            pthread_cond_wait(&q->cv, &q->lock);
+        if ((w < q->inter_op || alone) && q->n_ready > 0 && (alone || may_start(q))) {
+            run_one(q, r);
+            mf_share_notify(q->share);
             continue;
         }
-        int k = heap_pop(q);
-        q->in_flight++;
+        if (q->n_ready == 0 && q->in_flight == 0) { /* cannot happen with an acyclic plan */
+            mf_error(MINFER_ERR_RUNTIME, "%s: parallel scheduler: no step ready, %d left",
+                     q->s->errctx, q->remaining);
+            fail(q, MINFER_ERR_RUNTIME);
+            mf_share_notify(q->share);
+            break;
+        }
+        unsigned seen = mf_share_events(q->share);
         pthread_mutex_unlock(&q->lock);
-        minfer_status st = q->step(q->s, q->p, q->c, r, q->b, k);
+        if (!mf_share_help(q->share))
+            mf_share_wait(q->share, seen);
         pthread_mutex_lock(&q->lock);
-        q->in_flight--;
-        if (st != MINFER_OK)
-            fail(q, st);
-        else
-            finish(q, k);
-        pthread_cond_broadcast(&q->cv);
     }
     pthread_mutex_unlock(&q->lock);
+    if (!alone)
+        mf_share_leave();
     mf_current_run = outer;
 }
 
@@ -193,19 +227,23 @@ minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
     q.b = b;
     q.step = step;
     q.cc = cc;
-    q.workers = s->inter_op;
+    int threads = mf_pool_threads(s->pool);
+    q.inter_op = s->inter_op < threads ? s->inter_op : threads;
     q.deps = mf_malloc(((size_t)cc->n + 1) * sizeof *q.deps);
     q.ready = mf_malloc(((size_t)cc->n + 1) * sizeof *q.ready);
-    q.runs = mf_calloc((size_t)q.workers + 1, sizeof *q.runs);
-    if (!q.deps || !q.ready || !q.runs) {
+    q.running = mf_malloc(((size_t)threads + 1) * sizeof *q.running);
+    q.runs = mf_calloc((size_t)threads + 1, sizeof *q.runs);
+    q.share = mf_share_create(s->pool);
+    if (!q.deps || !q.ready || !q.running || !q.runs || !q.share) {
         free(q.deps);
         free(q.ready);
+        free(q.running);
         free(q.runs);
+        mf_share_free(q.share);
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
     }
     pthread_mutex_t budget_lock;
     pthread_mutex_init(&q.lock, NULL);
-    pthread_cond_init(&q.cv, NULL);
     pthread_mutex_init(&budget_lock, NULL);
     for (int k = 0; k < cc->n; k++) {
         q.deps[k] = cc->n_deps[k];
@@ -214,44 +252,27 @@ minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
         if (q.deps[k] == 0)
             heap_push(&q, k);
     }
-    for (int w = 0; w < q.workers; w++) {
+    for (int w = 0; w < threads; w++) {
         /* each thread its own handle: the node it runs, its temporaries */
         q.runs[w] = *r;
         q.runs[w].temps = NULL;
         q.runs[w].temp_strings = NULL;
         q.runs[w].n_temps = q.runs[w].cap_temps = 0;
     }
-    while (q.remaining > 0 && q.st == MINFER_OK) {
-        if (q.n_ready == 0) { /* cannot happen with an acyclic plan */
-            mf_error(MINFER_ERR_RUNTIME, "%s: parallel scheduler: no step ready, %d left",
-                     s->errctx, q.remaining);
-            fail(&q, MINFER_ERR_RUNTIME);
-            break;
-        }
-        if (worth_region(&q)) {
-            q.closed = 0;
-            b->lock = &budget_lock;
-            mf_pool_parallel_for(s->pool, (size_t)q.workers, 1, region_chunk, &q);
-            b->lock = NULL;
-            continue;
-        }
-        int k = heap_pop(&q);
-        minfer_status st = step(s, p, c, r, b, k);
-        if (st != MINFER_OK)
-            fail(&q, st);
-        else
-            finish(&q, k);
-    }
-    for (int w = 0; w < q.workers; w++)
+    b->lock = &budget_lock;
+    mf_pool_parallel_for(s->pool, (size_t)threads, 1, run_chunk, &q);
+    b->lock = NULL;
+    for (int w = 0; w < threads; w++)
         mf_run_free_temps(&q.runs[w]);
     minfer_status st = q.st;
     if (st != MINFER_OK)
         mf_error(st, "%s", q.err);
     pthread_mutex_destroy(&q.lock);
-    pthread_cond_destroy(&q.cv);
     pthread_mutex_destroy(&budget_lock);
+    mf_share_free(q.share);
     free(q.deps);
     free(q.ready);
+    free(q.running);
     free(q.runs);
     return st;
 }

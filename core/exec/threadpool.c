@@ -20,12 +20,23 @@
  * takes; a bounded spin keeps the worker answering within a run and
  * gives the CPU back between runs. The caller likewise spins for a
  * worker's last chunk before it sleeps.
+ *
+ * Sharing (mf_share, threadpool.h). Each thread of a share has one slot
+ * for the job its parallel_for publishes (a thread publishes one job at a
+ * time: a call from inside a chunk runs serially). A chunk is claimed by
+ * flipping its flag, by its owner without a lock, by a helper under the
+ * share's lock while the job is published, so a helper never takes a
+ * chunk of a job its owner has already withdrawn. The owner withdraws the
+ * job once every chunk is claimed and then waits for the chunks helpers
+ * run; a helper counts its chunk done and, when it was the last, wakes the
+ * owner. Owners and idle threads wait on one event count per share.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "util/env.h"
 #include "util/internal.h"
@@ -51,6 +62,7 @@ struct mf_pool {
     pthread_t *workers;
     mf_worker_arg *worker_args;
     int n_workers;
+    int cpus; /* online CPUs: a share does not spin when threads exceed them */
     uint64_t spin_ns;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -69,6 +81,42 @@ struct mf_pool {
 };
 
 static _Thread_local int in_pool_task;
+
+/* One thread's published parallel_for (threadpool.h, sharing). */
+typedef struct share_slot {
+    mf_job job;             /* written and read under the share's lock */
+    int published;          /* under the share's lock */
+    atomic_uchar *taken;    /* per chunk: claimed */
+    atomic_size_t done;     /* chunks finished */
+} share_slot;
+
+struct mf_share {
+    mf_pool *pool;
+    int n;                  /* slots: the pool's threads */
+    share_slot *slot;
+    atomic_uchar *flags;    /* every slot's taken[], n * n */
+    pthread_mutex_t lock;   /* publishing and helpers' claims */
+    atomic_int n_published; /* a look without the lock */
+    atomic_uint events;     /* the event count */
+    atomic_int sleepers;
+    pthread_mutex_t wait_lock;
+    pthread_cond_t wake;
+    uint64_t spin_ns;
+};
+
+static _Thread_local mf_share *my_share;
+static _Thread_local int my_index;
+static _Thread_local int in_share_chunk;
+
+/* Whether this thread spins before it sleeps in mf_share_wait: as a
+ * worker decides between jobs (worker_main), by whether it kept pace with
+ * the clock since it last slept; thread-local, so the verdict carries over
+ * from run to run. */
+static _Thread_local struct {
+    uint64_t wall0, cpu0;
+    unsigned waits, quiet;
+    int slept;
+} my_pace = {0, 0, 0, 0, 1};
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -195,6 +243,8 @@ mf_pool *mf_pool_create(int threads) {
     if (!p)
         return NULL;
     p->threads = threads < 1 ? 1 : threads;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    p->cpus = cpus < 1 ? 1 : cpus > 1024 ? 1024 : (int)cpus;
     long us = mf_env_spin_us(DEFAULT_SPIN_US);
     p->spin_ns = (uint64_t)us * 1000u;
     pthread_mutex_init(&p->lock, NULL);
@@ -246,12 +296,203 @@ void mf_pool_free(mf_pool *p) {
 
 int mf_pool_threads(const mf_pool *p) { return p ? p->n_workers + 1 : 1; }
 
+/* ---- Sharing ------------------------------------------------------------ */
+
+mf_share *mf_share_create(mf_pool *p) {
+    mf_share *sh = mf_calloc(1, sizeof *sh);
+    if (!sh)
+        return NULL;
+    sh->pool = p;
+    sh->n = mf_pool_threads(p);
+    sh->slot = mf_calloc((size_t)sh->n, sizeof *sh->slot);
+    sh->flags = mf_calloc((size_t)sh->n * (size_t)sh->n, sizeof *sh->flags);
+    if (!sh->slot || !sh->flags) {
+        free(sh->slot);
+        free((void *)sh->flags);
+        free(sh);
+        return NULL;
+    }
+    for (int i = 0; i < sh->n; i++) {
+        sh->slot[i].taken = sh->flags + (size_t)i * (size_t)sh->n;
+        atomic_init(&sh->slot[i].done, 0);
+    }
+    pthread_mutex_init(&sh->lock, NULL);
+    pthread_mutex_init(&sh->wait_lock, NULL);
+    pthread_cond_init(&sh->wake, NULL);
+    atomic_init(&sh->n_published, 0);
+    atomic_init(&sh->events, 0);
+    atomic_init(&sh->sleepers, 0);
+    /* Spinning pays only while every thread can have a CPU of its own. */
+    sh->spin_ns = p && p->threads <= p->cpus ? p->spin_ns : 0;
+    return sh;
+}
+
+void mf_share_free(mf_share *sh) {
+    if (!sh)
+        return;
+    pthread_mutex_destroy(&sh->lock);
+    pthread_mutex_destroy(&sh->wait_lock);
+    pthread_cond_destroy(&sh->wake);
+    free(sh->slot);
+    free((void *)sh->flags);
+    free(sh);
+}
+
+void mf_share_enter(mf_share *sh, int index) {
+    my_share = sh;
+    my_index = index;
+    my_pace.slept = 1; /* what it did before is not this run's pace */
+}
+
+void mf_share_leave(void) { my_share = NULL; }
+
+unsigned mf_share_events(mf_share *sh) { return atomic_load(&sh->events); }
+
+/* The event moves first, then the sleepers are looked at: a waiter counts
+ * itself asleep before it looks at the event for the last time (both
+ * sequentially consistent), so one of the two sees the other. */
+void mf_share_notify(mf_share *sh) {
+    atomic_fetch_add(&sh->events, 1);
+    if (atomic_load(&sh->sleepers) > 0) {
+        pthread_mutex_lock(&sh->wait_lock);
+        pthread_cond_broadcast(&sh->wake);
+        pthread_mutex_unlock(&sh->wait_lock);
+    }
+}
+
+static int share_spins(void) {
+    if (my_pace.quiet) {
+        my_pace.quiet--;
+        return 0;
+    }
+    if (++my_pace.waits % SAMPLE_EVERY == 0 || my_pace.slept) {
+        uint64_t wall = now_ns(), cpu = thread_cpu_ns();
+        if (!my_pace.slept && wall - my_pace.wall0 < SAMPLE_MIN_NS)
+            return 1; /* a window too short to tell: keep it open */
+        if (!my_pace.slept && (cpu - my_pace.cpu0) * 8 < (wall - my_pace.wall0) * 7)
+            my_pace.quiet = QUIET_JOBS;
+        my_pace.slept = 0;
+        my_pace.wall0 = wall;
+        my_pace.cpu0 = cpu;
+    }
+    return !my_pace.quiet;
+}
+
+void mf_share_wait(mf_share *sh, unsigned seen) {
+    if (sh->spin_ns && share_spins()) {
+        uint64_t until = now_ns() + sh->spin_ns;
+        for (;;) {
+            for (int i = 0; i < 64; i++) {
+                if (atomic_load_explicit(&sh->events, memory_order_acquire) != seen)
+                    return;
+                cpu_relax();
+            }
+            if (now_ns() >= until)
+                break;
+        }
+    }
+    pthread_mutex_lock(&sh->wait_lock);
+    atomic_fetch_add(&sh->sleepers, 1);
+    while (atomic_load(&sh->events) == seen) {
+        pthread_cond_wait(&sh->wake, &sh->wait_lock);
+        my_pace.slept = 1;
+    }
+    atomic_fetch_sub(&sh->sleepers, 1);
+    pthread_mutex_unlock(&sh->wait_lock);
+}
+
+static void run_one(const mf_job *j, size_t c) {
+    size_t b = c * j->chunk;
+    size_t e = b + j->chunk < j->n ? b + j->chunk : j->n;
+    in_share_chunk = 1;
+    j->fn(j->arg, b, e);
+    in_share_chunk = 0;
+}
+
+int mf_share_help(mf_share *sh) {
+    if (atomic_load(&sh->n_published) == 0)
+        return 0;
+    int me = my_share == sh ? my_index : 0;
+    pthread_mutex_lock(&sh->lock);
+    for (int k = 1; k <= sh->n; k++) {
+        share_slot *sl = &sh->slot[(me + k) % sh->n];
+        if (!sl->published)
+            continue;
+        mf_job job = sl->job;
+        for (size_t t = 0; t < job.n_chunks; t++) {
+            size_t c = ((size_t)me + t) % job.n_chunks; /* its home chunk first */
+            unsigned char free_flag = 0;
+            if (!atomic_compare_exchange_strong(&sl->taken[c], &free_flag, 1))
+                continue;
+            pthread_mutex_unlock(&sh->lock);
+            run_one(&job, c);
+            /* The owner may return once this count is full: sl is not
+             * touched after it. */
+            if (atomic_fetch_add(&sl->done, 1) + 1 == job.n_chunks)
+                mf_share_notify(sh);
+            return 1;
+        }
+    }
+    pthread_mutex_unlock(&sh->lock);
+    return 0;
+}
+
+/* parallel_for on a thread of share sh: publish, run what is left, wait
+ * for the chunks helpers took. */
+static void share_for(mf_share *sh, size_t n, size_t chunks, minfer_range_fn fn, void *arg) {
+    share_slot *sl = &sh->slot[my_index];
+    mf_job job;
+    job.fn = fn;
+    job.arg = arg;
+    job.n = n;
+    job.chunk = (n + chunks - 1) / chunks;
+    job.n_chunks = (n + job.chunk - 1) / job.chunk;
+    job.gen = 0;
+    pthread_mutex_lock(&sh->lock);
+    sl->job = job;
+    for (size_t c = 0; c < job.n_chunks; c++)
+        atomic_store(&sl->taken[c], 0);
+    atomic_store(&sl->done, 0);
+    sl->published = 1;
+    atomic_fetch_add(&sh->n_published, 1);
+    pthread_mutex_unlock(&sh->lock);
+    mf_share_notify(sh);
+
+    size_t ran = 0;
+    for (size_t t = 0; t < job.n_chunks; t++) {
+        size_t c = ((size_t)my_index + t) % job.n_chunks;
+        unsigned char free_flag = 0;
+        if (!atomic_compare_exchange_strong(&sl->taken[c], &free_flag, 1))
+            continue;
+        run_one(&job, c);
+        ran++;
+    }
+    pthread_mutex_lock(&sh->lock);
+    sl->published = 0;
+    atomic_fetch_sub(&sh->n_published, 1);
+    pthread_mutex_unlock(&sh->lock);
+    if (atomic_fetch_add(&sl->done, ran) + ran == job.n_chunks)
+        return;
+    for (;;) {
+        unsigned seen = mf_share_events(sh);
+        if (atomic_load(&sl->done) == job.n_chunks)
+            return;
+        mf_share_wait(sh, seen);
+    }
+}
+
 void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
     if (n == 0)
         return;
     if (grain == 0)
         grain = 1;
     size_t max_chunks = (n + grain - 1) / grain;
+    if (p && p->n_workers > 0 && max_chunks >= 2 && my_share && my_share->pool == p &&
+        !in_share_chunk) {
+        size_t chunks = (size_t)p->n_workers + 1; /* as below: the same ranges */
+        share_for(my_share, n, chunks < max_chunks ? chunks : max_chunks, fn, arg);
+        return;
+    }
     if (!p || p->n_workers == 0 || max_chunks < 2 || in_pool_task ||
         pthread_mutex_trylock(&p->busy) != 0) {
         fn(arg, 0, n);

@@ -17,4 +17,37 @@ int mf_pool_threads(const mf_pool *p);
  * serially on the calling thread rather than waiting. */
 void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn, void *arg);
 
+/* ---- Work sharing between the threads of one pool job ----------------------
+ *
+ * The parallel scheduler runs a whole run as one pool job whose chunks loop
+ * over ready nodes (exec/sched_parallel.c). A thread that entered a share
+ * publishes the chunks of its parallel_for calls there instead of running
+ * them serially, runs them itself too, and waits only for chunks another
+ * thread started; a thread of the share with nothing else to do runs
+ * published chunks (mf_share_help). The chunks are cut exactly as
+ * mf_pool_parallel_for cuts them (one per pool thread), so a kernel sees the
+ * same ranges under either scheduler. A parallel_for from inside a published
+ * chunk runs serially, so a thread waits only for chunks running on threads
+ * that do not wait for it: no deadlock.
+ *
+ * Waiting is an event count: read mf_share_events before looking at the
+ * state you wait on, then mf_share_wait(seen) returns once anyone called
+ * mf_share_notify (or published chunks) after that read. It spins a short
+ * while first (as the pool's workers do, MINFER_SPIN_US; not at all when
+ * the pool has more threads than the machine has CPUs), then sleeps. */
+typedef struct mf_share mf_share;
+
+/* A share for the threads of one job of pool p (index 0 .. threads - 1). */
+mf_share *mf_share_create(mf_pool *p);
+void mf_share_free(mf_share *sh);
+/* The calling thread joins sh as thread `index` (one thread per index),
+ * until mf_share_leave. */
+void mf_share_enter(mf_share *sh, int index);
+void mf_share_leave(void);
+/* Runs one published chunk, if there is one; 1 when it ran one. */
+int mf_share_help(mf_share *sh);
+unsigned mf_share_events(mf_share *sh);
+void mf_share_notify(mf_share *sh);
+void mf_share_wait(mf_share *sh, unsigned seen);
+
 #endif
