@@ -164,9 +164,9 @@ static void print_stages(minfer_session *s) {
         printf("  pipeline                 %s\n", minfer_last_error());
         return;
     }
-    printf("  pipeline                 %d stages, each on %d threads; %d requests in flight "
+    printf("  pipeline                 %d stages, each on %d thread%s; %d requests in flight "
            "(asynchronous API)\n",
-           ps.stages, ps.threads, ps.slots);
+           ps.stages, ps.threads, ps.threads == 1 ? "" : "s", ps.slots);
     for (size_t j = 0; j < (size_t)ps.stages; j++) {
         if (minfer_session_pipeline_stage(s, j, &ps) != MINFER_OK)
             break;
