@@ -578,6 +578,27 @@ static int info_json(minfer_session *s, const char *path, json_t *nodes, const c
                       "why_sequential", si.why_sequential, "arena_bytes",
                       (json_int_t)si.arena_bytes, "sequential_arena_bytes",
                       (json_int_t)si.sequential_arena_bytes));
+    minfer_pipeline_stage ps = {.struct_size = sizeof ps};
+    json_t *sched = json_object_get(root, "scheduler");
+    if (sched && si.scheduler == MINFER_SCHED_PIPELINE &&
+        minfer_session_pipeline_stage(s, 0, &ps) == MINFER_OK) {
+        /* the stages as the text report prints them */
+        json_t *stages = json_array();
+        for (size_t j = 0; j < (size_t)ps.stages; j++)
+            if (minfer_session_pipeline_stage(s, j, &ps) == MINFER_OK)
+                json_array_append_new(
+                    stages, json_pack("{s:i, s:i, s:i, s:o, s:o, s:o, s:f, s:b}", "first_step",
+                                      ps.first_step, "last_step", ps.last_step, "nodes",
+                                      ps.nodes, "first_node", cli_json_str(ps.first_node),
+                                      "last_node", cli_json_str(ps.last_node), "provider",
+                                      cli_json_str(ps.provider), "cost_share", ps.cost_share,
+                                      "measured", ps.measured));
+        json_object_set_new(sched, "stages", stages);
+        json_object_set_new(sched, "threads_per_stage", json_integer(ps.threads));
+        json_object_set_new(sched, "requests_in_flight", json_integer(ps.slots));
+        json_object_set_new(sched, "arena_bytes_per_request",
+                            json_integer((json_int_t)ps.arena_bytes_per_slot));
+    }
     return cli_json_print(CMD, root);
 }
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The pipeline scheduler on the command line (docs/scheduling.md): `minfer
+# info` lists stages that cover the execution order in order (text and
+# --json), `bench --concurrency` drives the asynchronous API under it, and
+# MINFER_SCHEDULER / --scheduler name it in their errors.
+#
+# usage: pipeline_cli.sh MINFER_CLI MODEL
+set -u
+cli=$1
+model=$2
+fail=0
+err() { echo "FAIL: $*"; fail=1; }
+
+json=$("$cli" --scheduler pipeline --inter-op-threads 2 info --json --providers cpu "$model") ||
+    err "info --json failed"
+python3 - "$json" <<'PY' || fail=1
+import json, sys
+s = json.loads(sys.argv[1])["scheduler"]
+assert s["name"] == "pipeline", s
+st = s["stages"]
+assert len(st) == 2, st
+nxt = 0
+for x in st:
+    assert x["first_step"] == nxt and x["nodes"] > 0 and x["provider"] == "cpu", x
+    nxt = x["last_step"] + 1
+assert abs(sum(x["cost_share"] for x in st) - 1) < 1e-6, st
+assert s["requests_in_flight"] == 2 and s["arena_bytes_per_request"] > 0, s
+print("info --json: stages", [(x["first_step"], x["last_step"]) for x in st])
+PY
+out=$("$cli" --scheduler pipeline --inter-op-threads 2 info --providers cpu "$model") ||
+    err "info failed"
+grep -q '^  pipeline  *2 stages' <<<"$out" || err "info does not print the stages: $out"
+grep -q '^  stage 1 ' <<<"$out" || err "info does not print stage 1"
+grep -q '^  arenas  *[0-9]* bytes per request in flight' <<<"$out" || err "info: no arena cost"
+
+out=$("$cli" --scheduler pipeline bench --providers cpu --threads 2 --concurrency 3 --runs 2 \
+    --warmup 1 "$model") || err "bench failed"
+grep -q 'requests in flight through the pipeline' <<<"$out" ||
+    err "bench --concurrency under the pipeline does not drive the asynchronous API: $out"
+grep -q '^runs:  *6 ' <<<"$out" || err "bench: expected 6 runs (3 x 2): $out"
+
+out=$("$cli" --scheduler bogus info "$model" 2>&1) && err "--scheduler bogus accepted"
+grep -q 'pipeline' <<<"$out" || err "--scheduler's error does not list pipeline: $out"
+out=$(MINFER_SCHEDULER=bogus "$cli" info --providers cpu "$model" 2>&1) &&
+    err "MINFER_SCHEDULER=bogus accepted"
+grep -q 'pipeline' <<<"$out" || err "MINFER_SCHEDULER's error does not list pipeline: $out"
+out=$(MINFER_SCHEDULER=pipeline "$cli" info --providers cpu "$model") ||
+    err "MINFER_SCHEDULER=pipeline failed"
+grep -q '^  pipeline ' <<<"$out" || err "MINFER_SCHEDULER=pipeline not taken"
+[[ $fail -eq 0 ]] && echo "pipeline_cli: ok"
+exit $fail
