@@ -279,12 +279,13 @@ static void *worker_main(void *arg) {
 }
 
 /* The pipeline's stage count: the inter-op count when set, else what the
- * most recent plan (or the declared-shape one) is worth. Under s->lock. */
+ * most recent plan is worth; without one (symbolic shapes, nothing run
+ * yet) the work is unknown, and the pool's threads are taken. Under
+ * s->lock. */
 static int stage_count(const minfer_session *s) {
-    const mf_plan *p = s->last_plan ? s->last_plan : s->build;
-    if (!s->stages_auto || !p)
+    if (!s->stages_auto || !s->last_plan)
         return s->inter_op;
-    return mf_plan_stage_count(s, p, s->inter_op);
+    return mf_plan_stage_count(s, s->last_plan, s->inter_op);
 }
 
 static void async_free(mf_async *a) {
