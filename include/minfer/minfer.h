@@ -444,8 +444,8 @@ MINFER_API minfer_status minfer_session_run_with_options(minfer_session *s,
  * order. An error (a wrong input, a failing node) fails that request only,
  * with its own message. minfer_session_free cancels: requests still queued
  * end with MINFER_CANCELLED, a running one stops at its next node; it
- * returns when the workers have stopped. Requests stay valid (finished)
- * until minfer_request_free. */
+ * returns when the workers have stopped (so not from a callback, which runs
+ * on a worker). Requests stay valid (finished) until minfer_request_free. */
 typedef struct minfer_request minfer_request;
 /* Called once per request, on a worker thread, when it has finished
  * (status: its outcome; the outputs are ready for minfer_request_wait,
