@@ -4,16 +4,30 @@
 # process under taskset or a cpuset does not crowd its CPUs (issue 18).
 # An explicit count is kept whatever the mask.
 #
-# usage: threads_default.sh MINFER_CLI MODELS_DIR
+# usage: threads_default.sh MINFER_CLI
 set -uo pipefail
 cli=$1
-model=$2/squeezenet1_1/model.onnx
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/minfer-threads.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
 fails=0
 bad() {
     echo "FAIL: $*"
     fails=$((fails + 1))
 }
 command -v taskset >/dev/null || { echo "FAIL: taskset (util-linux) is needed"; exit 1; }
+
+# A one-node model (Relu on [1, 1024]): cheap to run, under the sanitizers too.
+model=$tmp/relu.onnx
+/usr/bin/python3 - "$model" <<'PY' || { echo "FAIL: could not write the model (python3-onnx)"; exit 1; }
+import sys
+from onnx import TensorProto, helper, save
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1024])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1024])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+save(m, sys.argv[1])
+PY
 
 # threads_of [taskset CPUS] [--threads N]: the pool size minfer bench reports.
 threads_of() {
@@ -28,10 +42,11 @@ threads_of() {
 
 allowed=$(nproc) # nproc counts the affinity mask too
 first=$(taskset -pc $$ | sed 's/.*: *//; s/[-,].*//')
-[[ $(threads_of) == "$allowed" ]] || bad "default threads $(threads_of), want $allowed (nproc)"
-[[ $(threads_of taskset "$first") == 1 ]] ||
-    bad "under taskset -c $first: $(threads_of taskset "$first") threads, want 1"
-[[ $(threads_of taskset "$first" --threads 3) == 3 ]] ||
-    bad "--threads 3 under taskset -c $first: $(threads_of taskset "$first" --threads 3) threads"
+n=$(threads_of)
+[[ $n == "$allowed" ]] || bad "default threads '$n', want $allowed (nproc)"
+n=$(threads_of taskset "$first")
+[[ $n == 1 ]] || bad "under taskset -c $first: '$n' threads, want 1"
+n=$(threads_of taskset "$first" --threads 3)
+[[ $n == 3 ]] || bad "--threads 3 under taskset -c $first: '$n' threads"
 ((fails == 0)) && echo "default threads: $allowed here, 1 under taskset -c $first; --threads kept"
 exit $((fails > 0))
