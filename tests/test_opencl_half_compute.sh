@@ -24,7 +24,9 @@ for m in squeezenet1_1 tiny_encoder; do
 done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/minfer-ocl-half.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-export XDG_CACHE_HOME=$tmp/cache MINFER_LOG=info MINFER_OPENCL_FP16=1 MINFER_OPENCL_GEMM=clblast
+# The program cache is the caller's (ctest: the build tree's), so the probe
+# below costs a session, not a compilation.
+export MINFER_LOG=info MINFER_OPENCL_FP16=1 MINFER_OPENCL_GEMM=clblast
 
 # The provider's init says whether the device reports the extension (a
 # cheap session on the own kernels first: CLBlast compiles for seconds).
