@@ -392,6 +392,8 @@ static minfer_status prepare_nodes(minfer_session *s, mf_plan *p) {
     char lbl[512];
     minfer_status st;
     double t = mf_now_ms();
+    /* Weights copied only as their nodes are prepared (exec/weights.c). */
+    mf_weights_defer(s, p);
     for (size_t k = 0; k < g->n_nodes; k++) {
         int i = g->order[k];
         mf_nplan *ns = &p->nodes[i];
@@ -401,10 +403,12 @@ static minfer_status prepare_nodes(minfer_session *s, mf_plan *p) {
             return mf_error(MINFER_ERR_UNSUPPORTED,
                             "%s: %s was folded at build but not for these input shapes",
                             s->errctx, mf_node_label(&g->nodes[i], i, lbl, sizeof lbl));
-        if ((st = prepare_node(s, p, i)) != MINFER_OK)
+        if ((st = mf_weights_materialize(s, p, i)) != MINFER_OK ||
+            (st = prepare_node(s, p, i)) != MINFER_OK)
             return st;
         mf_weights_release_packed(s, p, i);
     }
+    mf_weights_prepared(s);
     p->t_prepare_ms = mf_now_ms() - t;
     return MINFER_OK;
 }

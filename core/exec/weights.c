@@ -21,7 +21,24 @@
  *       later plan.
  *     A copy is freed only when no other constant or plan value shares its
  *     bytes; a freed copy leaves its tensor's data NULL.
+ * Packing one weight holds its plain and its packed copy at once; with every
+ * other weight's plain copy resident too, the peak would be all the weights
+ * plus the largest one's packed copy. So copies that can be read again from
+ * the file are made only when needed:
+ *  0. before the nodes of the session's first plan are prepared
+ *     (mf_weights_defer), the copy of each large weight that only nodes
+ *     prepared now read (none folded, none dynamic, no graph output) is
+ *     freed the same way;
+ *  1. before a node is prepared (mf_weights_materialize), its inputs' freed
+ *     copies are read again from the file, and its file pages given back.
+ * The peak is then the weights packed so far, the weights whose readers are
+ * not all prepared, and one weight twice.
+ *  2. after the nodes are prepared (mf_weights_prepared), an ONNX file's
+ *     mapping is given back whole: it is read only to copy weights again,
+ *     and the pages at the edges of the weights (shared with their
+ *     neighbours) and those of the protobuf around them stayed resident.
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +50,9 @@
 
 /* Copies smaller than this are left alone: the saving is below a page. */
 #define MIN_RELEASE_BYTES 4096
+/* Copies deferred before preparing: smaller ones are not worth a second
+ * read of the file. */
+#define MIN_DEFER_BYTES (64 * 1024)
 
 /* 1 when every reader of value u in plan p is done with its plain copy. */
 static int all_readers_packed(const minfer_session *s, const mf_plan *p, int u) {
@@ -104,6 +124,96 @@ static int same_as_file(const char *src, const char *copy, size_t bytes) {
     return 1;
 }
 
+/* 1 when every reader of value u is a node that prepare_nodes prepares in
+ * plan p (exec/build.c): not folded, not dynamic, placed. */
+static int all_readers_prepared(const minfer_session *s, const mf_plan *p, int u) {
+    const mf_graph *g = s->g;
+    int readers = 0;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const mf_node *n = &g->nodes[i];
+        const mf_nplan *ns = &p->nodes[i];
+        for (size_t j = 0; j < n->n_inputs; j++) {
+            if (n->inputs[j] != u)
+                continue;
+            readers++;
+            if (ns->folded || ns->dynamic || ns->prov < 0)
+                return 0;
+        }
+    }
+    return readers > 0;
+}
+
+/* 1 when t holds a private copy of the bytes at t->src in the file mapping
+ * the graph keeps. */
+static int copy_of_file(const mf_graph *g, const minfer_tensor *t) {
+    const char *src = t->src, *blob = g->blob;
+    return t->owns_data && t->view.data && src && blob && src >= blob &&
+           t->view.nbytes <= g->blob_size && src - blob <= (ptrdiff_t)(g->blob_size - t->view.nbytes) &&
+           same_as_file(src, t->view.data, t->view.nbytes);
+}
+
+/* Frees t's copy (a copy of the file, not shared) and the plan's view of it. */
+static void give_back(minfer_tensor *t, mf_vplan *vs) {
+    if (t->owns_data == MF_OWNS_MAPPED)
+        munmap(t->view.data, t->view.nbytes);
+    else
+        free(t->view.data);
+    t->view.data = NULL;
+    t->owns_data = 0;
+    vs->view.data = NULL;
+}
+
+void mf_weights_defer(minfer_session *s, mf_plan *p) {
+    const mf_graph *g = s->g;
+    /* Another plan's views may point at a copy (a reader it left on the CPU
+     * provider): only the session's first plan defers. */
+    if (s->n_plans)
+        return;
+    for (size_t u = 0; u < g->n_values; u++) {
+        const mf_value *v = &g->values[u];
+        minfer_tensor *t = v->initializer;
+        mf_vplan *vs = &p->vals[u];
+        if (!t || v->is_output || t->view.dtype == MINFER_DTYPE_STRING || !t->view.data ||
+            t->view.nbytes < MIN_DEFER_BYTES || vs->view.data != t->view.data ||
+            !all_readers_prepared(s, p, (int)u) || !bytes_unshared(s, p, (int)u) ||
+            !copy_of_file(g, t))
+            continue;
+        give_back(t, vs);
+    }
+}
+
+minfer_status mf_weights_materialize(minfer_session *s, mf_plan *p, int i) {
+    const mf_graph *g = s->g;
+    const mf_node *n = &g->nodes[i];
+    for (size_t j = 0; j < n->n_inputs; j++) {
+        int u = n->inputs[j];
+        minfer_tensor *t = u >= 0 ? g->values[u].initializer : NULL;
+        if (!t || t->view.data || !t->src || !t->view.nbytes)
+            continue;
+        /* A mapping of its own: freed after packing, it leaves no hole in
+         * the heap that the process keeps (malloc would place it there
+         * once freed mappings raised its threshold). */
+        void *data = mf_test_alloc_fails() ? MAP_FAILED
+                                           : mmap(NULL, t->view.nbytes, PROT_READ | PROT_WRITE,
+                                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (data == MAP_FAILED)
+            return mf_error(MINFER_ERR_NOMEM, "%s: out of memory reading weight '%s' again",
+                            s->errctx, g->values[u].name);
+        memcpy(data, t->src, t->view.nbytes);
+        drop_file_pages(t->src, t->view.nbytes);
+        t->view.data = data;
+        t->owns_data = MF_OWNS_MAPPED;
+        p->vals[u].view.data = data;
+    }
+    return MINFER_OK;
+}
+
+void mf_weights_prepared(minfer_session *s) {
+    const mf_graph *g = s->g;
+    if (g->blob && !g->compiled_level)
+        drop_file_pages(g->blob, g->blob_size);
+}
+
 void mf_weights_release_packed(minfer_session *s, mf_plan *p, int i) {
     const mf_graph *g = s->g;
     const mf_node *n = &g->nodes[i];
@@ -127,17 +237,9 @@ void mf_weights_release_packed(minfer_session *s, mf_plan *p, int i) {
             drop_file_pages(t->view.data, t->view.nbytes);
             continue;
         }
-        if (!t->owns_data || !bytes_unshared(s, p, u))
+        if (!t->owns_data || !bytes_unshared(s, p, u) || !copy_of_file(g, t))
             continue;
-        const char *src = t->src;
-        int again = src && blob && src >= blob && src + t->view.nbytes <= blob + g->blob_size &&
-                    same_as_file(src, t->view.data, t->view.nbytes);
-        if (!again)
-            continue;
-        free(t->view.data);
-        t->view.data = NULL;
-        t->owns_data = 0;
-        vs->view.data = NULL;
+        give_back(t, vs);
     }
 }
 

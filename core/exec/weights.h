@@ -11,6 +11,15 @@
  * constant input it packed (minfer_node_prep.const_packed) once every
  * reader of that constant has packed it too. */
 void mf_weights_release_packed(minfer_session *s, mf_plan *p, int i);
+/* Before plan p's nodes are prepared: frees the copies of large weights
+ * that only those nodes read and that the model file holds as they are. */
+void mf_weights_defer(minfer_session *s, mf_plan *p);
+/* Before node i of plan p is prepared: reads its inputs' freed weights
+ * again from the model file (MINFER_ERR_NOMEM when that fails). */
+minfer_status mf_weights_materialize(minfer_session *s, mf_plan *p, int i);
+/* After a plan's nodes are prepared: gives back the pages of the mapped
+ * ONNX file that are still resident (they are read again if needed). */
+void mf_weights_prepared(minfer_session *s);
 /* Before another plan is built: copies the freed weights again from the
  * model file (MINFER_ERR_NOMEM when that fails). */
 minfer_status mf_weights_restore(minfer_session *s);

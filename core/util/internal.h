@@ -28,9 +28,13 @@ void mf_error_clear(void);
  * The same handle holds sequences and optionals (view.kind; view.dtype is
  * the element type, view.data NULL): items are the sequence's tensors, or
  * the optional's value (count 0 or 1); contained is an optional's kind. */
+/* minfer_tensor.owns_data for data in an anonymous mapping of its own
+ * (exec/weights.c), which munmap gives back to the system at once. */
+#define MF_OWNS_MAPPED 2
+
 struct minfer_tensor {
     minfer_tensor_view view;
-    int owns_data;
+    int owns_data; /* 1: free(data); MF_OWNS_MAPPED: munmap(data, nbytes) */
     /* The bytes data was copied from, in a file mapping the graph keeps
      * (mf_graph.blob), or NULL: exec/weights.c may free the copy of a
      * packed weight and copy it again from there. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -251,7 +252,9 @@ void minfer_tensor_free(minfer_tensor *t) {
     for (size_t i = 0; i < t->count; i++)
         minfer_tensor_free(t->items[i]);
     free(t->items);
-    if (t->owns_data) {
+    if (t->owns_data == MF_OWNS_MAPPED)
+        munmap(t->view.data, t->view.nbytes);
+    else if (t->owns_data) {
         if (t->view.dtype == MINFER_DTYPE_STRING)
             mf_free_strings(t->view.data, (int64_t)(t->view.nbytes / sizeof(char *)));
         free(t->view.data);
