@@ -2,10 +2,13 @@
  * Conv, FusedConv and ConvTranspose as oneDNN (de)convolutions.
  *
  * Source, weights and destination are created with format_tag_any, so the
- * convolution picks its layouts (channels-last or blocked on AVX-512); the
- * constant weights are reordered once into the chosen layout, and the
- * source, when it arrives in another layout, is reordered into the
- * workspace first. FusedConv's bias and activation become the primitive's
+ * convolution picks its layouts (channels-last or blocked on AVX-512), except
+ * that a source arriving channels-last keeps that layout for source and
+ * destination when oneDNN has a non-reference implementation for it (the
+ * whole chain of convolutions then stays in one layout, with no reorders
+ * between them); the constant weights are reordered once into the chosen
+ * layout, and the source, when it arrives in another layout, is reordered
+ * into the workspace first. FusedConv's bias and activation become the primitive's
  * bias and eltwise post-op; its residual Z becomes a sum post-op: Z is
  * copied into the destination first (skipped when the planner already put
  * the output in Z's buffer), and the convolution accumulates onto it.
