@@ -27,18 +27,24 @@
  * by its owner is its owner's: a thread that starts a step of work y
  * beside one of work x on W threads may leave the whole of x to its owner
  * (it helps only when it is done). Run at once, the steps take at least
- * the longest-first makespan M over the W threads; one after another, each
- * split over the pool, sum / (W e), e the intra-op efficiency (taken as
- * 0.8). A step starts beside others when M < sum / (W e) over the running
- * and ready steps' work; a ResNet block's small downsampling convolution
- * then runs beside its large 3x3 neighbour and helps it when done, while
- * two steps of nearly equal work run one after the other on the pool.
+ * the longest-first makespan M over the W threads; one after another, the
+ * sum of c / (W e) over steps that split (e the intra-op efficiency, taken
+ * as 0.8) and of c over steps whose kernel ran on one thread the last time
+ * (the runs note it: the step published no chunks). A step starts beside
+ * others when M is below that over the running and ready steps' work: two
+ * steps of nearly equal work, or any that do not split, run side by side;
+ * a ResNet block's small downsampling convolution waits while its thread
+ * helps the large 3x3 neighbour, then runs split over the pool, as in the
+ * sequential order. (Started beside it, it would be done before the 3x3's
+ * first chunk and help with the second, but the 3x3's owner would then
+ * wait for that chunk: no gain at an intra-op efficiency above 1/2.)
  *
  * Results are identical to the sequential scheduler's: every node computes
  * the same thing from the same inputs; only when it runs changes, and a
  * kernel's parallel_for is cut into the same ranges either way.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,14 +136,16 @@ static void fail(sched *q, minfer_status st) {
 static int may_start(const sched *q) {
     if (q->in_flight == 0)
         return 1;
-    double cost[LPT_MAX], load[LPT_MAX] = {0}, sum = 0, m = 0;
+    double cost[LPT_MAX], load[LPT_MAX] = {0}, alone = 0, m = 0;
     int n = 0, w = q->inter_op < LPT_MAX ? q->inter_op : LPT_MAX;
-    for (int i = 0; i < q->in_flight && n < LPT_MAX; i++)
-        cost[n++] = q->cc->cost[q->running[i]];
-    for (int i = 0; i < q->n_ready && n < LPT_MAX; i++)
-        cost[n++] = q->cc->cost[q->ready[i]];
-    for (int i = 0; i < n; i++)
-        sum += cost[i];
+    for (int i = 0; i < q->in_flight + q->n_ready && n < LPT_MAX; i++) {
+        int k = i < q->in_flight ? q->running[i] : q->ready[i - q->in_flight];
+        cost[n++] = q->cc->cost[k];
+        /* one after another: split over the pool, or, for a step whose
+         * kernel did not split last time, on one thread anyway */
+        int serial = atomic_load_explicit(&q->cc->serial[k], memory_order_relaxed);
+        alone += serial ? q->cc->cost[k] : q->cc->cost[k] / ((double)w * INTRA_EFFICIENCY);
+    }
     /* longest first onto the least loaded thread: the costs are few */
     for (int i = 0; i < n; i++) {
         int big = i;
@@ -154,16 +162,21 @@ static int may_start(const sched *q) {
         if (load[least] > m)
             m = load[least];
     }
-    return m < sum / ((double)w * INTRA_EFFICIENCY);
+    return m < alone;
 }
 
-/* Pops the best ready step and runs it on this thread. Enters and leaves
- * with q->lock held. */
-static void run_one(sched *q, mf_run *r) {
+/* Pops the best ready step and runs it on this thread, noting whether
+ * its kernel split its work (it published chunks to the share). Enters and
+ * leaves with q->lock held. */
+static void run_one(sched *q, mf_run *r, int shared) {
     int k = heap_pop(q);
     q->running[q->in_flight++] = k;
     pthread_mutex_unlock(&q->lock);
+    unsigned published = mf_share_published();
     minfer_status st = q->step(q->s, q->p, q->c, r, q->b, k);
+    if (shared && st == MINFER_OK)
+        atomic_store_explicit(&q->cc->serial[k], mf_share_published() == published,
+                              memory_order_relaxed);
     pthread_mutex_lock(&q->lock);
     for (int i = 0; i < q->in_flight; i++)
         if (q->running[i] == k) {
@@ -193,7 +206,7 @@ static void run_chunk(void *arg, size_t begin, size_t end) {
         if (q->remaining == 0 || q->st != MINFER_OK)
             break;
         if ((w < q->inter_op || alone) && q->n_ready > 0 && (alone || may_start(q))) {
-            run_one(q, r);
+            run_one(q, r, !alone);
             mf_share_notify(q->share);
             continue;
         }

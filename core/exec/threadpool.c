@@ -107,6 +107,7 @@ struct mf_share {
 static _Thread_local mf_share *my_share;
 static _Thread_local int my_index;
 static _Thread_local int in_share_chunk;
+static _Thread_local unsigned my_published;
 
 /* Whether this thread spins before it sleeps in mf_share_wait: as a
  * worker decides between jobs (worker_main), by whether it kept pace with
@@ -346,6 +347,8 @@ void mf_share_enter(mf_share *sh, int index) {
 
 void mf_share_leave(void) { my_share = NULL; }
 
+unsigned mf_share_published(void) { return my_published; }
+
 unsigned mf_share_events(mf_share *sh) { return atomic_load(&sh->events); }
 
 /* The event moves first, then the sleepers are looked at: a waiter counts
@@ -442,6 +445,7 @@ int mf_share_help(mf_share *sh) {
 static void share_for(mf_share *sh, size_t n, size_t chunks, minfer_range_fn fn, void *arg) {
     share_slot *sl = &sh->slot[my_index];
     mf_job job;
+    my_published++;
     job.fn = fn;
     job.arg = arg;
     job.n = n;

@@ -46,6 +46,9 @@ void mf_share_enter(mf_share *sh, int index);
 void mf_share_leave(void);
 /* Runs one published chunk, if there is one; 1 when it ran one. */
 int mf_share_help(mf_share *sh);
+/* How many parallel_for calls of the calling thread were published to a
+ * share so far (a step that split its work published some). */
+unsigned mf_share_published(void);
 unsigned mf_share_events(mf_share *sh);
 void mf_share_notify(mf_share *sh);
 void mf_share_wait(mf_share *sh, unsigned seen);

@@ -8,6 +8,8 @@
 #ifndef MINFER_CORE_PLAN_CONCURRENT_H
 #define MINFER_CORE_PLAN_CONCURRENT_H
 
+#include <stdatomic.h>
+
 #include "plan/plan.h"
 #include "plan/planner.h"
 
@@ -24,6 +26,10 @@ typedef struct mf_conc {
     int *succ;
     double *cost;       /* per step: estimated work (FLOPs, at least its output elements) */
     double *prio;       /* per step: its cost plus the costliest path of consumers after it */
+    /* Per step, learnt by the runs (exec/sched_parallel.c): 1 when its last
+     * run did not split its work over threads, 0 when it did or has not run
+     * in a pool job yet. */
+    _Atomic unsigned char *serial;
     uint64_t *seq_arena; /* per domain: the arena the sequential order would take */
     /* While planning only (freed by mf_conc_planned): */
     uint64_t *anc;      /* per step: bitset of its ancestor steps, `words` words each */
