@@ -325,12 +325,12 @@ minfer_status dnn_build_matmul(dnn_b *b);
 minfer_status dnn_build_gemm(dnn_b *b);
 /* attention.c */
 minfer_status dnn_build_attention(dnn_b *b);
+/* rnn.c */
+minfer_status dnn_build_rnn(dnn_b *b);
 /* pool.c */
 minfer_status dnn_build_pool(dnn_b *b);
 minfer_status dnn_build_global_pool(dnn_b *b);
 /* eltwise.c */
-/* rnn.c */
-minfer_status dnn_build_rnn(dnn_b *b);
 minfer_status dnn_build_unary(dnn_b *b);
 minfer_status dnn_build_binary(dnn_b *b);
 minfer_status dnn_build_variadic(dnn_b *b);
