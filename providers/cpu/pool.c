@@ -367,7 +367,12 @@ minfer_status cpu_compute_maxunpool(const cpu_exec *e) {
     if (!x || !ind || x->rank != nsp + 2 || ind->dtype != MINFER_DTYPE_INT64 ||
         ind->rank != x->rank || memcmp(ind->dims, x->dims, (size_t)x->rank * sizeof x->dims[0]))
         return cpu_fail(e, MINFER_ERR_SHAPE, "X must be rank %d and I int64 of X's shape", nsp + 2);
-    int64_t od[CPU_MAX_RANK], dd[CPU_MAX_RANK];
+    /* dd: the unpooled shape, set up to rank. Zeroed past it too: at -O3
+     * GCC cannot tell that the reads below stay under rank (it warned
+     * maybe-uninitialized), and a zero there would fail the check, not
+     * read garbage. */
+    const int rank = nsp + 2;
+    int64_t od[CPU_MAX_RANK], dd[CPU_MAX_RANK] = {0};
     size_t n;
     minfer_status s;
     dd[0] = x->dims[0], dd[1] = x->dims[1];
@@ -383,22 +388,22 @@ minfer_status cpu_compute_maxunpool(const cpu_exec *e) {
     if (os) {
         if ((s = cpu_read_ints(e, os, "output_shape", od, CPU_MAX_RANK, &n)) != MINFER_OK)
             return s;
-        if (n != (size_t)x->rank || od[0] != x->dims[0] || od[1] != x->dims[1])
+        if (n != (size_t)rank || od[0] != x->dims[0] || od[1] != x->dims[1])
             return cpu_fail(e, MINFER_ERR_SHAPE, "output_shape must be [N, C, spatial...]");
     } else {
-        memcpy(od, dd, (size_t)x->rank * sizeof *od);
+        memcpy(od, dd, (size_t)rank * sizeof *od);
     }
     void *y;
-    if ((s = cpu_output(e, 0, x->dtype, x->rank, od, &y)) != MINFER_OK)
+    if ((s = cpu_output(e, 0, x->dtype, rank, od, &y)) != MINFER_OK)
         return s;
-    for (int d = 0; d < x->rank; d++)
+    for (int d = 0; d < rank; d++)
         if (dd[d] < 1)
             return cpu_fail(e, MINFER_ERR_SHAPE, "the pooling geometry gives an empty output");
-    if (minfer_kit_numel(x->rank, dd) < 0)
+    if (minfer_kit_numel(rank, dd) < 0)
         return cpu_fail(e, MINFER_ERR_LIMIT, "the unpooled shape has more elements than fit");
-    size_t total = (size_t)minfer_kit_numel(x->rank, od), es = minfer_elem_size(x->dtype);
-    size_t dtotal = (size_t)minfer_kit_numel(x->rank, dd);
-    size_t cnt = (size_t)minfer_kit_numel(x->rank, x->dims);
+    size_t total = (size_t)minfer_kit_numel(rank, od), es = minfer_elem_size(x->dtype);
+    size_t dtotal = (size_t)minfer_kit_numel(rank, dd);
+    size_t cnt = (size_t)minfer_kit_numel(rank, x->dims);
     memset(y, 0, total * es);
     const int64_t *id = cpu_data(ind);
     /* Indices count in the default shape; with a larger output_shape the
@@ -408,7 +413,7 @@ minfer_status cpu_compute_maxunpool(const cpu_exec *e) {
             return cpu_fail(e, MINFER_ERR_RUNTIME, "index %lld out of range", (long long)id[i]);
         size_t rem = (size_t)id[i], at = 0, mul = 1;
         int inside = 1;
-        for (int d = x->rank - 1; d >= 0; d--) {
+        for (int d = rank - 1; d >= 0; d--) {
             size_t c = rem % (size_t)dd[d];
             rem /= (size_t)dd[d];
             inside &= (int64_t)c < od[d];
