@@ -579,8 +579,8 @@ static void probe_run(mf_opt *o, int run, const int *order, size_t n_order, prob
             }
             continue;
         }
-        if (!all_known || !small || !o->ctx->eval_node || has_subgraph(n) || is_random_op(n) ||
-            (n->n_inputs == 0 && strcmp(n->op_type, "Constant") != 0))
+        if (!all_known || !small || !o->ctx->eval_node || has_subgraph(n) || mf_core_op(n) ||
+            is_random_op(n) || (n->n_inputs == 0 && strcmp(n->op_type, "Constant") != 0))
             continue;
         probe_eval(o, n, in, vals);
     }

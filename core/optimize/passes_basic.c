@@ -344,7 +344,10 @@ minfer_status mf_pass_fold_shapes(mf_opt *o, size_t *fired) {
 /* ---- fold_constants ------------------------------------------------------- */
 
 static int foldable(mf_opt *o, const mf_node *n) {
-    if (n->n_inputs == 0 || n->n_outputs == 0 || n->n_outputs > 64 || any_pinned_output(o, n))
+    /* The core's ops (control flow, sequences, optionals) are not the CPU
+     * provider's to evaluate, and their results need not be tensors. */
+    if (n->n_inputs == 0 || n->n_outputs == 0 || n->n_outputs > 64 || any_pinned_output(o, n) ||
+        mf_core_op(n))
         return 0;
     if (strncmp(n->op_type, "Random", 6) == 0 || strcmp(n->op_type, "Multinomial") == 0 ||
         strcmp(n->op_type, "Bernoulli") == 0)

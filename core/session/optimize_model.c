@@ -122,9 +122,10 @@ minfer_status minfer_optimize_model(const char *in_path, const char *out_path, i
     }
     if (level > 0 && (st = mf_evaluator_open(&ev)) != MINFER_OK)
         goto done;
-    /* Control flow, sequences and optionals are written back as they are. */
-    mf_opt_ctx ctx = {mf_graph_has_control(g, NULL) ? 0 : level,
-                      ev ? mf_evaluator_eval_node : NULL, ev, FOLD_MAX_BYTES, &rep};
+    /* Control-flow nodes, sequences and optionals, and the values their
+     * subgraphs read, are written back as they are; the rest is optimized
+     * (the subgraphs themselves are when a session runs them). */
+    mf_opt_ctx ctx = {level, ev ? mf_evaluator_eval_node : NULL, ev, FOLD_MAX_BYTES, &rep};
     if ((st = mf_optimize(g, &ctx, in_path)) != MINFER_OK)
         goto done;
     if (summary) {
