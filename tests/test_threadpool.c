@@ -4,9 +4,13 @@
  * (MINFER_SPIN_US) or contention between callers; a call from inside a
  * chunk runs serially. Sharing (the parallel scheduler's): the same ranges
  * as the pool cuts, every index once, a published chunk run by another
- * thread, nested calls serial. Built also under ThreadSanitizer in CI.
+ * thread, nested calls serial. The CPUs the pool counts for its spinning
+ * are the process's affinity mask, as for the session's default thread
+ * count. Built also under ThreadSanitizer in CI.
  */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_COUNT */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -19,6 +23,7 @@
 #include <cmocka.h>
 
 #include "exec/threadpool.h"
+#include "util/cpus.h"
 
 #define MAX_N 4096
 
@@ -290,9 +295,38 @@ static void test_share_nested(void **state) {
     mf_pool_free(p);
 }
 
+/* The pool's CPU count (whether it spins) is the calling thread's affinity
+ * mask, not the machine's online CPUs: pinned to one CPU, a pool of 2
+ * threads counts 1 and does not spin, as the session's default thread
+ * count (util/cpus.h) counts 1 there too. */
+static void test_cpus_from_affinity(void **state) {
+    (void)state;
+    cpu_set_t old, one;
+    assert_int_equal(sched_getaffinity(0, sizeof old, &old), 0);
+    mf_pool *p = mf_pool_create(2);
+    assert_non_null(p);
+    assert_int_equal(mf_pool_cpus(p), CPU_COUNT(&old));
+    assert_int_equal(mf_cpus_usable(), CPU_COUNT(&old));
+    mf_pool_free(p);
+    int cpu = 0;
+    while (!CPU_ISSET(cpu, &old))
+        cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    int usable = mf_cpus_usable();
+    p = mf_pool_create(2);
+    int counted = mf_pool_cpus(p);
+    mf_pool_free(p);
+    assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
+    assert_int_equal(usable, 1);
+    assert_int_equal(counted, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_index_once),
+        cmocka_unit_test(test_cpus_from_affinity),
         cmocka_unit_test(test_nested),
         cmocka_unit_test(test_concurrent_callers),
         cmocka_unit_test(test_share_same_ranges),

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/cpus.h"
 #include "util/env.h"
 #include "util/internal.h"
 #include "exec/threadpool.h"
@@ -62,7 +63,8 @@ struct mf_pool {
     pthread_t *workers;
     mf_worker_arg *worker_args;
     int n_workers;
-    int cpus; /* online CPUs: a share does not spin when threads exceed them */
+    int cpus; /* CPUs the process may use (util/cpus.h): a share does not
+                 spin when threads exceed them */
     uint64_t spin_ns;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -244,8 +246,7 @@ mf_pool *mf_pool_create(int threads) {
     if (!p)
         return NULL;
     p->threads = threads < 1 ? 1 : threads;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    p->cpus = cpus < 1 ? 1 : cpus > 1024 ? 1024 : (int)cpus;
+    p->cpus = mf_cpus_usable();
     long us = mf_env_spin_us(DEFAULT_SPIN_US);
     p->spin_ns = (uint64_t)us * 1000u;
     pthread_mutex_init(&p->lock, NULL);
@@ -296,6 +297,8 @@ void mf_pool_free(mf_pool *p) {
 }
 
 int mf_pool_threads(const mf_pool *p) { return p ? p->n_workers + 1 : 1; }
+
+int mf_pool_cpus(const mf_pool *p) { return p ? p->cpus : 1; }
 
 /* ---- Sharing ------------------------------------------------------------ */
 

@@ -12,6 +12,8 @@ typedef struct mf_pool mf_pool;
 mf_pool *mf_pool_create(int threads);
 void mf_pool_free(mf_pool *p);
 int mf_pool_threads(const mf_pool *p);
+/* The CPUs the process may use, counted at creation (util/cpus.h). */
+int mf_pool_cpus(const mf_pool *p);
 /* Runs fn over [0, n) in chunks of at least grain; returns when all ran. A
  * call from inside a pool task, or while another call holds the pool, runs
  * serially on the calling thread rather than waiting. */
@@ -34,7 +36,8 @@ void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn
  * state you wait on, then mf_share_wait(seen) returns once anyone called
  * mf_share_notify (or published chunks) after that read. It spins a short
  * while first (as the pool's workers do, MINFER_SPIN_US; not at all when
- * the pool has more threads than the machine has CPUs), then sleeps. */
+ * the pool has more threads than the process has CPUs to run on), then
+ * sleeps. */
 typedef struct mf_share mf_share;
 
 /* A share for the threads of one job of pool p (index 0 .. threads - 1). */
