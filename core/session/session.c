@@ -22,7 +22,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +37,7 @@
 #include "load/mfc.h"
 #include "optimize/optimizer.h"
 #include "session/session.h"
+#include "util/cpus.h"
 #include "util/env.h"
 #include "util/fileio.h"
 
@@ -415,13 +415,9 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
         mf_log(s, MINFER_LOG_INFO, "%s: %-16s %8.2f ms", errctx, "load+validate", load_ms);
     int threads = opt ? opt->threads : 0;
     if (threads <= 0) {
-        /* One per CPU the process may run on: under taskset or a cpuset
-         * that is fewer than the machine has online, and a thread per
-         * online CPU would crowd the allowed ones. */
-        cpu_set_t cpus;
-        long n = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus)
-                                                                : sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (int)(n > 64 ? 64 : n) : 1;
+        /* One per CPU the process may run on (util/cpus.h), at most 64. */
+        int n = mf_cpus_usable();
+        threads = n > 64 ? 64 : n;
     }
     if (parent) {
         s->pool = parent->pool;
