@@ -1,9 +1,10 @@
 /*
  * The asynchronous API and the pipeline scheduler (docs/scheduling.md):
  * results identical to the sequential scheduler's with many requests in
- * flight under every scheduler, callbacks and waits, back-pressure, a
- * failing request among good ones, cancellation, freeing a session with
- * requests in flight, micro-batches and the stages `minfer info` shows.
+ * flight under every scheduler, callbacks and waits, back-pressure and
+ * try_submit's busy queue, a failing request among good ones,
+ * cancellation, freeing a session with requests in flight, micro-batches
+ * and the stages `minfer info` shows.
  * In CI it also runs under ThreadSanitizer (.ci/run).
  *
  * With arguments (directories of model.onnx and test_data_set_0/), each
@@ -370,6 +371,91 @@ static void test_back_pressure_and_cancel(void **state) {
     log_done(&l);
 }
 
+/* The worker held in request 0's callback (the gate of l closed). */
+static void hold_worker(minfer_session *s, cb_log *l, cb_arg *arg, minfer_request **r0) {
+    minfer_tensor *in = input(0, 1);
+    assert_ok(minfer_session_submit(s, in_names, (const minfer_tensor *const *)&in, 1, on_done, arg,
+                                    r0));
+    minfer_tensor_free(in);
+    pthread_mutex_lock(&l->lock);
+    while (!l->in_first) /* the worker holds request 0: the queue is empty */
+        pthread_cond_wait(&l->cv, &l->lock);
+    pthread_mutex_unlock(&l->lock);
+}
+
+static void open_gate(cb_log *l) {
+    pthread_mutex_lock(&l->lock);
+    l->gate_closed = 0;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->lock);
+}
+
+/* minfer_session_try_submit, with one worker held in request 0's callback
+ * and a queue of depth 1: request 1 goes into the empty queue; request 2
+ * finds it full and gets MINFER_ERR_BUSY at once, nothing queued; once
+ * request 1 has finished, a try_submit succeeds again. Micro-batches: a
+ * request of 4 parts goes into an empty queue of depth 2 whole, and
+ * another then finds it busy. */
+static void test_try_submit(void **state) {
+    (void)state;
+    cb_log l;
+    log_init(&l);
+    l.gate_closed = 1;
+    cb_arg args[3] = {{&l, 0, 0}, {&l, 1, 0}, {&l, 2, 0}};
+    minfer_session *s = session(MINFER_SCHED_SEQUENTIAL, 0, 1, 0, 0);
+    minfer_request *r0 = NULL, *r1 = NULL, *r2 = NULL;
+    hold_worker(s, &l, &args[0], &r0);
+    minfer_tensor *in = input(1, 1);
+    const minfer_tensor *const *ins = (const minfer_tensor *const *)&in;
+    assert_ok(minfer_session_try_submit(s, in_names, ins, 1, on_done, &args[1], &r1));
+    r2 = (minfer_request *)&l; /* must be reset */
+    assert_int_equal(minfer_session_try_submit(s, in_names, ins, 1, on_done, &args[2], &r2),
+                     MINFER_ERR_BUSY);
+    assert_null(r2);
+    assert_error_mentions("queue is full");
+    assert_string_equal(minfer_status_str(MINFER_ERR_BUSY), "busy");
+    open_gate(&l);
+    log_wait(&l, 2); /* requests 0 and 1 finished: the queue is empty */
+    assert_int_equal(l.st[1], MINFER_OK);
+    assert_ok(minfer_session_try_submit(s, in_names, ins, 1, on_done, &args[2], &r2));
+    log_wait(&l, 3);
+    assert_int_equal(l.st[2], MINFER_OK);
+    minfer_tensor *ref = reference(1, 1);
+    assert_same(l.out[1], ref);
+    assert_same(l.out[2], ref);
+    minfer_tensor_free(ref);
+    minfer_tensor_free(in);
+    minfer_request_free(r0);
+    minfer_request_free(r1);
+    minfer_request_free(r2);
+    minfer_session_free(s);
+    log_done(&l);
+
+    /* micro-batches of 3 rows, queue depth 2 */
+    log_init(&l);
+    l.gate_closed = 1;
+    s = session(MINFER_SCHED_SEQUENTIAL, 0, 2, 3, 0);
+    r0 = r1 = r2 = NULL;
+    hold_worker(s, &l, &args[0], &r0);
+    in = input(4, 10);
+    ins = (const minfer_tensor *const *)&in;
+    assert_ok(minfer_session_try_submit(s, in_names, ins, 1, on_done, &args[1], &r1));
+    assert_int_equal(minfer_session_try_submit(s, in_names, ins, 1, on_done, &args[2], &r2),
+                     MINFER_ERR_BUSY);
+    assert_null(r2);
+    open_gate(&l);
+    log_wait(&l, 2);
+    assert_int_equal(l.st[1], MINFER_OK);
+    ref = reference(4, 10);
+    assert_same(l.out[1], ref);
+    minfer_tensor_free(ref);
+    minfer_tensor_free(in);
+    minfer_request_free(r0);
+    minfer_request_free(r1);
+    minfer_session_free(s);
+    log_done(&l);
+}
+
 /* Freeing the session with requests queued and running: it returns, every
  * request has finished (done, or MINFER_CANCELLED), each callback ran once,
  * and the requests stay usable until freed (no leak under ASan). */
@@ -573,6 +659,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_callbacks),
         cmocka_unit_test(test_error_alone),
         cmocka_unit_test(test_back_pressure_and_cancel),
+        cmocka_unit_test(test_try_submit),
         cmocka_unit_test(test_free_in_flight),
         cmocka_unit_test(test_micro_batch),
         cmocka_unit_test(test_stage_info),

@@ -12,7 +12,8 @@
  *     with the session's scheduler and pool.
  *
  * A request's inputs are copied at submit and it waits in a bounded FIFO
- * queue; a submit into a full queue blocks (back-pressure). A worker takes
+ * queue; a submit into a full queue blocks (back-pressure), a try_submit
+ * returns MINFER_ERR_BUSY at once. A worker takes
  * the oldest request, numbers it (the pipe lets requests through each stage
  * in that order) and runs it with minfer_session_run_with_options, in an
  * execution context of its own: each request in flight holds the plan's
@@ -377,24 +378,43 @@ void mf_async_stop(minfer_session *s) {
     async_free(a);
 }
 
-/* Queues r (the engine's reference), waiting while the queue is full. */
-static minfer_status enqueue(mf_async *a, minfer_request *r) {
+/* Queues the n requests rs (the engine's references) one after another.
+ * block: waits while the queue is full (back-pressure). Else nothing is
+ * queued, MINFER_ERR_BUSY, unless all n fit now or the queue is empty (a
+ * request of more parts than the queue's depth could never fit: it is let
+ * into an empty queue, which holds it above the depth until it drains). */
+static minfer_status enqueue(mf_async *a, minfer_request **rs, size_t n, int block) {
     pthread_mutex_lock(&a->lock);
-    while (a->queued >= a->depth && !a->stop)
-        pthread_cond_wait(&a->not_full, &a->lock);
-    if (a->stop) {
+    if (!block && !a->stop && a->queued > 0 && a->queued + n > a->depth) {
+        size_t queued = a->queued;
         pthread_mutex_unlock(&a->lock);
-        return mf_error(MINFER_ERR_INVALID_ARG, "%s: submit: the session is being freed",
-                        a->s->errctx);
+        return mf_error(MINFER_ERR_BUSY, "%s: try_submit: the queue is full (%zu of %zu waiting)",
+                        a->s->errctx, queued, a->depth);
     }
-    r->next = NULL;
-    if (a->tail)
-        a->tail->next = r;
-    else
-        a->head = r;
-    a->tail = r;
-    a->queued++;
-    pthread_cond_signal(&a->not_empty);
+    for (size_t k = 0; k < n; k++) {
+        while (block && a->queued >= a->depth && !a->stop)
+            pthread_cond_wait(&a->not_full, &a->lock);
+        if (a->stop) {
+            pthread_mutex_unlock(&a->lock);
+            if (k == 0)
+                return mf_error(MINFER_ERR_INVALID_ARG, "%s: submit: the session is being freed",
+                                a->s->errctx);
+            /* some parts are queued (mf_async_stop cancels them): the rest
+             * are cancelled here, and the whole finishes with the last */
+            for (size_t j = k; j < n; j++)
+                finish(rs[j], MINFER_CANCELLED, "the session was freed before the request ran");
+            return MINFER_OK;
+        }
+        minfer_request *r = rs[k];
+        r->next = NULL;
+        if (a->tail)
+            a->tail->next = r;
+        else
+            a->head = r;
+        a->tail = r;
+        a->queued++;
+        pthread_cond_signal(&a->not_empty);
+    }
     pthread_mutex_unlock(&a->lock);
     return MINFER_OK;
 }
@@ -458,13 +478,15 @@ static int64_t split_rows(const minfer_session *s, const minfer_tensor *const *i
     return batch > s->micro_batch ? s->micro_batch : 0;
 }
 
-minfer_status minfer_session_submit(minfer_session *s, const char *const *input_names,
-                                    const minfer_tensor *const *inputs, size_t n_inputs,
-                                    minfer_request_fn done, void *user, minfer_request **out) {
+/* minfer_session_submit (block) and minfer_session_try_submit. */
+static minfer_status submit(minfer_session *s, const char *const *input_names,
+                            const minfer_tensor *const *inputs, size_t n_inputs,
+                            minfer_request_fn done, void *user, minfer_request **out, int block) {
     if (out)
         *out = NULL;
     if (!s || !out || (n_inputs && (!input_names || !inputs)))
-        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_submit: NULL argument");
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_%ssubmit: NULL argument",
+                        block ? "" : "try_");
     for (size_t i = 0; i < n_inputs; i++)
         if (!input_names[i] || !inputs[i])
             return mf_error(MINFER_ERR_INVALID_ARG, "%s: submit: input %zu is NULL", s->errctx,
@@ -492,7 +514,7 @@ minfer_status minfer_session_submit(minfer_session *s, const char *const *input_
     int64_t rows = split_rows(s, inputs, n_inputs);
     if (rows == 0) {
         if ((st = copy_inputs(s, r, input_names, inputs, n_inputs, 0, 0)) != MINFER_OK ||
-            (st = enqueue(a, r)) != MINFER_OK) {
+            (st = enqueue(a, &r, 1, block)) != MINFER_OK) {
             request_destroy(r);
             return st;
         }
@@ -521,7 +543,9 @@ minfer_status minfer_session_submit(minfer_session *s, const char *const *input_
         parts[k]->ro = r->ro;
         st = copy_inputs(s, parts[k], input_names, inputs, n_inputs, r0, r1);
     }
-    if (st != MINFER_OK) {
+    /* nothing queued (a failure, a busy queue, a session being freed):
+     * nothing ran, and the parts and the whole go */
+    if (st != MINFER_OK || (st = enqueue(a, parts, n_parts, block)) != MINFER_OK) {
         for (size_t k = 0; parts && k < n_parts; k++)
             if (parts[k])
                 request_destroy(parts[k]);
@@ -530,11 +554,21 @@ minfer_status minfer_session_submit(minfer_session *s, const char *const *input_
         return st;
     }
     *out = r;
-    for (size_t k = 0; k < n_parts; k++)
-        if (enqueue(a, parts[k]) != MINFER_OK) /* only while the session is freed */
-            finish(parts[k], MINFER_CANCELLED, "the session was freed before the request ran");
     free(parts);
     return MINFER_OK;
+}
+
+minfer_status minfer_session_submit(minfer_session *s, const char *const *input_names,
+                                    const minfer_tensor *const *inputs, size_t n_inputs,
+                                    minfer_request_fn done, void *user, minfer_request **out) {
+    return submit(s, input_names, inputs, n_inputs, done, user, out, 1);
+}
+
+minfer_status minfer_session_try_submit(minfer_session *s, const char *const *input_names,
+                                        const minfer_tensor *const *inputs, size_t n_inputs,
+                                        minfer_request_fn done, void *user,
+                                        minfer_request **out) {
+    return submit(s, input_names, inputs, n_inputs, done, user, out, 0);
 }
 
 minfer_status minfer_request_wait(minfer_request *r, minfer_tensor **outputs, size_t n_outputs) {

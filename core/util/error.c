@@ -60,6 +60,7 @@ const char *minfer_status_str(minfer_status status) {
     case MINFER_ERR_RUNTIME: return "runtime error";
     case MINFER_ERR_DEADLINE: return "deadline passed";
     case MINFER_CANCELLED: return "cancelled";
+    case MINFER_ERR_BUSY: return "busy";
     }
     return "unknown status";
 }

@@ -66,7 +66,9 @@ typedef enum minfer_status {
     MINFER_ERR_RUNTIME,       /* a kernel failed while running */
     MINFER_ERR_DEADLINE,      /* a run went past its deadline (minfer_run_limits,
                                  minfer_run_options_set_deadline_ms) */
-    MINFER_CANCELLED          /* a run stopped by minfer_run_options_terminate */
+    MINFER_CANCELLED,         /* a run stopped by minfer_run_options_terminate */
+    MINFER_ERR_BUSY           /* the asynchronous queue is full: nothing was queued
+                                 (minfer_session_try_submit); try again later */
 } minfer_status;
 
 /* A short fixed description of a status code. The string is static. */
@@ -463,6 +465,15 @@ MINFER_API minfer_status minfer_session_submit(minfer_session *s, const char *co
                                                const minfer_tensor *const *inputs,
                                                size_t n_inputs, minfer_request_fn done,
                                                void *user, minfer_request **out);
+/* minfer_session_submit that never blocks: when the queue is full it
+ * returns MINFER_ERR_BUSY at once, queues nothing and sets *out to NULL (a
+ * request split into micro-batches needs room for all its parts, or an
+ * empty queue). Otherwise as minfer_session_submit. */
+MINFER_API minfer_status minfer_session_try_submit(minfer_session *s,
+                                                   const char *const *input_names,
+                                                   const minfer_tensor *const *inputs,
+                                                   size_t n_inputs, minfer_request_fn done,
+                                                   void *user, minfer_request **out);
 /* Waits for req to finish and returns its status (its message is the last
  * error). On success outputs[o] (n_outputs: at most the graph's outputs, in
  * order) receive the request's outputs, owned by the caller; a second wait
