@@ -29,6 +29,8 @@ static void print_help(void) {
            "  --providers LIST   the provider list to compile for (recorded in the file;\n"
            "                     default: MINFER_PROVIDERS, else the default order)\n"
            "  --opt-level N      optimization level 0..3 (default: MINFER_OPT_LEVEL, else 3)\n"
+           "                     (MINFER_COMPILE_PACK=0: leave out the weights the providers\n"
+           "                     pre-packed, oneDNN's; they are stored by default)\n"
            "  -h, --help         show this help\n");
 }
 
@@ -125,6 +127,9 @@ int cli_describe_compiled(const char *path, json_t *root) {
                ci->opt_level, ci->providers[0] ? ci->providers : "-");
         printf("  weights: %zu tensors, %llu bytes, used in place from a read-only mapping\n",
                ci->n_weights, (unsigned long long)ci->weight_bytes);
+        if (ci->n_packed)
+            printf("  packed constants: %zu blobs, %llu bytes, tag %s\n", ci->n_packed,
+                   (unsigned long long)ci->packed_bytes, ci->packed_tag);
         for (size_t i = 0; i < ci->n_sections; i++)
             printf("  section %-4s offset %12llu size %12llu xxh3 %016llx\n",
                    ci->sections[i].name, (unsigned long long)ci->sections[i].offset,
@@ -140,6 +145,9 @@ int cli_describe_compiled(const char *path, json_t *root) {
         json_object_set_new(o, "providers", cli_json_str(ci->providers));
         json_object_set_new(o, "weights", json_integer((json_int_t)ci->n_weights));
         json_object_set_new(o, "weight_bytes", json_integer((json_int_t)ci->weight_bytes));
+        json_object_set_new(o, "packed", json_integer((json_int_t)ci->n_packed));
+        json_object_set_new(o, "packed_bytes", json_integer((json_int_t)ci->packed_bytes));
+        json_object_set_new(o, "packed_tag", cli_json_str(ci->packed_tag));
         for (size_t i = 0; i < ci->n_sections; i++) {
             json_t *s = json_object();
             json_object_set_new(s, "name", cli_json_str(ci->sections[i].name));

@@ -21,6 +21,7 @@
 #include "exec/exec.h"
 #include "exec/pipeline.h"
 #include "exec/threadpool.h"
+#include "load/mfc.h"
 
 /* ---- storage a node makes while it runs --------------------------------- */
 
@@ -181,6 +182,21 @@ static minfer_status host_charge_work(void *run, uint64_t work) {
     return mf_budget_elements(r->budget, r->s, r->node, work);
 }
 
+/* minfer_host_api.packed_consts: the compiled file's packed constants for
+ * the session graph's node that node describes (load/mfc_read.c). */
+static const minfer_packed_const *host_packed_consts(void *host, const minfer_node_desc *node,
+                                                     const char *provider, size_t *count) {
+    const minfer_session *s = host;
+    *count = 0;
+    if (!s || !node || !s->g || !s->g->packs || !s->g->n_nodes)
+        return NULL;
+    uintptr_t n = (uintptr_t)node->host_node, first = (uintptr_t)s->g->nodes;
+    if (n < first || (n - first) % sizeof(mf_node) != 0 ||
+        (n - first) / sizeof(mf_node) >= s->g->n_nodes)
+        return NULL;
+    return mf_mfc_packed_for(s->g, (n - first) / sizeof(mf_node), provider, count);
+}
+
 void mf_host_api_init(minfer_host_api *api) {
     memset(api, 0, sizeof *api);
     api->abi_version = MINFER_PROVIDER_ABI_VERSION;
@@ -192,6 +208,7 @@ void mf_host_api_init(minfer_host_api *api) {
     api->parallel_for = host_parallel_for;
     api->alloc_output = host_alloc_output;
     api->charge_work = host_charge_work;
+    api->packed_consts = host_packed_consts;
 }
 
 /* ---- one node ------------------------------------------------------------ */

@@ -101,6 +101,8 @@ void mf_graph_free(mf_graph *g) {
     free(g->name);
     free(g->captures);
     free(g->capture_slot);
+    if (g->packs_free)
+        g->packs_free(g->packs);
     if (g->blob_release)
         g->blob_release(g->blob, g->blob_size);
     free(g);

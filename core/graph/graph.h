@@ -116,6 +116,11 @@ struct mf_graph {
     size_t blob_size;
     void (*blob_release)(void *blob, size_t size);
     int compiled_level;
+    /* The compiled file's pre-packed constants (its PACK section, an
+     * mf_mfc_packs of load/mfc.h), given back by mf_graph_free through
+     * packs_free; NULL when the file has none. */
+    void *packs;
+    void (*packs_free)(void *packs);
 };
 
 /* Construction. All return MINFER_OK or set the last error. */

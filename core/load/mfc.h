@@ -19,6 +19,7 @@
 
 #include "graph/graph.h"
 #include "minfer/compile.h"
+#include "minfer/provider.h"
 
 #define MFC_MAGIC "\x89MFC\r\n\x1a\n"
 #define MFC_MAGIC_LEN 8
@@ -38,6 +39,13 @@
 #define MFC_SEC_META MFC_ID('M', 'E', 'T', 'A') /* compile settings, model metadata */
 #define MFC_SEC_GRPH MFC_ID('G', 'R', 'P', 'H') /* the graph */
 #define MFC_SEC_WGTS MFC_ID('W', 'G', 'T', 'S') /* tensor data, MFC_ALIGN-aligned */
+/* Constants pre-packed by providers (optional: a reader may skip it). */
+#define MFC_SEC_PACK MFC_ID('P', 'A', 'C', 'K')
+/* Bytes of one PACK index entry: u32 node, str node name, u32 input,
+ * str value, str provider, str tag, u64 offset, u64 bytes. */
+#define MFC_PACK_ENTRY 40
+/* The longest tag (minfer_packed_const.tag) a writer stores. */
+#define MFC_PACK_MAX_TAG 255
 /* Section flag: a reader that does not know the id may skip the section. */
 #define MFC_SEC_OPTIONAL 1u
 
@@ -47,9 +55,26 @@
 #define MFC_TENSOR_WEIGHTS 0 /* offset and size in the weights section */
 #define MFC_TENSOR_STRINGS 1 /* one string-table index per element */
 
+/* One constant input of a node packed by a provider, to be stored in the
+ * PACK section: the node is found in the written graph by name (with its
+ * op type and the input's value name), and left out of the file when no
+ * node or several match. */
+typedef struct mf_mfc_pack {
+    const char *node;     /* the node's name */
+    const char *op_type;
+    uint32_t input;       /* input index */
+    const char *value;    /* the constant input's value name */
+    const char *provider; /* the provider that packed it ("onednn") */
+    const char *tag;      /* the provider's tag, at most MFC_PACK_MAX_TAG characters */
+    const void *data;
+    size_t bytes;
+} mf_mfc_pack;
+
 /* Writes the graph a session built (g, its top-level graph after
- * optimization) to path; level and providers are recorded. */
-minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers, const char *path);
+ * optimization) to path; level and providers are recorded, and the
+ * n_packs packed constants (may be 0) go into a PACK section. */
+minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers,
+                           const mf_mfc_pack *packs, size_t n_packs, const char *path);
 
 /* Loads a compiled file held in data[0..size). The graph takes ownership of
  * data in every case (on failure it is released at once): its constant
@@ -62,5 +87,12 @@ minfer_status mf_mfc_load(void *data, size_t size, void (*release)(void *, size_
  * or a malloc'ed or posix_memalign'ed copy (free). */
 void mf_mfc_unmap(void *data, size_t size);
 void mf_mfc_free(void *data, size_t size);
+
+/* The packed constants a compiled graph g (a top-level graph from
+ * mf_mfc_load) holds for its node i and provider: *count entries (0 and
+ * NULL when none). They point into the file's mapping and live as long as
+ * g. */
+const minfer_packed_const *mf_mfc_packed_for(const mf_graph *g, size_t i, const char *provider,
+                                             size_t *count);
 
 #endif

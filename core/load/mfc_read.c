@@ -12,7 +12,11 @@
  *     before anything is allocated, every string and value index against
  *     its table, every tensor's type, shape, size, alignment and place in
  *     the weights section, the node and tensor limits, subgraph depth;
- *  4. the graph as any loaded graph is (mf_graph_finalize).
+ *  4. the graph as any loaded graph is (mf_graph_finalize);
+ *  5. the optional PACK section (pre-packed constants), when present: its
+ *     checksum and alignment with the others in step 2, then each entry's
+ *     node, input, value, strings, and blob extent against the graph and
+ *     the section (get_packs).
  * A message names the file, the section and what is wrong.
  *
  * Numeric tensors are not copied: their data points into the file's bytes,
@@ -577,7 +581,7 @@ static void sect_name(uint32_t id, char out[8]) {
 
 /* Steps 1 and 2 of the file comment; fills the section pointers of c and,
  * when info is not NULL, its header fields. */
-static minfer_status check_layout(mfc_ctx *c, uint8_t *data, size_t size, rd *sec,
+static minfer_status check_layout(mfc_ctx *c, uint8_t *data, size_t size, rd *sec, rd *pack,
                                   minfer_compiled_info *info) {
     if (size < 16 || memcmp(data, MFC_MAGIC, MFC_MAGIC_LEN) != 0)
         return fail(c, MINFER_ERR_MODEL, NULL, "header: not a compiled minfer model (no magic)");
@@ -655,6 +659,18 @@ static minfer_status check_layout(mfc_ctx *c, uint8_t *data, size_t size, rd *se
             s->offset = off;
             s->size = len;
             s->checksum = sum;
+        }
+        if (id == MFC_SEC_PACK) {
+            if (pack->sect)
+                return fail(c, MINFER_ERR_MODEL, nm, ": listed twice");
+            if (XXH3_64bits(data + off, (size_t)len) != sum)
+                return fail(c, MINFER_ERR_MODEL, nm,
+                            ": checksum mismatch (the file is corrupted)");
+            if (off % MFC_ALIGN)
+                return fail(c, MINFER_ERR_MODEL, nm, ": offset %llu is not %d-byte aligned",
+                            (unsigned long long)off, MFC_ALIGN);
+            *pack = (rd){data + off, (size_t)len, 0, "PACK"};
+            continue;
         }
         int k = 0;
         while (k < 4 && need[k] != id)
@@ -745,21 +761,168 @@ static void get_meta(mfc_ctx *c, rd *r, mf_graph *g, minfer_compiled_info *info)
     g->compiled_level = (int)level + 1;
 }
 
+/* The PACK section as loaded: the blobs sorted by node, then provider;
+ * first[i] .. first[i + 1] are node i's. */
+typedef struct mf_mfc_packs {
+    size_t n, n_nodes;
+    minfer_packed_const *blob;
+    char **provider; /* per blob */
+    char **node;     /* per blob: the node's name */
+    size_t *first;   /* n_nodes + 1 */
+} mf_mfc_packs;
+
+static void packs_free(void *vp) {
+    mf_mfc_packs *p = vp;
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n; i++) {
+        free((char *)(uintptr_t)p->blob[i].tag);
+        free(p->provider[i]);
+        free(p->node[i]);
+    }
+    free(p->blob);
+    free(p->provider);
+    free(p->node);
+    free(p->first);
+    free(p);
+}
+
+/* The section's index (mfc_write.c's put_packs) checked against the graph
+ * and the section, into g->packs; info gets the blob count, bytes and the
+ * first tag. */
+static void get_packs(mfc_ctx *c, rd *r, mf_graph *g, minfer_compiled_info *info) {
+    size_t n = get_count(c, r, 0, MFC_PACK_ENTRY, "packed constant");
+    if (c->st != MINFER_OK)
+        return;
+    uint64_t index_end = 4 + (uint64_t)n * MFC_PACK_ENTRY;
+    mf_mfc_packs *p = mf_calloc(1, sizeof *p);
+    size_t *node_of = mf_calloc(n + 1, sizeof *node_of);
+    if (p) {
+        p->n_nodes = g->n_nodes;
+        p->blob = mf_calloc(n + 1, sizeof *p->blob);
+        p->provider = mf_calloc(n + 1, sizeof *p->provider);
+        p->node = mf_calloc(n + 1, sizeof *p->node);
+        p->first = mf_calloc(g->n_nodes + 1, sizeof *p->first);
+    }
+    if (!p || !node_of || !p->blob || !p->provider || !p->node || !p->first) {
+        packs_free(p);
+        free(node_of);
+        fail(c, MINFER_ERR_NOMEM, NULL, "out of memory");
+        return;
+    }
+    for (size_t k = 0; k < n && c->st == MINFER_OK; k++) {
+        size_t at = r->pos;
+        p->n = k + 1; /* what entry k holds is freed with p, whole or not */
+        uint32_t node = get_u32(c, r);
+        p->node[k] = get_str(c, r, 0, NULL);
+        uint32_t input = get_u32(c, r);
+        char *value = get_str(c, r, 0, NULL);
+        p->provider[k] = get_str(c, r, 0, NULL);
+        size_t tag_len = 0;
+        char *tag = get_str(c, r, 0, &tag_len);
+        p->blob[k].tag = tag;
+        uint64_t off = get_u64(c, r), bytes = get_u64(c, r);
+        if (c->st != MINFER_OK) {
+            free(value);
+            break;
+        }
+        const mf_node *nd = node < g->n_nodes ? &g->nodes[node] : NULL;
+        int vi = nd && input < nd->n_inputs - nd->n_implicit ? nd->inputs[input] : -1;
+        if (!nd || strcmp(nd->name ? nd->name : "", p->node[k]) != 0)
+            fail(c, MINFER_ERR_MODEL, "PACK",
+                 ": entry %zu at offset %zu names node %u '%s', which the graph (%zu nodes) "
+                 "does not have there", k, at, node, p->node[k], g->n_nodes);
+        else if (vi < 0 || strcmp(g->values[vi].name, value) != 0 || !g->values[vi].initializer)
+            fail(c, MINFER_ERR_MODEL, "PACK",
+                 ": entry %zu at offset %zu: input %u of node '%s' is not the constant '%s'",
+                 k, at, input, p->node[k], value);
+        else if (tag_len > MFC_PACK_MAX_TAG || !p->provider[k][0])
+            fail(c, MINFER_ERR_MODEL, "PACK",
+                 ": entry %zu at offset %zu has a tag of %zu characters (at most %d) or no "
+                 "provider", k, at, tag_len, MFC_PACK_MAX_TAG);
+        else if (bytes == 0 || off % MFC_ALIGN || off < index_end || off > r->n ||
+                 bytes > r->n - off || bytes > c->lim.max_tensor_bytes)
+            fail(c, MINFER_ERR_MODEL, "PACK",
+                 ": entry %zu at offset %zu: blob [%llu, +%llu) is not a non-empty %d-byte "
+                 "aligned extent after the index (%llu bytes) inside the section (%zu bytes) "
+                 "and the tensor limit", k, at, (unsigned long long)off,
+                 (unsigned long long)bytes, MFC_ALIGN, (unsigned long long)index_end, r->n);
+        free(value);
+        if (c->st != MINFER_OK)
+            break;
+        p->blob[k] = (minfer_packed_const){sizeof(minfer_packed_const), input, tag,
+                                           r->p + off, (size_t)bytes};
+        node_of[k] = node;
+        if (info) {
+            if (!info->n_packed)
+                snprintf(info->packed_tag, sizeof info->packed_tag, "%s: %s", p->provider[k],
+                         tag);
+            info->n_packed++;
+            info->packed_bytes += bytes;
+        }
+    }
+    if (c->st != MINFER_OK) {
+        packs_free(p);
+        free(node_of);
+        return;
+    }
+    /* Sorted by node, then provider (an insertion sort: the writer emits
+     * them in node order already). */
+    for (size_t k = 1; k < p->n; k++)
+        for (size_t j = k; j > 0 && (node_of[j - 1] > node_of[j] ||
+                                     (node_of[j - 1] == node_of[j] &&
+                                      strcmp(p->provider[j - 1], p->provider[j]) > 0));
+             j--) {
+#define SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
+            SWAP(size_t, node_of[j - 1], node_of[j]);
+            SWAP(minfer_packed_const, p->blob[j - 1], p->blob[j]);
+            SWAP(char *, p->provider[j - 1], p->provider[j]);
+            SWAP(char *, p->node[j - 1], p->node[j]);
+#undef SWAP
+        }
+    for (size_t i = 0, k = 0; i <= g->n_nodes; i++) {
+        while (k < p->n && node_of[k] < i)
+            k++;
+        p->first[i] = k;
+    }
+    free(node_of);
+    g->packs = p;
+    g->packs_free = packs_free;
+}
+
+const minfer_packed_const *mf_mfc_packed_for(const mf_graph *g, size_t i, const char *provider,
+                                             size_t *count) {
+    const mf_mfc_packs *p = g ? g->packs : NULL;
+    *count = 0;
+    if (!p || p->n_nodes != g->n_nodes || i >= p->n_nodes || !provider)
+        return NULL;
+    size_t k = p->first[i], end = p->first[i + 1];
+    while (k < end && strcmp(p->provider[k], provider) != 0)
+        k++;
+    size_t j = k;
+    while (j < end && strcmp(p->provider[j], provider) == 0 &&
+           strcmp(p->node[j], g->nodes[i].name ? g->nodes[i].name : "") == 0)
+        j++;
+    *count = j - k;
+    return j > k ? &p->blob[k] : NULL;
+}
+
 static minfer_status load(void *data, size_t size, void (*release)(void *, size_t),
                           const char *errctx, const minfer_limits *limits, mf_graph **out,
                           minfer_compiled_info *info) {
     mfc_ctx c;
-    rd sec[4];
+    rd sec[4], pack;
     mf_graph *g = NULL;
     memset(&c, 0, sizeof c);
     memset(sec, 0, sizeof sec);
+    memset(&pack, 0, sizeof pack);
     c.errctx = errctx;
     c.lim = limits ? *limits : mf_options_limits(NULL);
     *out = NULL;
     if ((uint64_t)size > c.lim.max_model_bytes)
         fail(&c, MINFER_ERR_LIMIT, NULL, "the file is %zu bytes, above the limit of %llu", size,
              (unsigned long long)c.lim.max_model_bytes);
-    if (c.st == MINFER_OK && check_layout(&c, data, size, sec, info) == MINFER_OK &&
+    if (c.st == MINFER_OK && check_layout(&c, data, size, sec, &pack, info) == MINFER_OK &&
         get_graph(&c, &sec[2], NULL, &g) == MINFER_OK && sec[2].pos != sec[2].n)
         fail(&c, MINFER_ERR_MODEL, "GRPH", ": %zu bytes left after the graph",
              sec[2].n - sec[2].pos);
@@ -771,6 +934,8 @@ static minfer_status load(void *data, size_t size, void (*release)(void *, size_
     }
     if (c.st == MINFER_OK)
         c.st = finalize_all(g, errctx);
+    if (c.st == MINFER_OK && pack.sect)
+        get_packs(&c, &pack, g, info);
     if (c.st != MINFER_OK) {
         mf_graph_free(g);
         if (release)

@@ -8,9 +8,13 @@
  *    (WGTS), recorded as offset and size.
  * 2. META holds the optimization level, the provider list and the model's
  *    own metadata.
- * 3. The file is written header, section table, STRS, META, GRPH, WGTS;
- *    the weights are streamed from the graph's tensors (hashed in a first
- *    pass, so the table is complete before anything is written).
+ * 3. PACK, when the caller has packed constants: each is matched to its
+ *    node of the graph by name (op type and input value checked) and
+ *    indexed; the blobs follow the index, each MFC_ALIGN-aligned.
+ * 4. The file is written header, section table, STRS, META, GRPH, WGTS,
+ *    PACK; the weights and blobs are streamed from the graph's tensors and
+ *    the caller's buffers (hashed in a first pass, so the table is
+ *    complete before anything is written).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -337,6 +341,65 @@ static void put_meta(writer *w, wbuf *b, const mf_graph *g, int level, const cha
 #undef STR
 }
 
+/* The index of the node packs[k] names, or -1 when no node or several
+ * match (name, op type, and the input's value name). */
+static long pack_node(const mf_graph *g, const mf_mfc_pack *pk) {
+    long found = -1;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const mf_node *n = &g->nodes[i];
+        if (!n->name || strcmp(n->name, pk->node) != 0)
+            continue;
+        if (found >= 0)
+            return -1;
+        if (strcmp(n->op_type, pk->op_type) != 0 || pk->input >= n->n_inputs - n->n_implicit ||
+            n->inputs[pk->input] < 0 ||
+            strcmp(g->values[n->inputs[pk->input]].name, pk->value) != 0 ||
+            !g->values[n->inputs[pk->input]].initializer)
+            return -1;
+        found = (long)i;
+    }
+    return found;
+}
+
+/* The PACK section's index into b (u32 count, then per blob: u32 node,
+ * str node name, u32 input, str value, str provider, str tag, u64 offset,
+ * u64 bytes) and each kept blob's offset into slots; returns the section's
+ * size. Blobs start at the first multiple of MFC_ALIGN after the index. */
+static uint64_t put_packs(writer *w, wbuf *b, const mf_graph *g, const mf_mfc_pack *packs,
+                          size_t n_packs, wslot *slots, size_t *n_slots) {
+    long *node = mf_calloc(n_packs + 1, sizeof *node);
+    size_t kept = 0;
+    if (!node) {
+        w->failed = 1;
+        return 0;
+    }
+    for (size_t k = 0; k < n_packs; k++) {
+        node[k] = strlen(packs[k].tag) <= MFC_PACK_MAX_TAG ? pack_node(g, &packs[k]) : -1;
+        kept += node[k] >= 0;
+    }
+    uint64_t at = 4 + (uint64_t)kept * MFC_PACK_ENTRY;
+    put_u32(b, (uint32_t)kept);
+    *n_slots = 0;
+    for (size_t k = 0; k < n_packs; k++) {
+        if (node[k] < 0)
+            continue;
+        const mf_mfc_pack *pk = &packs[k];
+        at = (at + MFC_ALIGN - 1) / MFC_ALIGN * MFC_ALIGN;
+        put_u32(b, (uint32_t)node[k]);
+        put_u32(b, intern(w, pk->node, strlen(pk->node)));
+        put_u32(b, pk->input);
+        put_u32(b, intern(w, pk->value, strlen(pk->value)));
+        put_u32(b, intern(w, pk->provider, strlen(pk->provider)));
+        put_u32(b, intern(w, pk->tag, strlen(pk->tag)));
+        put_u64(b, at);
+        put_u64(b, pk->bytes);
+        slots[(*n_slots)++] = (wslot){pk->data, pk->bytes, at};
+        at += pk->bytes;
+    }
+    free(node);
+    return kept ? at : 0;
+}
+
 static int little_endian(void) {
     const uint16_t one = 1;
     return *(const unsigned char *)&one == 1;
@@ -346,9 +409,42 @@ static int write_all(FILE *f, const void *p, size_t n) { return n == 0 || fwrite
 
 static const uint8_t zeros[MFC_ALIGN];
 
-minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers, const char *path) {
+/* Hashes (h not NULL) or writes (f) slots laid out from offset 0 of a
+ * section whose first `head` bytes are hb: the head, then each slot at its
+ * offset with zero padding between. Returns 0 on a write error. */
+static int stream_slots(XXH3_state_t *h, FILE *f, const void *hb, size_t head, const wslot *sl,
+                        size_t n) {
+    uint64_t at = head;
+    int ok = 1;
+    if (h)
+        XXH3_64bits_update(h, hb, head);
+    else
+        ok = write_all(f, hb, head);
+    for (size_t i = 0; ok && i < n; i++) {
+        for (uint64_t pad = sl[i].offset - at; ok && pad > 0;) {
+            size_t k = pad < MFC_ALIGN ? (size_t)pad : MFC_ALIGN;
+            if (h)
+                XXH3_64bits_update(h, zeros, k);
+            else
+                ok = write_all(f, zeros, k);
+            pad -= k;
+        }
+        if (h)
+            XXH3_64bits_update(h, sl[i].data, sl[i].bytes);
+        else
+            ok = write_all(f, sl[i].data, sl[i].bytes);
+        at = sl[i].offset + sl[i].bytes;
+    }
+    return ok;
+}
+
+minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers,
+                           const mf_mfc_pack *packs, size_t n_packs, const char *path) {
     writer w;
-    wbuf meta = {0}, strs = {0}, head = {0};
+    wbuf meta = {0}, strs = {0}, head = {0}, pack = {0};
+    wslot *pslots = NULL;
+    size_t n_pslots = 0;
+    uint64_t pack_size = 0;
     minfer_status st = MINFER_OK;
     FILE *f = NULL;
     memset(&w, 0, sizeof w);
@@ -357,6 +453,13 @@ minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers, 
                         "%s: compiled files are little-endian; this host is not", path);
     put_graph(&w, g);
     put_meta(&w, &meta, g, level, providers);
+    if (n_packs) {
+        if (!(pslots = mf_calloc(n_packs, sizeof *pslots))) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", path);
+            goto done;
+        }
+        pack_size = put_packs(&w, &pack, g, packs, n_packs, pslots, &n_pslots);
+    }
     /* STRS: u32 count, the index (u64 offset, u32 length each), the bytes. */
     put_u32(&strs, w.n_strings);
     put(&strs, w.strs_index.p, w.strs_index.n);
@@ -365,18 +468,21 @@ minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers, 
         st = mf_error(MINFER_ERR_UNSUPPORTED, "%s: cannot compile: %s", path, w.err);
         goto done;
     }
-    if (w.failed || w.graph.failed || meta.failed || strs.failed) {
+    if (w.failed || w.graph.failed || meta.failed || strs.failed || pack.failed) {
         st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory encoding the graph", path);
         goto done;
     }
 
-    /* Layout: header, table, STRS, META, GRPH, padding, WGTS. */
-    enum { N_SEC = 4 };
-    uint32_t ids[N_SEC] = {MFC_SEC_STRS, MFC_SEC_META, MFC_SEC_GRPH, MFC_SEC_WGTS};
-    const wbuf *bufs[N_SEC] = {&strs, &meta, &w.graph, NULL};
-    uint64_t off[N_SEC], size[N_SEC], sum[N_SEC];
-    uint64_t pos = MFC_HEADER_SIZE + (uint64_t)N_SEC * MFC_TABLE_ENTRY;
-    for (int i = 0; i < N_SEC - 1; i++) {
+    /* Layout: header, table, STRS, META, GRPH, padding, WGTS, padding,
+     * PACK (when it holds a blob). */
+    enum { MAX_SEC = 5 };
+    int n_sec = pack_size ? 5 : 4;
+    uint32_t ids[MAX_SEC] = {MFC_SEC_STRS, MFC_SEC_META, MFC_SEC_GRPH, MFC_SEC_WGTS,
+                             MFC_SEC_PACK};
+    const wbuf *bufs[MAX_SEC] = {&strs, &meta, &w.graph, NULL, NULL};
+    uint64_t off[MAX_SEC], size[MAX_SEC], sum[MAX_SEC];
+    uint64_t pos = MFC_HEADER_SIZE + (uint64_t)n_sec * MFC_TABLE_ENTRY;
+    for (int i = 0; i < 3; i++) {
         off[i] = pos;
         size[i] = bufs[i]->n;
         sum[i] = XXH3_64bits(bufs[i]->p, bufs[i]->n);
@@ -398,12 +504,19 @@ minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers, 
         at = w.w[i].offset + w.w[i].bytes;
     }
     sum[3] = XXH3_64bits_digest(xs);
+    off[4] = (off[3] + size[3] + MFC_ALIGN - 1) / MFC_ALIGN * MFC_ALIGN;
+    size[4] = pack_size;
+    if (n_sec > 4) {
+        XXH3_64bits_reset(xs);
+        stream_slots(xs, NULL, pack.p, pack.n, pslots, n_pslots);
+        sum[4] = XXH3_64bits_digest(xs);
+    }
     XXH3_freeState(xs);
 
     wbuf table = {0};
-    for (int i = 0; i < N_SEC; i++) {
+    for (int i = 0; i < n_sec; i++) {
         put_u32(&table, ids[i]);
-        put_u32(&table, 0);
+        put_u32(&table, ids[i] == MFC_SEC_PACK ? MFC_SEC_OPTIONAL : 0);
         put_u64(&table, off[i]);
         put_u64(&table, size[i]);
         put_u64(&table, sum[i]);
@@ -413,9 +526,9 @@ minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers, 
     put_u32(&head, MFC_ENDIAN_MARK);
     put_u32(&head, MFC_HEADER_SIZE);
     put_u32(&head, 0); /* flags */
-    put_u64(&head, off[3] + size[3]);
+    put_u64(&head, off[n_sec - 1] + size[n_sec - 1]);
     put_u64(&head, MFC_HEADER_SIZE);
-    put_u32(&head, N_SEC);
+    put_u32(&head, (uint32_t)n_sec);
     put_u32(&head, 0);
     char ver[24] = {0};
     snprintf(ver, sizeof ver, "%s", minfer_version());
@@ -436,7 +549,7 @@ minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers, 
         goto done;
     }
     int ok = write_all(f, head.p, head.n);
-    for (int i = 0; ok && i < N_SEC - 1; i++)
+    for (int i = 0; ok && i < 3; i++)
         ok = write_all(f, bufs[i]->p, bufs[i]->n);
     ok = ok && write_all(f, zeros, (size_t)(off[3] - pos));
     at = 0;
@@ -445,6 +558,9 @@ minfer_status mf_mfc_write(const mf_graph *g, int level, const char *providers, 
              write_all(f, w.w[i].data, w.w[i].bytes);
         at = w.w[i].offset + w.w[i].bytes;
     }
+    if (ok && n_sec > 4)
+        ok = write_all(f, zeros, (size_t)(off[4] - off[3] - size[3])) &&
+             stream_slots(NULL, f, pack.p, pack.n, pslots, n_pslots);
     if (fclose(f) != 0)
         ok = 0;
     if (!ok)
@@ -458,5 +574,7 @@ done:
     free(meta.p);
     free(strs.p);
     free(head.p);
+    free(pack.p);
+    free(pslots);
     return st;
 }

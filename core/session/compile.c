@@ -6,16 +6,128 @@
  * session stage's.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "graph/graph.h"
+#include "exec/exec.h"
 #include "load/mfc.h"
 #include "minfer/compile.h"
 #include "optimize/optimizer.h"
+#include "place/provider_loader.h"
+#include "place/state.h"
+#include "plan/plan.h"
 #include "session/session.h"
 #include "util/env.h"
 #include "util/fileio.h"
+#include "util/internal.h"
+
+/* The packed constants gathered from a session's providers (step 2 of
+ * minfer_compile_model): copies, since a provider's bytes are valid only
+ * during its emit call. */
+typedef struct packs {
+    mf_mfc_pack *p;
+    size_t n, cap;
+    const mf_node *node;   /* the node being asked */
+    const mf_graph *g;
+    const char *provider;
+    int failed;
+} packs;
+
+static void packs_clear(packs *ps) {
+    for (size_t i = 0; i < ps->n; i++) {
+        free((char *)(uintptr_t)ps->p[i].tag);
+        free((void *)(uintptr_t)ps->p[i].data);
+    }
+    free(ps->p);
+    memset(ps, 0, sizeof *ps);
+}
+
+/* export_packed's emit: one packed constant input of ps->node. */
+static void emit_packed(void *arg, const minfer_packed_const *c) {
+    packs *ps = arg;
+    const mf_node *n = ps->node;
+    if (ps->failed || !c || c->struct_size < sizeof *c || !c->tag || !c->data || !c->bytes ||
+        c->input >= n->n_inputs - n->n_implicit || n->inputs[c->input] < 0)
+        return;
+    if (ps->n == ps->cap) {
+        size_t cap = ps->cap ? ps->cap * 2 : 64;
+        mf_mfc_pack *np = mf_realloc(ps->p, cap * sizeof *np);
+        if (!np) {
+            ps->failed = 1;
+            return;
+        }
+        ps->p = np;
+        ps->cap = cap;
+    }
+    char *tag = mf_strdup(c->tag);
+    void *data = mf_malloc(c->bytes);
+    if (!tag || !data) {
+        free(tag);
+        free(data);
+        ps->failed = 1;
+        return;
+    }
+    memcpy(data, c->data, c->bytes);
+    ps->p[ps->n++] = (mf_mfc_pack){n->name ? n->name : "", n->op_type, c->input,
+                                   ps->g->values[n->inputs[c->input]].name, ps->provider, tag,
+                                   data, c->bytes};
+}
+
+/* Asks each prepared node's provider of the session's plan for the packed
+ * copies of its constant inputs (minfer_provider.export_packed). Names in
+ * the entries point into s's graph: they are used before s is freed. */
+static minfer_status gather_packs(minfer_session *s, packs *ps, const char *errctx) {
+    const mf_graph *g = s->g;
+    /* The session prepared a plan for inputs of known shape; for others, a
+     * plan with each unknown dimension 1 (the batch-1 request most
+     * served): a provider whose packing depends on the shapes (oneDNN's
+     * split nodes) tags its packs so that other shapes repack. */
+    int64_t *sig = mf_malloc((g->n_inputs * (MINFER_MAX_RANK + 2) + 1) * sizeof *sig);
+    size_t len = 0;
+    mf_plan *p = NULL;
+    if (!sig)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+    for (size_t k = 0; k < g->n_inputs; k++) {
+        const mf_value *v = &g->values[g->inputs[k]];
+        sig[len++] = v->dtype;
+        sig[len++] = v->rank;
+        for (int d = 0; d < v->rank; d++)
+            sig[len++] = v->dims[d] < 0 ? 1 : v->dims[d];
+    }
+    minfer_status st = mf_plan_acquire(s, sig, len, &p);
+    free(sig);
+    if (st != MINFER_OK) {
+        /* Not an error of the model: it is compiled without packed copies. */
+        mf_error_clear();
+        return MINFER_OK;
+    }
+    ps->g = g;
+    for (size_t i = 0; i < s->g->n_nodes; i++) {
+        const mf_nplan *ns = &p->nodes[i];
+        if (!ns->prepared || !ns->state || ns->prov < 0)
+            continue;
+        mf_provider_inst *pi = &s->provs[ns->prov];
+        if (!MF_VT_HAS(pi->vt, export_packed))
+            continue;
+        ps->node = &s->g->nodes[i];
+        ps->provider = pi->name;
+        if ((st = pi->vt->export_packed(pi->ctx, ns->state, &ns->desc, emit_packed, ps)) !=
+            MINFER_OK) {
+            st = mf_error(st, "%s: provider '%s' could not hand out the packed constants of "
+                          "node '%s'", errctx, pi->name, ps->node->name);
+            break;
+        }
+        if (ps->failed) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory copying packed constants",
+                          errctx);
+            break;
+        }
+    }
+    mf_plan_release(s, p);
+    return st;
+}
 
 /* The session's level: the option's, else MINFER_OPT_LEVEL (util/env.c). */
 static int effective_level(const minfer_options *opt) {
@@ -32,12 +144,18 @@ static int effective_level(const minfer_options *opt) {
  *     overrides, Gradient expansion, then the optimizer at the session's
  *     level with the same folding limit and evaluator, skipped for a graph
  *     with control flow as the session skips it (session.c's optimize);
- *  3. that graph written to out_path. */
+ *  3. unless MINFER_COMPILE_PACK=0, the constants the session's providers
+ *     packed for its plan, asked of each prepared node
+ *     (minfer_provider.export_packed; oneDNN's blocked weights), for the
+ *     PACK section; the session stays open until the file is written;
+ *  4. that graph written to out_path. */
 minfer_status minfer_compile_model(const char *model_path, const char *out_path,
                                    const minfer_options *opt) {
     minfer_session *s = NULL;
     mf_graph *g = NULL;
     mf_evaluator *ev = NULL;
+    packs ps;
+    memset(&ps, 0, sizeof ps);
     void *data = MAP_FAILED;
     uint64_t size = 0;
     FILE *f = NULL;
@@ -69,7 +187,10 @@ minfer_status minfer_compile_model(const char *model_path, const char *out_path,
             break;
         used += (size_t)k;
     }
-    minfer_session_free(s);
+    const char *pack_env = getenv("MINFER_COMPILE_PACK");
+    if ((!pack_env || strcmp(pack_env, "0") != 0) &&
+        (st = gather_packs(s, &ps, model_path)) != MINFER_OK)
+        goto done;
 
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", model_path);
@@ -95,8 +216,10 @@ minfer_status minfer_compile_model(const char *model_path, const char *out_path,
         if ((st = mf_optimize(g, &ctx, model_path)) != MINFER_OK)
             goto done;
     }
-    st = mf_mfc_write(g, level, providers, out_path);
+    st = mf_mfc_write(g, level, providers, ps.p, ps.n, out_path);
 done:
+    packs_clear(&ps);
+    minfer_session_free(s);
     mf_evaluator_close(ev);
     mf_graph_free(g);
     if (data != MAP_FAILED)

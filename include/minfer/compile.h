@@ -64,6 +64,10 @@ typedef struct minfer_compiled_info {
     size_t n_nodes;          /* of the main graph */
     size_t n_weights;        /* tensors stored in the weights section */
     uint64_t weight_bytes;   /* their bytes, alignment padding excluded */
+    /* Appended: the PACK section (constants pre-packed by providers). */
+    size_t n_packed;         /* packed constants stored (0: no PACK section) */
+    uint64_t packed_bytes;   /* their bytes */
+    char packed_tag[272];    /* the first one's "provider: tag" */
 } minfer_compiled_info;
 
 /* Reads and checks path as a compiled file (every check a session makes:

@@ -145,6 +145,18 @@ typedef struct minfer_node_prep {
     uint8_t *const_packed;
 } minfer_node_prep;
 
+/* ABI 2, appended: one packed copy of a node's constant input, handed out
+ * by minfer_provider.export_packed at compile time and back through
+ * minfer_host_api.packed_consts at load (docs/format.md, section PACK). */
+typedef struct minfer_packed_const {
+    uint32_t struct_size;
+    uint32_t input;   /* the node's input index */
+    const char *tag;  /* NUL-terminated, at most 255 characters: what the bytes depend on
+                         (library version, CPU ISA, packed layout), the provider's own */
+    const void *data; /* the packed bytes */
+    size_t bytes;
+} minfer_packed_const;
+
 /* Everything execute_node needs for one run of one node. */
 typedef struct minfer_exec_args {
     uint32_t struct_size;
@@ -226,6 +238,16 @@ typedef struct minfer_host_api {
      * MINFER_ERR_LIMIT, with the message set, when the run cannot afford
      * it: the kernel then fails with that status. */
     minfer_status (*charge_work)(void *run, uint64_t work);
+    /* ABI 2, appended: at prepare_node, the packed copies of node's
+     * constant inputs that the session's compiled model file holds for the
+     * provider named provider (its PACK section, written by that
+     * provider's export_packed): *count entries in any order, or NULL and
+     * 0. Their bytes are read-only (a mapping of the file), 64-byte
+     * aligned, and valid until the session is freed. A provider uses one
+     * only when its tag matches exactly what it would pack now; otherwise
+     * it packs from const_data as without it. */
+    const struct minfer_packed_const *(*packed_consts)(void *host, const minfer_node_desc *node,
+                                                       const char *provider, size_t *count);
 } minfer_host_api;
 
 /* Bytes per element of a minfer_dtype (sizeof(char *) for strings), 0 for
@@ -451,6 +473,15 @@ typedef struct minfer_provider {
      * minfer_session_device_counters (minfer info, minfer bench). NULL: the
      * provider counts nothing, and the session says so. */
     minfer_status (*run_counters)(void *ctx, minfer_device_counters *out);
+    /* ABI 2, appended: for a compiled model file (minfer_compile_model):
+     * calls emit(arg, c) once for each packed copy of a constant input of
+     * the node that node_state (prepare_node's) holds and that a later
+     * prepare_node of the same node could take back through
+     * minfer_node_prep.packed_in; c and its bytes are valid during the
+     * call only. NULL: the file holds no packed copy for this provider. */
+    minfer_status (*export_packed)(void *ctx, void *node_state, const minfer_node_desc *node,
+                                   void (*emit)(void *arg, const minfer_packed_const *c),
+                                   void *arg);
 } minfer_provider;
 
 /* Kinds describe_device returns. */

@@ -260,6 +260,10 @@ static minfer_status pack_deferred(dnn_node *n, int mem, dnn_b *b) {
             continue;
         const dnnl_memory_desc_t *want = NULL;
         dnnl_memory_get_memory_desc(n->mems[mem].mem, &want);
+        if (dnn_packed_take(b, n, mem, &e->have, e->src, want, e->scale)) {
+            n->deferred[d] = n->deferred[--n->n_deferred];
+            return MINFER_OK;
+        }
         dnn_node *self = b->n;
         b->n = n; /* the buffer belongs to n */
         void *buf = owned_alloc(b, dnnl_memory_desc_get_size(want));
@@ -267,6 +271,7 @@ static minfer_status pack_deferred(dnn_node *n, int mem, dnn_b *b) {
         if (!buf || reorder_now(b, &e->have, e->src, want, buf, e->scale) != MINFER_OK)
             return MINFER_ERR_UNSUPPORTED;
         dnnl_memory_set_data_handle(n->mems[mem].mem, buf);
+        dnn_packed_note(b, n, mem, &e->have, e->src, want, e->scale, buf);
         n->deferred[d] = n->deferred[--n->n_deferred];
         return MINFER_OK;
     }
@@ -328,10 +333,13 @@ int dnn_const_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
         n->deferred[n->n_deferred++] = (struct dnn_deferred){k, v->const_data, *have, scale};
         return k;
     }
+    if (dnn_packed_take(b, b->n, k, have, v->const_data, want, scale))
+        return k;
     void *buf = owned_alloc(b, dnnl_memory_desc_get_size(want));
     if (!buf || reorder_now(b, have, v->const_data, want, buf, scale) != MINFER_OK)
         return -1;
     dnnl_memory_set_data_handle(b->n->mems[k].mem, buf);
+    dnn_packed_note(b, b->n, k, have, v->const_data, want, scale, buf);
     return k;
 }
 

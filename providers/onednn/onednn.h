@@ -38,6 +38,7 @@
 #define DNN_MAX_SPATIAL 3 /* spatial axes of Conv and the pools */
 #define DNN_MAX_PIECES 16
 #define DNN_PIECE_INPUTS 8 /* inputs of a node that splits */
+#define DNN_TAG_MAX 160     /* a packed constant's tag (packed.c) */
 
 /* A layout registered by this instance: id = index + 1 (0 is plain). */
 typedef struct dnn_layout {
@@ -62,6 +63,10 @@ typedef struct dnn_ctx {
     dnn_layout *layouts;
     size_t n_layouts, cap_layouts;
     int defer_pack;      /* dnn_const_input records constants, dnn_node_pack packs them */
+    /* The host's node being prepared (the constants' base and the key to
+     * the compiled model's packed copies, packed.c), else NULL. */
+    const minfer_node_desc *pack_node;
+    int pack_warned;     /* a stored pack was not used, and the log said why */
 } dnn_ctx;
 
 /* Where a memory's data handle comes from at execute. */
@@ -107,6 +112,15 @@ struct dnn_node {
         float scale;
     } deferred[DNN_MAX_OWNED];
     int n_deferred;
+    /* Constants this build packed or took from a compiled model, with
+     * their tags (packed.c), for minfer_compile_model. */
+    struct dnn_packed {
+        int input;
+        const void *data;
+        size_t bytes;
+        char tag[DNN_TAG_MAX];
+    } packed[DNN_MAX_OWNED];
+    int n_packed;
 };
 
 /* Deferred reorder of a primitive's result into a plain output. */
@@ -340,10 +354,29 @@ minfer_status dnn_build_batchnorm(dnn_b *b);
 minfer_status dnn_build_lrn(dnn_b *b);
 minfer_status dnn_build_softmax(dnn_b *b);
 minfer_status dnn_build_layernorm(dnn_b *b);
+minfer_status dnn_build_rmsnorm(dnn_b *b);
 /* shape.c */
 minfer_status dnn_build_transpose(dnn_b *b);
 minfer_status dnn_build_slice(dnn_b *b);
 minfer_status dnn_build_reshape(dnn_b *b);
+
+/* ---- Packed constants of compiled models (packed.c) ------------------------- */
+
+/* Binds mems[mem] of n (a constant input packed from src, of md have, into
+ * want times scale) to the compiled model's stored copy when one's tag
+ * matches; returns 1 then, else 0 (the caller packs, and the log says once
+ * why a stored copy did not match). */
+int dnn_packed_take(dnn_b *b, dnn_node *n, int mem, const dnnl_memory_desc_t *have,
+                    const void *src, const dnnl_memory_desc_t *want, float scale);
+/* Records that mems[mem] of n was packed into data, for export. */
+void dnn_packed_note(dnn_b *b, dnn_node *n, int mem, const dnnl_memory_desc_t *have,
+                     const void *src, const dnnl_memory_desc_t *want, float scale,
+                     const void *data);
+/* minfer_provider.export_packed. */
+minfer_status dnn_export_packed(void *ctx, void *state, const minfer_node_desc *node,
+                                void (*emit)(void *arg, const minfer_packed_const *c), void *arg);
+/* The builds a prepared node's state runs (provider.c): at most cap. */
+int dnn_state_builds(void *state, const dnn_node **out, int cap);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

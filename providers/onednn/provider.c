@@ -690,8 +690,32 @@ static void report_packed(const minfer_node_desc *node, const dnn_state *s,
     }
 }
 
+int dnn_state_builds(void *state, const dnn_node **out, int cap) {
+    const dnn_state *s = state;
+    int nb = 0;
+    for (int v = 0; s && v < 2; v++)
+        if (s->v[v] && nb < cap)
+            out[nb++] = s->v[v];
+    for (int j = 0; s && s->split && j < s->split->n && nb < cap; j++)
+        out[nb++] = s->split->piece[j];
+    return nb;
+}
+
+static minfer_status prepare_node(void *vctx, const minfer_node_desc *node,
+                                  minfer_node_prep *prep, void **state);
+
+/* prepare_node with the host's node known to packed.c while it runs. */
 static minfer_status dnn_prepare(void *vctx, const minfer_node_desc *node, minfer_node_prep *prep,
                                  void **state) {
+    dnn_ctx *ctx = vctx;
+    ctx->pack_node = node;
+    minfer_status st = prepare_node(vctx, node, prep, state);
+    ctx->pack_node = NULL;
+    return st;
+}
+
+static minfer_status prepare_node(void *vctx, const minfer_node_desc *node,
+                                  minfer_node_prep *prep, void **state) {
     dnn_ctx *ctx = vctx;
     char why[512] = "";
     dnn_node *n = NULL;
@@ -1066,6 +1090,7 @@ static const minfer_provider onednn_provider = {
     .prepare_node = dnn_prepare,
     .release_node = dnn_release,
     .execute_node = dnn_execute,
+    .export_packed = dnn_export_packed,
 #ifdef ONEDNN_OWN_DOMAIN
     .memory_domain = "onednn",
     .memory_alignment = DNN_ALIGN,
