@@ -13,15 +13,20 @@ boundary copies), ``InferenceSession.stats()`` and ``Builder`` (a model built
 in code). docs/python.md describes every class and what maps to what.
 """
 
+import asyncio as _asyncio
+import atexit as _atexit
 import datetime as _datetime
 import enum as _enum
 import os as _os
+import threading as _threading
 import warnings as _warnings
 
 import numpy as _np
 
 from . import _minfer, capi  # noqa: F401  (capi: ORT's path to the exceptions)
 from ._minfer import (  # noqa: F401  (re-exported: the exception classes)
+    Busy,
+    Cancelled,
     EPFail,
     Fail,
     InvalidArgument,
@@ -32,6 +37,10 @@ from ._minfer import (  # noqa: F401  (re-exported: the exception classes)
 )
 
 __version__ = _minfer.version()
+
+# Sessions with requests in flight are closed before the interpreter stops:
+# their workers call back into Python.
+_atexit.register(_minfer._close_all)
 
 # ---- Providers ----------------------------------------------------------------
 
@@ -143,6 +152,10 @@ _LOG_LEVELS = {0: 3, 1: 2, 2: 1, 3: 0, 4: 0}
 # and answered by get_session_config_entry, as ONNX Runtime does).
 _CONFIG_KEYS = {
     "minfer.planner": "planner",
+    "minfer.scheduler": "scheduler",
+    "minfer.inter_op_threads": "inter_op_threads",
+    "minfer.queue_depth": "queue_depth",
+    "minfer.micro_batch": "micro_batch",
     "minfer.plan_cache_size": "plan_cache_size",
     "minfer.strict_placement": "strict_placement",
     "minfer.check_nan": "check_nan",
@@ -243,7 +256,7 @@ class SessionOptions:
             name = _CONFIG_KEYS.get(key)
             if name is None:
                 continue
-            opts[name] = value if name == "planner" else _config_int(key, value)
+            opts[name] = value if name in ("planner", "scheduler") else _config_int(key, value)
         if self._dims:
             opts["dims"] = dict(self._dims)
         if self._input_dims:
@@ -429,6 +442,130 @@ def _provider_request(providers, provider_options):
     return names, options
 
 
+class Request:
+    """A run submitted with InferenceSession.submit, finishing on minfer's
+    workers: a concurrent.futures.Future-like handle (docs/python.md).
+
+    result(timeout=None) waits (the GIL released) and returns the outputs,
+    or raises the request's own error (minfer.Cancelled when cancelled);
+    done(), cancel(), exception(), add_done_callback(fn). In a coroutine,
+    ``await request`` gives the outputs without blocking the event loop.
+    """
+
+    def __init__(self, output_index):
+        self._r = None  # the _minfer.Request
+        self._index = output_index  # which outputs, in which order; None: all
+        self._event = _threading.Event()
+        self._lock = _threading.Lock()
+        self._callbacks = []
+        self._finished_flag = False
+
+    def _finished(self, r):
+        """Called once, on a minfer worker with the GIL, when the request has finished."""
+        self._r = r
+        with self._lock:
+            self._finished_flag = True
+            callbacks, self._callbacks = self._callbacks, []
+        self._event.set()
+        for fn in callbacks:
+            self._call(fn)
+
+    def _call(self, fn):
+        # A callback that raises must not stop the worker or the other
+        # callbacks: its exception goes to sys.unraisablehook.
+        try:
+            fn(self)
+        except BaseException as e:  # noqa: B036  (reported, as the worker cannot raise)
+            _minfer._write_unraisable(e, fn)
+
+    def done(self):
+        """Whether the request has finished (succeeded, failed or was cancelled)."""
+        return self._event.is_set()
+
+    def cancel(self):
+        """Asks the request to stop: queued, it ends cancelled without running;
+        running, at its next node (one at its last node may still succeed).
+        False when it had already finished."""
+        if self._event.is_set():
+            return False
+        self._r.cancel()
+        return True
+
+    def cancelled(self):
+        """Whether the request ended cancelled."""
+        if not self._event.is_set():
+            return False
+        try:
+            self._r.take()
+        except Cancelled:
+            return True
+        except Exception:  # noqa: BLE001  (another error: not cancelled)
+            return False
+        return False
+
+    def wait(self, timeout=None):
+        """Waits until the request has finished (at most timeout seconds);
+        True when it has."""
+        return self._event.wait(timeout)
+
+    def result(self, timeout=None):
+        """The outputs (a list, as InferenceSession.run returns), waiting at
+        most timeout seconds (TimeoutError past it); raises the request's
+        error if it failed."""
+        if not self._event.wait(timeout):
+            raise TimeoutError("the request did not finish within %s s" % timeout)
+        outs = self._r.take()
+        if self._index is None:
+            return list(outs)
+        return [outs[i] for i in self._index]
+
+    def exception(self, timeout=None):
+        """The request's error, or None when it succeeded."""
+        try:
+            self.result(timeout)
+        except TimeoutError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            return e
+        return None
+
+    def add_done_callback(self, fn):
+        """fn(request) when it finishes: on a minfer worker thread, or at once
+        here when it has already finished. Keep it short: requests finish one
+        at a time in order, so a slow callback holds up the later ones."""
+        with self._lock:
+            if not self._finished_flag:
+                self._callbacks.append(fn)
+                return
+        self._call(fn)
+
+    def __await__(self):
+        loop = _asyncio.get_running_loop()
+        fut = loop.create_future()
+
+        def settle(_):
+            if fut.done():  # the awaiting task was cancelled
+                return
+            try:
+                fut.set_result(self.result(0))
+            except Exception as e:  # noqa: BLE001
+                fut.set_exception(e)
+
+        def on_done(req):
+            try:
+                loop.call_soon_threadsafe(settle, req)
+            except RuntimeError:  # the loop is closed: nobody awaits any more
+                pass
+
+        def on_cancel(f):
+            if f.cancelled():
+                self.cancel()
+
+        fut.add_done_callback(on_cancel)
+        self.add_done_callback(on_done)
+        return fut.__await__()
+
+
 class InferenceSession:
     """ONNX Runtime's InferenceSession over a minfer session.
 
@@ -518,7 +655,74 @@ class InferenceSession:
         self._sess.write_profile(self._profile_path)
         return self._profile_path
 
+    def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
+        """ONNX Runtime's run_async: submits the run and returns at once;
+        callback(outputs, user_data, err) is called on a minfer worker
+        thread when it finishes, with err "" on success, else the outputs
+        None and err the message. minfer's submit() returns a Request
+        instead."""
+        if run_options is not None:
+            raise InvalidArgument("run_async: run_options are not supported for asynchronous runs")
+        if not callable(callback):
+            raise TypeError("run_async: callback must be callable")
+
+        def done(req):
+            try:
+                outs = req.result(0)
+            except Exception as e:  # noqa: BLE001
+                callback(None, user_data, str(e))
+                return
+            callback(outs, user_data, "")
+
+        self.submit(input_feed, output_names, callback=done)
+
     # -- Beyond ONNX Runtime --
+
+    def submit(self, input_feed, output_names=None, callback=None, block=True):
+        """Submits a run to the session's workers (docs/scheduling.md) and
+        returns a Request at once; the inputs are copied, so the arrays may
+        change afterwards. callback(request), if given, is called on a minfer
+        worker thread when it finishes. The queue is bounded
+        (SessionOptions config "minfer.queue_depth"): when it is full submit
+        waits, or with block=False raises minfer.Busy and submits nothing."""
+        index = None
+        if output_names:
+            names = [o.name for o in self._outputs]
+            index = []
+            for n in output_names:
+                if n not in names:
+                    raise InvalidArgument("submit: '%s' is not an output of the model" % n)
+                index.append(names.index(n))
+        req = Request(index)
+        if callback is not None:
+            if not callable(callback):
+                raise TypeError("submit: callback must be callable")
+            req._callbacks.append(callback)
+        req._r = self._sess.submit(input_feed, req._finished, block)
+        return req
+
+    async def arun(self, input_feed, output_names=None):
+        """The run as a coroutine: ``outputs = await sess.arun(feed)`` submits
+        it and waits without blocking the event loop (a full queue is waited
+        for in a thread of the loop's executor)."""
+        try:
+            req = self.submit(input_feed, output_names, block=False)
+        except Busy:
+            loop = _asyncio.get_running_loop()
+            req = await loop.run_in_executor(None, lambda: self.submit(input_feed, output_names))
+        return await req
+
+    def close(self):
+        """Frees the session now: requests still queued or running end
+        cancelled (their result() raises minfer.Cancelled). Later calls fail."""
+        self._sess.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
 
     def info(self):
         """What minfer decided for this model: providers, each node's

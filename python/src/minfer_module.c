@@ -24,12 +24,16 @@
  *     (InvalidArgument, NoSuchFile, ..., all subclasses of minfer.Fail, a
  *     RuntimeError) with minfer_last_error()'s message and a `status`
  *     attribute holding the minfer_status number.
+ *  5. Asynchronous requests (Session.submit, a Request): the completion
+ *     callback runs on a minfer worker and takes the GIL there; see the
+ *     banner above Session_submit for who holds what.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +54,8 @@ static PyObject *exc_invalid_graph;    /* a malformed model */
 static PyObject *exc_not_implemented;  /* also a NotImplementedError */
 static PyObject *exc_ep_fail;          /* a provider failed */
 static PyObject *exc_runtime;          /* a kernel failed while running */
+static PyObject *exc_busy;             /* the asynchronous queue is full */
+static PyObject *exc_cancelled;        /* a request was cancelled (Request.take) */
 
 static PyObject *exception_for(minfer_status st) {
     switch (st) {
@@ -63,16 +69,17 @@ static PyObject *exception_for(minfer_status st) {
     case MINFER_ERR_UNSUPPORTED: return exc_not_implemented;
     case MINFER_ERR_PROVIDER: return exc_ep_fail;
     case MINFER_ERR_RUNTIME: return exc_runtime;
+    case MINFER_ERR_BUSY: return exc_busy;
     default: return exc_fail;
     }
 }
 
-/* Raises the exception of st with the thread's last minfer error; returns NULL. */
-static PyObject *raise_status(minfer_status st) {
+/* Raises cls with the thread's last minfer error and st as `status`;
+ * returns NULL. */
+static PyObject *raise_status_as(minfer_status st, PyObject *cls) {
     const char *msg = minfer_last_error();
     if (!msg || !*msg)
         msg = minfer_status_str(st);
-    PyObject *cls = exception_for(st);
     /* Model-supplied names in the message need not be UTF-8. */
     PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
     if (!text)
@@ -92,6 +99,9 @@ static PyObject *raise_status(minfer_status st) {
     Py_DECREF(exc);
     return NULL;
 }
+
+/* Raises the exception of st with the thread's last minfer error; returns NULL. */
+static PyObject *raise_status(minfer_status st) { return raise_status_as(st, exception_for(st)); }
 
 /* ---- Element types ------------------------------------------------------- */
 
@@ -822,10 +832,21 @@ static PyTypeObject RunOptionsType = {
 
 /* ---- Session ------------------------------------------------------------- */
 
-typedef struct {
+typedef struct SessionObject {
     PyObject_HEAD
     minfer_session *s;
+    Py_ssize_t active;  /* calls using s with the GIL released; changed with it held */
+    int closed;         /* close() ran: s is gone */
+    /* sessions that submitted (their workers run): closed at exit */
+    struct SessionObject *prev_async, *next_async;
+    int listed;
 } SessionObject;
+
+static SessionObject *async_sessions; /* under the GIL */
+
+/* Nonzero on a thread while it runs a request's callback: a minfer worker of
+ * some session, which minfer_session_free waits for. */
+static _Thread_local int in_callback;
 
 /* Applies one entry of the options dict (keys as in docs/python.md). */
 /* Reads dict v of {names[i]: unsigned int} into vals (absent keys keep
@@ -946,6 +967,21 @@ static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
         }
         st = minfer_options_set_planner(opt, strcmp(p, "linear") == 0 ? MINFER_PLANNER_LINEAR
                                                                       : MINFER_PLANNER_GREEDY);
+    } else if (strcmp(key, "scheduler") == 0) {
+        const char *p = PyUnicode_AsUTF8(v);
+        if (!p)
+            return -1;
+        minfer_scheduler sc = MINFER_SCHED_SEQUENTIAL;
+        if (strcmp(p, "parallel") == 0)
+            sc = MINFER_SCHED_PARALLEL;
+        else if (strcmp(p, "pipeline") == 0)
+            sc = MINFER_SCHED_PIPELINE;
+        else if (strcmp(p, "sequential") != 0) {
+            PyErr_Format(exc_invalid_argument,
+                         "scheduler '%s': use 'sequential', 'parallel' or 'pipeline'", p);
+            return -1;
+        }
+        st = minfer_options_set_scheduler(opt, sc);
     } else {
         long long x = PyLong_AsLongLong(v);
         if (x == -1 && PyErr_Occurred())
@@ -960,6 +996,12 @@ static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
             st = minfer_options_set_optimization_level(opt, (int)(x < 0 || x > 3 ? -1 : x));
         } else if (strcmp(key, "log_level") == 0) {
             st = minfer_options_set_log_level(opt, (minfer_log_level)(x < 0 || x > 3 ? -1 : x));
+        } else if (strcmp(key, "queue_depth") == 0) {
+            st = minfer_options_set_queue_depth(opt, x < 0 ? (size_t)-1 : (size_t)x);
+        } else if (strcmp(key, "micro_batch") == 0) {
+            st = minfer_options_set_micro_batch(opt, (int64_t)x);
+        } else if (strcmp(key, "inter_op_threads") == 0) {
+            st = minfer_options_set_inter_op_threads(opt, (int)(x < 0 || x > 4096 ? -1 : x));
         } else if (strcmp(key, "plan_cache_size") == 0) {
             st = minfer_options_set_plan_cache_size(opt, x < 0 ? 0 : (size_t)x);
         } else if (strcmp(key, "strict_placement") == 0) {
@@ -1044,21 +1086,74 @@ fail:
     return -1;
 }
 
-static void Session_dealloc(SessionObject *self) {
+static void *free_session_main(void *s) {
+    minfer_session_free(s);
+    return NULL;
+}
+
+/* Frees self's session, with the GIL released: freeing cancels requests in
+ * flight and waits for the workers, whose callbacks take the GIL. On a
+ * worker (a callback dropped the last reference) it cannot wait for
+ * itself: another thread frees it, once the callback has returned. */
+static void session_release(SessionObject *self) {
     minfer_session *s = self->s;
     self->s = NULL;
+    if (self->listed) {
+        if (self->prev_async)
+            self->prev_async->next_async = self->next_async;
+        else
+            async_sessions = self->next_async;
+        if (self->next_async)
+            self->next_async->prev_async = self->prev_async;
+        self->prev_async = self->next_async = NULL;
+        self->listed = 0;
+    }
+    if (!s)
+        return;
+    if (in_callback) {
+        pthread_t th;
+        pthread_attr_t at;
+        int ok = pthread_attr_init(&at) == 0;
+        ok = ok && pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+             pthread_create(&th, &at, free_session_main, s) == 0;
+        pthread_attr_destroy(&at);
+        /* Without a thread the session is left, not freed here: that would
+         * wait for this very worker forever. */
+        if (!ok)
+            PyErr_WarnEx(PyExc_ResourceWarning,
+                         "minfer: a session dropped in a request's callback could not be freed", 1);
+        return;
+    }
     /* Freeing may write a profile and join the pool's threads. */
     Py_BEGIN_ALLOW_THREADS
     minfer_session_free(s);
     Py_END_ALLOW_THREADS
+}
+
+static void Session_dealloc(SessionObject *self) {
+    session_release(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int session_ready(SessionObject *self) {
     if (self->s)
         return 1;
-    PyErr_SetString(exc_fail, "the session was not created");
+    PyErr_SetString(exc_fail, self->closed ? "the session is closed" : "the session was not created");
     return 0;
+}
+
+/* close(): frees the session now; requests in flight end cancelled. */
+static PyObject *Session_close(SessionObject *self, PyObject *unused) {
+    (void)unused;
+    if (self->active > 0)
+        return PyErr_Format(exc_fail, "close: %zd call(s) of this session are still running on "
+                                      "other threads", self->active);
+    if (in_callback && self->s)
+        return PyErr_Format(exc_fail, "close: not from a request's callback (it runs on a worker "
+                                      "that closing waits for)");
+    self->closed = 1;
+    session_release(self);
+    Py_RETURN_NONE;
 }
 
 static PyObject *value_infos(SessionObject *self, int outputs) {
@@ -1221,10 +1316,12 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
     if (ro)
         ro->active++;
     const minfer_run_options *cro = ro ? ro->ro : NULL;
+    self->active++;
     Py_BEGIN_ALLOW_THREADS
     st = minfer_session_run_with_options(s, cro, f.names, (const minfer_tensor *const *)f.values,
                                          f.n, out_names, outs, (size_t)n_out);
     Py_END_ALLOW_THREADS
+    self->active--;
     if (ro)
         ro->active--;
     Py_XDECREF(ro);
@@ -1260,12 +1357,230 @@ static PyObject *Session_prepare(SessionObject *self, PyObject *dict) {
         return NULL;
     minfer_status st;
     minfer_session *s = self->s;
+    self->active++;
     Py_BEGIN_ALLOW_THREADS
     st = minfer_session_prepare(s, f.names, (const minfer_tensor *const *)f.values, f.n);
     Py_END_ALLOW_THREADS
+    self->active--;
     feed_free(&f);
     CHECK(st);
     Py_RETURN_NONE;
+}
+
+/* ---- Asynchronous requests (minfer_session_submit) -------------------------
+ *
+ * A Request is one minfer_request. Its completion callback runs on a minfer
+ * worker thread: request_done takes the GIL there, calls the Python callback
+ * given to submit (an exception goes to sys.unraisablehook; the worker goes
+ * on) and lets go of the reference the engine held since submit, so a
+ * Request lives at least until its callback has run. The inputs are copied
+ * by minfer_session_submit, so the caller's arrays may change or go at once.
+ * take() hands over the outputs of a finished request (the Python package
+ * waits with the GIL released, on an event its callback sets). */
+
+typedef struct {
+    PyObject_HEAD
+    minfer_request *r;
+    PyObject *callback; /* called once with the Request on a worker, then dropped */
+    size_t n_outs;
+    PyObject *result; /* take(): the outputs, once taken */
+    PyObject *error;  /* take(): the request's exception, once raised */
+} RequestObject;
+
+static PyTypeObject RequestType;
+
+#if PY_VERSION_HEX >= 0x030D0000
+#define py_finalizing() Py_IsFinalizing()
+#else
+#define py_finalizing() _Py_IsFinalizing()
+#endif
+
+static void request_done(void *user, minfer_request *req, minfer_status status) {
+    (void)status;
+    /* A thread taking the GIL while the interpreter shuts down never gets
+     * it back: the request's references are left to the process's end. */
+    if (py_finalizing())
+        return;
+    PyGILState_STATE g = PyGILState_Ensure();
+    RequestObject *self = user;
+    in_callback++;
+    if (!self->r) /* the callback came before submit returned */
+        self->r = req;
+    PyObject *cb = self->callback;
+    self->callback = NULL;
+    if (cb) {
+        PyObject *res = PyObject_CallOneArg(cb, (PyObject *)self);
+        if (res)
+            Py_DECREF(res);
+        else
+            PyErr_WriteUnraisable(cb);
+        Py_DECREF(cb);
+    }
+    Py_DECREF(self); /* the engine's reference */
+    in_callback--;
+    PyGILState_Release(g);
+}
+
+static void Request_dealloc(RequestObject *self) {
+    /* Submitted, it is finished by now: the engine's reference kept it. */
+    minfer_request_free(self->r);
+    self->r = NULL;
+    Py_CLEAR(self->callback);
+    Py_CLEAR(self->result);
+    Py_CLEAR(self->error);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Request_done(RequestObject *self, PyObject *unused) {
+    (void)unused;
+    return PyBool_FromLong(self->r && minfer_request_done(self->r));
+}
+
+static PyObject *Request_cancel(RequestObject *self, PyObject *unused) {
+    (void)unused;
+    if (self->r) {
+        minfer_status st = minfer_request_cancel(self->r);
+        CHECK(st);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *request_raise_cached(RequestObject *self) {
+    PyErr_SetObject((PyObject *)Py_TYPE(self->error), self->error);
+    return NULL;
+}
+
+/* take() -> list: the outputs of a finished request, or its exception. */
+static PyObject *Request_take(RequestObject *self, PyObject *unused) {
+    (void)unused;
+    if (self->result)
+        return Py_NewRef(self->result);
+    if (self->error)
+        return request_raise_cached(self);
+    /* Not finished, minfer_request_wait would block with the GIL held. */
+    if (!self->r || !minfer_request_done(self->r))
+        return PyErr_Format(exc_fail, "take: the request has not finished");
+    size_t n = self->n_outs;
+    minfer_tensor **outs = PyMem_Calloc(n ? n : 1, sizeof *outs);
+    if (!outs)
+        return PyErr_NoMemory();
+    minfer_status st = minfer_request_wait(self->r, outs, n); /* returns at once */
+    PyObject *result = NULL;
+    if (st == MINFER_CANCELLED) {
+        /* a request's own class; a run cancelled by RunOptions.terminate
+         * raises Fail, as ORT does for its terminate flag */
+        raise_status_as(st, exc_cancelled);
+    } else if (st != MINFER_OK) {
+        raise_status(st);
+    } else {
+        result = PyList_New((Py_ssize_t)n);
+        for (size_t i = 0; i < n; i++) {
+            PyObject *v = result ? from_owned(outs[i]) : NULL;
+            if (!v) {
+                if (!result)
+                    minfer_tensor_free(outs[i]);
+                Py_CLEAR(result);
+            } else {
+                PyList_SET_ITEM(result, (Py_ssize_t)i, v);
+            }
+            outs[i] = NULL;
+        }
+    }
+    PyMem_Free(outs);
+    if (result) {
+        self->result = Py_NewRef(result);
+        return result;
+    }
+    /* The outputs are gone: every later take raises the same exception. */
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value && tb)
+        PyException_SetTraceback(value, tb);
+    self->error = Py_XNewRef(value);
+    PyErr_Restore(type, value, tb);
+    return NULL;
+}
+
+static PyMethodDef Request_methods[] = {
+    {"done", (PyCFunction)Request_done, METH_NOARGS, "whether the request has finished"},
+    {"cancel", (PyCFunction)Request_cancel, METH_NOARGS,
+     "asks the request to stop: queued, it ends cancelled; running, at its next node"},
+    {"take", (PyCFunction)Request_take, METH_NOARGS,
+     "take() -> list: a finished request's outputs, or raises its error"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RequestType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minfer._minfer.Request",
+    .tp_basicsize = sizeof(RequestObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A request of Session.submit (a minfer_request)",
+    .tp_dealloc = (destructor)Request_dealloc,
+    .tp_methods = Request_methods,
+};
+
+/* submit(feed, callback=None, block=True) -> Request: a run of every output.
+ * block False: raises Busy at once when the queue is full. */
+static PyObject *Session_submit(SessionObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"input_feed", "callback", "block", NULL};
+    PyObject *dict, *cb = Py_None;
+    int block = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Op", kwlist, &dict, &cb, &block))
+        return NULL;
+    if (!session_ready(self))
+        return NULL;
+    if (cb != Py_None && !PyCallable_Check(cb))
+        return PyErr_Format(PyExc_TypeError, "callback must be callable, not %s",
+                            Py_TYPE(cb)->tp_name);
+    if (in_callback && block)
+        /* A callback runs on a worker: a submit that waits for room in a full
+         * queue would wait for that worker, itself. */
+        return PyErr_Format(exc_fail, "submit from a request's callback must not block: pass "
+                                      "block=False");
+    feed f;
+    if (feed_make(self->s, dict, &f) < 0)
+        return NULL;
+    RequestObject *req = PyObject_New(RequestObject, &RequestType);
+    if (!req) {
+        feed_free(&f);
+        return NULL;
+    }
+    req->r = NULL;
+    req->callback = cb == Py_None ? NULL : Py_NewRef(cb);
+    req->n_outs = minfer_session_output_count(self->s);
+    req->result = req->error = NULL;
+    Py_INCREF(req); /* the engine's, let go by request_done */
+    minfer_session *s = self->s;
+    minfer_request *r = NULL;
+    minfer_status st;
+    self->active++;
+    Py_BEGIN_ALLOW_THREADS
+    if (block)
+        st = minfer_session_submit(s, f.names, (const minfer_tensor *const *)f.values, f.n,
+                                   request_done, req, &r);
+    else
+        st = minfer_session_try_submit(s, f.names, (const minfer_tensor *const *)f.values, f.n,
+                                       request_done, req, &r);
+    Py_END_ALLOW_THREADS
+    self->active--;
+    feed_free(&f); /* submit copied the inputs */
+    if (st != MINFER_OK) {
+        raise_status(st); /* nothing was queued: no callback comes */
+        Py_DECREF(req);
+        Py_DECREF(req);
+        return NULL;
+    }
+    req->r = r;
+    if (!self->listed) {
+        self->next_async = async_sessions;
+        if (async_sessions)
+            async_sessions->prev_async = self;
+        async_sessions = self;
+        self->listed = 1;
+    }
+    return (PyObject *)req;
 }
 
 static PyObject *Session_providers(SessionObject *self, PyObject *unused) {
@@ -1463,6 +1778,10 @@ static PyMethodDef Session_methods[] = {
      "threads of the session's pool, the calling thread included"},
     {"inputs", (PyCFunction)Session_inputs, METH_NOARGS, "the graph inputs, as dicts"},
     {"outputs", (PyCFunction)Session_outputs, METH_NOARGS, "the graph outputs, as dicts"},
+    {"submit", (PyCFunction)(void (*)(void))Session_submit, METH_VARARGS | METH_KEYWORDS,
+     "submit(input_feed, callback=None, block=True) -> Request"},
+    {"close", (PyCFunction)Session_close, METH_NOARGS,
+     "frees the session now; requests in flight end cancelled"},
     {"run", (PyCFunction)Session_run, METH_VARARGS,
      "run(output_names or None, {name: value}, run_options=None) -> list of values"},
     {"prepare", (PyCFunction)Session_prepare, METH_O,
@@ -1581,7 +1900,43 @@ static PyObject *mod_save_pb(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* _close_all(): closes every session that submitted (at exit, before the
+ * interpreter stops: their workers' callbacks need it running). */
+static PyObject *mod_close_all(PyObject *m, PyObject *unused) {
+    (void)m;
+    (void)unused;
+    for (;;) {
+        SessionObject *o = async_sessions;
+        while (o && o->active > 0) /* a daemon thread's call: left running */
+            o = o->next_async;
+        if (!o)
+            break;
+        Py_INCREF(o);
+        o->closed = 1;
+        session_release(o); /* unlinks o */
+        Py_DECREF(o);
+    }
+    Py_RETURN_NONE;
+}
+
+/* _write_unraisable(exc, obj): exc to sys.unraisablehook, as raised in obj. */
+static PyObject *mod_write_unraisable(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *exc, *obj;
+    if (!PyArg_ParseTuple(args, "OO", &exc, &obj))
+        return NULL;
+    if (!PyExceptionInstance_Check(exc))
+        return PyErr_Format(PyExc_TypeError, "an exception instance is needed");
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), Py_NewRef(exc),
+                  PyException_GetTraceback(exc));
+    PyErr_WriteUnraisable(obj);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"_close_all", mod_close_all, METH_NOARGS, "closes the sessions that submitted requests"},
+    {"_write_unraisable", mod_write_unraisable, METH_VARARGS,
+     "_write_unraisable(exc, obj): reports exc through sys.unraisablehook"},
     {"version", mod_version, METH_NOARGS, "the library's version string"},
     {"provider_list", mod_provider_list, METH_NOARGS,
      "the provider libraries found, each probed as a session would"},
@@ -1610,7 +1965,7 @@ static int add_exception(PyObject *m, PyObject **slot, const char *name, PyObjec
 PyMODINIT_FUNC PyInit__minfer(void) {
     import_array();
     if (PyType_Ready(&SessionType) < 0 || PyType_Ready(&BuilderType) < 0 ||
-        PyType_Ready(&RunOptionsType) < 0)
+        PyType_Ready(&RunOptionsType) < 0 || PyType_Ready(&RequestType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
@@ -1627,7 +1982,11 @@ PyMODINIT_FUNC PyInit__minfer(void) {
         add_exception(m, &exc_ep_fail, "EPFail", exc_fail,
                       "An execution provider failed to load, initialise or run.") < 0 ||
         add_exception(m, &exc_runtime, "RuntimeException", exc_fail,
-                      "A kernel failed while running.") < 0)
+                      "A kernel failed while running.") < 0 ||
+        add_exception(m, &exc_busy, "Busy", exc_fail,
+                      "The asynchronous queue is full: nothing was submitted.") < 0 ||
+        add_exception(m, &exc_cancelled, "Cancelled", exc_fail,
+                      "A request cancelled, or ended by closing its session.") < 0)
         goto fail;
     ni_bases = PyTuple_Pack(2, exc_fail, PyExc_NotImplementedError);
     if (!ni_bases ||
@@ -1638,6 +1997,7 @@ PyMODINIT_FUNC PyInit__minfer(void) {
     if (PyModule_AddObjectRef(m, "Session", (PyObject *)&SessionType) < 0 ||
         PyModule_AddObjectRef(m, "Builder", (PyObject *)&BuilderType) < 0 ||
         PyModule_AddObjectRef(m, "RunOptions", (PyObject *)&RunOptionsType) < 0 ||
+        PyModule_AddObjectRef(m, "Request", (PyObject *)&RequestType) < 0 ||
         PyModule_AddIntConstant(m, "MAX_RANK", MINFER_MAX_RANK) < 0)
         goto fail;
     return m;
