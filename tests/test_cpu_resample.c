@@ -225,6 +225,49 @@ static void test_resize_channel_axis(void **state) {
     resize_case(&c);
 }
 
+/* A Resize to the input's own size (SSDLite's transform on a 320x320
+ * image) in every mode and coordinate transformation, by scales of 1 and by
+ * sizes: the output is the input, bit for bit, for float and double
+ * (tf_half_pixel_for_nn samples x + 0.5: for linear and cubic a shift,
+ * which must not be taken for a copy). */
+static void test_resize_same_size(void **state) {
+    (void)state;
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    static const float ones[] = {1, 1, 1, 1};
+    static const int64_t same[] = {2, 3, 6, 7};
+    for (size_t m = 0; m < 3; m++)
+        for (size_t k = 0; k < sizeof coords / sizeof coords[0]; k++)
+            for (int by_sizes = 0; by_sizes < 2; by_sizes++) {
+                rcase c = {modes[m], coords[k], NULL, {2, 3, 6, 7}, 4, by_sizes ? NULL : ones,
+                           by_sizes ? same : NULL, 0};
+                resize_case(&c); /* float and double agree */
+                int shift = m > 0 && !strcmp(coords[k], "tf_half_pixel_for_nn");
+                minfer_graph_builder *b = NULL;
+                minfer_tensor *t = NULL, *out = NULL;
+                int64_t four = 4;
+                assert_ok(minfer_builder_create(13, &b));
+                assert_ok(minfer_builder_add_input(b, "x", MINFER_DTYPE_FLOAT, c.x, 4, NULL));
+                assert_ok(minfer_tensor_create(by_sizes ? MINFER_DTYPE_INT64 : MINFER_DTYPE_FLOAT,
+                                               &four, 1, &t));
+                memcpy(minfer_tensor_data(t), by_sizes ? (const void *)same : (const void *)ones,
+                       by_sizes ? sizeof same : sizeof ones);
+                assert_ok(minfer_builder_add_initializer(b, by_sizes ? "sizes" : "scales", t));
+                minfer_tensor_free(t);
+                resize_node(b, &c, "x", "y", "resize");
+                assert_ok(minfer_builder_add_output(b, "y"));
+                minfer_tensor *x = random_input(c.x, 4);
+                run_cpu(b, x, &out, 1);
+                assert_int_equal(minfer_tensor_numel(out), minfer_tensor_numel(x));
+                if ((memcmp(minfer_tensor_data(out), minfer_tensor_data(x),
+                            (size_t)minfer_tensor_numel(x) * sizeof(float)) != 0) != shift)
+                    fail_msg("%s/%s by %s: %s the input", c.mode, c.coord,
+                             by_sizes ? "sizes" : "scales", shift ? "wrongly" : "not");
+                minfer_tensor_free(out);
+                minfer_tensor_free(x);
+                minfer_builder_free(b);
+            }
+}
+
 /* ---- Pad -------------------------------------------------------------------- */
 
 static void pad_case(const int64_t *xd, size_t rank, const int64_t *pads, float value) {
@@ -448,6 +491,7 @@ int main(void) {
         cmocka_unit_test(test_resize_linear),
         cmocka_unit_test(test_resize_cubic),
         cmocka_unit_test(test_resize_channel_axis),
+        cmocka_unit_test(test_resize_same_size),
         cmocka_unit_test(test_pad_constant),
         cmocka_unit_test(test_fold_pad),
         cmocka_unit_test(test_hardswish_gate),

@@ -446,6 +446,15 @@ minfer_status cpu_compute_resize(const cpu_exec *e) {
         t[d].out = outside + off;
         make_taps(st, x->dims[d], od[d], scales[d], roi_d, &t[d]);
     }
+    /* Every axis unchanged (an image already at the size a detector's
+     * transform resizes to, 0.6 ms of SSDLite's 14 at 320x320): a copy. */
+    int same = st->coord != C_TF_CROP_AND_RESIZE && x->dtype != MINFER_DTYPE_STRING;
+    for (int32_t d = 0; same && d < r; d++)
+        same = identity_axis(&t[d], x->dims[d], od[d]);
+    if (same) {
+        memcpy(y, cpu_data(x), n * minfer_elem_size(x->dtype));
+        goto done;
+    }
     int fast = resize_fast(e, st, x, od, t, y);
     if (fast) {
         if (fast < 0)
