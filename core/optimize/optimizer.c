@@ -10,8 +10,9 @@
  *     Reshape chains, Cast and Transpose pairs, BatchNormalization
  *     folding, zero Pads into Conv and AveragePool, one-input Concats),
  *     repeated until a round changes nothing (at most 8 rounds);
- *  2. for level >= 2, the fusions (LayerNorm, Gelu, Pow(x, 2) as a Mul,
- *     Attention, MatMul, Gemm, Conv), then the basic passes once more;
+ *  2. for level >= 2, the fusions (LayerNorm, RMSNorm, Gelu, Pow(x, 2) as
+ *     a Mul, Attention, MatMul, Gemm, Gelu into MatMul/Gemm, Conv), then the
+ *     basic passes once more;
  *  3. unreferenced initializers are dropped and the graph is finalized.
  *
  * A pass marks the nodes it removes dead and edits the rest in place: a
@@ -56,11 +57,14 @@ static const pass_entry basic_passes[] = {
 
 static const pass_entry fusion_passes[] = {
     {"fuse_layernorm", mf_pass_fuse_layernorm},
+    {"fuse_rmsnorm", mf_pass_fuse_rmsnorm},
     {"fuse_gelu", mf_pass_fuse_gelu},
     {"square_pow", mf_pass_square_pow},
     {"fuse_attention", mf_pass_fuse_attention},
     {"fuse_matmul", mf_pass_fuse_matmul},
     {"fuse_gemm", mf_pass_fuse_gemm},
+    {"fuse_matmul_gelu", mf_pass_fuse_matmul_gelu},
+    {"batchnorm_relu_conv", mf_pass_batchnorm_relu_conv},
     {"fuse_conv", mf_pass_fuse_conv},
 };
 

@@ -152,14 +152,17 @@ minfer_status mf_pass_reshape_chains(mf_opt *o, size_t *fired);
 minfer_status mf_pass_cast_pairs(mf_opt *o, size_t *fired);
 minfer_status mf_pass_transpose_pairs(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fold_batchnorm(mf_opt *o, size_t *fired);   /* passes_batchnorm.c */
+minfer_status mf_pass_batchnorm_relu_conv(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fold_pad(mf_opt *o, size_t *fired);         /* passes_cnn.c */
 minfer_status mf_pass_single_concat(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_conv(mf_opt *o, size_t *fired);        /* passes_fuse.c */
 minfer_status mf_pass_fuse_gemm(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_matmul(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_layernorm(mf_opt *o, size_t *fired);   /* passes_transformer.c */
+minfer_status mf_pass_fuse_rmsnorm(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_gelu(mf_opt *o, size_t *fired);
 minfer_status mf_pass_square_pow(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_attention(mf_opt *o, size_t *fired);
+minfer_status mf_pass_fuse_matmul_gelu(mf_opt *o, size_t *fired);
 
 #endif

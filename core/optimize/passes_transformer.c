@@ -7,6 +7,10 @@
  *                  Both ReduceMeans over the same single last axis with
  *                  keepdims; scale and bias 1-D of X's static last dim; eps
  *                  and the exponent scalar constants.
+ *  fuse_rmsnorm    Pow(X, 2) | Mul(X, X) -> ReduceMean -> Add(., eps) -> Sqrt
+ *                  -> Reciprocal | Div(1, .) -> Mul(X, .), or Div(X, sqrt),
+ *                  -> Mul(., scale)  =>  RMSNormalization(X, scale)
+ *                  (the ReduceMean as LayerNorm's; eps inside the root)
  *  fuse_gelu       Div(X, sqrt 2) | Mul(X, 1/sqrt 2) -> Erf -> Add(., 1) and
  *                  the two Muls by X and 0.5 in any order, including
  *                  Mul(Mul(X, 0.5), .)  =>  Gelu(X)
@@ -18,6 +22,8 @@
  *                  fuse_layernorm took LayerNorm's): the same float, the
  *                  product of two floats being exact in double, and a
  *                  binary op every provider runs fast.
+ *  fuse_matmul_gelu  MatMul | Gemm | FusedMatMul | FusedGemm (no activation)
+ *                  -> Gelu  =>  the fused op with activation Gelu or GeluTanh
  *  fuse_attention  MatMul(Q, KT) -> Div | Mul by a scalar (or Q scaled
  *                  before the MatMul, as PyTorch exports it, or no scale)
  *                  [-> Add(mask)] -> Softmax(last axis) -> MatMul(., V)
@@ -174,6 +180,96 @@ minfer_status mf_pass_fuse_layernorm(mf_opt *o, size_t *fired) {
         if (!live(o, (size_t)i) || !mf_opt_is(g, i, "ReduceMean"))
             continue;
         minfer_status st = try_layernorm(o, i, &done);
+        if (st == MINFER_OK && done) {
+            (*fired)++;
+            st = mf_opt_reindex(o);
+        }
+        if (st != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
+}
+
+/* ---- RMSNorm ---------------------------------------------------------------- */
+
+/* From ReduceMean r: Pow(X, 2) | Mul(X, X) -> r -> Add(., eps) -> Sqrt, then
+ * Reciprocal | Div(1, .) and Mul(X, .), or Div(X, .), then Mul by the
+ * scale (either side)  =>  RMSNormalization(X, scale; axis -1, epsilon).
+ * The reduction is over X's last axis only, with keepdims; eps is added
+ * inside the square root (outside it is another function); the scale is
+ * 1-D of X's static last dim. */
+static minfer_status try_rmsnorm(mf_opt *o, int r, int *done) {
+    mf_graph *g = o->g;
+    double c, eps;
+    *done = 0;
+    int s = g->nodes[r].inputs[0], sq = mf_opt_producer(o, s);
+    if (s < 0 || reduce_last_axis(o, r) != -1 || mf_opt_single_consumer(o, s) != r || sq < 0 ||
+        g->nodes[sq].n_inputs != 2)
+        return MINFER_OK;
+    int x = g->nodes[sq].inputs[0];
+    if (x < 0 || !((mf_opt_is(g, sq, "Pow") && scalar_for(o, g->nodes[sq].inputs[1], x, &c) &&
+                    c == 2.0) ||
+                   (mf_opt_is(g, sq, "Mul") && g->nodes[sq].inputs[1] == x)))
+        return MINFER_OK;
+    const mf_vinfo xi = *mf_opt_info(o, x);
+    if (xi.dtype != MINFER_DTYPE_FLOAT || xi.rank < 1 || mf_opt_dim(&xi, xi.rank - 1) < 0)
+        return MINFER_OK;
+    int64_t D = mf_opt_dim(&xi, xi.rank - 1);
+    int add = mf_opt_single_consumer(o, out0(g, r));
+    if (!mf_opt_is(g, add, "Add"))
+        return MINFER_OK;
+    int ev = other_input(g, add, out0(g, r));
+    if (ev < 0 || !scalar_for(o, ev, out0(g, r), &eps) || eps < 0)
+        return MINFER_OK;
+    int sqrt_n = mf_opt_single_consumer(o, out0(g, add));
+    if (!mf_opt_is(g, sqrt_n, "Sqrt") || g->nodes[sqrt_n].n_inputs != 1)
+        return MINFER_OK;
+    int rt = out0(g, sqrt_n), inv_n = mf_opt_single_consumer(o, rt), mul = -1, nrm;
+    if (inv_n < 0 || g->nodes[inv_n].n_outputs != 1 || out0(g, inv_n) < 0)
+        return MINFER_OK;
+    const int *ii = g->nodes[inv_n].inputs;
+    if (mf_opt_is(g, inv_n, "Div") && g->nodes[inv_n].n_inputs == 2 && ii[0] == x &&
+        ii[1] == rt) {
+        nrm = inv_n; /* Div(X, sqrt) */
+    } else if ((mf_opt_is(g, inv_n, "Reciprocal") && g->nodes[inv_n].n_inputs == 1) ||
+               (mf_opt_is(g, inv_n, "Div") && g->nodes[inv_n].n_inputs == 2 && ii[1] == rt &&
+                ii[0] >= 0 && ii[0] != rt && scalar_for(o, ii[0], rt, &c) && c == 1.0)) {
+        mul = mf_opt_single_consumer(o, out0(g, inv_n));
+        if (!mf_opt_is(g, mul, "Mul") || other_input(g, mul, out0(g, inv_n)) != x)
+            return MINFER_OK;
+        nrm = mul;
+    } else {
+        return MINFER_OK;
+    }
+    int wm = mf_opt_single_consumer(o, out0(g, nrm));
+    if (!mf_opt_is(g, wm, "Mul"))
+        return MINFER_OK;
+    int scale = other_input(g, wm, out0(g, nrm));
+    const mf_vinfo *si = mf_opt_info(o, scale);
+    if (scale < 0 || si->dtype != MINFER_DTYPE_FLOAT || si->rank != 1 || mf_opt_dim(si, 0) != D)
+        return MINFER_OK;
+    int ins[2] = {x, scale};
+    minfer_status st;
+    if ((st = mf_opt_set_inputs(o, wm, ins, 2)) != MINFER_OK ||
+        (st = mf_opt_set_op(o, wm, "minfer", "RMSNormalization")) != MINFER_OK ||
+        (st = mf_opt_set_attr_int(o, wm, "axis", -1)) != MINFER_OK ||
+        (st = mf_opt_set_attr_float(o, wm, "epsilon", (float)eps)) != MINFER_OK)
+        return st;
+    int kill[] = {sq, r, add, sqrt_n, inv_n, mul};
+    for (size_t k = 0; k < sizeof kill / sizeof kill[0]; k++)
+        if (kill[k] >= 0)
+            mf_opt_kill(o, kill[k]);
+    *done = 1;
+    return MINFER_OK;
+}
+
+minfer_status mf_pass_fuse_rmsnorm(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k], done = 0;
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "ReduceMean") || g->nodes[i].n_inputs < 1)
+            continue;
+        minfer_status st = try_rmsnorm(o, i, &done);
         if (st == MINFER_OK && done) {
             (*fired)++;
             st = mf_opt_reindex(o);
@@ -483,6 +579,52 @@ minfer_status mf_pass_fuse_attention(mf_opt *o, size_t *fired) {
             st = mf_opt_reindex(o);
         }
         if (st != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
+}
+
+/* ---- Gelu into the MatMul or Gemm before it ----------------------------------- */
+
+/* MatMul, FusedMatMul, Gemm or FusedGemm (no activation yet) whose only
+ * reader is a minfer Gelu (or ONNX's, opset 20): the Gelu becomes the fused op's activation
+ * ("Gelu" or "GeluTanh"), a oneDNN eltwise post-op instead of a second pass
+ * over the output. Runs after fuse_gelu, fuse_matmul and fuse_gemm, which
+ * leave a MatMul [+ Add] followed by a minfer Gelu. */
+minfer_status mf_pass_fuse_matmul_gelu(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    minfer_status st;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int gl = g->order[k];
+        const mf_node *n = &g->nodes[gl];
+        if (!live(o, (size_t)gl) || strcmp(n->op_type, "Gelu") != 0 ||
+            (strcmp(n->domain, "minfer") != 0 && !(mf_opt_is(g, gl, "Gelu") && n->opset >= 20)) ||
+            n->n_inputs != 1 || n->n_outputs != 1 || n->inputs[0] < 0 || n->outputs[0] < 0)
+            continue;
+        const char *mode = mf_attr_string(n, "approximate", "none");
+        if (strcmp(mode, "none") != 0 && strcmp(mode, "tanh") != 0)
+            continue;
+        int x = n->inputs[0], p = mf_opt_producer(o, x);
+        if (p < 0 || mf_opt_single_consumer(o, x) != gl || g->nodes[p].n_outputs != 1)
+            continue;
+        const mf_node *pn = &g->nodes[p];
+        int fused = !strcmp(pn->domain, "minfer") &&
+                    (!strcmp(pn->op_type, "FusedMatMul") || !strcmp(pn->op_type, "FusedGemm"));
+        int plain = mf_opt_is(g, p, "MatMul") || (mf_opt_is(g, p, "Gemm") && pn->opset >= 7);
+        if ((!fused && !plain) || (fused && mf_attr_string(pn, "activation", "")[0]) ||
+            mf_opt_info(o, x)->dtype != MINFER_DTYPE_FLOAT)
+            continue;
+        const char *act = strcmp(mode, "tanh") == 0 ? "GeluTanh" : "Gelu";
+        if (plain && (st = mf_opt_set_op(o, p, "minfer",
+                                         mf_opt_is(g, p, "Gemm") ? "FusedGemm" : "FusedMatMul")) !=
+                         MINFER_OK)
+            return st;
+        if ((st = mf_opt_set_attr_string(o, p, "activation", act)) != MINFER_OK)
+            return st;
+        g->nodes[p].outputs[0] = g->nodes[gl].outputs[0];
+        mf_opt_kill(o, gl);
+        (*fired)++;
+        if ((st = mf_opt_reindex(o)) != MINFER_OK)
             return st;
     }
     return MINFER_OK;

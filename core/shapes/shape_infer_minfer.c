@@ -5,8 +5,8 @@
  * FusedGemm and FusedMatMul run the ONNX rule (Conv, Gemm opset 13, MatMul)
  * on a copy of the node restricted to that op's inputs; the extra inputs
  * (Z, bias) are then checked against the result where both are known.
- * LayerNormalization and Gelu keep X's type and shape; Attention is two
- * MatMuls, Q @ KT then scores @ V.
+ * LayerNormalization, RMSNormalization and Gelu keep X's type and shape;
+ * Attention is two MatMuls, Q @ KT then scores @ V.
  */
 #include <stdio.h>
 #include <string.h>
@@ -80,7 +80,8 @@ minfer_status mf_infer_minfer_node(const mf_node *node, const minfer_tensor_view
                         "%s: bias must be 1-D with the output's last dimension", op);
         return MINFER_OK;
     }
-    if (strcmp(op, "LayerNormalization") == 0 || strcmp(op, "Gelu") == 0) {
+    if (strcmp(op, "LayerNormalization") == 0 || strcmp(op, "RMSNormalization") == 0 ||
+        strcmp(op, "Gelu") == 0) {
         if (!x)
             return fail(err, err_size, MINFER_ERR_MODEL, "%s: needs input X", op);
         out[0] = *x;
@@ -115,7 +116,8 @@ minfer_status mf_infer_minfer_node(const mf_node *node, const minfer_tensor_view
 
 int mf_infer_minfer_known(const char *op_type) {
     static const char *const ops[] = {"FusedConv", "FusedGemm", "FusedMatMul",
-                                      "LayerNormalization", "Gelu", "Attention"};
+                                      "LayerNormalization", "RMSNormalization", "Gelu",
+                                      "Attention"};
     for (size_t i = 0; op_type && i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op_type, ops[i]) == 0)
             return 1;

@@ -331,6 +331,7 @@ CPU_KERNEL(argminmax)
 CPU_KERNEL(softmax)
 CPU_KERNEL(batchnorm)
 CPU_KERNEL(layernorm)
+CPU_KERNEL(rmsnorm)
 minfer_status cpu_compute_hardmax(const cpu_exec *e);
 minfer_status cpu_prepare_norm2(cpu_prep *p);
 minfer_status cpu_compute_instancenorm(const cpu_exec *e);

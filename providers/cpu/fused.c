@@ -22,7 +22,7 @@
 #include "cpu.h"
 
 enum { ACT_NONE, ACT_RELU, ACT_CLIP, ACT_SIGMOID, ACT_HARDSIGMOID, ACT_HARDSWISH, ACT_SILU,
-       ACT_LEAKYRELU, ACT_TANH };
+       ACT_LEAKYRELU, ACT_TANH, ACT_GELU, ACT_GELU_TANH };
 
 typedef struct fused_act {
     int kind;
@@ -41,7 +41,8 @@ static int read_act(const minfer_host_api *api, const minfer_node_desc *n, fused
                  {"Clip", ACT_CLIP, 2, 0, 0},        {"Sigmoid", ACT_SIGMOID, 0, 0, 0},
                  {"HardSigmoid", ACT_HARDSIGMOID, 2, 0.2f, 0.5f},
                  {"HardSwish", ACT_HARDSWISH, 0, 0, 0}, {"Silu", ACT_SILU, 0, 0, 0},
-                 {"LeakyRelu", ACT_LEAKYRELU, 1, 0.01f, 0}, {"Tanh", ACT_TANH, 0, 0, 0}};
+                 {"LeakyRelu", ACT_LEAKYRELU, 1, 0.01f, 0}, {"Tanh", ACT_TANH, 0, 0, 0},
+                 {"Gelu", ACT_GELU, 0, 0, 0},        {"GeluTanh", ACT_GELU_TANH, 0, 0, 0}};
     const char *name = "";
     size_t len = 0, count = 0;
     const float *params = NULL;
@@ -67,6 +68,14 @@ static int read_act(const minfer_host_api *api, const minfer_node_desc *n, fused
     return -1;
 }
 
+/* Gelu in double, as the unfused kernel below computes it: the fused and
+ * unfused graphs give the same floats. */
+static inline float gelu(double x, int tanh_form) {
+    if (tanh_form)
+        return (float)(0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))));
+    return (float)(0.5 * x * (1.0 + erf(x * 0.7071067811865476)));
+}
+
 static inline float apply_act(const fused_act *act, float x) {
     switch (act->kind) {
     case ACT_RELU: return x > 0.0f ? x : 0.0f;
@@ -83,6 +92,8 @@ static inline float apply_act(const fused_act *act, float x) {
     case ACT_SILU: return x / (1.0f + expf(-x));
     case ACT_LEAKYRELU: return x >= 0.0f ? x : act->a * x;
     case ACT_TANH: return tanhf(x);
+    case ACT_GELU: return gelu(x, 0);
+    case ACT_GELU_TANH: return gelu(x, 1);
     default: return x;
     }
 }
@@ -235,13 +246,8 @@ typedef struct gelu_job {
 
 static void gelu_range(void *arg, size_t begin, size_t end) {
     const gelu_job *j = arg;
-    for (size_t i = begin; i < end; i++) {
-        double x = j->x[i];
-        if (j->tanh_form)
-            j->y[i] = (float)(0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))));
-        else
-            j->y[i] = (float)(0.5 * x * (1.0 + erf(x * 0.7071067811865476)));
-    }
+    for (size_t i = begin; i < end; i++)
+        j->y[i] = gelu(j->x[i], j->tanh_form);
 }
 
 minfer_status cpu_prepare_gelu(cpu_prep *p) {

@@ -1,6 +1,7 @@
 /*
  * Normalizations: Softmax and LogSoftmax, BatchNormalization (inference),
- * LayerNormalization. Sums and variances accumulate in double.
+ * LayerNormalization, and the minfer domain's RMSNormalization. Sums and
+ * variances accumulate in double.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -379,6 +380,86 @@ minfer_status cpu_compute_layernorm(const cpu_exec *e) {
     if (len == 0)
         return MINFER_OK;
     cpu_parallel(e->ctx, rows, (16384 + len - 1) / len, ln_range, &j);
+    return MINFER_OK;
+}
+
+/* ---- RMSNormalization (minfer domain) ---------------------------------------------
+ * Y = X / sqrt(mean(X^2) + epsilon) * Scale over the trailing axes from
+ * `axis` (ONNX opset 23's RMSNormalization, which the optimizer makes from
+ * the Pow/ReduceMean/Add/Sqrt/Reciprocal/Mul chain exporters write). The
+ * mean of squares accumulates in double, as LayerNormalization's. Shares
+ * LayerNormalization's state (axis, epsilon). */
+
+typedef struct rms_job {
+    int32_t dtype;
+    size_t len;
+    const void *x, *scale;
+    int scale_1;
+    void *y;
+    double eps;
+} rms_job;
+
+#define RMS(E, T, S)                                                                       \
+    static void rms_##S(const rms_job *j, size_t b, size_t e) {                            \
+        const T *sc = j->scale;                                                            \
+        for (size_t r = b; r < e; r++) {                                                   \
+            const T *x = (const T *)j->x + r * j->len;                                     \
+            T *y = (T *)j->y + r * j->len;                                                 \
+            double ss = 0;                                                                 \
+            for (size_t i = 0; i < j->len; i++)                                            \
+                ss += (double)x[i] * (double)x[i];                                         \
+            double inv = 1.0 / sqrt(ss / (double)j->len + j->eps);                         \
+            for (size_t i = 0; i < j->len; i++)                                            \
+                y[i] = (T)((double)x[i] * inv * (double)sc[j->scale_1 ? 0 : i]);           \
+        }                                                                                  \
+    }
+CPU_FLOAT_TYPES(RMS)
+
+static void rms_range(void *arg, size_t b, size_t e) {
+    const rms_job *j = arg;
+    if (j->dtype == MINFER_DTYPE_FLOAT)
+        rms_f32(j, b, e);
+    else
+        rms_f64(j, b, e);
+}
+
+minfer_status cpu_prepare_rmsnorm(cpu_prep *p) {
+    const minfer_node_desc *n = p->node;
+    const minfer_value_desc *x = minfer_kit_input(n, 0), *sc = minfer_kit_input(n, 1);
+    if (!x || !sc)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs X and Scale");
+    if (sc->dtype && sc->dtype != x->dtype)
+        return cpu_decline(p, "Scale must have X's type");
+    ln_state *st = cpu_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->axis = cpu_attr_int(p, "axis", -1);
+    st->epsilon = cpu_attr_float(p, "epsilon", 1e-5f);
+    return MINFER_OK;
+}
+
+minfer_status cpu_compute_rmsnorm(const cpu_exec *e) {
+    const ln_state *st = e->state;
+    const minfer_tensor_view *x = cpu_input(e, 0), *sc = cpu_input(e, 1);
+    if (!x || !sc)
+        return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    if (x->dtype != MINFER_DTYPE_FLOAT && x->dtype != MINFER_DTYPE_DOUBLE)
+        return cpu_fail(e, MINFER_ERR_TYPE, "element type %s not supported",
+                        minfer_elem_name(x->dtype));
+    int axis = minfer_kit_axis(st->axis, x->rank);
+    if (axis < 0)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "axis out of range");
+    size_t rows = (size_t)minfer_kit_numel(axis, x->dims);
+    size_t len = (size_t)minfer_kit_numel(x->rank - axis, x->dims + axis);
+    int64_t ns = minfer_kit_numel(sc->rank, sc->dims);
+    if (sc->dtype != x->dtype || ((size_t)ns != len && ns != 1))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "Scale must have X's type and %zu elements", len);
+    rms_job j = {x->dtype, len, cpu_data(x), cpu_data(sc), ns == 1 && len != 1, NULL,
+                 st->epsilon};
+    minfer_status s = cpu_output(e, 0, x->dtype, x->rank, x->dims, &j.y);
+    if (s || len == 0)
+        return s;
+    cpu_parallel(e->ctx, rows, (16384 + len - 1) / len, rms_range, &j);
     return MINFER_OK;
 }
 

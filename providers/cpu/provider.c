@@ -293,6 +293,7 @@ static const cpu_kernel kernels[] = {
      cpu_compute_fused_matmul},
     {"minfer", "LayerNormalization", 1, CPU_T_FLOATS, cpu_prepare_layernorm,
      cpu_compute_layernorm},
+    {"minfer", "RMSNormalization", 1, CPU_T_FLOATS, cpu_prepare_rmsnorm, cpu_compute_rmsnorm},
     {"minfer", "Gelu", 1, CPU_T(MINFER_DTYPE_FLOAT), cpu_prepare_gelu, cpu_compute_gelu},
     {"minfer", "Attention", 1, CPU_T(MINFER_DTYPE_FLOAT), cpu_prepare_attention,
      cpu_compute_attention},

@@ -1,6 +1,6 @@
 /*
- * BatchNormalization (inference), LRN, Softmax/LogSoftmax and
- * LayerNormalization.
+ * BatchNormalization (inference), LRN, Softmax/LogSoftmax,
+ * LayerNormalization and minfer::RMSNormalization.
  *
  * BatchNormalization and LRN work on their input in the layout it arrives
  * in. Softmax and LayerNormalization read plain row-major data viewed as
@@ -8,6 +8,7 @@
  * LayerNormalization over the trailing axes from `axis`, which oneDNN
  * normalizes as one last axis).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "onednn.h"
@@ -197,4 +198,92 @@ minfer_status dnn_build_layernorm(dnn_b *b) {
     int args[4] = {DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_SHIFT};
     int mems[4] = {m_src, m_dst, m_s, m_b};
     return dnn_step_add(b, pd, bias ? 4 : 3, args, mems);
+}
+
+/* minfer::RMSNormalization (fused by the optimizer from the exporters'
+ * Pow/ReduceMean/Add/Sqrt/Reciprocal chain): oneDNN 2.6 has no RMS norm,
+ * so three steps on X viewed as [rows, len] (the trailing axes from `axis`):
+ *  1. an eltwise square of X into the workspace;
+ *  2. a mean reduction of that per row: the mean of squares, ms (oneDNN
+ *     2.6's sum-of-powers reduction is a reference implementation only);
+ *  3. a layer normalization with global statistics takes ms as the
+ *     variance and zeros as the mean: x / sqrt(ms + eps) * Scale. */
+minfer_status dnn_build_rmsnorm(dnn_b *b) {
+    const minfer_value_desc *x = dnn_in(b, 0), *scale = dnn_in(b, 1);
+    if (!x || !scale || x->rank < 1)
+        return dnn_decline(b, "needs X and Scale");
+    int axis = dnn_axis(dnn_attr_int(b, "axis", -1), x->rank);
+    if (axis < 0)
+        return dnn_decline(b, "axis out of range");
+    int64_t rows = dnn_numel(axis, x->dims), len = dnn_numel(x->rank - axis, x->dims + axis);
+    if (rows < 1 || len < 1)
+        return dnn_decline(b, "empty input");
+    if (dnn_numel(scale->rank, scale->dims) != len)
+        return dnn_decline(b, "Scale must have the normalized shape (no broadcasting)");
+    minfer_status st = dnn_check_out(b, 0, x->rank, x->dims);
+    if (st != MINFER_OK)
+        return st;
+    int64_t d2[2] = {rows, len}, r2[2] = {rows, 1};
+    dnnl_memory_desc_t md, red_md, stat_md, smd;
+    dnn_plain_md(&md, 2, d2);
+    dnn_plain_md(&red_md, 2, r2);
+    dnn_plain_md(&stat_md, 1, &rows);
+    dnn_plain_md(&smd, 1, &len);
+
+    /* The three primitive descriptors, in step order. */
+    dnnl_eltwise_desc_t ed;
+    dnnl_reduction_desc_t rd;
+    dnnl_layer_normalization_desc_t ld;
+    dnnl_primitive_desc_t pd[3] = {NULL, NULL, NULL};
+    dnnl_status_t s = dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference,
+                                                     dnnl_eltwise_square, &md, 0.0f, 0.0f);
+    if (s == dnnl_success)
+        s = dnnl_reduction_desc_init(&rd, dnnl_reduction_mean, &md, &red_md, 0.0f, 0.0f);
+    if (s == dnnl_success)
+        s = dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference, &md,
+                                                       &stat_md,
+                                                       dnn_attr_float(b, "epsilon", 1e-5f),
+                                                       dnnl_use_global_stats | dnnl_use_scale);
+    if (s != dnnl_success)
+        return dnn_fail(b, s, "RMS normalization descriptors");
+    const_dnnl_op_desc_t ops[3] = {&ed, &rd, &ld};
+    for (int k = 0; k < 3 && st == MINFER_OK; k++) {
+        dnnl_primitive_attr_t attr = dnn_attr_new(b);
+        st = attr ? dnn_pd(b, ops[k], attr, &pd[k]) : dnn_decline(b, "out of memory");
+        dnnl_primitive_attr_destroy(attr);
+    }
+
+    float *zeros = st != MINFER_OK || b->check ? NULL : calloc((size_t)rows, sizeof *zeros);
+    int m_src = st != MINFER_OK || (!b->check && !zeros) ? -1 : dnn_input(b, 0, &md, NULL);
+    int m_s = m_src < 0 ? -1 : dnn_input(b, 1, &smd, NULL);
+    int m_sq = m_s < 0 ? -1 : dnn_ws_mem(b, &md);
+    int m_ms = m_sq < 0 ? -1 : dnn_ws_mem(b, &red_md);
+    /* The same workspace bytes as the 1-D variance the normalization reads. */
+    int m_var = m_ms < 0 ? -1 : dnn_mem_new(b, &stat_md, BIND_WS, -1);
+    if (m_var >= 0)
+        b->n->mems[m_var].off = b->n->mems[m_ms].off;
+    int m_mean = m_var < 0 ? -1 : dnn_owned_plain(b, &stat_md, zeros);
+    int m_dst = m_mean < 0 ? -1 : dnn_output(b, 0, &md);
+    free(zeros);
+    if (m_dst < 0) {
+        for (int k = 0; k < 3; k++)
+            dnnl_primitive_desc_destroy(pd[k]);
+        if (st != MINFER_OK)
+            return st;
+        return m_src < 0 && !b->check ? dnn_decline(b, "out of memory") : MINFER_ERR_UNSUPPORTED;
+    }
+    int a2[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, sq_mems[2] = {m_src, m_sq}, red_mems[2] = {m_sq, m_ms};
+    int args[5] = {DNNL_ARG_SRC, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE, DNNL_ARG_SCALE, DNNL_ARG_DST};
+    int mems[5] = {m_src, m_mean, m_var, m_s, m_dst};
+    /* dnn_step_add takes its pd, also when it fails. */
+    if ((st = dnn_step_add(b, pd[0], 2, a2, sq_mems)) != MINFER_OK) {
+        dnnl_primitive_desc_destroy(pd[1]);
+        dnnl_primitive_desc_destroy(pd[2]);
+        return st;
+    }
+    if ((st = dnn_step_add(b, pd[1], 2, a2, red_mems)) != MINFER_OK) {
+        dnnl_primitive_desc_destroy(pd[2]);
+        return st;
+    }
+    return dnn_step_add(b, pd[2], 5, args, mems);
 }

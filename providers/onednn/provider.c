@@ -93,6 +93,7 @@ static const dnn_op ops[] = {
     {"", "LogSoftmax", 1, dnn_build_softmax, 1, 0},
     {"", "LayerNormalization", 17, dnn_build_layernorm, 1, 0},
     {"minfer", "LayerNormalization", 1, dnn_build_layernorm, 1, 0},
+    {"minfer", "RMSNormalization", 1, dnn_build_rmsnorm, 1, 0},
     /* eltwise.c */
     {"", "Relu", 6, dnn_build_unary, 1, 0},
     {"", "LeakyRelu", 6, dnn_build_unary, 1, 0},

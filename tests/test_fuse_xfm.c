@@ -1,0 +1,335 @@
+/*
+ * The transformer fusions of issue 18 in core/optimize/passes_transformer.c:
+ * RMSNorm as PyTorch exporters write it (Pow(X, 2) or Mul(X, X), ReduceMean
+ * over the last axis, Add(eps), Sqrt, then Reciprocal or Div(1, .) and
+ * Mul(X, .), or Div(X, .), then the weight Mul on either side) into
+ * minfer::RMSNormalization, and a Gelu after a MatMul or Gemm into the fused
+ * op's activation (a oneDNN eltwise post-op).
+ *
+ * Each graph runs at optimization level 0 (as written) and 3 on the CPU
+ * provider and, where it is built, on onednn,cpu; the optimized graph must
+ * have the expected ops (the provider named for the fused node) and agree
+ * with the unoptimized one within 1e-5. Near misses (the reduction over
+ * another axis, eps outside the square root, a divisor that is not 1, a
+ * second reader of an intermediate) must be left as written.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "minfer/builder.h"
+#include "minfer/minfer.h"
+
+#define MAX_IN 2
+#define TC_SEED 4242u
+#include "provider_case.h"
+
+static const char *const lists[][2] = {{"cpu", NULL},
+#ifdef TEST_HAVE_ONEDNN
+                                        {"onednn", "cpu"},
+#endif
+};
+
+/* Runs the graph (output "y") with providers at level; *ops gets
+ * "op@provider" of the placed nodes, space separated. */
+static minfer_tensor *run_level(tcase *t, const char *const *prov, int level, char *ops,
+                                size_t ops_size) {
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    minfer_tensor *out = NULL;
+    const char *names[MAX_IN], *y = "y";
+    const minfer_tensor *ins[MAX_IN];
+    assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+    assert_int_equal(minfer_options_set_providers(opt, prov, prov[1] ? 2 : 1), MINFER_OK);
+    assert_int_equal(minfer_options_set_optimization_level(opt, level), MINFER_OK);
+    minfer_status st = minfer_session_create_from_builder(t->b, opt, &s);
+    minfer_options_free(opt);
+    if (st != MINFER_OK)
+        fail_msg("session not created: %s", minfer_last_error());
+    ops[0] = '\0';
+    for (size_t i = 0; i < minfer_session_node_count(s); i++) {
+        minfer_node_placement p;
+        assert_int_equal(minfer_session_node_placement(s, i, &p), MINFER_OK);
+        size_t len = strlen(ops);
+        snprintf(ops + len, ops_size - len, "%s%s@%s", len ? " " : "", p.op_type, p.provider);
+    }
+    for (size_t i = 0; i < t->n_in; i++) {
+        names[i] = t->names[i];
+        ins[i] = t->inputs[i];
+    }
+    if (minfer_session_run(s, names, ins, t->n_in, &y, &out, 1) != MINFER_OK)
+        fail_msg("run failed: %s", minfer_last_error());
+    minfer_session_free(s);
+    return out;
+}
+
+/* 1 if every space-separated word of want (an op, or op@provider) is in
+ * ops in order and ops has no other word. */
+static int ops_match(const char *ops, const char *want) {
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s", ops);
+    snprintf(b, sizeof b, "%s", want);
+    char *sa = NULL, *sb = NULL, *wa = strtok_r(a, " ", &sa), *wb = strtok_r(b, " ", &sb);
+    for (; wa && wb; wa = strtok_r(NULL, " ", &sa), wb = strtok_r(NULL, " ", &sb)) {
+        size_t n = strlen(wb);
+        if (strchr(wb, '@') ? strcmp(wa, wb) != 0 : strncmp(wa, wb, n) != 0 || wa[n] != '@')
+            return 0;
+    }
+    return !wa && !wb;
+}
+
+/* Builds the graph with build(t, arg) once per provider list, optimizes
+ * it, checks the ops (want: NULL for those of the graph as written, "-"
+ * for no check; want_per_list[l] instead when given; a word "op@provider"
+ * names the provider too) and the output against level 0. */
+static void check(void (*build)(tcase *, int), int arg, const char *want,
+                  const char *const *want_per_list) {
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+        tcase t;
+        char ops0[512], ops3[512];
+        build(&t, arg);
+        assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+        minfer_tensor *ref = run_level(&t, lists[l], 0, ops0, sizeof ops0);
+        minfer_tensor *got = run_level(&t, lists[l], 3, ops3, sizeof ops3);
+        const char *w = want_per_list ? want_per_list[l] : want;
+        if (w && !strcmp(w, "-"))
+            ; /* ops checked by the caller */
+        else if (w ? !ops_match(ops3, w) : !ops_match(ops3, ops0))
+            fail_msg("%s: optimized ops '%s', want '%s' (unoptimized '%s')", lists[l][0], ops3,
+                     w ? w : ops0, ops0);
+        assert_int_equal(minfer_tensor_numel(got), minfer_tensor_numel(ref));
+        const float *g = minfer_tensor_data(got), *r = minfer_tensor_data(ref);
+        for (int64_t i = 0; i < minfer_tensor_numel(ref); i++)
+            if (!(fabsf(g[i] - r[i]) <= 1e-5f + 1e-5f * fabsf(r[i])))
+                fail_msg("%s: element %lld: optimized %.9g, as written %.9g", lists[l][0],
+                         (long long)i, (double)g[i], (double)r[i]);
+        minfer_tensor_free(got);
+        minfer_tensor_free(ref);
+        for (size_t i = 0; i < t.n_in; i++)
+            minfer_tensor_free(t.inputs[i]);
+        minfer_builder_free(t.b);
+    }
+}
+
+static void scalar(tcase *t, const char *name, float v) {
+    tc_const(t, name, NULL, 0, &v);
+}
+
+static size_t node2(tcase *t, const char *op, const char *a, const char *b, const char *out) {
+    const char *in[2] = {a, b};
+    return tc_node(t, op, NULL, in, b ? 2 : 1, out);
+}
+
+/* ---- RMSNorm ---------------------------------------------------------------- */
+
+enum {
+    RMS_SQUARE_MUL = 1,   /* Mul(X, X) instead of Pow(X, 2) */
+    RMS_DIV_ONE = 2,      /* Div(1, sqrt) instead of Reciprocal */
+    RMS_DIV_X = 4,        /* Div(X, sqrt): no separate inverse */
+    RMS_WEIGHT_LEFT = 8,  /* Mul(W, .) */
+    RMS_OPSET18 = 16,     /* ReduceMean with axes as an input */
+    RMS_AXIS_WRONG = 32,  /* near miss: the mean over axis 1 of [2, 6, 32] */
+    RMS_EPS_OUTSIDE = 64, /* near miss: Sqrt(mean) + eps */
+    RMS_DIV_TWO = 128,    /* near miss: Div(2, sqrt) */
+    RMS_SHARED = 256,     /* near miss: the mean of squares is also an output */
+};
+
+/* x * 1 / sqrt(mean(x^2) + 1e-6) * w over [2, 6, 32] in the form flags say
+ * (y the result; with RMS_SHARED the graph also outputs the mean). */
+static void rms_graph(tcase *t, int flags) {
+    tc_init(t, flags & RMS_OPSET18 ? 18 : 13);
+    tc_input(t, "x", (const int64_t[]){2, 6, 32}, 3);
+    tc_const(t, "w", (const int64_t[]){32}, 1, NULL);
+    scalar(t, "two", 2.0f);
+    scalar(t, "eps", 1e-6f);
+    scalar(t, "one", flags & RMS_DIV_TWO ? 2.0f : 1.0f);
+    if (flags & RMS_SQUARE_MUL)
+        node2(t, "Mul", "x", "x", "sq");
+    else
+        node2(t, "Pow", "x", "two", "sq");
+    int64_t axis = flags & RMS_AXIS_WRONG ? 1 : -1;
+    size_t rm;
+    if (flags & RMS_OPSET18) {
+        tc_const_i64(t, "axes", (const int64_t[]){1}, 1, &axis);
+        rm = node2(t, "ReduceMean", "sq", "axes", "ms");
+    } else {
+        rm = node2(t, "ReduceMean", "sq", NULL, "ms");
+        minfer_builder_set_attr_ints(t->b, rm, "axes", &axis, 1);
+    }
+    if (flags & RMS_EPS_OUTSIDE) {
+        node2(t, "Sqrt", "ms", NULL, "r0");
+        node2(t, "Add", "r0", "eps", "r");
+    } else {
+        node2(t, "Add", "ms", "eps", "v");
+        node2(t, "Sqrt", "v", NULL, "r");
+    }
+    if (flags & RMS_DIV_X) {
+        node2(t, "Div", "x", "r", "n");
+    } else {
+        if (flags & (RMS_DIV_ONE | RMS_DIV_TWO))
+            node2(t, "Div", "one", "r", "inv");
+        else
+            node2(t, "Reciprocal", "r", NULL, "inv");
+        node2(t, "Mul", "x", "inv", "n");
+    }
+    if (flags & RMS_WEIGHT_LEFT)
+        node2(t, "Mul", "w", "n", "y");
+    else
+        node2(t, "Mul", "n", "w", "y");
+    if (flags & RMS_SHARED)
+        assert_int_equal(minfer_builder_add_output(t->b, "ms"), MINFER_OK);
+}
+
+static const char *const rms_fused[] = {"RMSNormalization@cpu",
+#ifdef TEST_HAVE_ONEDNN
+                                        "RMSNormalization@onednn",
+#endif
+};
+
+static void test_rmsnorm_forms(void **state) {
+    (void)state;
+    static const int forms[] = {0,
+                                RMS_SQUARE_MUL,
+                                RMS_DIV_ONE,
+                                RMS_DIV_X,
+                                RMS_WEIGHT_LEFT,
+                                RMS_SQUARE_MUL | RMS_DIV_ONE | RMS_WEIGHT_LEFT,
+                                RMS_OPSET18,
+                                RMS_OPSET18 | RMS_DIV_X | RMS_SQUARE_MUL};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        check(rms_graph, forms[i], NULL, rms_fused);
+}
+
+static void test_rmsnorm_near_misses(void **state) {
+    (void)state;
+    static const int forms[] = {RMS_AXIS_WRONG, RMS_EPS_OUTSIDE, RMS_DIV_TWO,
+                                RMS_AXIS_WRONG | RMS_OPSET18};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        tcase t;
+        rms_graph(&t, forms[i]);
+        char ops[512];
+        assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+        minfer_tensor *y = run_level(&t, lists[0], 3, ops, sizeof ops);
+        if (strstr(ops, "RMSNormalization") || !strstr(ops, "ReduceMean"))
+            fail_msg("form %d fused: '%s'", forms[i], ops);
+        minfer_tensor_free(y);
+        for (size_t k = 0; k < t.n_in; k++)
+            minfer_tensor_free(t.inputs[k]);
+        minfer_builder_free(t.b);
+        check(rms_graph, forms[i], "-", NULL); /* Pow(X, 2) may become Mul(X, X) */
+    }
+}
+
+/* The mean of squares read by a second output: nothing may be removed. */
+static void test_rmsnorm_shared_mean(void **state) {
+    (void)state;
+    tcase t;
+    char ops[512];
+    rms_graph(&t, RMS_SHARED);
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_tensor *y = run_level(&t, lists[0], 3, ops, sizeof ops);
+    if (strstr(ops, "RMSNormalization") || !strstr(ops, "ReduceMean"))
+        fail_msg("fused with its mean read elsewhere: '%s'", ops);
+    minfer_tensor_free(y);
+    for (size_t k = 0; k < t.n_in; k++)
+        minfer_tensor_free(t.inputs[k]);
+    minfer_builder_free(t.b);
+}
+
+/* ---- Gelu after MatMul / Gemm ----------------------------------------------- */
+
+enum {
+    GM_BIAS = 1,  /* MatMul + Add(bias) -> FusedMatMul(bias) first */
+    GM_TANH = 2,  /* the tanh form */
+    GM_GEMM = 4,  /* Gemm (transB) instead of MatMul */
+    GM_SHARED = 8 /* near miss: the MatMul output also read by an Add */
+};
+
+/* Gelu(x W [+ b]) as fuse_gelu leaves it: the erf form written out, or the
+ * tanh form. */
+static void gelu_mm_graph(tcase *t, int flags) {
+    tc_init(t, 13);
+    int gemm = flags & GM_GEMM;
+    tc_input(t, "x", gemm ? (const int64_t[]){12, 16} : (const int64_t[]){2, 6, 16},
+             gemm ? 2 : 3);
+    for (int64_t i = 0; i < minfer_tensor_numel(t->inputs[0]); i++)
+        ((float *)minfer_tensor_data(t->inputs[0]))[i] *= 2.0f;
+    tc_const(t, "w", gemm ? (const int64_t[]){24, 16} : (const int64_t[]){16, 24}, 2, NULL);
+    tc_const(t, "b", (const int64_t[]){24}, 1, NULL);
+    scalar(t, "s2", (float)sqrt(2.0));
+    scalar(t, "one", 1.0f);
+    scalar(t, "half", 0.5f);
+    scalar(t, "three", 3.0f);
+    scalar(t, "c", 0.044715f);
+    scalar(t, "k", 0.7978845608f);
+    if (gemm) {
+        size_t g = tc_node(t, "Gemm", NULL, (const char *const[]){"x", "w", "b"}, 3, "h");
+        minfer_builder_set_attr_int(t->b, g, "transB", 1);
+    } else if (flags & GM_BIAS) {
+        node2(t, "MatMul", "x", "w", "mm");
+        node2(t, "Add", "mm", "b", "h");
+    } else {
+        node2(t, "MatMul", "x", "w", "h");
+    }
+    if (flags & GM_TANH) {
+        node2(t, "Pow", "h", "three", "p");
+        node2(t, "Mul", "p", "c", "pc");
+        node2(t, "Add", "h", "pc", "in");
+        node2(t, "Mul", "in", "k", "u");
+        node2(t, "Tanh", "u", NULL, "e");
+    } else {
+        node2(t, "Div", "h", "s2", "d");
+        node2(t, "Erf", "d", NULL, "e");
+    }
+    node2(t, "Add", "e", "one", "a1");
+    node2(t, "Mul", "h", "half", "xh");
+    node2(t, "Mul", "xh", "a1", flags & GM_SHARED ? "g" : "y");
+    if (flags & GM_SHARED)
+        node2(t, "Add", "g", "h", "y");
+}
+
+static const char *const gm_fused[] = {"FusedMatMul@cpu",
+#ifdef TEST_HAVE_ONEDNN
+                                       "FusedMatMul@onednn",
+#endif
+};
+static const char *const gemm_fused[] = {"FusedGemm@cpu",
+#ifdef TEST_HAVE_ONEDNN
+                                         "FusedGemm@onednn",
+#endif
+};
+
+static void test_matmul_gelu(void **state) {
+    (void)state;
+    static const int forms[] = {0, GM_BIAS, GM_TANH, GM_BIAS | GM_TANH};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        check(gelu_mm_graph, forms[i], NULL, gm_fused);
+    check(gelu_mm_graph, GM_GEMM, NULL, gemm_fused);
+    check(gelu_mm_graph, GM_GEMM | GM_TANH, NULL, gemm_fused);
+}
+
+/* The MatMul's output read again after the Gelu: the Gelu stays its own
+ * node. */
+static void test_matmul_gelu_shared(void **state) {
+    (void)state;
+    check(gelu_mm_graph, GM_SHARED, "MatMul Gelu Add", NULL);
+    check(gelu_mm_graph, GM_SHARED | GM_BIAS, "FusedMatMul Gelu Add", NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rmsnorm_forms),
+        cmocka_unit_test(test_rmsnorm_near_misses),
+        cmocka_unit_test(test_rmsnorm_shared_mean),
+        cmocka_unit_test(test_matmul_gelu),
+        cmocka_unit_test(test_matmul_gelu_shared),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
