@@ -170,18 +170,26 @@ static uint8_t *mutate_bytes(rng *r, const uint8_t *src, size_t n, size_t *out_n
  * made right again. */
 static uint8_t *mutate_compiled(rng *r, const model *mo, size_t *out_n, char *desc,
                                 size_t dlen) {
-    static const char *const secs[] = {"GRPH", "STRS", "META", "WGTS"};
+    /* PACK (oneDNN's packed weights, in files compiled for onednn,cpu)
+     * only where a file has one: mfc_find answers NULL otherwise. */
+    static const char *const secs[] = {"GRPH", "STRS", "META", "WGTS", "PACK"};
     uint8_t *b = ob_alloc(mo->size);
     memcpy(b, mo->data, mo->size);
     size_t len = mo->size, off = 0, n = 88;
     const char *where = "header";
-    int pick = (int)below(r, mo->big ? 4 : 5);
-    if (pick < 4) {
+    int pick = (int)below(r, mo->big ? 4 : 6);
+    if (pick == 5)
+        pick = mfc_find(b, len, "PACK") ? 4 : 5;
+    if (pick < 5) {
         const uint8_t *e = mfc_find(b, len, secs[pick == 3 && mo->big ? 0 : pick]);
         if (e) {
             where = secs[pick == 3 && mo->big ? 0 : pick];
             off = (size_t)mfc_le64(e + 8);
             n = (size_t)mfc_le64(e + 16);
+            /* PACK: its index (u32 count, 40 bytes an entry); the blobs
+             * are only numbers. */
+            if (pick == 4 && n > 4 && 4 + (size_t)mfc_le32(b + off) * 40 < n)
+                n = 4 + (size_t)mfc_le32(b + off) * 40;
         }
     }
     if (below(r, 8) == 0) {
@@ -727,24 +735,42 @@ static void load_model(const char *path, int big) {
 
 /* Compiles models[first..last), every every-th one, into dir and loads the
  * results (as small or big as their sources). Returns how many. */
+/* Compiled files with a PACK section among the models. */
+static size_t n_packed_mfc;
+
 static size_t compile_models(size_t first, size_t last, size_t every, const char *dir) {
     size_t done = 0;
-    minfer_options *opt = NULL;
+    minfer_options *opt = NULL, *dnn = NULL;
     if (minfer_options_create(&opt) != MINFER_OK ||
         minfer_options_set_providers_str(opt, "cpu") != MINFER_OK ||
         minfer_options_set_threads(opt, 1) != MINFER_OK ||
-        minfer_options_set_log_level(opt, MINFER_LOG_ERROR) != MINFER_OK)
+        minfer_options_set_log_level(opt, MINFER_LOG_ERROR) != MINFER_OK ||
+        minfer_options_create(&dnn) != MINFER_OK ||
+        minfer_options_set_providers_str(dnn, "onednn,cpu") != MINFER_OK ||
+        minfer_options_set_threads(dnn, 1) != MINFER_OK ||
+        minfer_options_set_log_level(dnn, MINFER_LOG_ERROR) != MINFER_OK)
         exit(3);
-    for (size_t i = first; i < last && n_models < 8192; i += every) {
+    int k = 0;
+    for (size_t i = first; i < last && n_models < 8192; i += every, k++) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%zu.mfc", dir, i);
-        if (minfer_compile_model(models[i].path, path, opt) != MINFER_OK)
+        /* Every other one (the large ones all) for onednn,cpu where oneDNN
+         * loads, so that files with a PACK section (its packed weights) are
+         * mutated too. */
+        if (((k % 2 == 0 && every > 1) ||
+             minfer_compile_model(models[i].path, path, dnn) != MINFER_OK) &&
+            minfer_compile_model(models[i].path, path, opt) != MINFER_OK)
             continue;
+        size_t before = n_models;
         load_model(path, models[i].big);
         unlink(path);
         done++;
+        if (n_models > before && mfc_find(models[n_models - 1].data, models[n_models - 1].size,
+                                          "PACK"))
+            n_packed_mfc++;
     }
     minfer_options_free(opt);
+    minfer_options_free(dnn);
     return done;
 }
 
@@ -809,7 +835,8 @@ int main(int argc, char **argv) {
         n_mfc += compile_models(n_small, n_models, 1, tmpdir);
     if (compiled > 0) {
         rmdir(tmpdir);
-        printf("mutate_models: %zu compiled models among them\n", n_mfc);
+        printf("mutate_models: %zu compiled models among them (%zu with oneDNN's packed "
+               "weights)\n", n_mfc, n_packed_mfc);
     }
     n_big = n_models - n_small;
     if (!n_models) {

@@ -6,7 +6,9 @@
  *
  * Seeds: with FUZZ_MFC_SEEDS=OUT_DIR and FUZZ_MFC_MODELS=LIST (a file of
  * ONNX model paths, one a line), the target compiles each model into
- * OUT_DIR and exits (run_fuzz.sh does this before fuzzing).
+ * OUT_DIR and exits (run_fuzz.sh does this before fuzzing): for the CPU
+ * provider, and where oneDNN loads also for onednn,cpu, whose files hold a
+ * PACK section (its pre-packed weights) for the reader to be fuzzed on.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +33,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         exit(2);
     char line[4096], path[4200];
     int n = 0;
+    minfer_options *dnn = NULL;
+    if (minfer_options_create(&dnn) != MINFER_OK ||
+        minfer_options_set_providers_str(dnn, "onednn,cpu") != MINFER_OK ||
+        minfer_options_set_threads(dnn, 1) != MINFER_OK ||
+        minfer_options_set_log_level(dnn, MINFER_LOG_ERROR) != MINFER_OK)
+        exit(2);
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
         if (!line[0])
@@ -38,7 +46,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         snprintf(path, sizeof path, "%s/seed-%d.mfc", out, n);
         if (minfer_compile_model(line, path, fuzz_options()) == MINFER_OK)
             n++;
+        snprintf(path, sizeof path, "%s/seed-%d.mfc", out, n);
+        if (minfer_compile_model(line, path, dnn) == MINFER_OK)
+            n++;
     }
+    minfer_options_free(dnn);
     fclose(f);
     printf("fuzz_mfc: %d seeds compiled into %s\n", n, out);
     exit(0);
