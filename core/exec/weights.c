@@ -20,7 +20,9 @@
  *       a model read from memory) stays: nothing could make it again for a
  *       later plan.
  *     A copy is freed only when no other constant or plan value shares its
- *     bytes; a freed copy leaves its tensor's data NULL.
+ *     bytes and no other cached plan has a view into it (one built for
+ *     other shapes may have left a reader of it unpacked, on the CPU
+ *     provider); a freed copy leaves its tensor's data NULL.
  * Packing one weight holds its plain and its packed copy at once; with every
  * other weight's plain copy resident too, the peak would be all the weights
  * plus the largest one's packed copy. So copies that can be read again from
@@ -93,6 +95,25 @@ static int bytes_unshared(const minfer_session *s, const mf_plan *p, int u) {
         if (p->vals[v].known &&
             overlaps(mine->data, mine->nbytes, p->vals[v].view.data, p->vals[v].view.nbytes))
             return 0;
+    }
+    return 1;
+}
+
+/* 1 when no plan in the session's cache but p has a view into the bytes of
+ * value u. Readers differ from plan to plan: with other input shapes a node
+ * may not fold, or the packing provider may decline it and the CPU provider
+ * take it, so an earlier plan can still read the plain copy that this
+ * plan's readers all packed, and it runs again from the cache. */
+static int unused_by_other_plans(const minfer_session *s, const mf_plan *p, int u) {
+    const mf_graph *g = s->g;
+    const minfer_tensor_view *mine = &g->values[u].initializer->view;
+    for (size_t k = 0; k < s->n_plans; k++) {
+        const mf_plan *q = s->plans[k];
+        if (q == p)
+            continue;
+        for (size_t v = 0; v < g->n_values; v++)
+            if (overlaps(mine->data, mine->nbytes, q->vals[v].view.data, q->vals[v].view.nbytes))
+                return 0;
     }
     return 1;
 }
@@ -237,7 +258,8 @@ void mf_weights_release_packed(minfer_session *s, mf_plan *p, int i) {
             drop_file_pages(t->view.data, t->view.nbytes);
             continue;
         }
-        if (!t->owns_data || !bytes_unshared(s, p, u) || !copy_of_file(g, t))
+        if (!t->owns_data || !bytes_unshared(s, p, u) || !unused_by_other_plans(s, p, u) ||
+            !copy_of_file(g, t))
             continue;
         give_back(t, vs);
     }
