@@ -1173,6 +1173,134 @@ static void test_declines(void **state) {
     minfer_builder_free(b);
 }
 
+/* Output "y" on onednn with split=on at threads threads against want;
+ * returns the nodes split by output channels. */
+static int channel_pieces_at(tcase *t, const minfer_tensor *want, int threads) {
+    char what[64];
+    split_nodes = split_channels = 0;
+    minfer_tensor *got = run_with(t, "onednn", 1, threads, 1);
+    if (!got)
+        fail_msg("onednn with split=on at %d threads refused the graph: %s", threads,
+                 minfer_last_error());
+    snprintf(what, sizeof what, "onednn split=on, %d threads", threads);
+    compare(got, want, what);
+    minfer_tensor_free(got);
+    return split_channels;
+}
+
+/* Weight-bound convolutions (weights outnumbering the elements read and
+ * written: the late layers of a ResNet) split by output channels even
+ * where their rows cut evenly (6 rows in 3 pieces), in pieces of whole
+ * 16-channel blocks that need not be equal (80 channels in 3 pieces: 16,
+ * 32, 32), of 8-channel units where M has no 16-blocks (72), at any thread
+ * count (5: 16 each; 16: as many 16-channel pieces as there are, 5), with
+ * a bias, with a residual Z (the input itself), and at batch 2. Each
+ * against the CPU provider, and each must have run in channel pieces. */
+static void test_split_weight_bound(void **state) {
+    (void)state;
+    static const struct {
+        int64_t batch, c_in, m, rows;
+        int z, threads[3];
+    } cases[] = {
+        {1, 64, 80, 6, 0, {3, 5, 16}},
+        {1, 72, 72, 6, 0, {3, 2, 4}},
+        {1, 64, 64, 4, 1, {3, 2, 16}},
+        {2, 64, 64, 3, 0, {3, 2, 4}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tcase t;
+        int64_t b = cases[k].batch, m = cases[k].m, r = cases[k].rows;
+        tc_init(&t, 13);
+        tc_input(&t, "x", INTS(b, 8, r, r));
+        /* A small first convolution: the second reads X channels-last. */
+        conv3(&t, "x", "w1", cases[k].c_in, 8, "c");
+        tc_const(&t, "w", INTS(m, cases[k].c_in, 3, 3), NULL);
+        tc_const(&t, "bias", INTS(m), NULL);
+        size_t n;
+        if (cases[k].z) {
+            n = tc_node(&t, "FusedConv", "minfer", NAMES("c", "w", "bias", "c"), "y");
+            minfer_builder_set_attr_string(t.b, n, "activation", "Relu");
+        } else {
+            n = tc_node(&t, "Conv", NULL, NAMES("c", "w", "bias"), "y");
+        }
+        minfer_builder_set_attr_ints(t.b, n, "pads", INTS(1, 1, 1, 1));
+        assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+        minfer_tensor *want = run_on(&t, "cpu", 0);
+        assert_non_null(want);
+        for (int i = 0; i < 3; i++) {
+            int ch = channel_pieces_at(&t, want, cases[k].threads[i]);
+#ifdef ONEDNN_OWN_DOMAIN
+            if (ch < 1)
+                fail_msg("case %zu, %d threads: the weight-bound convolution did not run in "
+                         "channel pieces", k, cases[k].threads[i]);
+#else
+            (void)ch; /* every output plain (NCHW): no channel pieces */
+#endif
+        }
+        minfer_tensor_free(want);
+        minfer_tensor_free(t.inputs[0]);
+        minfer_builder_free(t.b);
+    }
+}
+
+/* Nodes the oneDNN provider built an OpenMP variant for (no split form). */
+static int omp_variants;
+
+static void count_omp_variants(void *user, minfer_log_level level, const char *message) {
+    (void)user;
+    (void)level;
+    omp_variants += strstr(message, "has no split form: also built for") != NULL;
+}
+
+/* A ConvTranspose (no split form) after a convolution, as in a UNet's
+ * decoder: with split forms on (the default) at 2 and 3 threads it also
+ * gets a variant on the session's OpenMP threads, and runs pick one by
+ * measured time (the first ones alternate); its input arrives
+ * channels-last, the layout it keeps. Every run must agree with the CPU
+ * provider, whichever variant it took. */
+static void test_conv_transpose_threads(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", INTS(1, 8, 32, 32));
+    conv3(&t, "x", "w1", 32, 8, "c");
+    tc_const(&t, "w", INTS(32, 16, 2, 2), NULL);
+    tc_const(&t, "bias", INTS(16), NULL);
+    size_t n = tc_node(&t, "ConvTranspose", NULL, NAMES("c", "w", "bias"), "y");
+    minfer_builder_set_attr_ints(t.b, n, "strides", INTS(2, 2));
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_tensor *want = run_on(&t, "cpu", 0);
+    assert_non_null(want);
+    const char *names[1] = {"x"};
+    const minfer_tensor *ins[1] = {t.inputs[0]};
+    for (int threads = 2; threads <= 3; threads++) {
+        minfer_options *opt = NULL;
+        minfer_session *s = NULL;
+        assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+        assert_int_equal(minfer_options_set_providers_str(opt, "onednn"), MINFER_OK);
+        assert_int_equal(minfer_options_set_threads(opt, threads), MINFER_OK);
+        assert_int_equal(minfer_options_set_log_level(opt, MINFER_LOG_VERBOSE), MINFER_OK);
+        assert_int_equal(minfer_options_set_log_callback(opt, count_omp_variants, NULL),
+                         MINFER_OK);
+        omp_variants = 0;
+        assert_int_equal(minfer_session_create_from_builder(t.b, opt, &s), MINFER_OK);
+        minfer_options_free(opt);
+        if (omp_variants != 1)
+            fail_msg("%d threads: %d nodes with an OpenMP variant, 1 expected", threads,
+                     omp_variants);
+        for (int run = 0; run < 12; run++) {
+            minfer_tensor *got = NULL;
+            assert_int_equal(minfer_session_run(s, names, ins, 1, NULL, &got, 1), MINFER_OK);
+            compare(got, want, "onednn ConvTranspose");
+            minfer_tensor_free(got);
+        }
+        minfer_session_free(s);
+    }
+    minfer_tensor_free(want);
+    minfer_tensor_free(t.inputs[0]);
+    minfer_builder_free(t.b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_basic),
@@ -1205,6 +1333,8 @@ int main(void) {
         cmocka_unit_test(test_concat_conv_split),
         cmocka_unit_test(test_thread_variants),
         cmocka_unit_test(test_split_forms),
+        cmocka_unit_test(test_split_weight_bound),
+        cmocka_unit_test(test_conv_transpose_threads),
         cmocka_unit_test(test_inputs_in_place),
         cmocka_unit_test(test_split_option),
         cmocka_unit_test(test_declines),

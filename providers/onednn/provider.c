@@ -29,7 +29,8 @@
  *    node is also built as pieces (dnn_split_build; their workspaces
  *    follow one another), or, with split=off, a node that runs on several
  *    OpenMP threads is built a second time for one thread (sharing the
- *    packed weights), and
+ *    packed weights); a large node without a split form is built a second
+ *    time for the session's OpenMP threads, and
  * 4. execute_node runs the pieces through the host's parallel_for, or the
  *    build that measured faster (pick_variant): it binds data handles,
  *    executes the steps and waits. A lock per node makes concurrent runs
@@ -604,8 +605,9 @@ static int dnn_supports(void *vctx, const minfer_node_desc *node, char *why, siz
 /* A prepared node as handed to the host: the node built for the session's
  * threads and, with several threads, either the node split into one-thread
  * pieces that run side by side on the host's pool (split.c), which then
- * always runs, or (split=off) the same node built for one thread, the two
- * builds taking turns by measured time (pick_variant). The lock makes
+ * always runs, or the same node built for another OpenMP thread count
+ * (one with split=off; the session's for a large node without a split
+ * form), the two builds taking turns by measured time (pick_variant). The lock makes
  * concurrent runs of a session take turns on the node: its oneDNN memory
  * objects are bound to each run's buffers. */
 typedef struct dnn_state {
@@ -626,12 +628,14 @@ static void state_free(dnn_state *s) {
     free(s);
 }
 
-/* Builds the one-thread variant of a multi-threaded node, reusing v0's
- * packed constants. Kept only when it gives every output the layout v0
- * gave it and asks for the same in-place outputs, so that the host's plan
- * holds for both; else the host sees v0's choices again. */
-static void build_single(dnn_ctx *ctx, const minfer_node_desc *node, minfer_node_prep *prep,
-                         dnn_state *s) {
+/* Builds v1, the variant of v0 for threads OpenMP threads (one for a
+ * multi-threaded node with split=off; the session's for a node without a
+ * split form), reusing v0's packed constants. Kept only when it gives
+ * every output the layout v0 gave it and asks for the same in-place
+ * outputs, so that the host's plan holds for both; else the host sees
+ * v0's choices again. */
+static void build_variant(dnn_ctx *ctx, const minfer_node_desc *node, minfer_node_prep *prep,
+                          dnn_state *s, int threads) {
     size_t no = node->n_outputs;
     uint64_t lay[8];
     int32_t inpl[8];
@@ -640,7 +644,7 @@ static void build_single(dnn_ctx *ctx, const minfer_node_desc *node, minfer_node
         return;
     memcpy(lay, prep->output_layouts, no * sizeof lay[0]);
     memcpy(inpl, prep->output_inplace, no * sizeof inpl[0]);
-    if (dnn_build_node(ctx, node, prep, 0, 1, s->v[0], NULL, &s->v[1], why, sizeof why) ==
+    if (dnn_build_node(ctx, node, prep, 0, threads, s->v[0], NULL, &s->v[1], why, sizeof why) ==
             MINFER_OK &&
         !memcmp(lay, prep->output_layouts, no * sizeof lay[0]) &&
         !memcmp(inpl, prep->output_inplace, no * sizeof inpl[0]))
@@ -765,13 +769,26 @@ static minfer_status prepare_node(void *vctx, const minfer_node_desc *node,
     s->v[0] = n;
     pthread_mutex_init(&s->lock, NULL);
     if (!dyn && n->threads > 1)
-        build_single(ctx, &d, prep, s);
+        build_variant(ctx, &d, prep, s, 1);
     int product;
     double work = dnn_node_work(&d, &product);
     if (!dyn && ctx->split != DNN_SPLIT_OFF &&
         (ctx->split == DNN_SPLIT_ON ||
          work >= (product ? DNN_MIN_FLOPS_SPLIT : DNN_MIN_ELEMS_SPLIT)))
         s->split = dnn_split_build(ctx, &d, n, prep->output_layouts);
+    /* A large node without a split form (ConvTranspose, a convolution in
+     * a blocked layout) would otherwise run on one thread whatever the
+     * session's count: it gets an OpenMP variant for the session's
+     * threads, and pick_variant runs whichever measures faster (OpenMP's
+     * workers may find the CPUs held by the pool's spinning ones). */
+    if (!dyn && !s->split && ctx->split != DNN_SPLIT_OFF && ctx->threads > 1 &&
+        work >= (product ? DNN_MIN_FLOPS_MT : DNN_MIN_ELEMS_MT)) {
+        build_variant(ctx, &d, prep, s, ctx->threads);
+        if (s->v[1])
+            ctx->api->log(ctx->host, MINFER_LOG_VERBOSE,
+                          "onednn: node '%s' has no split form: also built for %d OpenMP threads",
+                          node->name, ctx->threads);
+    }
     prep->workspace_bytes = n->ws_bytes;
     if (s->v[1] && s->v[1]->ws_bytes > prep->workspace_bytes)
         prep->workspace_bytes = s->v[1]->ws_bytes;
@@ -879,7 +896,7 @@ static minfer_status run_node(dnn_ctx *ctx, const dnn_node *n, const minfer_exec
     return MINFER_OK;
 }
 
-/* split=off: which build runs, with both built: the faster by smoothed
+/* Which build runs, with two built: the faster by smoothed
  * measured time. The second vCPU of the machines this was tuned on is
  * often busy with other work; a node split over two OpenMP threads then
  * finishes when the descheduled thread does, later than on one thread,
