@@ -1301,6 +1301,90 @@ static void test_conv_transpose_threads(void **state) {
     minfer_builder_free(t.b);
 }
 
+/* ConvTransposes built as a matrix product (nodes counted from the
+ * provider's verbose log). */
+static int as_product;
+
+static void count_products(void *user, minfer_log_level level, const char *message) {
+    (void)user;
+    (void)level;
+    as_product += strstr(message, "(ConvTranspose) runs as a matrix product") != NULL;
+}
+
+/* ConvTransposes whose windows tile the output (strides equal to the
+ * kernel, no padding): built as a matrix product and a reorder. 1-D, 2-D
+ * with an uneven kernel (2x3) and batch 2, 3-D, with and without a bias,
+ * their input a graph input (plain, reordered to channels-last) or a
+ * convolution's output (channels-last); each against the CPU provider
+ * (at 1 and 2
+ * threads, and 3 with split=on), and each must have taken
+ * the product. Overlapping windows (kernel 3, stride 2) stay a
+ * deconvolution. */
+static void test_conv_transpose_as_product(void **state) {
+    (void)state;
+    static const struct {
+        int64_t x[5], w[5];
+        int rank, bias, after_conv, product;
+    } cases[] = {
+        {{1, 6, 9}, {6, 5, 2}, 3, 1, 0, 1},
+        {{2, 8, 5, 7}, {8, 12, 2, 3}, 4, 0, 0, 1},
+        {{1, 8, 6, 6}, {16, 16, 2, 2}, 4, 1, 1, 1},
+        {{1, 4, 3, 4, 5}, {4, 3, 2, 2, 2}, 5, 1, 0, 1},
+        {{1, 8, 6, 6}, {8, 4, 3, 3}, 4, 1, 0, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tcase t;
+        int r = cases[k].rank, nsp = r - 2;
+        int64_t strides[3];
+        tc_init(&t, 13);
+        tc_input(&t, "x", cases[k].x, (size_t)r);
+        const char *in = "x";
+        if (cases[k].after_conv) {
+            conv3(&t, "x", "wc", cases[k].w[0], cases[k].x[1], "c");
+            in = "c";
+        }
+        tc_const(&t, "w", cases[k].w, (size_t)r, NULL);
+        tc_const(&t, "bias", INTS(cases[k].w[1]), NULL);
+        const char *ins[3] = {in, "w", "bias"};
+        size_t n = tc_node(&t, "ConvTranspose", NULL, ins, cases[k].bias ? 3 : 2, "y");
+        for (int i = 0; i < nsp; i++)
+            strides[i] = cases[k].product ? cases[k].w[2 + i] : 2;
+        minfer_builder_set_attr_ints(t.b, n, "strides", strides, (size_t)nsp);
+        minfer_options *opt = NULL;
+        minfer_session *s = NULL;
+        minfer_tensor *got = NULL;
+        assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+        minfer_tensor *want = run_on(&t, "cpu", 0);
+        assert_non_null(want);
+        assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+        assert_int_equal(minfer_options_set_providers_str(opt, "onednn"), MINFER_OK);
+        assert_int_equal(minfer_options_set_threads(opt, 1), MINFER_OK);
+        assert_int_equal(minfer_options_set_log_level(opt, MINFER_LOG_VERBOSE), MINFER_OK);
+        assert_int_equal(minfer_options_set_log_callback(opt, count_products, NULL), MINFER_OK);
+        as_product = 0;
+        assert_int_equal(minfer_session_create_from_builder(t.b, opt, &s), MINFER_OK);
+        minfer_options_free(opt);
+        if (as_product != cases[k].product)
+            fail_msg("case %zu: %d ConvTransposes as a product, %d expected", k, as_product,
+                     cases[k].product);
+        const char *names[1] = {"x"};
+        const minfer_tensor *xs[1] = {t.inputs[0]};
+        assert_int_equal(minfer_session_run(s, names, xs, 1, NULL, &got, 1), MINFER_OK);
+        compare(got, want, "onednn 1 thread");
+        minfer_tensor_free(got);
+        minfer_session_free(s);
+        for (int threads = 2; threads <= 3; threads++) {
+            got = run_with(&t, "onednn", 1, threads, threads == 3);
+            assert_non_null(got);
+            compare(got, want, threads == 3 ? "onednn split=on" : "onednn 2 threads");
+            minfer_tensor_free(got);
+        }
+        minfer_tensor_free(want);
+        minfer_tensor_free(t.inputs[0]);
+        minfer_builder_free(t.b);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_basic),
@@ -1335,6 +1419,7 @@ int main(void) {
         cmocka_unit_test(test_split_forms),
         cmocka_unit_test(test_split_weight_bound),
         cmocka_unit_test(test_conv_transpose_threads),
+        cmocka_unit_test(test_conv_transpose_as_product),
         cmocka_unit_test(test_inputs_in_place),
         cmocka_unit_test(test_split_option),
         cmocka_unit_test(test_declines),
