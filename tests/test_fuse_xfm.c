@@ -4,7 +4,9 @@
  * over the last axis, Add(eps), Sqrt, then Reciprocal or Div(1, .) and
  * Mul(X, .), or Div(X, .), then the weight Mul on either side) into
  * minfer::RMSNormalization, and a Gelu after a MatMul or Gemm into the fused
- * op's activation (a oneDNN eltwise post-op).
+ * op's activation (a oneDNN eltwise post-op), and a Where with a constant
+ * bool mask before a Softmax into an Add of a float mask, so that the
+ * attention fuses.
  *
  * Each graph runs at optimization level 0 (as written) and 3 on the CPU
  * provider and, where it is built, on onednn,cpu; the optimized graph must
@@ -27,7 +29,7 @@
 #include "minfer/builder.h"
 #include "minfer/minfer.h"
 
-#define MAX_IN 2
+#define MAX_IN 3
 #define TC_SEED 4242u
 #include "provider_case.h"
 
@@ -323,6 +325,74 @@ static void test_matmul_gelu_shared(void **state) {
     check(gelu_mm_graph, GM_SHARED | GM_BIAS, "FusedMatMul Gelu Add", NULL);
 }
 
+/* ---- Constant Where masks before a Softmax ------------------------------------ */
+
+enum {
+    WM_INVERTED = 1, /* Where(C, F, S): C marks the masked scores */
+    WM_NEG_INF = 2,  /* F = -inf instead of the lowest float */
+    WM_NO_SOFTMAX = 4, /* near miss: the Where read by an Exp, not a Softmax */
+    WM_INPUT_COND = 8, /* near miss: C a graph input, not a constant */
+};
+
+/* Softmax(Where(causal, Q KT / 2.5, F)) V over [2, 4, 8] x [2, 8, 5] x
+ * [2, 5, 6], the causal mask [4, 5] a bool constant as GPT-2's export folds
+ * it for the plan's shapes. */
+static void where_mask_graph(tcase *t, int flags) {
+    tc_init(t, 13);
+    tc_input(t, "q", (const int64_t[]){2, 4, 8}, 3);
+    tc_input(t, "kt", (const int64_t[]){2, 8, 5}, 3);
+    tc_const(t, "v", (const int64_t[]){2, 5, 6}, 3, NULL);
+    scalar(t, "c", 2.5f);
+    scalar(t, "fill", flags & WM_NEG_INF ? -INFINITY : -3.4028234663852886e38f);
+    int64_t md[2] = {4, 5};
+    minfer_tensor *m = NULL;
+    assert_int_equal(minfer_tensor_create(MINFER_DTYPE_BOOL, md, 2, &m), MINFER_OK);
+    unsigned char *mb = minfer_tensor_data(m);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 5; j++) /* keep j <= i + 1 */
+            mb[i * 5 + j] = (j <= i + 1) != !!(flags & WM_INVERTED);
+    if (flags & WM_INPUT_COND) {
+        assert_int_equal(minfer_builder_add_input(t->b, "mask", MINFER_DTYPE_BOOL, md, 2, NULL),
+                         MINFER_OK);
+        snprintf(t->names[t->n_in], sizeof t->names[0], "mask");
+        t->inputs[t->n_in++] = m;
+    } else {
+        assert_int_equal(minfer_builder_add_initializer(t->b, "mask", m), MINFER_OK);
+        minfer_tensor_free(m);
+    }
+    node2(t, "MatMul", "q", "kt", "s0");
+    node2(t, "Div", "s0", "c", "s");
+    const char *in[3] = {"mask", flags & WM_INVERTED ? "fill" : "s",
+                         flags & WM_INVERTED ? "s" : "fill"};
+    tc_node(t, "Where", NULL, in, 3, "sw");
+    if (flags & WM_NO_SOFTMAX) {
+        node2(t, "Exp", "sw", NULL, "p");
+    } else {
+        size_t sm = node2(t, "Softmax", "sw", NULL, "p");
+        minfer_builder_set_attr_int(t->b, sm, "axis", -1);
+    }
+    node2(t, "MatMul", "p", "v", "y");
+}
+
+static const char *const attn_fused[] = {"Attention@cpu",
+#ifdef TEST_HAVE_ONEDNN
+                                         "Attention@onednn",
+#endif
+};
+
+static void test_where_mask(void **state) {
+    (void)state;
+    static const int forms[] = {0, WM_INVERTED, WM_NEG_INF, WM_INVERTED | WM_NEG_INF};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        check(where_mask_graph, forms[i], NULL, attn_fused);
+}
+
+static void test_where_mask_near_misses(void **state) {
+    (void)state;
+    check(where_mask_graph, WM_NO_SOFTMAX, "MatMul Div Where Exp MatMul", NULL);
+    check(where_mask_graph, WM_INPUT_COND, "MatMul Div Where Softmax MatMul", NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rmsnorm_forms),
@@ -330,6 +400,8 @@ int main(void) {
         cmocka_unit_test(test_rmsnorm_shared_mean),
         cmocka_unit_test(test_matmul_gelu),
         cmocka_unit_test(test_matmul_gelu_shared),
+        cmocka_unit_test(test_where_mask),
+        cmocka_unit_test(test_where_mask_near_misses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -162,6 +162,7 @@ minfer_status mf_pass_fuse_layernorm(mf_opt *o, size_t *fired);   /* passes_tran
 minfer_status mf_pass_fuse_rmsnorm(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_gelu(mf_opt *o, size_t *fired);
 minfer_status mf_pass_square_pow(mf_opt *o, size_t *fired);
+minfer_status mf_pass_where_mask(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_attention(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_matmul_gelu(mf_opt *o, size_t *fired);
 

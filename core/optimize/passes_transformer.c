@@ -24,6 +24,9 @@
  *                  binary op every provider runs fast.
  *  fuse_matmul_gelu  MatMul | Gemm | FusedMatMul | FusedGemm (no activation)
  *                  -> Gelu  =>  the fused op with activation Gelu or GeluTanh
+ *  where_mask      Where(C, S, F) | Where(C, F, S) -> Softmax(last axis), C a
+ *                  constant bool broadcasting to S, F a float scalar  =>
+ *                  Add(S, C ? 0 : F) (or C ? F : 0), for fuse_attention
  *  fuse_attention  MatMul(Q, KT) -> Div | Mul by a scalar (or Q scaled
  *                  before the MatMul, as PyTorch exports it, or no scale)
  *                  [-> Add(mask)] -> Softmax(last axis) -> MatMul(., V)
@@ -452,6 +455,86 @@ minfer_status mf_pass_square_pow(mf_opt *o, size_t *fired) {
             (st = mf_opt_set_op(o, i, "", "Mul")) != MINFER_OK)
             return st;
         (*fired)++;
+    }
+    return MINFER_OK;
+}
+
+/* ---- Constant masks before a Softmax ------------------------------------------ */
+
+/* Where(C, S, F) or Where(C, F, S) read only by a Softmax over the last
+ * axis, with C a constant bool (a causal mask, folded for the plan's
+ * shapes) that broadcasts to S without growing it and F a float scalar
+ * constant  =>  Add(S, M) with M = C ? 0 : F (or C ? F : 0), of C's
+ * shape. Masked scores become S + F instead of F: with F -inf or the
+ * lowest float (what exporters write) both are F to rounding, and both
+ * vanish in the Softmax, so its output is the same; fuse_attention then
+ * takes M as the attention mask. */
+static minfer_status try_where_mask(mf_opt *o, int w, int *done) {
+    mf_graph *g = o->g;
+    double f;
+    *done = 0;
+    const mf_node *n = &g->nodes[w];
+    if (n->n_inputs != 3 || n->n_outputs != 1 || out0(g, w) < 0)
+        return MINFER_OK;
+    int sm = mf_opt_single_consumer(o, out0(g, w));
+    if (!mf_opt_is(g, sm, "Softmax") || g->nodes[sm].opset < 13)
+        return MINFER_OK;
+    int c = n->inputs[0], k;
+    const minfer_tensor *ct = c >= 0 ? mf_opt_const(o, c) : NULL;
+    if (!ct || ct->view.dtype != MINFER_DTYPE_BOOL)
+        return MINFER_OK;
+    for (k = 1; k < 3; k++)
+        if (n->inputs[3 - k] >= 0 && n->inputs[k] >= 0 &&
+            scalar_for(o, n->inputs[3 - k], n->inputs[k], &f))
+            break;
+    if (k == 3)
+        return MINFER_OK;
+    int sv = n->inputs[k];
+    const mf_vinfo si = *mf_opt_info(o, sv);
+    int64_t axis = mf_attr_int(&g->nodes[sm], "axis", -1);
+    if (si.dtype != MINFER_DTYPE_FLOAT || si.rank < ct->view.rank ||
+        (axis != -1 && axis != si.rank - 1))
+        return MINFER_OK;
+    for (int d = 0; d < ct->view.rank; d++) {
+        int64_t cd = ct->view.dims[d], sd = mf_opt_dim(&si, si.rank - ct->view.rank + d);
+        if (cd != 1 && cd != sd)
+            return MINFER_OK;
+    }
+    int64_t cnt = mf_opt_numel(&ct->view);
+    if (cnt < 1 || (uint64_t)cnt * sizeof(float) > o->ctx->fold_max_bytes)
+        return MINFER_OK;
+    minfer_tensor *mt = NULL;
+    if (mf_tensor_new(MINFER_DTYPE_FLOAT, ct->view.dims, ct->view.rank, &mt) != MINFER_OK)
+        return mf_opt_oom(o);
+    const unsigned char *cb = ct->view.data;
+    float *m = mt->view.data;
+    for (int64_t i = 0; i < cnt; i++)
+        m[i] = (cb[i] != 0) == (k == 2) ? (float)f : 0.0f;
+    int mv = mf_opt_add_const(o, "attn_mask", mt);
+    if (mv < 0)
+        return mf_opt_oom(o);
+    int ins[2] = {sv, mv};
+    minfer_status st;
+    if ((st = mf_opt_set_inputs(o, w, ins, 2)) != MINFER_OK ||
+        (st = mf_opt_set_op(o, w, "", "Add")) != MINFER_OK)
+        return st;
+    *done = 1;
+    return MINFER_OK;
+}
+
+minfer_status mf_pass_where_mask(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k], done = 0;
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "Where"))
+            continue;
+        minfer_status st = try_where_mask(o, i, &done);
+        if (st == MINFER_OK && done) {
+            (*fired)++;
+            st = mf_opt_reindex(o);
+        }
+        if (st != MINFER_OK)
+            return st;
     }
     return MINFER_OK;
 }
