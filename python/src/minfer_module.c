@@ -844,9 +844,10 @@ typedef struct SessionObject {
 
 static SessionObject *async_sessions; /* under the GIL */
 
-/* Nonzero on a thread while it runs a request's callback: a minfer worker of
- * some session, which minfer_session_free waits for. */
-static _Thread_local int in_callback;
+/* On a thread running a request's callback: the session whose worker it is
+ * (minfer_session_free waits for that worker; a submit into its full queue
+ * waits for the worker to take one). NULL elsewhere. */
+static _Thread_local const minfer_session *calling_back;
 
 /* Applies one entry of the options dict (keys as in docs/python.md). */
 /* Reads dict v of {names[i]: unsigned int} into vals (absent keys keep
@@ -1110,7 +1111,7 @@ static void session_release(SessionObject *self) {
     }
     if (!s)
         return;
-    if (in_callback) {
+    if (calling_back == s) {
         pthread_t th;
         pthread_attr_t at;
         int ok = pthread_attr_init(&at) == 0;
@@ -1145,12 +1146,12 @@ static int session_ready(SessionObject *self) {
 /* close(): frees the session now; requests in flight end cancelled. */
 static PyObject *Session_close(SessionObject *self, PyObject *unused) {
     (void)unused;
+    if (self->s && calling_back == self->s)
+        return PyErr_Format(exc_fail, "close: not from a callback of this session's requests (it "
+                                      "runs on a worker that closing waits for)");
     if (self->active > 0)
         return PyErr_Format(exc_fail, "close: %zd call(s) of this session are still running on "
                                       "other threads", self->active);
-    if (in_callback && self->s)
-        return PyErr_Format(exc_fail, "close: not from a request's callback (it runs on a worker "
-                                      "that closing waits for)");
     self->closed = 1;
     session_release(self);
     Py_RETURN_NONE;
@@ -1381,6 +1382,7 @@ static PyObject *Session_prepare(SessionObject *self, PyObject *dict) {
 typedef struct {
     PyObject_HEAD
     minfer_request *r;
+    const minfer_session *s; /* its session, only compared (it may be gone) */
     PyObject *callback; /* called once with the Request on a worker, then dropped */
     size_t n_outs;
     PyObject *result; /* take(): the outputs, once taken */
@@ -1403,7 +1405,8 @@ static void request_done(void *user, minfer_request *req, minfer_status status) 
         return;
     PyGILState_STATE g = PyGILState_Ensure();
     RequestObject *self = user;
-    in_callback++;
+    const minfer_session *outer = calling_back; /* a callback of another session's close */
+    calling_back = self->s;
     if (!self->r) /* the callback came before submit returned */
         self->r = req;
     PyObject *cb = self->callback;
@@ -1417,7 +1420,7 @@ static void request_done(void *user, minfer_request *req, minfer_status status) 
         Py_DECREF(cb);
     }
     Py_DECREF(self); /* the engine's reference */
-    in_callback--;
+    calling_back = outer;
     PyGILState_Release(g);
 }
 
@@ -1534,11 +1537,11 @@ static PyObject *Session_submit(SessionObject *self, PyObject *args, PyObject *k
     if (cb != Py_None && !PyCallable_Check(cb))
         return PyErr_Format(PyExc_TypeError, "callback must be callable, not %s",
                             Py_TYPE(cb)->tp_name);
-    if (in_callback && block)
+    if (block && calling_back == self->s)
         /* A callback runs on a worker: a submit that waits for room in a full
          * queue would wait for that worker, itself. */
-        return PyErr_Format(exc_fail, "submit from a request's callback must not block: pass "
-                                      "block=False");
+        return PyErr_Format(exc_fail, "submit from a callback of this session's requests must not "
+                                      "block: pass block=False");
     feed f;
     if (feed_make(self->s, dict, &f) < 0)
         return NULL;
@@ -1548,6 +1551,7 @@ static PyObject *Session_submit(SessionObject *self, PyObject *args, PyObject *k
         return NULL;
     }
     req->r = NULL;
+    req->s = self->s;
     req->callback = cb == Py_None ? NULL : Py_NewRef(cb);
     req->n_outs = minfer_session_output_count(self->s);
     req->result = req->error = NULL;

@@ -192,17 +192,18 @@ def test_a_raising_callback_is_reported_and_the_worker_goes_on(add_model, monkey
     assert got == [first]
 
 
-def test_submit_from_a_callback_must_not_block(add_model):
-    sess = _add_session(add_model)
+def test_submit_from_a_callback(add_model):
+    sess, other = _add_session(add_model), _add_session(add_model)
     outcome = []
     finished = threading.Event()
 
     def resubmit(req):
         try:
-            sess.submit(_feed(2))
+            sess.submit(_feed(2))  # would wait for this very worker when the queue is full
         except minfer.Fail as e:
             outcome.append(e)
         outcome.append(sess.submit(_feed(3), block=False))
+        outcome.append(other.submit(_feed(4)))  # another session's workers: it may wait
         try:
             sess.close()
         except minfer.Fail as e:
@@ -213,7 +214,8 @@ def test_submit_from_a_callback_must_not_block(add_model):
     assert finished.wait(60)
     assert "must not block" in str(outcome[0])
     np.testing.assert_array_equal(outcome[1].result()[0], _want(3))
-    assert "not from a request's callback" in str(outcome[2])
+    np.testing.assert_array_equal(outcome[2].result()[0], _want(4))
+    assert "not from a callback of this session" in str(outcome[3])
 
 
 @pytest.mark.parametrize("how", ["close", "del"])
