@@ -1,5 +1,9 @@
 /*
  * Level 1: BatchNormalization after Conv or Gemm folded into the weights.
+ * Level 2: a BatchNormalization with no Conv before it and a Relu after it
+ * made a depthwise 1x1 Conv for the Conv fusion (at the end of the file).
+ * Level 2: a BatchNormalization with no Conv before it and a Relu after it
+ * made a depthwise 1x1 Conv for the Conv fusion (at the end of the file).
  *
  * BN(y) = (y - mean) * s + bias with s = scale / sqrt(var + epsilon), per
  * channel c (axis 1). For Conv, y = W * x + B, so W'[c] = W[c] * s[c] and
@@ -137,6 +141,70 @@ minfer_status mf_pass_fold_batchnorm(mf_opt *o, size_t *fired) {
             if ((st = mf_opt_reindex(o)) != MINFER_OK)
                 return st;
         }
+    }
+    return MINFER_OK;
+}
+
+/* ---- batchnorm_relu_as_conv (level 2) -------------------------------------
+ *
+ * A BatchNormalization that no Conv or Gemm precedes (DenseNet's
+ * pre-activation after every Concat) followed by a Relu is two passes over
+ * its input. As a depthwise 1x1 Conv (group C, W[c] = s[c], B[c] = bias[c] -
+ * mean[c] s[c]) the Conv fusion then takes the Relu, and the pair is one
+ * pass. Checked: rank-4 float input with a static channel count; BN in
+ * inference mode, its four parameters float initializers of C elements;
+ * its output read by one Relu alone and not pinned. */
+minfer_status mf_pass_batchnorm_relu_conv(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    minfer_status st;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "BatchNormalization") ||
+            !bn_inference(o, &g->nodes[i]) || g->nodes[i].inputs[0] < 0)
+            continue;
+        const mf_node *bn = &g->nodes[i];
+        int y = bn->outputs[0], c = mf_opt_single_consumer(o, y);
+        if (c < 0 || !mf_opt_is(g, c, "Relu"))
+            continue;
+        const mf_vinfo *xi = mf_opt_info(o, bn->inputs[0]);
+        int64_t C = mf_opt_dim(xi, 1);
+        if (xi->rank != 4 || xi->dtype != MINFER_DTYPE_FLOAT || C <= 0)
+            continue;
+        const float *scale = fvec(o, bn->inputs[1], C), *bias = fvec(o, bn->inputs[2], C),
+                    *mean = fvec(o, bn->inputs[3], C), *var = fvec(o, bn->inputs[4], C);
+        if (!scale || !bias || !mean || !var)
+            continue;
+        float eps = mf_attr_float(bn, "epsilon", 1e-5f);
+        minfer_tensor *w = NULL, *b = NULL;
+        int64_t wd[4] = {C, 1, 1, 1}, bd[1] = {C};
+        if ((st = mf_tensor_new(MINFER_DTYPE_FLOAT, wd, 4, &w)) != MINFER_OK)
+            return st;
+        if ((st = mf_tensor_new(MINFER_DTYPE_FLOAT, bd, 1, &b)) != MINFER_OK) {
+            minfer_tensor_free(w);
+            return st;
+        }
+        float *wp = w->view.data, *bp = b->view.data;
+        for (int64_t ch = 0; ch < C; ch++) {
+            double s = (double)scale[ch] / sqrt((double)var[ch] + (double)eps);
+            wp[ch] = (float)s;
+            bp[ch] = (float)((double)bias[ch] - (double)mean[ch] * s);
+        }
+        int wv = mf_opt_add_const(o, g->values[y].name, w);
+        int bv = mf_opt_add_const(o, g->values[y].name, b);
+        if (wv < 0 || bv < 0)
+            return mf_error(MINFER_ERR_NOMEM, "%s: optimizer: out of memory", o->errctx);
+        static const int64_t ones[2] = {1, 1};
+        int ins[3] = {g->nodes[i].inputs[0], wv, bv};
+        static const char *const drop[] = {"epsilon", "momentum", "spatial", "training_mode",
+                                           "is_test", "consumed_inputs"};
+        for (size_t a = 0; a < sizeof drop / sizeof drop[0]; a++)
+            mf_opt_drop_attr(o, i, drop[a]);
+        if ((st = mf_opt_set_inputs(o, i, ins, 3)) != MINFER_OK ||
+            (st = mf_opt_set_op(o, i, "", "Conv")) != MINFER_OK ||
+            (st = mf_opt_set_attr_int(o, i, "group", C)) != MINFER_OK ||
+            (st = mf_opt_set_attr_ints(o, i, "kernel_shape", ones, 2)) != MINFER_OK)
+            return st;
+        (*fired)++;
     }
     return MINFER_OK;
 }
