@@ -28,6 +28,10 @@ static void print_help(void) {
            "  --force            replace FILE if it exists\n"
            "  --providers LIST   the provider list to compile for (recorded in the file;\n"
            "                     default: MINFER_PROVIDERS, else the default order)\n"
+           "  --threads N        threads of the compiling session (0: one per CPU, the\n"
+           "                     default): oneDNN's packed weights are stored as a session\n"
+           "                     of this many threads packs them, and used by sessions of\n"
+           "                     the same count (others pack again)\n"
            "  --opt-level N      optimization level 0..3 (default: MINFER_OPT_LEVEL, else 3)\n"
            "                     (MINFER_COMPILE_PACK=0: leave out the weights the providers\n"
            "                     pre-packed, oneDNN's; they are stored by default)\n"
@@ -35,10 +39,11 @@ static void print_help(void) {
 }
 
 int cmd_compile(int argc, char **argv) {
-    const char *out = NULL, *providers = NULL;
-    int force = 0;
+    const char *out = NULL, *providers = NULL, *threads_s = NULL;
+    int force = 0, threads = -1;
     const cli_opt opts[] = {{"output", 'o', &out, NULL, NULL},
                             {"providers", 0, &providers, NULL, NULL},
+                            {"threads", 0, &threads_s, NULL, NULL},
                             {"force", 0, NULL, &force, NULL}};
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0;
@@ -64,8 +69,10 @@ int cmd_compile(int argc, char **argv) {
         rc = CLI_USAGE;
         goto done;
     }
+    if (threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &threads)))
+        goto done;
     rc = CLI_FAIL;
-    minfer_status st = cli_make_options(providers, -1, &opt);
+    minfer_status st = cli_make_options(providers, threads, &opt);
     if (st != MINFER_OK) {
         fprintf(stderr, "minfer compile: %s\n", cli_error(st));
         goto done;
