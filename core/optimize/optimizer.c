@@ -12,7 +12,8 @@
  *     repeated until a round changes nothing (at most 8 rounds);
  *  2. for level >= 2, the fusions (LayerNorm, RMSNorm, Gelu, Pow(x, 2) as
  *     a Mul, constant Where masks as Adds, Attention, MatMul, Gemm, Gelu
- *     into MatMul/Gemm, Conv), then the basic passes once more;
+ *     into MatMul/Gemm, BatchNormalization + Relu as a depthwise Conv,
+ *     Conv), then the basic passes once more;
  *  3. unreferenced initializers are dropped and the graph is finalized.
  *
  * A pass marks the nodes it removes dead and edits the rest in place: a
