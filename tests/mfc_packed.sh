@@ -9,7 +9,7 @@
 #     another machine) the provider packs from the plain copy, says why once
 #     at the info level, and the outputs are still the ONNX session's (run
 #     with the same ISA);
-#  3. MINFER_COMPILE_PACK=0 writes no PACK section.
+#  3. --no-pack (MINFER_COMPILE_PACK=0) writes no PACK section.
 #   mfc_packed.sh MINFER MODELS_DIR
 set -u
 minfer=$1
@@ -86,6 +86,8 @@ done
 # 3. Left out on request.
 MINFER_COMPILE_PACK=0 "$minfer" compile "$models/resnet18/model.onnx" -o "$tmp/nopack.mfc" --providers $list >/dev/null 2>&1 || { echo "FAIL: compile with MINFER_COMPILE_PACK=0"; fail=1; }
 "$minfer" info "$tmp/nopack.mfc" 2>&1 | grep -q "section PACK" && { echo "FAIL: MINFER_COMPILE_PACK=0 wrote a PACK section"; fail=1; }
+"$minfer" compile "$models/resnet18/model.onnx" -o "$tmp/nopack2.mfc" --providers $list --no-pack >/dev/null 2>&1 || { echo "FAIL: compile --no-pack"; fail=1; }
+"$minfer" info "$tmp/nopack2.mfc" 2>&1 | grep -q "section PACK" && { echo "FAIL: --no-pack wrote a PACK section"; fail=1; }
 # And a cpu-only compile has nothing packed to store.
 "$minfer" compile "$models/resnet18/model.onnx" -o "$tmp/cpu.mfc" --providers cpu >/dev/null 2>&1 || { echo "FAIL: compile for cpu"; fail=1; }
 "$minfer" info "$tmp/cpu.mfc" 2>&1 | grep -q "section PACK" && { echo "FAIL: a cpu compile wrote a PACK section"; fail=1; }

@@ -33,17 +33,18 @@ static void print_help(void) {
            "                     of this many threads packs them, and used by sessions of\n"
            "                     the same count (others pack again)\n"
            "  --opt-level N      optimization level 0..3 (default: MINFER_OPT_LEVEL, else 3)\n"
-           "                     (MINFER_COMPILE_PACK=0: leave out the weights the providers\n"
-           "                     pre-packed, oneDNN's; they are stored by default)\n"
+           "  --no-pack          leave out the weights the providers pre-packed (oneDNN's\n"
+           "                     PACK section; stored by default; MINFER_COMPILE_PACK=0)\n"
            "  -h, --help         show this help\n");
 }
 
 int cmd_compile(int argc, char **argv) {
     const char *out = NULL, *providers = NULL, *threads_s = NULL;
-    int force = 0, threads = -1;
+    int force = 0, threads = -1, no_pack = 0;
     const cli_opt opts[] = {{"output", 'o', &out, NULL, NULL},
                             {"providers", 0, &providers, NULL, NULL},
                             {"threads", 0, &threads_s, NULL, NULL},
+                            {"no-pack", 0, NULL, &no_pack, NULL},
                             {"force", 0, NULL, &force, NULL}};
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0;
@@ -72,6 +73,12 @@ int cmd_compile(int argc, char **argv) {
     if (threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &threads)))
         goto done;
     rc = CLI_FAIL;
+    /* minfer_compile_model reads it (core/session/compile.c); this process
+     * has no other thread yet. */
+    if (no_pack && setenv("MINFER_COMPILE_PACK", "0", 1) != 0) {
+        fprintf(stderr, "minfer compile: cannot set MINFER_COMPILE_PACK\n");
+        goto done;
+    }
     minfer_status st = cli_make_options(providers, threads, &opt);
     if (st != MINFER_OK) {
         fprintf(stderr, "minfer compile: %s\n", cli_error(st));
