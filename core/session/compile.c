@@ -80,6 +80,11 @@ static void emit_packed(void *arg, const minfer_packed_const *c) {
  * the entries point into s's graph: they are used before s is freed. */
 static minfer_status gather_packs(minfer_session *s, packs *ps, const char *errctx) {
     const mf_graph *g = s->g;
+    size_t exporters = 0;
+    for (size_t j = 0; j < s->n_provs; j++)
+        exporters += MF_VT_HAS(s->provs[j].vt, export_packed) != 0;
+    if (!exporters)
+        return MINFER_OK; /* no provider packs anything to store: no plan needed */
     /* The session prepared a plan for inputs of known shape; for others, a
      * plan with each unknown dimension 1 (the batch-1 request most
      * served): a provider whose packing depends on the shapes (oneDNN's
