@@ -332,6 +332,7 @@ enum {
     WM_NEG_INF = 2,  /* F = -inf instead of the lowest float */
     WM_NO_SOFTMAX = 4, /* near miss: the Where read by an Exp, not a Softmax */
     WM_INPUT_COND = 8, /* near miss: C a graph input, not a constant */
+    WM_MILD_FILL = 16, /* near miss: F = -1e4, which S + F does not equal */
 };
 
 /* Softmax(Where(causal, Q KT / 2.5, F)) V over [2, 4, 8] x [2, 8, 5] x
@@ -343,7 +344,9 @@ static void where_mask_graph(tcase *t, int flags) {
     tc_input(t, "kt", (const int64_t[]){2, 8, 5}, 3);
     tc_const(t, "v", (const int64_t[]){2, 5, 6}, 3, NULL);
     scalar(t, "c", 2.5f);
-    scalar(t, "fill", flags & WM_NEG_INF ? -INFINITY : -3.4028234663852886e38f);
+    scalar(t, "fill", flags & WM_NEG_INF     ? -INFINITY
+                      : flags & WM_MILD_FILL ? -1e4f
+                                             : -3.4028234663852886e38f);
     int64_t md[2] = {4, 5};
     minfer_tensor *m = NULL;
     assert_int_equal(minfer_tensor_create(MINFER_DTYPE_BOOL, md, 2, &m), MINFER_OK);
@@ -391,6 +394,7 @@ static void test_where_mask_near_misses(void **state) {
     (void)state;
     check(where_mask_graph, WM_NO_SOFTMAX, "MatMul Div Where Exp MatMul", NULL);
     check(where_mask_graph, WM_INPUT_COND, "MatMul Div Where Softmax MatMul", NULL);
+    check(where_mask_graph, WM_MILD_FILL, "MatMul Div Where Softmax MatMul", NULL);
 }
 
 int main(void) {

@@ -464,11 +464,11 @@ minfer_status mf_pass_square_pow(mf_opt *o, size_t *fired) {
 /* Where(C, S, F) or Where(C, F, S) read only by a Softmax over the last
  * axis, with C a constant bool (a causal mask, folded for the plan's
  * shapes) that broadcasts to S without growing it and F a float scalar
- * constant  =>  Add(S, M) with M = C ? 0 : F (or C ? F : 0), of C's
- * shape. Masked scores become S + F instead of F: with F -inf or the
- * lowest float (what exporters write) both are F to rounding, and both
- * vanish in the Softmax, so its output is the same; fuse_attention then
- * takes M as the attention mask. */
+ * constant at most -1e30  =>  Add(S, M) with M = C ? 0 : F (or C ? F : 0),
+ * of C's shape. Masked scores become S + F instead of F: with F -inf or the
+ * lowest float (what exporters write) that is F again, so the Softmax
+ * sees the same scores; fuse_attention then takes M as the attention
+ * mask. */
 static minfer_status try_where_mask(mf_opt *o, int w, int *done) {
     mf_graph *g = o->g;
     double f;
@@ -487,7 +487,10 @@ static minfer_status try_where_mask(mf_opt *o, int w, int *done) {
         if (n->inputs[3 - k] >= 0 && n->inputs[k] >= 0 &&
             scalar_for(o, n->inputs[3 - k], n->inputs[k], &f))
             break;
-    if (k == 3)
+    /* Only a fill that swamps any score: S + F rounds to F itself for
+     * |S| < 1e22 (the lowest float), or is -inf. A milder fill (-1e4) would
+     * leave S + F different from F in a row that is masked whole. */
+    if (k == 3 || !(f <= -1e30))
         return MINFER_OK;
     int sv = n->inputs[k];
     const mf_vinfo si = *mf_opt_info(o, sv);
