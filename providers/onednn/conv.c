@@ -152,7 +152,9 @@ void dnn_conv_standins(dnn_ctx *ctx, const minfer_node_desc *node, minfer_value_
         if (x->dims[2 + i] < 0)
             x->dims[2 + i] = dk > 64 ? dk : 64;
     }
-    int64_t yd[MINFER_MAX_RANK], pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL];
+    /* yd zeroed: the writes through tied[] below may alias x, so at -O3 GCC
+     * cannot tell that x->rank stays nsp + 2 (maybe-uninitialized). */
+    int64_t yd[MINFER_MAX_RANK] = {0}, pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL];
     if (dnn_window_out(&win, x->dims + 2, 0, yd + 2, pl, pr))
         return;
     yd[0] = x->dims[0];
