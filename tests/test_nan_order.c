@@ -74,7 +74,7 @@ static minfer_session *session_on(const minfer_graph_builder *b, const char *lis
 static minfer_tensor *f32(const int64_t *dims, size_t rank, const float *v) {
     minfer_tensor *t = NULL;
     assert_int_equal(minfer_tensor_create(MINFER_DTYPE_FLOAT, dims, rank, &t), MINFER_OK);
-    if (minfer_tensor_nbytes(t))
+    if (v && minfer_tensor_nbytes(t)) /* v: NULL for an empty tensor */
         memcpy(minfer_tensor_data(t), v, minfer_tensor_nbytes(t));
     return t;
 }
@@ -82,7 +82,7 @@ static minfer_tensor *f32(const int64_t *dims, size_t rank, const float *v) {
 static minfer_tensor *i64(const int64_t *dims, size_t rank, const int64_t *v) {
     minfer_tensor *t = NULL;
     assert_int_equal(minfer_tensor_create(MINFER_DTYPE_INT64, dims, rank, &t), MINFER_OK);
-    if (minfer_tensor_nbytes(t))
+    if (v && minfer_tensor_nbytes(t)) /* v: NULL for an empty tensor */
         memcpy(minfer_tensor_data(t), v, minfer_tensor_nbytes(t));
     return t;
 }
