@@ -210,7 +210,7 @@ minfer_status minfer_compile_model(const char *model_path, const char *out_path,
         (st = mf_apply_dim_overrides(g, opt, model_path)) != MINFER_OK ||
         (st = mf_expand_gradients(g, model_path)) != MINFER_OK)
         goto done;
-    if (level > 0 && g->n_nodes && !mf_graph_has_control(g, NULL)) {
+    if (level > 0 && g->n_nodes) { /* control flow too: as a session optimizes it */
         if (mf_evaluator_open(&ev) != MINFER_OK) {
             ev = NULL; /* the session folds nothing then either */
             mf_error_clear();
