@@ -4,7 +4,8 @@
  *
  *  1. the stages are cut for the run's plan (a pass over the order; a plan
  *     for other shapes may be cut elsewhere, the stage count stays), by the
- *     step times measured on the requests before it once there are some,
+ *     step times measured on the requests before it once there are some
+ *     (CPU time in a stage on one thread, see thread_cpu_ms),
  *     by the planner's estimates for the first; any cut is correct, as each
  *     request runs every step in order, so requests cut differently may
  *     follow each other;
@@ -20,6 +21,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec/pipeline.h"
 #include "exec/threadpool.h"
@@ -119,6 +121,20 @@ static void add_measured(mf_pipe *q, const mf_plan *p, const double *t, size_t n
     pthread_mutex_unlock(&q->lock);
 }
 
+/* The calling thread's CPU time in ms (0 where the clock is missing: every
+ * cut is correct, only its balance suffers). A stage on one thread runs each step's whole work on the
+ * calling thread, so its CPU time is the step's work; unlike the wall
+ * clock it does not count the time the thread was descheduled, which on a
+ * shared machine lands on whichever steps happened to be running and would
+ * move the cut from request to request. A stage with helper threads has
+ * part of a step's work elsewhere: there the wall clock is taken. */
+static double thread_cpu_ms(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 int mf_pipe_stages(const mf_pipe *q) {
     return q->stages;
 }
@@ -180,11 +196,12 @@ minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
     for (int j = 0; j < q->stages && st == MINFER_OK; j++) {
         enter(q, j, bound.seq);
         mf_intra_pool = q->pools[j];
+        int alone = mf_pool_threads(q->pools[j]) == 1;
         for (int k = cut[j]; k < cut[j + 1] && st == MINFER_OK; k++)
             if (!p->nodes[s->g->order[k]].folded) {
-                double t0 = mf_now_ms();
+                double t0 = alone ? thread_cpu_ms() : mf_now_ms();
                 st = step(s, p, c, r, b, k);
-                t[k] = mf_now_ms() - t0;
+                t[k] = (alone ? thread_cpu_ms() : mf_now_ms()) - t0;
             }
         mf_intra_pool = NULL;
         leave(q, j);
