@@ -166,6 +166,9 @@ minfer_status ocl_parse_activation(ocl_prep *p, int *act, float *a, float *b) {
         {"Silu", OCL_ACT_SILU, 0, 0, 0},
         {"LeakyRelu", OCL_ACT_LEAKYRELU, 1, 0.01f, 0},
         {"Tanh", OCL_ACT_TANH, 0, 0, 0},
+        /* fuse_matmul_gelu's; the kernels' act1/actv have both forms */
+        {"Gelu", OCL_ACT_GELU, 0, 0, 0},
+        {"GeluTanh", OCL_ACT_GELU_TANH, 0, 0, 0},
     };
     const char *name = ocl_attr_str(p, "activation", "");
     const float *params = NULL;
