@@ -106,8 +106,10 @@ static minfer_status build_subgraphs(minfer_session *s, const minfer_options *op
                 sub->slot[c] = sg->capture_slot[c];
             }
             sub->n_captures = sg->n_captures;
-            /* the opsets in force are the enclosing graphs' */
+            /* the opsets in force are the enclosing graphs' (a compiled
+             * file's subgraph comes with an empty array: replaced) */
             if (!sg->n_opsets) {
+                free(sg->opsets);
                 size_t n_ops = 0;
                 for (const mf_graph *p = g; p; p = p->parent)
                     n_ops += p->n_opsets;
