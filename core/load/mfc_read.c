@@ -24,6 +24,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -973,10 +974,15 @@ void mf_mfc_free(void *data, size_t size) {
     free(data);
 }
 
-minfer_status minfer_compiled_info_read(const char *path, minfer_compiled_info *info) {
-    if (!path || !info)
+minfer_status minfer_compiled_info_read_sized(const char *path, minfer_compiled_info *out,
+                                              size_t info_size) {
+    minfer_compiled_info whole, *info = &whole;
+    if (!path || !out)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_compiled_info_read: NULL argument");
+    if (info_size > sizeof whole)
+        info_size = sizeof whole;
     memset(info, 0, sizeof *info);
+    memset(out, 0, info_size);
     FILE *f;
     uint64_t size;
     minfer_status st = mf_fopen_regular(path, "model file", &f, &size);
@@ -995,5 +1001,11 @@ minfer_status minfer_compiled_info_read(const char *path, minfer_compiled_info *
     if ((st = load(m, (size_t)size, mf_mfc_unmap, path, NULL, &g, info)) != MINFER_OK)
         return st;
     mf_graph_free(g);
+    memcpy(out, info, info_size);
     return MINFER_OK;
+}
+
+/* The pre-PACK struct's size: what programs built against the older header pass. */
+minfer_status(minfer_compiled_info_read)(const char *path, minfer_compiled_info *info) {
+    return minfer_compiled_info_read_sized(path, info, offsetof(minfer_compiled_info, n_packed));
 }

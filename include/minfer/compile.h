@@ -71,8 +71,20 @@ typedef struct minfer_compiled_info {
 } minfer_compiled_info;
 
 /* Reads and checks path as a compiled file (every check a session makes:
- * sizes, offsets, checksums, the graph) and fills info. */
+ * sizes, offsets, checksums, the graph) and fills the first info_size
+ * bytes of info (sizeof *info: the struct as this header has it).
+ * minfer_compiled_info grows at its end; the size keeps a program built
+ * against an older header from being written past its struct. */
+MINFER_API minfer_status minfer_compiled_info_read_sized(const char *path,
+                                                         minfer_compiled_info *info,
+                                                         size_t info_size);
+
+/* The entry point of programs built before the PACK fields: fills the
+ * struct up to weight_bytes only. Through this header the name calls
+ * minfer_compiled_info_read_sized with the struct's size. */
 MINFER_API minfer_status minfer_compiled_info_read(const char *path, minfer_compiled_info *info);
+#define minfer_compiled_info_read(path, info)                                                   \
+    minfer_compiled_info_read_sized((path), (info), sizeof *(info))
 
 #ifdef __cplusplus
 }
