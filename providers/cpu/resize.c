@@ -401,9 +401,12 @@ minfer_status cpu_compute_resize(const cpu_exec *e) {
             return cpu_fail(e, MINFER_ERR_SHAPE, "scales has %zu entries for rank %d", ns,
                             (int)r);
         for (int32_t d = 0; d < r; d++) {
-            if (!(scales[d] > 0) || scales[d] * (double)x->dims[d] > 1e12)
-                return cpu_fail(e, MINFER_ERR_SHAPE, "scale %g not supported", scales[d]);
-            od[d] = (int64_t)(scales[d] * (double)x->dims[d]);
+            /* !(o <= 1e12) also refuses NaN: an infinite scale on an empty axis */
+            double o = scales[d] * (double)x->dims[d];
+            if (!(scales[d] > 0) || !(o <= 1e12))
+                return cpu_fail(e, MINFER_ERR_SHAPE, "scale %g not supported on an axis of %lld",
+                                scales[d], (long long)x->dims[d]);
+            od[d] = (int64_t)o;
         }
     }
     for (int32_t d = 0; d < r; d++) {
