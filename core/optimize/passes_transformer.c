@@ -48,6 +48,26 @@
 
 static int live(const mf_opt *o, size_t i) { return !(i < o->cap_dead && o->dead[i]); }
 
+/* Runs try_at on every live node of type op, in order; counts the
+ * rewrites in *fired and reindexes after each one. */
+typedef minfer_status (*try_fn)(mf_opt *o, int node, int *done);
+static minfer_status each_op(mf_opt *o, const char *op, try_fn try_at, size_t *fired) {
+    mf_graph *g = o->g;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k], done = 0;
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, op))
+            continue;
+        minfer_status st = try_at(o, i, &done);
+        if (st == MINFER_OK && done) {
+            (*fired)++;
+            st = mf_opt_reindex(o);
+        }
+        if (st != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
+}
+
 /* The operand of binary node i that is not v (-1 unless exactly one is v). */
 static int other_input(const mf_graph *g, int i, int v) {
     const mf_node *n = &g->nodes[i];
@@ -177,20 +197,7 @@ static minfer_status try_layernorm(mf_opt *o, int r1, int *done) {
 }
 
 minfer_status mf_pass_fuse_layernorm(mf_opt *o, size_t *fired) {
-    mf_graph *g = o->g;
-    for (size_t k = 0; k < g->n_nodes; k++) {
-        int i = g->order[k], done = 0;
-        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "ReduceMean"))
-            continue;
-        minfer_status st = try_layernorm(o, i, &done);
-        if (st == MINFER_OK && done) {
-            (*fired)++;
-            st = mf_opt_reindex(o);
-        }
-        if (st != MINFER_OK)
-            return st;
-    }
-    return MINFER_OK;
+    return each_op(o, "ReduceMean", try_layernorm, fired);
 }
 
 /* ---- RMSNorm ---------------------------------------------------------------- */
@@ -205,6 +212,8 @@ static minfer_status try_rmsnorm(mf_opt *o, int r, int *done) {
     mf_graph *g = o->g;
     double c, eps;
     *done = 0;
+    if (g->nodes[r].n_inputs < 1)
+        return MINFER_OK;
     int s = g->nodes[r].inputs[0], sq = mf_opt_producer(o, s);
     if (s < 0 || reduce_last_axis(o, r) != -1 || mf_opt_single_consumer(o, s) != r || sq < 0 ||
         g->nodes[sq].n_inputs != 2)
@@ -267,20 +276,7 @@ static minfer_status try_rmsnorm(mf_opt *o, int r, int *done) {
 }
 
 minfer_status mf_pass_fuse_rmsnorm(mf_opt *o, size_t *fired) {
-    mf_graph *g = o->g;
-    for (size_t k = 0; k < g->n_nodes; k++) {
-        int i = g->order[k], done = 0;
-        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "ReduceMean") || g->nodes[i].n_inputs < 1)
-            continue;
-        minfer_status st = try_rmsnorm(o, i, &done);
-        if (st == MINFER_OK && done) {
-            (*fired)++;
-            st = mf_opt_reindex(o);
-        }
-        if (st != MINFER_OK)
-            return st;
-    }
-    return MINFER_OK;
+    return each_op(o, "ReduceMean", try_rmsnorm, fired);
 }
 
 /* ---- Gelu ----------------------------------------------------------------- */
@@ -526,20 +522,7 @@ static minfer_status try_where_mask(mf_opt *o, int w, int *done) {
 }
 
 minfer_status mf_pass_where_mask(mf_opt *o, size_t *fired) {
-    mf_graph *g = o->g;
-    for (size_t k = 0; k < g->n_nodes; k++) {
-        int i = g->order[k], done = 0;
-        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "Where"))
-            continue;
-        minfer_status st = try_where_mask(o, i, &done);
-        if (st == MINFER_OK && done) {
-            (*fired)++;
-            st = mf_opt_reindex(o);
-        }
-        if (st != MINFER_OK)
-            return st;
-    }
-    return MINFER_OK;
+    return each_op(o, "Where", try_where_mask, fired);
 }
 
 /* ---- Attention ------------------------------------------------------------ */
@@ -576,6 +559,8 @@ static minfer_status try_attention(mf_opt *o, int sm, int *done) {
     mf_graph *g = o->g;
     const mf_node *smn = &g->nodes[sm];
     *done = 0;
+    if (smn->n_inputs != 1 || smn->inputs[0] < 0 || smn->n_outputs != 1)
+        return MINFER_OK;
     int sin = smn->inputs[0];
     const mf_vinfo si = *mf_opt_info(o, sin);
     int64_t axis = mf_attr_int(smn, "axis", smn->opset >= 13 ? -1 : 1);
@@ -653,21 +638,7 @@ static minfer_status try_attention(mf_opt *o, int sm, int *done) {
 }
 
 minfer_status mf_pass_fuse_attention(mf_opt *o, size_t *fired) {
-    mf_graph *g = o->g;
-    for (size_t k = 0; k < g->n_nodes; k++) {
-        int i = g->order[k], done = 0;
-        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "Softmax") || g->nodes[i].n_inputs != 1 ||
-            g->nodes[i].inputs[0] < 0 || g->nodes[i].n_outputs != 1)
-            continue;
-        minfer_status st = try_attention(o, i, &done);
-        if (st == MINFER_OK && done) {
-            (*fired)++;
-            st = mf_opt_reindex(o);
-        }
-        if (st != MINFER_OK)
-            return st;
-    }
-    return MINFER_OK;
+    return each_op(o, "Softmax", try_attention, fired);
 }
 
 /* ---- Gelu into the MatMul or Gemm before it ----------------------------------- */
