@@ -132,6 +132,13 @@ static void host_parallel_for(void *host, size_t n, size_t grain, minfer_range_f
     mf_pool_parallel_for(mf_intra_pool ? mf_intra_pool : s ? s->pool : NULL, n, grain, fn, arg);
 }
 
+/* minfer_host_api.claim_threads: the scheduler running this thread decides
+ * (exec/threadpool.h); a pipeline stage's pool bounds it. */
+static int host_claim_threads(void *host, int want) {
+    minfer_session *s = host;
+    return mf_claim_threads(mf_intra_pool ? mf_intra_pool : s ? s->pool : NULL, want);
+}
+
 static minfer_status host_alloc_output(void *run, size_t index, int32_t rank, const int64_t *dims) {
     mf_run *r = run;
     int64_t numel;
@@ -209,6 +216,7 @@ void mf_host_api_init(minfer_host_api *api) {
     api->alloc_output = host_alloc_output;
     api->charge_work = host_charge_work;
     api->packed_consts = host_packed_consts;
+    api->claim_threads = host_claim_threads;
 }
 
 /* ---- one node ------------------------------------------------------------ */

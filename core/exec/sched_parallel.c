@@ -39,6 +39,18 @@
  * first chunk and help with the second, but the 3x3's owner would then
  * wait for that chunk: no gain at an intra-op efficiency above 1/2.)
  *
+ * Threads of a node's own (claims). A provider that runs a node on threads
+ * it starts itself (oneDNN's OpenMP builds of nodes without a split form)
+ * claims them first (minfer_host_api.claim_threads, claim below). A step
+ * running alone gets every thread, unless the ready steps would gain more
+ * by starting beside it on one thread each (the rule above, with it counted
+ * as splitting); while it holds them no step starts and the idle threads
+ * sleep rather than spin. A step running beside others gets one thread (the
+ * provider then runs its one-thread build) and counts as not splitting, so
+ * the ready steps may start beside it. So the busy threads never exceed the
+ * pool's, where before a node on two OpenMP threads and a step started
+ * beside it took three threads of two CPUs.
+ *
  * Results are identical to the sequential scheduler's: every node computes
  * the same thing from the same inputs; only when it runs changes, and a
  * kernel's parallel_for is cut into the same ranges either way.
@@ -56,7 +68,17 @@
 #define ERR_COPY 1024
 #define LPT_MAX 64 /* steps weighed at once when deciding to start one */
 
-typedef struct sched {
+typedef struct sched sched;
+
+/* A pool thread of the run: the step it runs and the threads its node
+ * claimed (minfer_host_api.claim_threads). */
+typedef struct worker {
+    sched *q;
+    int step;            /* -1 between steps */
+    int claimed;         /* threads granted to the running step, 1 when none asked */
+} worker;
+
+struct sched {
     minfer_session *s;
     mf_plan *p;
     mf_exec_ctx *c;
@@ -65,7 +87,10 @@ typedef struct sched {
     const mf_conc *cc;
     mf_share *share;
     mf_run *runs;        /* per pool thread */
+    worker *workers;     /* per pool thread */
+    int threads;
     int inter_op;        /* threads that start steps */
+    int wide;            /* a step holds every thread (an OpenMP build): none starts */
     pthread_mutex_t lock;
     int *deps;           /* per step: producers still to finish */
     int *ready;          /* a max-heap of steps by priority */
@@ -75,7 +100,7 @@ typedef struct sched {
     int remaining;
     minfer_status st;    /* the first failure */
     char err[ERR_COPY];
-} sched;
+};
 
 /* Whether step a comes before step b in the ready heap: higher priority
  * first, then earlier in the order. */
@@ -131,11 +156,10 @@ static void fail(sched *q, minfer_status st) {
     snprintf(q->err, sizeof q->err, "%s", minfer_last_error());
 }
 
-/* Whether the best ready step may start beside the running ones (see the
- * top). Under q->lock. */
-static int may_start(const sched *q) {
-    if (q->in_flight == 0)
-        return 1;
+/* Whether running the running and ready steps at once beats running them
+ * one after another (see the top); step wide (or -1) counts as splitting
+ * over the pool whatever its last run did. Under q->lock. */
+static int gains(const sched *q, int wide) {
     double cost[LPT_MAX], load[LPT_MAX] = {0}, alone = 0, m = 0;
     int n = 0, w = q->inter_op < LPT_MAX ? q->inter_op : LPT_MAX;
     for (int i = 0; i < q->in_flight + q->n_ready && n < LPT_MAX; i++) {
@@ -143,7 +167,7 @@ static int may_start(const sched *q) {
         cost[n++] = q->cc->cost[k];
         /* one after another: split over the pool, or, for a step whose
          * kernel did not split last time, on one thread anyway */
-        int serial = atomic_load_explicit(&q->cc->serial[k], memory_order_relaxed);
+        int serial = k != wide && atomic_load_explicit(&q->cc->serial[k], memory_order_relaxed);
         alone += serial ? q->cc->cost[k] : q->cc->cost[k] / ((double)w * INTRA_EFFICIENCY);
     }
     /* longest first onto the least loaded thread: the costs are few */
@@ -165,19 +189,64 @@ static int may_start(const sched *q) {
     return m < alone;
 }
 
+/* Whether the best ready step may start beside the running ones. Under
+ * q->lock. */
+static int may_start(const sched *q) {
+    if (q->in_flight == 0)
+        return 1;
+    return !q->wide && gains(q, -1);
+}
+
+/* minfer_host_api.claim_threads on a pool thread of the run: a step running
+ * alone gets every thread (and none starts beside it until it finishes)
+ * unless starting the ready steps beside it on one thread gains more; a
+ * step running beside others gets 1. So never more threads are busy than
+ * the pool has. */
+static int claim(void *arg, int want) {
+    worker *me = arg;
+    sched *q = me->q;
+    int n = 1;
+    if (me->step < 0) /* a chunk of a step running on another thread */
+        return 1;
+    pthread_mutex_lock(&q->lock);
+    if (q->in_flight == 1 && !q->wide && (q->n_ready == 0 || !gains(q, me->step))) {
+        n = want < q->threads ? want : q->threads;
+        if (n > 1) {
+            q->wide = 1;
+            mf_share_quiet(q->share, 1);
+        }
+    }
+    if (n == 1) /* it runs on this thread alone: others may start beside it */
+        atomic_store_explicit(&q->cc->serial[me->step], 1, memory_order_relaxed);
+    pthread_mutex_unlock(&q->lock);
+    if (n == 1)
+        mf_share_notify(q->share);
+    if (n > me->claimed)
+        me->claimed = n;
+    return n;
+}
+
 /* Pops the best ready step and runs it on this thread, noting whether
  * its kernel split its work (it published chunks to the share). Enters and
  * leaves with q->lock held. */
-static void run_one(sched *q, mf_run *r, int shared) {
+static void run_one(sched *q, mf_run *r, worker *me, int shared) {
     int k = heap_pop(q);
     q->running[q->in_flight++] = k;
     pthread_mutex_unlock(&q->lock);
     unsigned published = mf_share_published();
+    me->step = k;
+    me->claimed = 1;
     minfer_status st = q->step(q->s, q->p, q->c, r, q->b, k);
+    me->step = -1;
     if (shared && st == MINFER_OK)
-        atomic_store_explicit(&q->cc->serial[k], mf_share_published() == published,
+        atomic_store_explicit(&q->cc->serial[k],
+                              mf_share_published() == published && me->claimed == 1,
                               memory_order_relaxed);
     pthread_mutex_lock(&q->lock);
+    if (me->claimed > 1) { /* its threads are free again */
+        q->wide = 0;
+        mf_share_quiet(q->share, 0);
+    }
     for (int i = 0; i < q->in_flight; i++)
         if (q->running[i] == k) {
             q->running[i] = q->running[--q->in_flight];
@@ -197,16 +266,19 @@ static void run_chunk(void *arg, size_t begin, size_t end) {
     sched *q = arg;
     int w = (int)begin, alone = end - begin > 1;
     mf_run *r = &q->runs[w];
+    worker *me = &q->workers[w];
     const minfer_run_options *outer = mf_current_run;
     mf_current_run = q->b->ro;
-    if (!alone)
+    if (!alone) {
         mf_share_enter(q->share, w);
+        mf_claim_set(claim, me);
+    }
     pthread_mutex_lock(&q->lock);
     for (;;) {
         if (q->remaining == 0 || q->st != MINFER_OK)
             break;
         if ((w < q->inter_op || alone) && q->n_ready > 0 && (alone || may_start(q))) {
-            run_one(q, r, !alone);
+            run_one(q, r, me, !alone);
             mf_share_notify(q->share);
             continue;
         }
@@ -224,8 +296,10 @@ static void run_chunk(void *arg, size_t begin, size_t end) {
         pthread_mutex_lock(&q->lock);
     }
     pthread_mutex_unlock(&q->lock);
-    if (!alone)
+    if (!alone) {
+        mf_claim_set(NULL, NULL);
         mf_share_leave();
+    }
     mf_current_run = outer;
 }
 
@@ -246,12 +320,15 @@ minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
     q.ready = mf_malloc(((size_t)cc->n + 1) * sizeof *q.ready);
     q.running = mf_malloc(((size_t)threads + 1) * sizeof *q.running);
     q.runs = mf_calloc((size_t)threads + 1, sizeof *q.runs);
+    q.workers = mf_calloc((size_t)threads + 1, sizeof *q.workers);
     q.share = mf_share_create(s->pool);
-    if (!q.deps || !q.ready || !q.running || !q.runs || !q.share) {
+    q.threads = threads;
+    if (!q.deps || !q.ready || !q.running || !q.runs || !q.workers || !q.share) {
         free(q.deps);
         free(q.ready);
         free(q.running);
         free(q.runs);
+        free(q.workers);
         mf_share_free(q.share);
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
     }
@@ -271,6 +348,9 @@ minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
         q.runs[w].temps = NULL;
         q.runs[w].temp_strings = NULL;
         q.runs[w].n_temps = q.runs[w].cap_temps = 0;
+        q.workers[w].q = &q;
+        q.workers[w].step = -1;
+        q.workers[w].claimed = 1;
     }
     b->lock = &budget_lock;
     mf_pool_parallel_for(s->pool, (size_t)threads, 1, run_chunk, &q);
@@ -287,5 +367,6 @@ minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
     free(q.ready);
     free(q.running);
     free(q.runs);
+    free(q.workers);
     return st;
 }

@@ -101,6 +101,7 @@ struct mf_share {
     atomic_int n_published; /* a look without the lock */
     atomic_uint events;     /* the event count */
     atomic_int sleepers;
+    atomic_int quiet;       /* mf_share_quiet: no spinning */
     pthread_mutex_t wait_lock;
     pthread_cond_t wake;
     uint64_t spin_ns;
@@ -326,6 +327,7 @@ mf_share *mf_share_create(mf_pool *p) {
     atomic_init(&sh->n_published, 0);
     atomic_init(&sh->events, 0);
     atomic_init(&sh->sleepers, 0);
+    atomic_init(&sh->quiet, 0);
     /* Spinning pays only while every thread can have a CPU of its own. */
     sh->spin_ns = p && p->threads <= p->cpus ? p->spin_ns : 0;
     return sh;
@@ -384,8 +386,10 @@ static int share_spins(void) {
     return !my_pace.quiet;
 }
 
+void mf_share_quiet(mf_share *sh, int on) { atomic_store(&sh->quiet, on); }
+
 void mf_share_wait(mf_share *sh, unsigned seen) {
-    if (sh->spin_ns && share_spins()) {
+    if (sh->spin_ns && !atomic_load_explicit(&sh->quiet, memory_order_relaxed) && share_spins()) {
         uint64_t until = now_ns() + sh->spin_ns;
         for (;;) {
             for (int i = 0; i < 64; i++) {
@@ -393,7 +397,7 @@ void mf_share_wait(mf_share *sh, unsigned seen) {
                     return;
                 cpu_relax();
             }
-            if (now_ns() >= until)
+            if (now_ns() >= until || atomic_load_explicit(&sh->quiet, memory_order_relaxed))
                 break;
         }
     }
@@ -543,4 +547,27 @@ void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn
         pthread_cond_wait(&p->done, &p->lock);
     pthread_mutex_unlock(&p->lock);
     pthread_mutex_unlock(&p->busy);
+}
+
+/* ---- Thread claims ------------------------------------------------------ */
+
+static _Thread_local mf_claim_fn claim_fn;
+static _Thread_local void *claim_ctx;
+
+void mf_claim_set(mf_claim_fn fn, void *ctx) {
+    claim_fn = fn;
+    claim_ctx = ctx;
+}
+
+int mf_claim_threads(const mf_pool *p, int want) {
+    if (want <= 1)
+        return 1;
+    if (claim_fn) {
+        int n = claim_fn(claim_ctx, want);
+        return n < 1 ? 1 : n > want ? want : n;
+    }
+    if (in_pool_task || in_share_chunk)
+        return 1;
+    int n = mf_pool_threads(p);
+    return n < want ? n : want;
 }

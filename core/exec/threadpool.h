@@ -55,5 +55,22 @@ unsigned mf_share_published(void);
 unsigned mf_share_events(mf_share *sh);
 void mf_share_notify(mf_share *sh);
 void mf_share_wait(mf_share *sh, unsigned seen);
+/* While on, waiters sleep at once rather than spin: a node holds the
+ * threads of the share with threads of its own (an OpenMP build), and a
+ * spinning waiter would take a CPU from them. */
+void mf_share_quiet(mf_share *sh, int on);
+
+/* ---- Thread claims (minfer_host_api.claim_threads) -------------------------
+ *
+ * A node that keeps threads of its own busy (an OpenMP build) claims them
+ * first. A scheduler that runs nodes side by side sets a claim function on
+ * each of its threads, which decides; without one a claim gets up to the
+ * pool's threads, and one from inside a pool chunk gets 1 (the other
+ * threads are running chunks). */
+typedef int (*mf_claim_fn)(void *ctx, int want);
+/* Sets (fn NULL: clears) the calling thread's claim function. */
+void mf_claim_set(mf_claim_fn fn, void *ctx);
+/* The threads a node on the calling thread may keep busy, 1 .. want. */
+int mf_claim_threads(const mf_pool *p, int want);
 
 #endif

@@ -248,6 +248,15 @@ typedef struct minfer_host_api {
      * it packs from const_data as without it. */
     const struct minfer_packed_const *(*packed_consts)(void *host, const minfer_node_desc *node,
                                                        const char *provider, size_t *count);
+    /* ABI 2, appended: from execute_node, before a node keeps threads of
+     * its own busy (an OpenMP build; parallel_for needs no claim): asks for
+     * want threads, the calling one included, and returns how many it may
+     * use, 1 <= n <= want. The parallel scheduler gives a node running
+     * beside others 1, and one running alone up to the session's threads,
+     * starting no other node until it returns; a pipeline stage gives its
+     * own threads. The claim lasts until execute_node returns. NULL (an
+     * older host): the provider uses the count it was built for. */
+    int (*claim_threads)(void *host, int want);
 } minfer_host_api;
 
 /* Bytes per element of a minfer_dtype (sizeof(char *) for strings), 0 for
