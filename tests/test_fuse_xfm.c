@@ -397,6 +397,139 @@ static void test_where_mask_near_misses(void **state) {
     check(where_mask_graph, WM_MILD_FILL, "MatMul Div Where Softmax MatMul", NULL);
 }
 
+/* ---- Rotary position embeddings ----------------------------------------------- */
+
+enum {
+    ROT_COMPUTED = 1,   /* LLaMA's export: [B, S, 32] reshaped to heads, the half
+                           computed from Shape, Cos and Sin inputs [1, 1, S, 8] */
+    ROT_SWAPPED = 2,    /* Mul(Cos, X), Mul(Sin, R), Add(R Sin, X Cos) */
+    ROT_NEG_START = 4,  /* x2 = X[..., -4:] (constant bounds) */
+    ROT_NEG_FIRST = 8,  /* near miss: Concat(Neg(x1), x2), the other rotation */
+    ROT_OFF_BY_ONE = 16, /* near miss: x2 = X[..., 3:7] */
+    ROT_SUB = 32,       /* near miss: Sub instead of the final Add */
+    ROT_GROWS = 64,     /* near miss: Cos [3, 2, 4, 5, 8] makes the output larger */
+    ROT_SHARED = 128,   /* near miss: the rotated halves are also a graph output */
+};
+
+static void rot_input(tcase *t, const char *name, const int64_t *dims, size_t rank,
+                      const char *const *names) {
+    assert_int_equal(minfer_builder_add_input(t->b, name, MINFER_DTYPE_FLOAT, dims, rank, names),
+                     MINFER_OK);
+}
+
+/* X * Cos + Concat(-X[..., 4:], X[..., :4]) * Sin on X [2, 4, 5, 8] (heads 4,
+ * sequence 5, head dim 8), as flags say. */
+static void rotary_graph(tcase *t, int flags) {
+    static const int64_t big = INT64_MAX;
+    tc_init(t, 13);
+    int64_t zero = 0, four = flags & ROT_NEG_START ? -4 : flags & ROT_OFF_BY_ONE ? 3 : 4,
+            end1 = 4, end2 = flags & ROT_OFF_BY_ONE ? 7 : big, axis = -1, two = 2;
+    tc_const_i64(t, "zero", (const int64_t[]){1}, 1, &zero);
+    tc_const_i64(t, "axis", (const int64_t[]){1}, 1, &axis);
+    tc_const_i64(t, "end2", (const int64_t[]){1}, 1, &end2);
+    if (flags & ROT_COMPUTED) {
+        static const char *const bs[] = {"batch", "seq", NULL}, *const s4[] = {NULL, NULL, "seq", NULL};
+        const int64_t xd[3] = {2, 5, 32}, cd[4] = {1, 1, 5, 8};
+        rot_input(t, "x", (const int64_t[]){-1, -1, 32}, 3, bs);
+        rot_input(t, "cos", (const int64_t[]){1, 1, -1, 8}, 4, s4);
+        rot_input(t, "sin", (const int64_t[]){1, 1, -1, 8}, 4, s4);
+        t->inputs[0] = random_tensor(t, xd, 3);
+        t->inputs[1] = random_tensor(t, cd, 4);
+        t->inputs[2] = random_tensor(t, cd, 4);
+        t->n_in = 3;
+        snprintf(t->names[0], sizeof t->names[0], "x");
+        snprintf(t->names[1], sizeof t->names[1], "cos");
+        snprintf(t->names[2], sizeof t->names[2], "sin");
+        int64_t one = 1, heads[2] = {4, 8}, i3 = 3;
+        tc_const_i64(t, "one", (const int64_t[]){1}, 1, &one);
+        tc_const_i64(t, "heads", (const int64_t[]){2}, 1, heads);
+        tc_const_i64(t, "i3", (const int64_t[]){1}, 1, &i3);
+        tc_const_i64(t, "two", (const int64_t[]){1}, 1, &two);
+        /* As the exporter writes x.view(b, s, 4, 8): scalar Gathers of
+         * Shape(x), each Unsqueezed. */
+        tc_const_i64(t, "z0", NULL, 0, &zero);
+        tc_const_i64(t, "o0", NULL, 0, &one);
+        node2(t, "Shape", "x", NULL, "sh");
+        node2(t, "Gather", "sh", "z0", "b00");
+        node2(t, "Gather", "sh", "o0", "s00");
+        node2(t, "Unsqueeze", "b00", "zero", "b0");
+        node2(t, "Unsqueeze", "s00", "zero", "s0");
+        tc_node(t, "Concat", NULL, (const char *const[]){"b0", "s0", "heads"}, 3, "tgt");
+        minfer_builder_set_attr_int(t->b, (size_t)t->n_nodes - 1, "axis", 0);
+        node2(t, "Reshape", "x", "tgt", "xr");
+        size_t tr = node2(t, "Transpose", "xr", NULL, "q");
+        minfer_builder_set_attr_ints(t->b, tr, "perm", (const int64_t[]){0, 2, 1, 3}, 4);
+        node2(t, "Shape", "q", NULL, "qs");
+        node2(t, "Gather", "qs", "i3", "dd");
+        node2(t, "Div", "dd", "two", "half");
+    } else {
+        tc_input(t, "q", (const int64_t[]){2, 4, 5, 8}, 4);
+        if (flags & ROT_GROWS)
+            tc_const(t, "cos", (const int64_t[]){3, 2, 4, 5, 8}, 5, NULL);
+        else
+            tc_const(t, "cos", (const int64_t[]){5, 8}, 2, NULL);
+        tc_const(t, "sin", (const int64_t[]){1, 5, 8}, 3, NULL);
+        tc_const_i64(t, "half", (const int64_t[]){1}, 1, &end1);
+        tc_const_i64(t, "start2", (const int64_t[]){1}, 1, &four);
+    }
+    const char *x2s = flags & ROT_COMPUTED ? "half" : "start2";
+    tc_node(t, "Slice", NULL, (const char *const[]){"q", "zero", "half", "axis"}, 4, "x1");
+    tc_node(t, "Slice", NULL, (const char *const[]){"q", x2s, "end2", "axis"}, 4, "x2");
+    int first = !!(flags & ROT_NEG_FIRST);
+    node2(t, "Neg", first ? "x1" : "x2", NULL, "nx");
+    tc_node(t, "Concat", NULL, (const char *const[]){"nx", first ? "x2" : "x1"}, 2, "r");
+    minfer_builder_set_attr_int(t->b, (size_t)t->n_nodes - 1, "axis", -1);
+    int sw = !!(flags & ROT_SWAPPED);
+    node2(t, "Mul", sw ? "cos" : "q", sw ? "q" : "cos", "m1");
+    node2(t, "Mul", sw ? "sin" : "r", sw ? "r" : "sin", "m2");
+    node2(t, flags & ROT_SUB ? "Sub" : "Add", sw ? "m2" : "m1", sw ? "m1" : "m2", "y");
+    if (flags & ROT_SHARED)
+        assert_int_equal(minfer_builder_add_output(t->b, "r"), MINFER_OK);
+}
+
+/* Runs rotary_graph(flags) at level 3 on the CPU provider: 1 if a
+ * RotaryEmbedding node is in it (and no Neg is left then); ops gets the
+ * placed ops. */
+static int rotary_fused(int flags, char *ops, size_t ops_size) {
+    tcase t;
+    rotary_graph(&t, flags);
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_tensor *y = run_level(&t, lists[0], 3, ops, ops_size);
+    int fused = strstr(ops, "RotaryEmbedding@cpu") != NULL;
+    if (fused && strstr(ops, "Neg@"))
+        fail_msg("form %d: fused but a Neg is left: '%s'", flags, ops);
+    minfer_tensor_free(y);
+    for (size_t k = 0; k < t.n_in; k++)
+        minfer_tensor_free(t.inputs[k]);
+    minfer_builder_free(t.b);
+    return fused;
+}
+
+static void test_rotary_forms(void **state) {
+    (void)state;
+    static const int forms[] = {0, ROT_SWAPPED, ROT_NEG_START, ROT_COMPUTED,
+                                ROT_COMPUTED | ROT_SWAPPED};
+    char ops[512];
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        if (!rotary_fused(forms[i], ops, sizeof ops))
+            fail_msg("form %d not fused: '%s'", forms[i], ops);
+        check(rotary_graph, forms[i], forms[i] & ROT_COMPUTED ? "-" : "RotaryEmbedding@cpu",
+              NULL);
+    }
+}
+
+static void test_rotary_near_misses(void **state) {
+    (void)state;
+    static const int forms[] = {ROT_NEG_FIRST, ROT_OFF_BY_ONE, ROT_SUB, ROT_GROWS, ROT_SHARED,
+                                ROT_COMPUTED | ROT_NEG_FIRST, ROT_COMPUTED | ROT_SUB};
+    char ops[512];
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        if (rotary_fused(forms[i], ops, sizeof ops))
+            fail_msg("near miss %d fused: '%s'", forms[i], ops);
+        check(rotary_graph, forms[i], "-", NULL);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rmsnorm_forms),
@@ -406,6 +539,8 @@ int main(void) {
         cmocka_unit_test(test_matmul_gelu_shared),
         cmocka_unit_test(test_where_mask),
         cmocka_unit_test(test_where_mask_near_misses),
+        cmocka_unit_test(test_rotary_forms),
+        cmocka_unit_test(test_rotary_near_misses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@
  * FusedGemm and FusedMatMul run the ONNX rule (Conv, Gemm opset 13, MatMul)
  * on a copy of the node restricted to that op's inputs; the extra inputs
  * (Z, bias) are then checked against the result where both are known.
- * LayerNormalization, RMSNormalization and Gelu keep X's type and shape;
+ * LayerNormalization, RMSNormalization, Gelu and RotaryEmbedding keep X's
+ * type and shape (Cos and Sin broadcast into X; the kernels check them);
  * Attention is two MatMuls, Q @ KT then scores @ V.
  */
 #include <stdio.h>
@@ -80,8 +81,27 @@ minfer_status mf_infer_minfer_node(const mf_node *node, const minfer_tensor_view
                         "%s: bias must be 1-D with the output's last dimension", op);
         return MINFER_OK;
     }
+    if (strcmp(op, "RotaryEmbedding") == 0) {
+        if (!x || !input(node, in, n_in, 1) || !input(node, in, n_in, 2))
+            return fail(err, err_size, MINFER_ERR_MODEL, "%s: needs inputs X, Cos and Sin", op);
+        if (x->rank == 0 || (x->rank > 0 && x->dims[x->rank - 1] >= 0 &&
+                             x->dims[x->rank - 1] % 2 != 0))
+            return fail(err, err_size, MINFER_ERR_SHAPE, "%s: X's last dimension must be even",
+                        op);
+        for (size_t i = 1; i <= 2 && x->rank > 0; i++) {
+            const minfer_tensor_view *c = &in[i];
+            int ok = c->rank <= x->rank;
+            for (int d = 0; ok && c->rank > 0 && d < c->rank; d++) {
+                int64_t cd = c->dims[d], xd = x->dims[x->rank - c->rank + d];
+                ok = cd < 0 || cd == 1 || xd < 0 || cd == xd;
+            }
+            if (!ok)
+                return fail(err, err_size, MINFER_ERR_SHAPE,
+                            "%s: Cos and Sin must broadcast to X without growing it", op);
+        }
+    }
     if (strcmp(op, "LayerNormalization") == 0 || strcmp(op, "RMSNormalization") == 0 ||
-        strcmp(op, "Gelu") == 0) {
+        strcmp(op, "Gelu") == 0 || strcmp(op, "RotaryEmbedding") == 0) {
         if (!x)
             return fail(err, err_size, MINFER_ERR_MODEL, "%s: needs input X", op);
         out[0] = *x;
@@ -117,7 +137,7 @@ minfer_status mf_infer_minfer_node(const mf_node *node, const minfer_tensor_view
 int mf_infer_minfer_known(const char *op_type) {
     static const char *const ops[] = {"FusedConv", "FusedGemm", "FusedMatMul",
                                       "LayerNormalization", "RMSNormalization", "Gelu",
-                                      "Attention"};
+                                      "Attention", "RotaryEmbedding"};
     for (size_t i = 0; op_type && i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op_type, ops[i]) == 0)
             return 1;

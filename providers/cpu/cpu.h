@@ -396,6 +396,7 @@ CPU_KERNEL(fused_gemm)
 CPU_KERNEL(fused_matmul)
 CPU_KERNEL(gelu)
 CPU_KERNEL(attention)
+CPU_KERNEL(rotary)
 
 #undef CPU_KERNEL
 

@@ -11,6 +11,9 @@
  *   Attention: per batch (leading axes broadcast as in MatMul), the scores
  *     block Q KT in the workspace through cpu_gemm, scale, mask and softmax
  *     per row, then P V through cpu_gemm.
+ *   RotaryEmbedding: per row of X's last axis, X * Cos + the rotated
+ *     halves Concat(-x2, x1) * Sin, each product rounded to float and then
+ *     added, as the Mul, Mul and Add it replaces do.
  *
  * The activation is read from the node's attributes in prepare (to decline
  * an unknown one) and again at compute: the wrapped kernels own the op
@@ -449,5 +452,104 @@ minfer_status cpu_compute_attention(const cpu_exec *e) {
     }
     j.per_slot = (batches + slots - 1) / slots;
     cpu_parallel(e->ctx, slots, 1, attn_range, &j);
+    return MINFER_OK;
+}
+
+/* ---- RotaryEmbedding ---------------------------------------------------------- */
+
+typedef struct rot_job {
+    const float *x, *c, *s;
+    float *y;
+    size_t d, h;
+    int lead;                                     /* X's axes before the last */
+    int64_t dims[CPU_MAX_RANK];                   /* those axes */
+    size_t cst[CPU_MAX_RANK], sst[CPU_MAX_RANK];  /* Cos and Sin strides over them (0: broadcast) */
+    size_t ccol, scol;                            /* their last-axis strides (0 or 1) */
+} rot_job;
+
+/* Rows [b, e) of X (its last axis): the two halves rotated, each as the
+ * pattern computes it, X * Cos + Concat(-x2, x1) * Sin. */
+static void rot_range(void *arg, size_t b, size_t e) {
+    const rot_job *j = arg;
+    for (size_t r = b; r < e; r++) {
+        size_t rem = r, co = 0, so = 0;
+        for (int a = j->lead - 1; a >= 0; a--) {
+            size_t idx = rem % (size_t)j->dims[a];
+            rem /= (size_t)j->dims[a];
+            co += idx * j->cst[a];
+            so += idx * j->sst[a];
+        }
+        const float *x = j->x + r * j->d, *c = j->c + co, *s = j->s + so;
+        float *y = j->y + r * j->d;
+        size_t h = j->h, cc = j->ccol, sc = j->scol;
+        for (size_t i = 0; i < h; i++) {
+            float a = x[i] * c[i * cc], m = -x[i + h] * s[i * sc];
+            y[i] = a + m;
+        }
+        for (size_t i = h; i < j->d; i++) {
+            float a = x[i] * c[i * cc], m = x[i - h] * s[i * sc];
+            y[i] = a + m;
+        }
+    }
+}
+
+/* Strides of t (right-aligned into X's rank) over X's leading axes, 0
+ * where t broadcasts, and over the last axis into *col; -1 when t does not
+ * broadcast to X without growing it. */
+static int rot_strides(const minfer_tensor_view *t, const minfer_tensor_view *x, size_t *st,
+                       size_t *col) {
+    if (t->rank > x->rank)
+        return -1;
+    int pad = x->rank - t->rank;
+    size_t stride = 1;
+    for (int a = x->rank - 1; a >= 0; a--) {
+        int64_t td = a >= pad ? t->dims[a - pad] : 1;
+        if (td != 1 && td != x->dims[a])
+            return -1;
+        size_t s = td == 1 ? 0 : stride;
+        if (a == x->rank - 1)
+            *col = s ? 1 : 0;
+        else
+            st[a] = s;
+        stride *= (size_t)td;
+    }
+    return 0;
+}
+
+minfer_status cpu_prepare_rotary(cpu_prep *p) {
+    const minfer_node_desc *n = p->node;
+    if (!minfer_kit_input(n, 0) || !minfer_kit_input(n, 1) || !minfer_kit_input(n, 2))
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs X, Cos and Sin");
+    return MINFER_OK;
+}
+
+minfer_status cpu_compute_rotary(const cpu_exec *e) {
+    const minfer_tensor_view *x = cpu_input(e, 0), *c = cpu_input(e, 1), *s = cpu_input(e, 2);
+    rot_job j;
+    memset(&j, 0, sizeof j);
+    if (!x || !c || !s || x->dtype != MINFER_DTYPE_FLOAT || c->dtype != x->dtype ||
+        s->dtype != x->dtype)
+        return cpu_fail(e, MINFER_ERR_TYPE, "X, Cos and Sin must be float");
+    if (x->rank < 1 || x->dims[x->rank - 1] % 2 != 0)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "X needs an even last dimension (rank %d)",
+                        (int)x->rank);
+    if (rot_strides(c, x, j.cst, &j.ccol) || rot_strides(s, x, j.sst, &j.scol))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "Cos and Sin must broadcast to X without growing it");
+    void *y;
+    minfer_status st = cpu_output(e, 0, x->dtype, x->rank, x->dims, &y);
+    if (st)
+        return st;
+    j.d = (size_t)x->dims[x->rank - 1];
+    j.h = j.d / 2;
+    j.lead = x->rank - 1;
+    memcpy(j.dims, x->dims, (size_t)j.lead * sizeof j.dims[0]);
+    size_t rows = (size_t)minfer_kit_numel(j.lead, x->dims);
+    if (!rows || !j.d)
+        return MINFER_OK;
+    j.x = cpu_data(x);
+    j.c = cpu_data(c);
+    j.s = cpu_data(s);
+    j.y = y;
+    cpu_parallel(e->ctx, rows, (16384 + j.d - 1) / j.d, rot_range, &j);
     return MINFER_OK;
 }

@@ -297,6 +297,8 @@ static const cpu_kernel kernels[] = {
     {"minfer", "Gelu", 1, CPU_T(MINFER_DTYPE_FLOAT), cpu_prepare_gelu, cpu_compute_gelu},
     {"minfer", "Attention", 1, CPU_T(MINFER_DTYPE_FLOAT), cpu_prepare_attention,
      cpu_compute_attention},
+    {"minfer", "RotaryEmbedding", 1, CPU_T(MINFER_DTYPE_FLOAT), cpu_prepare_rotary,
+     cpu_compute_rotary},
 };
 
 #undef K
