@@ -11,8 +11,7 @@
  *     folding, zero Pads into Conv and AveragePool, one-input Concats),
  *     repeated until a round changes nothing (at most 8 rounds);
  *  2. for level >= 2, the fusions (LayerNorm, RMSNorm, Gelu, Pow(x, 2) as
- *     a Mul, rotary embeddings, constant Where masks as Adds, Attention,
- *     MatMul, Gemm, Gelu
+ *     a Mul, constant Where masks as Adds, Attention, MatMul, Gemm, Gelu
  *     into MatMul/Gemm, BatchNormalization + Relu as a depthwise Conv,
  *     Conv), then the basic passes once more;
  *  3. unreferenced initializers are dropped and the graph is finalized.
@@ -62,7 +61,6 @@ static const pass_entry fusion_passes[] = {
     {"fuse_rmsnorm", mf_pass_fuse_rmsnorm},
     {"fuse_gelu", mf_pass_fuse_gelu},
     {"square_pow", mf_pass_square_pow},
-    {"fuse_rotary", mf_pass_fuse_rotary},
     {"where_mask", mf_pass_where_mask},
     {"fuse_attention", mf_pass_fuse_attention},
     {"fuse_matmul", mf_pass_fuse_matmul},
@@ -150,6 +148,11 @@ static void drop_unused_initializers(mf_opt *o) {
 }
 
 minfer_status mf_optimize(mf_graph *g, const mf_opt_ctx *ctx, const char *errctx) {
+    return mf_optimize_gated(g, ctx, NULL, errctx);
+}
+
+minfer_status mf_optimize_gated(mf_graph *g, const mf_opt_ctx *ctx, const mf_opt_gate *gate,
+                                const char *errctx) {
     mf_opt o;
     mf_opt_ctx local;
     minfer_status st;
@@ -163,6 +166,7 @@ minfer_status mf_optimize(mf_graph *g, const mf_opt_ctx *ctx, const char *errctx
     if (local.report) {
         local.report->n_passes = 0;
         local.report->analysis_nodes = local.report->evaluations = 0;
+        local.report->unfused = 0;
         local.report->nodes_before = local.report->nodes_after = g->n_nodes;
     }
     if (local.level < 0 || local.level > 3)
@@ -174,6 +178,7 @@ minfer_status mf_optimize(mf_graph *g, const mf_opt_ctx *ctx, const char *errctx
     o.g = g;
     o.ctx = &local;
     o.errctx = errctx;
+    o.gate = gate && gate->supports ? gate : NULL;
     if ((st = mf_opt_reindex(&o)) != MINFER_OK)
         goto done;
     for (int round = 0; round < MAX_ROUNDS; round++) {
@@ -205,5 +210,6 @@ done:
     free(o.fill);
     free(o.info);
     mf_opt_probe_free(o.probe);
+    mf_opt_fuse_free(&o);
     return st;
 }

@@ -43,6 +43,9 @@ typedef struct mf_opt_report { /* per pass: name and how many times it fired */
      * shape analysis visited (each probe run of each node counts once), and
      * evaluations of a node by ctx->eval_node (folding and the analysis'). */
     size_t analysis_nodes, evaluations;
+    /* Fusions left out because no provider of the session runs the fused
+     * node (mf_optimize_gated): the pattern runs unfused. */
+    size_t unfused;
 } mf_opt_report;
 
 typedef struct mf_opt_ctx {
@@ -59,6 +62,24 @@ typedef struct mf_opt_ctx {
 
 /* Rewrites g in place; on return g is finalized (mf_graph_finalize: fresh order). */
 minfer_status mf_optimize(mf_graph *g, const mf_opt_ctx *ctx, const char *errctx);
+
+/* What a session's providers run, for the fusions' gate (gate.c). */
+typedef struct mf_opt_gate {
+    /* Whether some provider of the session runs `node`, a node a fusion is
+     * about to make (its host_node is the graph's mf_node; types and
+     * exactly known dims from the optimizer's analysis, -1 for symbolic
+     * ones; an initializer's data as const_data): 1, or 0 with the
+     * providers' reasons in why. */
+    int (*supports)(void *user, const minfer_node_desc *node, char *why, size_t why_size);
+    void *user;
+} mf_opt_gate;
+
+/* mf_optimize for a session: a fusion whose node no provider runs
+ * (gate->supports says no) is not applied, so the unfused pattern runs,
+ * and report->unfused counts it. gate NULL: mf_optimize, every fusion
+ * applies (minfer optimize and compile have no providers to ask). */
+minfer_status mf_optimize_gated(mf_graph *g, const mf_opt_ctx *ctx, const mf_opt_gate *gate,
+                                const char *errctx);
 
 /* ---- A stand-alone evaluator (core/exec/evaluator.c) ---------------------- */
 

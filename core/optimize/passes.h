@@ -59,6 +59,14 @@ typedef struct mf_opt {
     unsigned name_seq;   /* for fresh value names */
     mf_probe_state *probe; /* the analysis' buffers and memo, NULL until asked for */
     int nomem; /* the analysis ran out of memory: the pass fails when it returns */
+    /* gate.c: the session's providers (NULL: every fusion applies), and
+     * copies of the nodes the current fusion edits in place, put back when
+     * no provider of the session runs the fused node. */
+    const mf_opt_gate *gate;
+    mf_node saved[4];
+    int saved_at[4];
+    int n_saved;
+    int save_failed; /* a node that cannot be copied: the fusion is kept unasked */
 } mf_opt;
 
 /* One pass: returns an error only for a real failure (out of memory);
@@ -124,6 +132,19 @@ minfer_status mf_opt_add_opset(mf_graph *g, const char *domain, int64_t version)
 /* The optimizer's out-of-memory error (set and returned). */
 minfer_status mf_opt_oom(const mf_opt *o);
 
+/* ---- The fusions' gate (gate.c) ------------------------------------------ */
+
+/* Before a fusion edits node i in place: keeps a copy of it (call again for
+ * each node the fusion edits in place). No-op without o->gate. */
+minfer_status mf_opt_fuse_save(mf_opt *o, int i);
+/* After the fusion made node i the fused node, before it kills the rest of
+ * its pattern: 1 when some provider of the session runs node i as it now
+ * is (or nobody is asked); else the saved nodes are put back as they were,
+ * report->unfused counts it, and 0: the fusion stops there. */
+int mf_opt_fuse_keep(mf_opt *o, int i);
+/* Drops the saved copies (the manager, at the end). */
+void mf_opt_fuse_free(mf_opt *o);
+
 /* ---- The type and shape analysis (analysis.c) ---------------------------- */
 
 /* Type and shape of v (see mf_vinfo); never NULL for a valid index. When
@@ -165,6 +186,5 @@ minfer_status mf_pass_square_pow(mf_opt *o, size_t *fired);
 minfer_status mf_pass_where_mask(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_attention(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_matmul_gelu(mf_opt *o, size_t *fired);
-minfer_status mf_pass_fuse_rotary(mf_opt *o, size_t *fired);
 
 #endif

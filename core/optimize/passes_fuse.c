@@ -322,21 +322,24 @@ minfer_status mf_pass_fuse_conv(mf_opt *o, size_t *fired) {
             z = split; /* inputs already (B, W_B, bias, P) */
         } else {
             int ins[4] = {n->inputs[0], n->inputs[1], n->n_inputs > 2 ? n->inputs[2] : -1, z};
-            if ((st = mf_opt_set_inputs(o, i, ins, z >= 0 ? 4 : (size_t)(n->n_inputs))) !=
-                MINFER_OK)
+            if ((st = mf_opt_fuse_save(o, i)) != MINFER_OK ||
+                (st = mf_opt_set_inputs(o, i, ins, z >= 0 ? 4 : (size_t)(n->n_inputs))) !=
+                    MINFER_OK)
                 return st;
         }
-        if ((st = mf_opt_set_op(o, i, "minfer", "FusedConv")) != MINFER_OK)
+        if ((st = mf_opt_set_op(o, i, "minfer", "FusedConv")) != MINFER_OK ||
+            (has_act && (st = set_activation(o, i, &m)) != MINFER_OK))
             return st;
+        /* Asked unless the Concat was split (that is a FusedConv already,
+         * with its residual): no provider of the session runs it (gate.c). */
+        if (split < 0 && !mf_opt_fuse_keep(o, i))
+            continue;
         if (add >= 0) {
             g->nodes[i].outputs[0] = g->nodes[add].outputs[0];
             mf_opt_kill(o, add);
         }
-        if (has_act) {
-            if ((st = set_activation(o, i, &m)) != MINFER_OK)
-                return st;
+        if (has_act)
             take_activation(o, i, &m);
-        }
         (*fired)++;
         if ((st = mf_opt_reindex(o)) != MINFER_OK)
             return st;
@@ -355,9 +358,12 @@ minfer_status mf_pass_fuse_gemm(mf_opt *o, size_t *fired) {
             n->outputs[0] < 0 || n->n_inputs < 2 || n->opset < 7 ||
             !match_activation(o, n->outputs[0], &m))
             continue;
-        if ((st = mf_opt_set_op(o, i, "minfer", "FusedGemm")) != MINFER_OK ||
+        if ((st = mf_opt_fuse_save(o, i)) != MINFER_OK ||
+            (st = mf_opt_set_op(o, i, "minfer", "FusedGemm")) != MINFER_OK ||
             (st = set_activation(o, i, &m)) != MINFER_OK)
             return st;
+        if (!mf_opt_fuse_keep(o, i)) /* no provider of the session runs it (gate.c) */
+            continue;
         take_activation(o, i, &m);
         (*fired)++;
         if ((st = mf_opt_reindex(o)) != MINFER_OK)
@@ -395,18 +401,19 @@ minfer_status mf_pass_fuse_matmul(mf_opt *o, size_t *fired) {
         if (add < 0 && !has_act)
             continue;
         int ins[3] = {n->inputs[0], n->inputs[1], bias};
-        if ((st = mf_opt_set_inputs(o, i, ins, bias >= 0 ? 3 : 2)) != MINFER_OK ||
-            (st = mf_opt_set_op(o, i, "minfer", "FusedMatMul")) != MINFER_OK)
+        if ((st = mf_opt_fuse_save(o, i)) != MINFER_OK ||
+            (st = mf_opt_set_inputs(o, i, ins, bias >= 0 ? 3 : 2)) != MINFER_OK ||
+            (st = mf_opt_set_op(o, i, "minfer", "FusedMatMul")) != MINFER_OK ||
+            (has_act && (st = set_activation(o, i, &m)) != MINFER_OK))
             return st;
+        if (!mf_opt_fuse_keep(o, i)) /* no provider of the session runs it (gate.c) */
+            continue;
         if (add >= 0) {
             g->nodes[i].outputs[0] = g->nodes[add].outputs[0];
             mf_opt_kill(o, add);
         }
-        if (has_act) {
-            if ((st = set_activation(o, i, &m)) != MINFER_OK)
-                return st;
+        if (has_act)
             take_activation(o, i, &m);
-        }
         (*fired)++;
         if ((st = mf_opt_reindex(o)) != MINFER_OK)
             return st;

@@ -183,11 +183,14 @@ static minfer_status try_layernorm(mf_opt *o, int r1, int *done) {
     }
     int ins[3] = {x, scale, bias};
     minfer_status st;
-    if ((st = mf_opt_set_inputs(o, last, ins, bias >= 0 ? 3 : 2)) != MINFER_OK ||
+    if ((st = mf_opt_fuse_save(o, last)) != MINFER_OK ||
+        (st = mf_opt_set_inputs(o, last, ins, bias >= 0 ? 3 : 2)) != MINFER_OK ||
         (st = mf_opt_set_op(o, last, "minfer", "LayerNormalization")) != MINFER_OK ||
         (st = mf_opt_set_attr_int(o, last, "axis", -1)) != MINFER_OK ||
         (st = mf_opt_set_attr_float(o, last, "epsilon", (float)eps)) != MINFER_OK)
         return st;
+    if (!mf_opt_fuse_keep(o, last)) /* no provider of the session runs it (gate.c) */
+        return MINFER_OK;
     int kill[] = {r1, sub, pw, r2, add, sq, dv, mul};
     for (size_t k = 0; k < sizeof kill / sizeof kill[0]; k++)
         if (kill[k] != last)
@@ -262,11 +265,14 @@ static minfer_status try_rmsnorm(mf_opt *o, int r, int *done) {
         return MINFER_OK;
     int ins[2] = {x, scale};
     minfer_status st;
-    if ((st = mf_opt_set_inputs(o, wm, ins, 2)) != MINFER_OK ||
+    if ((st = mf_opt_fuse_save(o, wm)) != MINFER_OK ||
+        (st = mf_opt_set_inputs(o, wm, ins, 2)) != MINFER_OK ||
         (st = mf_opt_set_op(o, wm, "minfer", "RMSNormalization")) != MINFER_OK ||
         (st = mf_opt_set_attr_int(o, wm, "axis", -1)) != MINFER_OK ||
         (st = mf_opt_set_attr_float(o, wm, "epsilon", (float)eps)) != MINFER_OK)
         return st;
+    if (!mf_opt_fuse_keep(o, wm)) /* no provider of the session runs it (gate.c) */
+        return MINFER_OK;
     int kill[] = {sq, r, add, sqrt_n, inv_n, mul};
     for (size_t k = 0; k < sizeof kill / sizeof kill[0]; k++)
         if (kill[k] >= 0)
@@ -319,15 +325,19 @@ static int gelu_tail(mf_opt *o, int t, int x, int *a1, int *m1, int *half) {
 }
 
 /* Makes node last Gelu(x) (approximate "tanh" when tanh) and kills the
- * pattern's other nodes (entries < 0 skipped). */
+ * pattern's other nodes (entries < 0 skipped); *done 0 when no provider
+ * of the session runs the Gelu (gate.c) and the pattern stays. */
 static minfer_status make_gelu(mf_opt *o, int last, int x, int tanh_form, const int *kill,
-                               size_t n_kill) {
+                               size_t n_kill, int *done) {
     int ins[1] = {x};
     minfer_status st;
-    if ((st = mf_opt_set_inputs(o, last, ins, 1)) != MINFER_OK ||
+    if ((st = mf_opt_fuse_save(o, last)) != MINFER_OK ||
+        (st = mf_opt_set_inputs(o, last, ins, 1)) != MINFER_OK ||
         (st = mf_opt_set_op(o, last, "minfer", "Gelu")) != MINFER_OK ||
         (tanh_form && (st = mf_opt_set_attr_string(o, last, "approximate", "tanh")) != MINFER_OK))
         return st;
+    if (!(*done = mf_opt_fuse_keep(o, last)))
+        return MINFER_OK;
     for (size_t k = 0; k < n_kill; k++)
         if (kill[k] >= 0 && kill[k] != last)
             mf_opt_kill(o, kill[k]);
@@ -361,8 +371,7 @@ static minfer_status try_gelu(mf_opt *o, int erf, int *done) {
     if (last < 0)
         return MINFER_OK;
     int kill[] = {dn, erf, a1, m1, half};
-    *done = 1;
-    return make_gelu(o, last, x, 0, kill, sizeof kill / sizeof kill[0]);
+    return make_gelu(o, last, x, 0, kill, sizeof kill / sizeof kill[0], done);
 }
 
 /* Binary node i with a scalar constant operand near want (relative 1e-4):
@@ -406,8 +415,7 @@ static minfer_status try_gelu_tanh(mf_opt *o, int th, int *done) {
         if (last < 0)
             return MINFER_OK;
         int kill[] = {pw, mc, ad, mu, th, a1, m1, half};
-        *done = 1;
-        return make_gelu(o, last, x, 1, kill, sizeof kill / sizeof kill[0]);
+        return make_gelu(o, last, x, 1, kill, sizeof kill / sizeof kill[0], done);
     }
     return MINFER_OK;
 }
@@ -627,10 +635,13 @@ static minfer_status try_attention(mf_opt *o, int sm, int *done) {
     kill[nk++] = sm;
     int ins[4] = {q, kt, v, mask};
     minfer_status st;
-    if ((st = mf_opt_set_inputs(o, m2, ins, mask >= 0 ? 4 : 3)) != MINFER_OK ||
+    if ((st = mf_opt_fuse_save(o, m2)) != MINFER_OK ||
+        (st = mf_opt_set_inputs(o, m2, ins, mask >= 0 ? 4 : 3)) != MINFER_OK ||
         (st = mf_opt_set_op(o, m2, "minfer", "Attention")) != MINFER_OK ||
         (st = mf_opt_set_attr_float(o, m2, "scale", (float)scale)) != MINFER_OK)
         return st;
+    if (!mf_opt_fuse_keep(o, m2)) /* no provider of the session runs it (gate.c) */
+        return MINFER_OK;
     for (int k = 0; k < nk; k++)
         mf_opt_kill(o, kill[k]);
     *done = 1;
@@ -672,12 +683,16 @@ minfer_status mf_pass_fuse_matmul_gelu(mf_opt *o, size_t *fired) {
             mf_opt_info(o, x)->dtype != MINFER_DTYPE_FLOAT)
             continue;
         const char *act = strcmp(mode, "tanh") == 0 ? "GeluTanh" : "Gelu";
+        if ((st = mf_opt_fuse_save(o, p)) != MINFER_OK)
+            return st;
         if (plain && (st = mf_opt_set_op(o, p, "minfer",
                                          mf_opt_is(g, p, "Gemm") ? "FusedGemm" : "FusedMatMul")) !=
                          MINFER_OK)
             return st;
         if ((st = mf_opt_set_attr_string(o, p, "activation", act)) != MINFER_OK)
             return st;
+        if (!mf_opt_fuse_keep(o, p)) /* no provider of the session runs it (gate.c) */
+            continue;
         g->nodes[p].outputs[0] = g->nodes[gl].outputs[0];
         mf_opt_kill(o, gl);
         (*fired)++;
@@ -685,117 +700,4 @@ minfer_status mf_pass_fuse_matmul_gelu(mf_opt *o, size_t *fired) {
             return st;
     }
     return MINFER_OK;
-}
-
-/* ---- Rotary position embeddings ------------------------------------------------ */
-
-/* Slice node s reads x along its last axis only, with step 1: 1 and its
- * starts and ends values (*st, *en), else 0. The opset 10+ form (bounds as
- * inputs) with constant axes. */
-static int last_axis_slice(mf_opt *o, int s, int x, int *st, int *en) {
-    const mf_node *n = &o->g->nodes[s];
-    int64_t v[2];
-    if (!mf_opt_is(o->g, s, "Slice") || n->opset < 10 || n->n_inputs < 4 || n->n_outputs != 1 ||
-        n->inputs[0] != x || n->inputs[1] < 0 || n->inputs[2] < 0)
-        return 0;
-    int r = mf_opt_info(o, x)->rank;
-    if (r < 1 || mf_opt_const_ints(o, n->inputs[3], v, 2) != 1 || (v[0] != -1 && v[0] != r - 1))
-        return 0;
-    if (n->n_inputs > 4 && n->inputs[4] >= 0 &&
-        (mf_opt_const_ints(o, n->inputs[4], v, 2) != 1 || v[0] != 1))
-        return 0;
-    *st = n->inputs[1];
-    *en = n->inputs[2];
-    return 1;
-}
-
-/* Last dim of v as the probes see it (-1 unknown). */
-static int64_t last_dim(mf_opt *o, int v) {
-    const mf_vinfo *vi = mf_opt_info(o, v);
-    return vi->rank >= 1 ? mf_opt_dim(vi, vi->rank - 1) : -1;
-}
-
-/* c is a float tensor that broadcasts to x without growing it. */
-static int broadcasts_into(mf_opt *o, int c, int x) {
-    if (c < 0)
-        return 0;
-    const mf_vinfo ci = *mf_opt_info(o, c), xi = *mf_opt_info(o, x);
-    if (ci.dtype != MINFER_DTYPE_FLOAT || ci.rank < 0 || ci.rank > xi.rank)
-        return 0;
-    for (int d = 0; d < ci.rank; d++)
-        if (mf_opt_dim(&ci, d) != 1 && !same_dim(&ci, d, &xi, xi.rank - ci.rank + d))
-            return 0;
-    return 1;
-}
-
-/* From Neg n, the rotate-half form of rotary position embeddings as the
- * PyTorch exporters write LLaMA's apply_rotary_pos_emb:
- *
- *   x1 = Slice(X, 0, h, axis -1)     x2 = Slice(X, h, ., axis -1)
- *   R  = Concat(Neg(x2), x1, axis -1)
- *   Y  = Add(Mul(X, Cos), Mul(R, Sin))     (either operand order)
- *
- * =>  RotaryEmbedding(X, Cos, Sin). X's last dim D is static and even,
- * h = D / 2; x1 starts at the constant 0 and is h long, so it is
- * X[..., :h]; x2 is h long and starts where x1 ends (the same value, as
- * the exporters compute it from Shape(X)), or at the constant h or -h, so
- * it is X[..., h:]. Cos and Sin broadcast to X without growing it. Every
- * intermediate has the one reader the pattern names; X may have others. */
-static minfer_status try_rotary(mf_opt *o, int ng, int *done) {
-    mf_graph *g = o->g;
-    int64_t c[2];
-    *done = 0;
-    const mf_node *nn = &g->nodes[ng];
-    if (nn->n_inputs != 1 || nn->n_outputs != 1 || out0(g, ng) < 0 || nn->inputs[0] < 0 ||
-        mf_opt_single_consumer(o, nn->inputs[0]) != ng)
-        return MINFER_OK;
-    int s2 = mf_opt_producer(o, nn->inputs[0]);
-    if (s2 < 0)
-        return MINFER_OK;
-    int x = g->nodes[s2].inputs[0], st2, en2, st1, en1;
-    if (x < 0 || !last_axis_slice(o, s2, x, &st2, &en2))
-        return MINFER_OK;
-    const mf_vinfo xi = *mf_opt_info(o, x);
-    int64_t D = last_dim(o, x), h = D / 2;
-    if (xi.dtype != MINFER_DTYPE_FLOAT || D < 2 || D % 2 != 0 || last_dim(o, out0(g, s2)) != h)
-        return MINFER_OK;
-    int cat = mf_opt_single_consumer(o, out0(g, ng));
-    const mf_node *cn = cat >= 0 ? &g->nodes[cat] : NULL;
-    if (!mf_opt_is(g, cat, "Concat") || cn->n_inputs != 2 || cn->inputs[0] != out0(g, ng) ||
-        cn->n_outputs != 1 || out0(g, cat) < 0)
-        return MINFER_OK;
-    int64_t axis = mf_attr_int(cn, "axis", 0);
-    int x1 = cn->inputs[1], s1 = mf_opt_producer(o, x1);
-    if ((axis != -1 && axis != xi.rank - 1) || x1 < 0 || mf_opt_single_consumer(o, x1) != cat ||
-        s1 < 0 || !last_axis_slice(o, s1, x, &st1, &en1) || last_dim(o, x1) != h ||
-        mf_opt_const_ints(o, st1, c, 2) != 1 || c[0] != 0)
-        return MINFER_OK;
-    if (st2 != en1 && !(mf_opt_const_ints(o, st2, c, 2) == 1 && (c[0] == h || c[0] == -h)))
-        return MINFER_OK;
-    int m2 = mf_opt_single_consumer(o, out0(g, cat));
-    int sin = mf_opt_is(g, m2, "Mul") ? other_input(g, m2, out0(g, cat)) : -1;
-    if (sin < 0 || !broadcasts_into(o, sin, x))
-        return MINFER_OK;
-    int add = mf_opt_single_consumer(o, out0(g, m2));
-    int p1 = mf_opt_is(g, add, "Add") ? other_input(g, add, out0(g, m2)) : -1;
-    int m1 = p1 >= 0 ? mf_opt_producer(o, p1) : -1;
-    if (!mf_opt_is(g, m1, "Mul") || mf_opt_single_consumer(o, p1) != add)
-        return MINFER_OK;
-    int cos = other_input(g, m1, x);
-    if (cos < 0 || !broadcasts_into(o, cos, x))
-        return MINFER_OK;
-    int ins[3] = {x, cos, sin};
-    minfer_status st;
-    if ((st = mf_opt_set_inputs(o, add, ins, 3)) != MINFER_OK ||
-        (st = mf_opt_set_op(o, add, "minfer", "RotaryEmbedding")) != MINFER_OK)
-        return st;
-    int kill[] = {s1, s2, ng, cat, m2, m1};
-    for (size_t k = 0; k < sizeof kill / sizeof kill[0]; k++)
-        mf_opt_kill(o, kill[k]);
-    *done = 1;
-    return MINFER_OK;
-}
-
-minfer_status mf_pass_fuse_rotary(mf_opt *o, size_t *fired) {
-    return each_op(o, "Neg", try_rotary, fired);
 }

@@ -295,8 +295,32 @@ static minfer_status eval_checked(void *user, const mf_graph *g, int node, minfe
     return MINFER_OK;
 }
 
+/* The optimizer's gate (optimize/gate.c): 1 when some provider of the
+ * session runs a node a fusion would make; else 0, the providers' reasons
+ * in why, and the fusion is left out (logged at the info level). */
+static int any_provider_runs(void *user, const minfer_node_desc *node, char *why, size_t size) {
+    minfer_session *s = user;
+    size_t used = 0;
+    if (size)
+        why[0] = '\0';
+    for (size_t j = 0; j < s->n_provs; j++) {
+        char r[512] = "";
+        if (s->provs[j].vt->supports_operator(s->provs[j].ctx, node, r, sizeof r))
+            return 1;
+        int w = snprintf(why + used, size - used, "%s%s: %s", used ? "; " : "", s->provs[j].name,
+                         r[0] ? r : "declined");
+        if (w > 0 && (size_t)w < size - used)
+            used += (size_t)w;
+    }
+    mf_log(s, MINFER_LOG_INFO, "%s: optimizer: node '%s' stays unfused: no provider runs %s%s%s "
+           "(%s)", s->errctx, node->name, node->domain, node->domain[0] ? "::" : "",
+           node->op_type, size ? why : "");
+    return 0;
+}
+
 /* Graph optimization before shape inference and placement (optimizer.c).
- * Constant folding runs nodes on a private CPU provider instance. */
+ * Constant folding runs nodes on a private CPU provider instance; a fusion
+ * is applied only when a provider of the session runs the fused node. */
 static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
     int level = opt_level(opt);
     if (s->g->compiled_level) { /* a compiled file: optimized when compiled (docs/format.md) */
@@ -322,7 +346,8 @@ static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
     memset(&report, 0, sizeof report);
     eval_user eu = {s, ev};
     mf_opt_ctx ctx = {level, ev ? eval_checked : NULL, &eu, (uint64_t)1 << 20, &report};
-    minfer_status st = mf_optimize(s->g, &ctx, s->errctx);
+    mf_opt_gate gate = {any_provider_runs, s};
+    minfer_status st = mf_optimize_gated(s->g, &ctx, &gate, s->errctx);
     mf_evaluator_close(ev);
     if (st != MINFER_OK)
         return st;
@@ -333,6 +358,9 @@ static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
         if (report.passes[i].fired)
             mf_log(s, MINFER_LOG_INFO, "  pass %-24s fired %zu times", report.passes[i].name,
                    report.passes[i].fired);
+    if (report.unfused)
+        mf_log(s, MINFER_LOG_INFO, "  %zu fusion(s) left out: no provider of the session runs "
+               "the fused node", report.unfused);
     return MINFER_OK;
 }
 
