@@ -11,7 +11,8 @@
  *     folding, zero Pads into Conv and AveragePool, one-input Concats),
  *     repeated until a round changes nothing (at most 8 rounds);
  *  2. for level >= 2, the fusions (LayerNorm, RMSNorm, Gelu, Pow(x, 2) as
- *     a Mul, constant Where masks as Adds, Attention, MatMul, Gemm, Gelu
+ *     a Mul, rotary embeddings, constant Where masks as Adds, Attention,
+ *     MatMul, Gemm, Gelu
  *     into MatMul/Gemm, BatchNormalization + Relu as a depthwise Conv,
  *     Conv), then the basic passes once more;
  *  3. unreferenced initializers are dropped and the graph is finalized.
@@ -61,6 +62,7 @@ static const pass_entry fusion_passes[] = {
     {"fuse_rmsnorm", mf_pass_fuse_rmsnorm},
     {"fuse_gelu", mf_pass_fuse_gelu},
     {"square_pow", mf_pass_square_pow},
+    {"fuse_rotary", mf_pass_fuse_rotary},
     {"where_mask", mf_pass_where_mask},
     {"fuse_attention", mf_pass_fuse_attention},
     {"fuse_matmul", mf_pass_fuse_matmul},

@@ -186,5 +186,6 @@ minfer_status mf_pass_square_pow(mf_opt *o, size_t *fired);
 minfer_status mf_pass_where_mask(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_attention(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_matmul_gelu(mf_opt *o, size_t *fired);
+minfer_status mf_pass_fuse_rotary(mf_opt *o, size_t *fired);
 
 #endif

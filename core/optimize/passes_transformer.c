@@ -701,3 +701,116 @@ minfer_status mf_pass_fuse_matmul_gelu(mf_opt *o, size_t *fired) {
     }
     return MINFER_OK;
 }
+
+/* ---- Rotary position embeddings ------------------------------------------------ */
+
+/* Slice node s reads x along its last axis only, with step 1: 1 and its
+ * starts and ends values (*st, *en), else 0. The opset 10+ form (bounds as
+ * inputs) with constant axes. */
+static int last_axis_slice(mf_opt *o, int s, int x, int *st, int *en) {
+    const mf_node *n = &o->g->nodes[s];
+    int64_t v[2];
+    if (!mf_opt_is(o->g, s, "Slice") || n->opset < 10 || n->n_inputs < 4 || n->n_outputs != 1 ||
+        n->inputs[0] != x || n->inputs[1] < 0 || n->inputs[2] < 0)
+        return 0;
+    int r = mf_opt_info(o, x)->rank;
+    if (r < 1 || mf_opt_const_ints(o, n->inputs[3], v, 2) != 1 || (v[0] != -1 && v[0] != r - 1))
+        return 0;
+    if (n->n_inputs > 4 && n->inputs[4] >= 0 &&
+        (mf_opt_const_ints(o, n->inputs[4], v, 2) != 1 || v[0] != 1))
+        return 0;
+    *st = n->inputs[1];
+    *en = n->inputs[2];
+    return 1;
+}
+
+/* Last dim of v as the probes see it (-1 unknown). */
+static int64_t last_dim(mf_opt *o, int v) {
+    const mf_vinfo *vi = mf_opt_info(o, v);
+    return vi->rank >= 1 ? mf_opt_dim(vi, vi->rank - 1) : -1;
+}
+
+/* c is a float tensor that broadcasts to x without growing it. */
+static int broadcasts_into(mf_opt *o, int c, int x) {
+    if (c < 0)
+        return 0;
+    const mf_vinfo ci = *mf_opt_info(o, c), xi = *mf_opt_info(o, x);
+    if (ci.dtype != MINFER_DTYPE_FLOAT || ci.rank < 0 || ci.rank > xi.rank)
+        return 0;
+    for (int d = 0; d < ci.rank; d++)
+        if (mf_opt_dim(&ci, d) != 1 && !same_dim(&ci, d, &xi, xi.rank - ci.rank + d))
+            return 0;
+    return 1;
+}
+
+/* From Neg n, the rotate-half form of rotary position embeddings as the
+ * PyTorch exporters write LLaMA's apply_rotary_pos_emb:
+ *
+ *   x1 = Slice(X, 0, h, axis -1)     x2 = Slice(X, h, ., axis -1)
+ *   R  = Concat(Neg(x2), x1, axis -1)
+ *   Y  = Add(Mul(X, Cos), Mul(R, Sin))     (either operand order)
+ *
+ * =>  RotaryEmbedding(X, Cos, Sin). X's last dim D is static and even,
+ * h = D / 2; x1 starts at the constant 0 and is h long, so it is
+ * X[..., :h]; x2 is h long and starts where x1 ends (the same value, as
+ * the exporters compute it from Shape(X)), or at the constant h or -h, so
+ * it is X[..., h:]. Cos and Sin broadcast to X without growing it. Every
+ * intermediate has the one reader the pattern names; X may have others. */
+static minfer_status try_rotary(mf_opt *o, int ng, int *done) {
+    mf_graph *g = o->g;
+    int64_t c[2];
+    *done = 0;
+    const mf_node *nn = &g->nodes[ng];
+    if (nn->n_inputs != 1 || nn->n_outputs != 1 || out0(g, ng) < 0 || nn->inputs[0] < 0 ||
+        mf_opt_single_consumer(o, nn->inputs[0]) != ng)
+        return MINFER_OK;
+    int s2 = mf_opt_producer(o, nn->inputs[0]);
+    if (s2 < 0)
+        return MINFER_OK;
+    int x = g->nodes[s2].inputs[0], st2, en2, st1, en1;
+    if (x < 0 || !last_axis_slice(o, s2, x, &st2, &en2))
+        return MINFER_OK;
+    const mf_vinfo xi = *mf_opt_info(o, x);
+    int64_t D = last_dim(o, x), h = D / 2;
+    if (xi.dtype != MINFER_DTYPE_FLOAT || D < 2 || D % 2 != 0 || last_dim(o, out0(g, s2)) != h)
+        return MINFER_OK;
+    int cat = mf_opt_single_consumer(o, out0(g, ng));
+    const mf_node *cn = cat >= 0 ? &g->nodes[cat] : NULL;
+    if (!mf_opt_is(g, cat, "Concat") || cn->n_inputs != 2 || cn->inputs[0] != out0(g, ng) ||
+        cn->n_outputs != 1 || out0(g, cat) < 0)
+        return MINFER_OK;
+    int64_t axis = mf_attr_int(cn, "axis", 0);
+    int x1 = cn->inputs[1], s1 = mf_opt_producer(o, x1);
+    if ((axis != -1 && axis != xi.rank - 1) || x1 < 0 || mf_opt_single_consumer(o, x1) != cat ||
+        s1 < 0 || !last_axis_slice(o, s1, x, &st1, &en1) || last_dim(o, x1) != h ||
+        mf_opt_const_ints(o, st1, c, 2) != 1 || c[0] != 0)
+        return MINFER_OK;
+    if (st2 != en1 && !(mf_opt_const_ints(o, st2, c, 2) == 1 && (c[0] == h || c[0] == -h)))
+        return MINFER_OK;
+    int m2 = mf_opt_single_consumer(o, out0(g, cat));
+    int sin = mf_opt_is(g, m2, "Mul") ? other_input(g, m2, out0(g, cat)) : -1;
+    if (sin < 0 || !broadcasts_into(o, sin, x))
+        return MINFER_OK;
+    int add = mf_opt_single_consumer(o, out0(g, m2));
+    int p1 = mf_opt_is(g, add, "Add") ? other_input(g, add, out0(g, m2)) : -1;
+    int m1 = p1 >= 0 ? mf_opt_producer(o, p1) : -1;
+    if (!mf_opt_is(g, m1, "Mul") || mf_opt_single_consumer(o, p1) != add)
+        return MINFER_OK;
+    int cos = other_input(g, m1, x);
+    if (cos < 0 || !broadcasts_into(o, cos, x))
+        return MINFER_OK;
+    int ins[3] = {x, cos, sin};
+    minfer_status st;
+    if ((st = mf_opt_set_inputs(o, add, ins, 3)) != MINFER_OK ||
+        (st = mf_opt_set_op(o, add, "minfer", "RotaryEmbedding")) != MINFER_OK)
+        return st;
+    int kill[] = {s1, s2, ng, cat, m2, m1};
+    for (size_t k = 0; k < sizeof kill / sizeof kill[0]; k++)
+        mf_opt_kill(o, kill[k]);
+    *done = 1;
+    return MINFER_OK;
+}
+
+minfer_status mf_pass_fuse_rotary(mf_opt *o, size_t *fired) {
+    return each_op(o, "Neg", try_rotary, fired);
+}
