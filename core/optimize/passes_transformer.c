@@ -801,9 +801,12 @@ static minfer_status try_rotary(mf_opt *o, int ng, int *done) {
         return MINFER_OK;
     int ins[3] = {x, cos, sin};
     minfer_status st;
-    if ((st = mf_opt_set_inputs(o, add, ins, 3)) != MINFER_OK ||
+    if ((st = mf_opt_fuse_save(o, add)) != MINFER_OK ||
+        (st = mf_opt_set_inputs(o, add, ins, 3)) != MINFER_OK ||
         (st = mf_opt_set_op(o, add, "minfer", "RotaryEmbedding")) != MINFER_OK)
         return st;
+    if (!mf_opt_fuse_keep(o, add)) /* no provider of the session runs it (gate.c) */
+        return MINFER_OK;
     int kill[] = {s1, s2, ng, cat, m2, m1};
     for (size_t k = 0; k < sizeof kill / sizeof kill[0]; k++)
         mf_opt_kill(o, kill[k]);
