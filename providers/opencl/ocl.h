@@ -56,7 +56,8 @@
     X(unary) X(binary_flat) X(binary_bcast) X(channel_affine) X(gemm) X(conv_tile)          \
     X(conv_direct) X(pool) X(global_pool) X(softmax) X(layernorm) X(strided_copy)            \
     X(gather) X(gather16) X(reduce) X(concat_copy) X(concat_copy16) X(gemm_epilogue)        \
-    X(conv_epilogue) X(copy_bytes) X(fill_bytes)
+    X(conv_epilogue) X(copy_bytes) X(fill_bytes) X(rmsnorm) X(attn_scores) X(attn_softmax)  \
+    X(attn_pv)
 
 enum {
 #define X(k) OCL_K_##k,
@@ -362,6 +363,9 @@ OCL_OP(transpose)
 OCL_OP(concat)
 OCL_OP(gather)
 OCL_OP(reduce)
+/* fused.c */
+OCL_OP(rmsnorm)
+OCL_OP(attention)
 
 #undef OCL_OP
 

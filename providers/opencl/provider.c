@@ -61,6 +61,8 @@ static const ocl_kernel_entry kernels[] = {
     K("", "Softmax", 1, softmax), K("", "Softmax", 13, softmax),
     K("", "LogSoftmax", 1, softmax), K("", "LogSoftmax", 13, softmax),
     K("", "LayerNormalization", 17, layernorm), K("minfer", "LayerNormalization", 1, layernorm),
+    /* fused.c */
+    K("minfer", "RMSNormalization", 1, rmsnorm), K("minfer", "Attention", 1, attention),
     /* shape_ops.c */
     K("", "Reshape", 5, reshape), K("", "Flatten", 1, reshape), K("", "Squeeze", 1, reshape), K("", "Squeeze", 13, reshape),
     K("", "Unsqueeze", 1, reshape),
