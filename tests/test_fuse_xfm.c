@@ -331,8 +331,9 @@ enum {
     WM_INVERTED = 1, /* Where(C, F, S): C marks the masked scores */
     WM_NEG_INF = 2,  /* F = -inf instead of the lowest float */
     WM_NO_SOFTMAX = 4, /* near miss: the Where read by an Exp, not a Softmax */
-    WM_INPUT_COND = 8, /* near miss: C a graph input, not a constant */
+    WM_INPUT_COND = 8, /* C a graph input, not a constant: the mask made at run time */
     WM_MILD_FILL = 16, /* near miss: F = -1e4, which S + F does not equal */
+    WM_WIDE_COND = 32, /* near miss (with WM_INPUT_COND): C [3, 1, 4, 5] widens the scores */
 };
 
 /* Softmax(Where(causal, Q KT / 2.5, F)) V over [2, 4, 8] x [2, 8, 5] x
@@ -354,7 +355,18 @@ static void where_mask_graph(tcase *t, int flags) {
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 5; j++) /* keep j <= i + 1 */
             mb[i * 5 + j] = (j <= i + 1) != !!(flags & WM_INVERTED);
-    if (flags & WM_INPUT_COND) {
+    if (flags & WM_WIDE_COND) {
+        int64_t wd[4] = {3, 1, 4, 5};
+        minfer_tensor_free(m);
+        assert_int_equal(minfer_tensor_create(MINFER_DTYPE_BOOL, wd, 4, &m), MINFER_OK);
+        mb = minfer_tensor_data(m);
+        for (int i = 0; i < 60; i++)
+            mb[i] = (i % 5) <= (i / 5) % 4 + 1;
+        assert_int_equal(minfer_builder_add_input(t->b, "mask", MINFER_DTYPE_BOOL, wd, 4, NULL),
+                         MINFER_OK);
+        snprintf(t->names[t->n_in], sizeof t->names[0], "mask");
+        t->inputs[t->n_in++] = m;
+    } else if (flags & WM_INPUT_COND) {
         assert_int_equal(minfer_builder_add_input(t->b, "mask", MINFER_DTYPE_BOOL, md, 2, NULL),
                          MINFER_OK);
         snprintf(t->names[t->n_in], sizeof t->names[0], "mask");
@@ -390,10 +402,29 @@ static void test_where_mask(void **state) {
         check(where_mask_graph, forms[i], NULL, attn_fused);
 }
 
+static const char *const attn_where_fused[] = {"Where@cpu Attention@cpu",
+#ifdef TEST_HAVE_ONEDNN
+                                               "Where@cpu Attention@onednn",
+#endif
+};
+
+/* A computed condition (GPT-2's causal mask sliced to the sequence, here
+ * a graph input): a Where over the condition's [4, 5] makes the float mask
+ * at run time, and the attention fuses; a condition that would widen the
+ * scores ([3, 1, 4, 5] against [2, 4, 5]) is left alone. */
+static void test_where_mask_computed(void **state) {
+    (void)state;
+    check(where_mask_graph, WM_INPUT_COND, NULL, attn_where_fused);
+    check(where_mask_graph, WM_INPUT_COND | WM_INVERTED, NULL, attn_where_fused);
+    check(where_mask_graph, WM_INPUT_COND | WM_NEG_INF, NULL, attn_where_fused);
+    check(where_mask_graph, WM_INPUT_COND | WM_MILD_FILL, "MatMul Div Where Softmax MatMul", NULL);
+    check(where_mask_graph, WM_INPUT_COND | WM_WIDE_COND, "MatMul Div Where Softmax MatMul",
+          NULL);
+}
+
 static void test_where_mask_near_misses(void **state) {
     (void)state;
     check(where_mask_graph, WM_NO_SOFTMAX, "MatMul Div Where Exp MatMul", NULL);
-    check(where_mask_graph, WM_INPUT_COND, "MatMul Div Where Softmax MatMul", NULL);
     check(where_mask_graph, WM_MILD_FILL, "MatMul Div Where Softmax MatMul", NULL);
 }
 
@@ -538,6 +569,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_gelu),
         cmocka_unit_test(test_matmul_gelu_shared),
         cmocka_unit_test(test_where_mask),
+        cmocka_unit_test(test_where_mask_computed),
         cmocka_unit_test(test_where_mask_near_misses),
         cmocka_unit_test(test_rotary_forms),
         cmocka_unit_test(test_rotary_near_misses),

@@ -25,8 +25,10 @@
  *  fuse_matmul_gelu  MatMul | Gemm | FusedMatMul | FusedGemm (no activation)
  *                  -> Gelu  =>  the fused op with activation Gelu or GeluTanh
  *  where_mask      Where(C, S, F) | Where(C, F, S) -> Softmax(last axis), C a
- *                  constant bool broadcasting to S, F a float scalar  =>
- *                  Add(S, C ? 0 : F) (or C ? F : 0), for fuse_attention
+ *                  bool broadcasting to S, F a float scalar  =>
+ *                  Add(S, C ? 0 : F) (or C ? F : 0), for fuse_attention:
+ *                  the mask folded when C is a constant, else made at run
+ *                  time by a new Where over C's shape
  *  fuse_attention  MatMul(Q, KT) -> Div | Mul by a scalar (or Q scaled
  *                  before the MatMul, as PyTorch exports it, or no scale)
  *                  [-> Add(mask)] -> Softmax(last axis) -> MatMul(., V)
@@ -41,6 +43,7 @@
  * output feeds Pow and Div) and is not a graph output.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util/internal.h"
@@ -465,6 +468,64 @@ minfer_status mf_pass_square_pow(mf_opt *o, size_t *fired) {
 
 /* ---- Constant masks before a Softmax ------------------------------------------ */
 
+static int same_dim(const mf_vinfo *u, int d, const mf_vinfo *w, int e);
+
+/* The Where w of try_where_mask whose condition c is computed (GPT-2's
+ * causal mask sliced from a buffer to the sequence length, unknown until
+ * the plan's shapes are): c must broadcast to the scores sv without
+ * growing them (its dims 1 or the scores' own, as the probes see them).
+ * A new node Where(c, 0, F) (or Where(c, F, 0) when k is 2) makes the
+ * float mask M at run time, over c's shape (one [S, S] plane for GPT-2,
+ * not the heads' scores), and w becomes Add(sv, M). */
+static minfer_status where_mask_node(mf_opt *o, int w, int c, int sv, int fv, int k, int *done) {
+    mf_graph *g = o->g;
+    const mf_vinfo ci = *mf_opt_info(o, c), si = *mf_opt_info(o, sv);
+    if (ci.rank < 0 || ci.rank > si.rank)
+        return MINFER_OK;
+    for (int d = 0; d < ci.rank; d++)
+        if (mf_opt_dim(&ci, d) != 1 && !same_dim(&ci, d, &si, si.rank - ci.rank + d))
+            return MINFER_OK;
+    minfer_tensor *zt = NULL;
+    if (mf_tensor_new(MINFER_DTYPE_FLOAT, NULL, 0, &zt) != MINFER_OK)
+        return mf_opt_oom(o);
+    *(float *)zt->view.data = 0.0f;
+    int zv = mf_opt_add_const(o, "attn_zero", zt);
+    if (zv < 0)
+        return mf_opt_oom(o);
+    char name[512];
+    const char *base = g->values[out0(g, w)].name ? g->values[out0(g, w)].name : "where";
+    int mv = -1;
+    for (int tries = 0; tries < 1000 && mv < 0; tries++) {
+        snprintf(name, sizeof name, "%s_mask_opt%u", base, o->name_seq++);
+        if (mf_graph_find(g, name) < 0 && (mv = mf_graph_intern(g, name)) < 0)
+            return mf_opt_oom(o);
+    }
+    if (mv < 0)
+        return MINFER_OK;
+    int64_t opset = g->nodes[w].opset;
+    int i = mf_graph_add_node(g); /* g->nodes may move: no node pointers kept */
+    if (i < 0)
+        return mf_opt_oom(o);
+    mf_node *nd = &g->nodes[i];
+    nd->name = mf_strdup(name);
+    nd->op_type = mf_strdup("Where");
+    nd->domain = mf_strdup("");
+    nd->opset = opset;
+    nd->outputs = mf_malloc(sizeof *nd->outputs);
+    if (!nd->name || !nd->op_type || !nd->domain || !nd->outputs)
+        return mf_opt_oom(o);
+    nd->outputs[0] = mv;
+    nd->n_outputs = 1;
+    int mins[3] = {c, k == 2 ? fv : zv, k == 2 ? zv : fv}, ins[2] = {sv, mv};
+    minfer_status st;
+    if ((st = mf_opt_set_inputs(o, i, mins, 3)) != MINFER_OK ||
+        (st = mf_opt_set_inputs(o, w, ins, 2)) != MINFER_OK ||
+        (st = mf_opt_set_op(o, w, "", "Add")) != MINFER_OK)
+        return st;
+    *done = 1;
+    return MINFER_OK;
+}
+
 /* Where(C, S, F) or Where(C, F, S) read only by a Softmax over the last
  * axis, with C a constant bool (a causal mask, folded for the plan's
  * shapes) that broadcasts to S without growing it and F a float scalar
@@ -485,7 +546,7 @@ static minfer_status try_where_mask(mf_opt *o, int w, int *done) {
         return MINFER_OK;
     int c = n->inputs[0], k;
     const minfer_tensor *ct = c >= 0 ? mf_opt_const(o, c) : NULL;
-    if (!ct || ct->view.dtype != MINFER_DTYPE_BOOL)
+    if (c < 0 || (ct ? ct->view.dtype : mf_opt_info(o, c)->dtype) != MINFER_DTYPE_BOOL)
         return MINFER_OK;
     for (k = 1; k < 3; k++)
         if (n->inputs[3 - k] >= 0 && n->inputs[k] >= 0 &&
@@ -499,8 +560,11 @@ static minfer_status try_where_mask(mf_opt *o, int w, int *done) {
     int sv = n->inputs[k];
     const mf_vinfo si = *mf_opt_info(o, sv);
     int64_t axis = mf_attr_int(&g->nodes[sm], "axis", -1);
-    if (si.dtype != MINFER_DTYPE_FLOAT || si.rank < ct->view.rank ||
-        (axis != -1 && axis != si.rank - 1))
+    if (si.dtype != MINFER_DTYPE_FLOAT || (axis != -1 && axis != si.rank - 1))
+        return MINFER_OK;
+    if (!ct)
+        return where_mask_node(o, w, c, sv, n->inputs[3 - k], k, done);
+    if (si.rank < ct->view.rank)
         return MINFER_OK;
     for (int d = 0; d < ct->view.rank; d++) {
         int64_t cd = ct->view.dims[d], sd = mf_opt_dim(&si, si.rank - ct->view.rank + d);
@@ -529,8 +593,28 @@ static minfer_status try_where_mask(mf_opt *o, int w, int *done) {
     return MINFER_OK;
 }
 
+/* Where the pass adds nodes (where_mask_node), each_op's walk of g->order
+ * would run past the order it was given: this walk stops at the nodes
+ * there were when it began, and the analysis is made again for the next
+ * pass, which must see the new mask values. */
 minfer_status mf_pass_where_mask(mf_opt *o, size_t *fired) {
-    return each_op(o, "Where", try_where_mask, fired);
+    mf_graph *g = o->g;
+    size_t n = g->n_nodes, added = g->n_values;
+    for (size_t k = 0; k < n; k++) {
+        int i = g->order[k], done = 0;
+        if (!live(o, (size_t)i) || !mf_opt_is(g, i, "Where"))
+            continue;
+        minfer_status st = try_where_mask(o, i, &done);
+        if (st == MINFER_OK && done) {
+            (*fired)++;
+            st = mf_opt_reindex(o);
+        }
+        if (st != MINFER_OK)
+            return st;
+    }
+    if (g->n_values != added)
+        o->info_dirty = 1;
+    return MINFER_OK;
 }
 
 /* ---- Attention ------------------------------------------------------------ */
