@@ -440,6 +440,7 @@ enum {
     ROT_SUB = 32,       /* near miss: Sub instead of the final Add */
     ROT_GROWS = 64,     /* near miss: Cos [3, 2, 4, 5, 8] makes the output larger */
     ROT_SHARED = 128,   /* near miss: the rotated halves are also a graph output */
+    ROT_COS_COLUMN = 256, /* Cos [5, 1]: one value per position, broadcast over D */
 };
 
 static void rot_input(tcase *t, const char *name, const int64_t *dims, size_t rank,
@@ -497,6 +498,8 @@ static void rotary_graph(tcase *t, int flags) {
         tc_input(t, "q", (const int64_t[]){2, 4, 5, 8}, 4);
         if (flags & ROT_GROWS)
             tc_const(t, "cos", (const int64_t[]){3, 2, 4, 5, 8}, 5, NULL);
+        else if (flags & ROT_COS_COLUMN)
+            tc_const(t, "cos", (const int64_t[]){5, 1}, 2, NULL);
         else
             tc_const(t, "cos", (const int64_t[]){5, 8}, 2, NULL);
         tc_const(t, "sin", (const int64_t[]){1, 5, 8}, 3, NULL);
@@ -538,7 +541,7 @@ static int rotary_fused(int flags, char *ops, size_t ops_size) {
 
 static void test_rotary_forms(void **state) {
     (void)state;
-    static const int forms[] = {0, ROT_SWAPPED, ROT_NEG_START, ROT_COMPUTED,
+    static const int forms[] = {0, ROT_SWAPPED, ROT_NEG_START, ROT_COS_COLUMN, ROT_COMPUTED,
                                 ROT_COMPUTED | ROT_SWAPPED};
     char ops[512];
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
@@ -561,6 +564,49 @@ static void test_rotary_near_misses(void **state) {
     }
 }
 
+/* minfer::RotaryEmbedding written into a model by hand, with shapes it
+ * cannot take: an odd last dimension, and a Cos that does not broadcast to
+ * X. The session refuses it, saying what is wrong, on every provider. */
+static void rotary_bad(tcase *t, int odd) {
+    tc_init(t, 13);
+    tc_input(t, "x", (const int64_t[]){2, 5, odd ? 7 : 8}, 3);
+    tc_const(t, "cos", odd ? (const int64_t[]){5, 7} : (const int64_t[]){3, 8}, 2, NULL);
+    tc_const(t, "sin", odd ? (const int64_t[]){5, 7} : (const int64_t[]){5, 8}, 2, NULL);
+    tc_node(t, "RotaryEmbedding", "minfer", (const char *const[]){"x", "cos", "sin"}, 3, "y");
+    assert_int_equal(minfer_builder_add_output(t->b, "y"), MINFER_OK);
+}
+
+static void test_rotary_bad_shapes(void **state) {
+    (void)state;
+    for (int odd = 0; odd < 2; odd++)
+        for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+            tcase t;
+            minfer_options *opt = NULL;
+            minfer_session *s = NULL;
+            rotary_bad(&t, odd);
+            assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+            assert_int_equal(
+                minfer_options_set_providers(opt, lists[l], lists[l][1] ? 2 : 1), MINFER_OK);
+            minfer_status st = minfer_session_create_from_builder(t.b, opt, &s);
+            if (st == MINFER_OK) {
+                const char *names[1] = {"x"}, *y = "y";
+                const minfer_tensor *ins[1] = {t.inputs[0]};
+                minfer_tensor *out = NULL;
+                st = minfer_session_run(s, names, ins, 1, &y, &out, 1);
+                minfer_tensor_free(out);
+            }
+            if (st == MINFER_OK)
+                fail_msg("RotaryEmbedding with %s ran", odd ? "an odd D" : "a wide Cos");
+            const char *want = odd ? "even" : "broadcast";
+            if (!strstr(minfer_last_error(), want))
+                fail_msg("error '%s' does not say '%s'", minfer_last_error(), want);
+            minfer_session_free(s);
+            minfer_options_free(opt);
+            minfer_tensor_free(t.inputs[0]);
+            minfer_builder_free(t.b);
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rmsnorm_forms),
@@ -573,6 +619,7 @@ int main(void) {
         cmocka_unit_test(test_where_mask_near_misses),
         cmocka_unit_test(test_rotary_forms),
         cmocka_unit_test(test_rotary_near_misses),
+        cmocka_unit_test(test_rotary_bad_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -479,9 +479,22 @@ static void rot_range(void *arg, size_t b, size_t e) {
             co += idx * j->cst[a];
             so += idx * j->sst[a];
         }
-        const float *x = j->x + r * j->d, *c = j->c + co, *s = j->s + so;
-        float *y = j->y + r * j->d;
-        size_t h = j->h, cc = j->ccol, sc = j->scol;
+        const float *restrict x = j->x + r * j->d, *restrict c = j->c + co,
+                              *restrict s = j->s + so;
+        float *restrict y = j->y + r * j->d;
+        size_t h = j->h;
+        if (j->ccol && j->scol) { /* Cos and Sin rows of D: contiguous, vectorized */
+            for (size_t i = 0; i < h; i++) {
+                float a = x[i] * c[i], m = -x[i + h] * s[i];
+                y[i] = a + m;
+            }
+            for (size_t i = h; i < j->d; i++) {
+                float a = x[i] * c[i], m = x[i - h] * s[i];
+                y[i] = a + m;
+            }
+            continue;
+        }
+        size_t cc = j->ccol, sc = j->scol;
         for (size_t i = 0; i < h; i++) {
             float a = x[i] * c[i * cc], m = -x[i + h] * s[i * sc];
             y[i] = a + m;
