@@ -985,6 +985,21 @@ static minfer_status run_split(dnn_ctx *ctx, const dnn_split *sp, const minfer_e
 
 
 
+/* Build v, or the other one when v would keep more OpenMP threads busy
+ * than the host lets this run use now (minfer_host_api.claim_threads: the
+ * parallel scheduler gives a node running beside others one thread). The
+ * claim holds until dnn_execute returns. A node built only for several
+ * threads (split=off without a one-thread variant) runs as built. */
+static int fit_claim(const dnn_ctx *ctx, const dnn_state *s, int v) {
+    int want = s->v[v]->threads;
+    if (want <= 1 || !MINFER_HOST_HAS(ctx->api, claim_threads))
+        return v;
+    int got = ctx->api->claim_threads(ctx->host, want);
+    if (got < want && s->v[!v] && s->v[!v]->threads <= got)
+        return !v;
+    return v;
+}
+
 static minfer_status dnn_execute(void *vctx, void *state, const minfer_exec_args *a) {
     dnn_ctx *ctx = vctx;
     dnn_state *s = state;
@@ -998,7 +1013,7 @@ static minfer_status dnn_execute(void *vctx, void *state, const minfer_exec_args
         st = run_node(ctx, s->v[0], a);
     } else {
         uint64_t k = atomic_fetch_add_explicit(&s->runs, 1, memory_order_relaxed);
-        int v = pick_variant(s, k);
+        int v = fit_claim(ctx, s, pick_variant(s, k));
         uint64_t t = now_ns();
         st = run_node(ctx, s->v[v], a);
         t = now_ns() - t;
