@@ -337,9 +337,21 @@ minfer_status dnn_build_concat(dnn_b *b) {
         }
     }
     args[n] = DNNL_ARG_DST;
-    if ((mems[n] = dnn_output(b, 0, dnn_pd_md(pd, dnnl_query_dst_md, 0))) < 0) {
+    const dnnl_memory_desc_t *dmd = dnn_pd_md(pd, dnnl_query_dst_md, 0);
+    if ((mems[n] = dnn_output(b, 0, dmd)) < 0) {
         dnnl_primitive_desc_destroy(pd);
         return MINFER_ERR_UNSUPPORTED;
+    }
+    /* Inputs read as they arrive and the output written directly, all in
+     * one layout without blocks: memcpy calls instead of the primitive
+     * (concat.c), in the layouts oneDNN's concat chose. */
+    int direct = !b->pio && b->n_pend == 0 && b->n->n_steps == 0 &&
+                 b->n->mems[mems[n]].bind == BIND_OUTPUT;
+    for (size_t i = 0; direct && i < n; i++)
+        direct = b->n->mems[mems[i]].bind == BIND_INPUT;
+    if (direct && dnn_concat_copy_plan(&b->n->copy, (int)n, axis, src[c - 1], dmd) == 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return MINFER_OK;
     }
     return dnn_step_add(b, pd, (int)n + 1, args, mems);
 }

@@ -87,6 +87,15 @@ typedef struct dnn_step {
     int skip_src, skip_dst; /* >= 0: skip the step when these two mems alias */
 } dnn_step;
 
+/* A Concat run as copies (concat.c): output row o is input i's row o,
+ * chunk[i] bytes, at byte at[i] of the output row, for every input. */
+typedef struct dnn_copy {
+    int n;          /* inputs; 0: the node is not run as copies */
+    size_t outer;   /* rows */
+    size_t row;     /* bytes of an output row */
+    size_t at[DNN_MAX_CONCAT], chunk[DNN_MAX_CONCAT];
+} dnn_copy;
+
 /* A prepared node: memories, steps, owned constant buffers. */
 typedef struct dnn_node dnn_node;
 struct dnn_node {
@@ -121,6 +130,7 @@ struct dnn_node {
         char tag[DNN_TAG_MAX];
     } packed[DNN_MAX_OWNED];
     int n_packed;
+    dnn_copy copy; /* copy.n > 0: a Concat run as copies, no steps (concat.c) */
 };
 
 /* Deferred reorder of a primitive's result into a plain output. */
@@ -349,6 +359,14 @@ minfer_status dnn_build_unary(dnn_b *b);
 minfer_status dnn_build_binary(dnn_b *b);
 minfer_status dnn_build_variadic(dnn_b *b);
 minfer_status dnn_build_concat(dnn_b *b);
+/* concat.c: the copies of a Concat of n inputs along axis, in src, into
+ * dst; 0 when they apply (every md dense in one axis order, no blocks),
+ * else -1. */
+int dnn_concat_copy_plan(dnn_copy *cp, int n, int axis, const dnnl_memory_desc_t *src,
+                         const dnnl_memory_desc_t *dst);
+/* Runs a node built as copies (node->copy.n > 0), cut over the host's
+ * pool when it moves enough bytes. */
+minfer_status dnn_concat_copy_run(dnn_ctx *ctx, const dnn_node *node, const minfer_exec_args *a);
 /* norm.c */
 minfer_status dnn_build_batchnorm(dnn_b *b);
 minfer_status dnn_build_lrn(dnn_b *b);

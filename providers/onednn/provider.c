@@ -768,6 +768,13 @@ static minfer_status prepare_node(void *vctx, const minfer_node_desc *node,
     }
     s->v[0] = n;
     pthread_mutex_init(&s->lock, NULL);
+    if (n->copy.n) { /* a Concat run as copies cuts itself (concat.c) */
+        ctx->api->log(ctx->host, MINFER_LOG_VERBOSE, "onednn: node '%s' runs as copies",
+                      node->name);
+        report_packed(&d, s, prep);
+        *state = s;
+        return MINFER_OK;
+    }
     if (!dyn && n->threads > 1)
         build_variant(ctx, &d, prep, s, 1);
     int product;
@@ -1005,6 +1012,8 @@ static minfer_status dnn_execute(void *vctx, void *state, const minfer_exec_args
     dnn_state *s = state;
     if (!s || (!s->v[0] && !s->split))
         return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "node was not prepared", 0);
+    if (s->v[0] && s->v[0]->copy.n) /* no oneDNN objects: no lock */
+        return dnn_concat_copy_run(ctx, s->v[0], a);
     pthread_mutex_lock(&s->lock);
     minfer_status st;
     if (s->split) {
