@@ -4,9 +4,11 @@
  * (MINFER_SPIN_US) or contention between callers; a call from inside a
  * chunk runs serially. Sharing (the parallel scheduler's): the same ranges
  * as the pool cuts, every index once, a published chunk run by another
- * thread, nested calls serial. The CPUs the pool counts for its spinning
- * are the process's affinity mask, as for the session's default thread
- * count. Built also under ThreadSanitizer in CI.
+ * thread, nested calls serial, the owner's account of its chunks' time.
+ * The CPUs the pool counts for its spinning are the process's affinity
+ * mask, as for the session's default thread count. The parallel
+ * scheduler's start rule (mf_sched_gains), which those times feed. Built
+ * also under ThreadSanitizer in CI.
  */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_COUNT */
 #include <pthread.h>
@@ -22,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "exec/sched.h"
 #include "exec/threadpool.h"
 #include "util/cpus.h"
 
@@ -177,6 +180,7 @@ typedef struct shared_run {
     minfer_range_fn fn;
     void *arg;
     int rounds;
+    uint64_t region, work; /* the owner's mf_share_account over its rounds */
 } shared_run;
 
 static void share_chunk(void *arg, size_t begin, size_t end) {
@@ -184,8 +188,13 @@ static void share_chunk(void *arg, size_t begin, size_t end) {
     assert_int_equal(end - begin, 1); /* one chunk per thread */
     mf_share_enter(sr->share, (int)begin);
     if (begin == 0) {
+        uint64_t r0, w0, r1, w1;
+        mf_share_account(&r0, &w0);
         for (int k = 0; k < sr->rounds; k++)
             mf_pool_parallel_for(sr->pool, sr->n, sr->grain, sr->fn, sr->arg);
+        mf_share_account(&r1, &w1);
+        sr->region = r1 - r0;
+        sr->work = w1 - w0;
         atomic_store(&sr->owner_done, 1);
         mf_share_notify(sr->share);
     } else {
@@ -200,12 +209,16 @@ static void share_chunk(void *arg, size_t begin, size_t end) {
     mf_share_leave();
 }
 
+static uint64_t last_region, last_work; /* of the last call of shared */
+
 static void shared(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn, void *arg,
                    int rounds) {
-    shared_run sr = {p, mf_share_create(p), 0, n, grain, fn, arg, rounds};
+    shared_run sr = {p, mf_share_create(p), 0, n, grain, fn, arg, rounds, 0, 0};
     assert_non_null(sr.share);
     mf_pool_parallel_for(p, (size_t)mf_pool_threads(p), 1, share_chunk, &sr);
     mf_share_free(sr.share);
+    last_region = sr.region;
+    last_work = sr.work;
 }
 
 /* A thread of a share cuts [0, n) exactly as the pool does (a kernel
@@ -250,6 +263,7 @@ typedef struct handoff {
     atomic_int other_ran;
     pthread_t owner;
     int stuck;
+    long sleep_ns; /* the other chunk's, before it says it ran */
 } handoff;
 
 static void handoff_chunk(void *arg, size_t begin, size_t end) {
@@ -261,6 +275,10 @@ static void handoff_chunk(void *arg, size_t begin, size_t end) {
             nanosleep(&half_ms, NULL); /* 10 s at most: a bound, not a timing */
         h->stuck = !atomic_load(&h->other_ran);
     } else if (!pthread_equal(pthread_self(), h->owner)) {
+        if (h->sleep_ns) {
+            struct timespec ts = {0, h->sleep_ns};
+            nanosleep(&ts, NULL);
+        }
         atomic_store(&h->other_ran, 1);
     }
 }
@@ -270,13 +288,56 @@ static void test_share_helps(void **state) {
     mf_pool *p = mf_pool_create(2);
     assert_non_null(p);
     for (int k = 0; k < 20; k++) {
-        handoff h = {0, pthread_self(), 0};
+        handoff h = {0, pthread_self(), 0, 0};
         /* the caller is thread 0 of the job, hence the owner */
         shared(p, 2, 1, handoff_chunk, &h, 1);
         assert_false(h.stuck);
         assert_int_equal(atomic_load(&h.other_ran), 1);
     }
     mf_pool_free(p);
+}
+
+/* The owner's account of a published parallel_for (mf_share_account, what
+ * the parallel scheduler measures a step's intra-op efficiency with): the
+ * wall time from publishing to the last chunk, and the chunks' time on
+ * every thread. Chunk 1 sleeps 2 ms on the helper while chunk 0 waits for
+ * it on the owner, so both figures are at least 2 ms and the work about
+ * 4 ms only when the helper's chunk counts. */
+static void test_share_account(void **state) {
+    (void)state;
+    mf_pool *p = mf_pool_create(2);
+    assert_non_null(p);
+    for (int k = 0; k < 5; k++) {
+        handoff h = {0, pthread_self(), 0, 2000000};
+        shared(p, 2, 1, handoff_chunk, &h, 1);
+        assert_false(h.stuck);
+        assert_true(last_region >= 2000000u);
+        assert_true(last_work >= 3500000u); /* 2 ms on each thread, less a start gap */
+        assert_true(last_work <= 2 * last_region + 1000000u);
+    }
+    mf_pool_free(p);
+}
+
+/* The start rule with measured times (ms): two branches whose split over 2
+ * threads is perfect gain nothing side by side; at an intra-op efficiency
+ * of 2/3 they do; a small step beside a large one waits (the large one
+ * splits); steps that do not split always gain. */
+static void test_start_rule(void **state) {
+    (void)state;
+    double one[4];
+    const double perfect[2] = {1, 1}, poor[2] = {1.5, 1.5}, big_small[2] = {5, 0.6},
+                 serial[3] = {1, 1, 1};
+    one[0] = one[1] = 2;
+    assert_false(mf_sched_gains(one, perfect, 2, 2));
+    one[0] = one[1] = 2;
+    assert_true(mf_sched_gains(one, poor, 2, 2));
+    one[0] = 10;
+    one[1] = 1;
+    assert_false(mf_sched_gains(one, big_small, 2, 2));
+    one[0] = one[1] = one[2] = 1;
+    assert_true(mf_sched_gains(one, serial, 3, 2));
+    one[0] = 1;
+    assert_false(mf_sched_gains(one, serial, 1, 2)); /* alone: nothing to gain */
 }
 
 /* Inside a published chunk a parallel_for runs serially, to completion. */
@@ -331,6 +392,8 @@ int main(void) {
         cmocka_unit_test(test_concurrent_callers),
         cmocka_unit_test(test_share_same_ranges),
         cmocka_unit_test(test_share_helps),
+        cmocka_unit_test(test_share_account),
+        cmocka_unit_test(test_start_rule),
         cmocka_unit_test(test_share_nested),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

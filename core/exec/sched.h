@@ -23,4 +23,12 @@ typedef minfer_status (*mf_step_fn)(minfer_session *s, mf_plan *p, mf_exec_ctx *
 minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
                                     mf_budget *b, mf_step_fn step);
 
+/* The parallel scheduler's start rule: whether n steps (n <= 64) run at
+ * once on w threads, longest first onto the least loaded, finish sooner
+ * than one after another. one[i]: step i's time on one thread (reordered
+ * here); alone[i]: its time run alone, split over the pool when it splits
+ * (its time on one thread divided by the threads and its intra-op
+ * efficiency). */
+int mf_sched_gains(double *one, const double *alone, int n, int w);
+
 #endif

@@ -39,6 +39,18 @@
  * first chunk and help with the second, but the 3x3's owner would then
  * wait for that chunk: no gain at an intra-op efficiency above 1/2.)
  *
+ * Measured, not guessed. Estimated work (FLOPs) and e = 0.8 serve the first
+ * run only. Every run measures each step (mf_conc.one_ns, split_ns,
+ * smoothed): its time on one thread (its wall time outside parallel_for
+ * plus the time of every chunk, on whichever thread ran it: the share
+ * accounts for it) and, when it split with no other step running, its wall
+ * time split over the pool. Once every step weighed has been measured, c is
+ * the one-thread time and c / (W e) the measured split time, so a node
+ * whose split is nearly perfect (Inception V3's large convolutions on
+ * oneDNN) runs split, one after another, and nodes whose split gains little
+ * (GoogLeNet's small ones at 64x64, or any node while the other CPU is
+ * taken by another process) run side by side.
+ *
  * Threads of a node's own (claims). A provider that runs a node on threads
  * it starts itself (oneDNN's OpenMP builds of nodes without a split form)
  * claims them first (minfer_host_api.claim_threads, claim below). A step
@@ -59,6 +71,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec/sched.h"
 #include "exec/threadpool.h"
@@ -76,6 +89,7 @@ typedef struct worker {
     sched *q;
     int step;            /* -1 between steps */
     int claimed;         /* threads granted to the running step, 1 when none asked */
+    int solo;            /* no other step ran beside it so far; under the lock */
 } worker;
 
 struct sched {
@@ -159,25 +173,20 @@ static void fail(sched *q, minfer_status st) {
 /* Whether running the running and ready steps at once beats running them
  * one after another (see the top); step wide (or -1) counts as splitting
  * over the pool whatever its last run did. Under q->lock. */
-static int gains(const sched *q, int wide) {
-    double cost[LPT_MAX], load[LPT_MAX] = {0}, alone = 0, m = 0;
-    int n = 0, w = q->inter_op < LPT_MAX ? q->inter_op : LPT_MAX;
-    for (int i = 0; i < q->in_flight + q->n_ready && n < LPT_MAX; i++) {
-        int k = i < q->in_flight ? q->running[i] : q->ready[i - q->in_flight];
-        cost[n++] = q->cc->cost[k];
-        /* one after another: split over the pool, or, for a step whose
-         * kernel did not split last time, on one thread anyway */
-        int serial = k != wide && atomic_load_explicit(&q->cc->serial[k], memory_order_relaxed);
-        alone += serial ? q->cc->cost[k] : q->cc->cost[k] / ((double)w * INTRA_EFFICIENCY);
-    }
-    /* longest first onto the least loaded thread: the costs are few */
+int mf_sched_gains(double *one, const double *alone, int n, int w) {
+    double load[LPT_MAX] = {0}, seq = 0, m = 0;
+    if (w > LPT_MAX)
+        w = LPT_MAX;
+    for (int i = 0; i < n; i++)
+        seq += alone[i];
+    /* longest first onto the least loaded thread: the steps are few */
     for (int i = 0; i < n; i++) {
         int big = i;
         for (int j = i + 1; j < n; j++)
-            if (cost[j] > cost[big])
+            if (one[j] > one[big])
                 big = j;
-        double t = cost[big];
-        cost[big] = cost[i];
+        double t = one[big];
+        one[big] = one[i];
         int least = 0;
         for (int j = 1; j < w; j++)
             if (load[j] < load[least])
@@ -186,7 +195,52 @@ static int gains(const sched *q, int wide) {
         if (load[least] > m)
             m = load[least];
     }
-    return m < alone;
+    return m < seq;
+}
+
+static int gains(const sched *q, int wide) {
+    const mf_conc *cc = q->cc;
+    double cost[LPT_MAX], alone[LPT_MAX];
+    int n = 0;
+    int steps = q->in_flight + q->n_ready < LPT_MAX ? q->in_flight + q->n_ready : LPT_MAX;
+    /* measured times when every step weighed has them, else the estimates */
+    int measured = 1;
+    for (int i = 0; i < steps && measured; i++) {
+        int k = i < q->in_flight ? q->running[i] : q->ready[i - q->in_flight];
+        measured = atomic_load_explicit(&cc->one_ns[k], memory_order_relaxed) != 0;
+    }
+    for (int i = 0; i < steps; i++) {
+        int k = i < q->in_flight ? q->running[i] : q->ready[i - q->in_flight];
+        double one = measured ? (double)atomic_load_explicit(&cc->one_ns[k], memory_order_relaxed)
+                              : cc->cost[k];
+        double split = measured ? (double)atomic_load_explicit(&cc->split_ns[k],
+                                                               memory_order_relaxed)
+                                : 0;
+        cost[n++] = one;
+        /* one after another: split over the pool (as measured, or at the
+         * assumed efficiency), or, for a step whose kernel did not split
+         * last time, on one thread anyway */
+        int serial = k != wide && atomic_load_explicit(&cc->serial[k], memory_order_relaxed);
+        alone[n - 1] = serial      ? one
+                       : split > 0 ? split
+                                   : one / ((double)q->threads * INTRA_EFFICIENCY);
+    }
+    return mf_sched_gains(cost, alone, n, q->inter_op);
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Smooths a measured time into *t (a lost update between concurrent runs
+ * of a session is harmless); 0 is no measurement. */
+static void learn(_Atomic uint64_t *t, uint64_t ns) {
+    if (!ns)
+        return;
+    uint64_t old = atomic_load_explicit(t, memory_order_relaxed);
+    atomic_store_explicit(t, old ? (3 * old + ns) / 4 : ns, memory_order_relaxed);
 }
 
 /* Whether the best ready step may start beside the running ones. Under
@@ -232,17 +286,34 @@ static int claim(void *arg, int want) {
 static void run_one(sched *q, mf_run *r, worker *me, int shared) {
     int k = heap_pop(q);
     q->running[q->in_flight++] = k;
-    pthread_mutex_unlock(&q->lock);
-    unsigned published = mf_share_published();
+    /* solo: no other step runs at any moment of its run */
+    me->solo = q->in_flight == 1;
+    for (int t = 0; t < q->threads && q->in_flight > 1; t++)
+        q->workers[t].solo = 0;
     me->step = k;
     me->claimed = 1;
+    pthread_mutex_unlock(&q->lock);
+    unsigned published = mf_share_published();
+    uint64_t region0, work0, region1, work1, t0 = now_ns();
+    mf_share_account(&region0, &work0);
     minfer_status st = q->step(q->s, q->p, q->c, r, q->b, k);
-    me->step = -1;
-    if (shared && st == MINFER_OK)
-        atomic_store_explicit(&q->cc->serial[k],
-                              mf_share_published() == published && me->claimed == 1,
-                              memory_order_relaxed);
+    uint64_t wall = now_ns() - t0;
+    mf_share_account(&region1, &work1);
+    int split = mf_share_published() != published || me->claimed > 1;
+    if (shared && st == MINFER_OK) {
+        atomic_store_explicit(&q->cc->serial[k], !split, memory_order_relaxed);
+        /* its work on one thread: its wall time outside parallel_for plus
+         * its chunks' time; a step on threads of its own (claimed) is
+         * measured on one only when it runs beside others */
+        uint64_t one = me->claimed > 1 ? 0 : wall - (region1 - region0) + (work1 - work0);
+        learn(&q->cc->one_ns[k], one);
+        if (me->claimed > 1 && !atomic_load_explicit(&q->cc->one_ns[k], memory_order_relaxed))
+            learn(&q->cc->one_ns[k], wall * (uint64_t)me->claimed); /* until measured */
+    }
     pthread_mutex_lock(&q->lock);
+    if (shared && st == MINFER_OK && split && me->solo)
+        learn(&q->cc->split_ns[k], wall);
+    me->step = -1;
     if (me->claimed > 1) { /* its threads are free again */
         q->wide = 0;
         mf_share_quiet(q->share, 0);

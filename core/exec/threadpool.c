@@ -90,6 +90,7 @@ typedef struct share_slot {
     int published;          /* under the share's lock */
     atomic_uchar *taken;    /* per chunk: claimed */
     atomic_size_t done;     /* chunks finished */
+    atomic_uint_fast64_t chunk_ns; /* time helpers spent in its chunks */
 } share_slot;
 
 struct mf_share {
@@ -111,6 +112,7 @@ static _Thread_local mf_share *my_share;
 static _Thread_local int my_index;
 static _Thread_local int in_share_chunk;
 static _Thread_local unsigned my_published;
+static _Thread_local uint64_t my_region_ns, my_work_ns; /* mf_share_account */
 
 /* Whether this thread spins before it sleeps in mf_share_wait: as a
  * worker decides between jobs (worker_main), by whether it kept pace with
@@ -411,12 +413,20 @@ void mf_share_wait(mf_share *sh, unsigned seen) {
     pthread_mutex_unlock(&sh->wait_lock);
 }
 
-static void run_one(const mf_job *j, size_t c) {
+/* Runs chunk c of j; returns the time it took. */
+static uint64_t run_one(const mf_job *j, size_t c) {
     size_t b = c * j->chunk;
     size_t e = b + j->chunk < j->n ? b + j->chunk : j->n;
+    uint64_t t = now_ns();
     in_share_chunk = 1;
     j->fn(j->arg, b, e);
     in_share_chunk = 0;
+    return now_ns() - t;
+}
+
+void mf_share_account(uint64_t *region_ns, uint64_t *work_ns) {
+    *region_ns = my_region_ns;
+    *work_ns = my_work_ns;
 }
 
 int mf_share_help(mf_share *sh) {
@@ -435,7 +445,7 @@ int mf_share_help(mf_share *sh) {
             if (!atomic_compare_exchange_strong(&sl->taken[c], &free_flag, 1))
                 continue;
             pthread_mutex_unlock(&sh->lock);
-            run_one(&job, c);
+            atomic_fetch_add(&sl->chunk_ns, run_one(&job, c));
             /* The owner may return once this count is full: sl is not
              * touched after it. */
             if (atomic_fetch_add(&sl->done, 1) + 1 == job.n_chunks)
@@ -464,32 +474,37 @@ static void share_for(mf_share *sh, size_t n, size_t chunks, minfer_range_fn fn,
     for (size_t c = 0; c < job.n_chunks; c++)
         atomic_store(&sl->taken[c], 0);
     atomic_store(&sl->done, 0);
+    atomic_store(&sl->chunk_ns, 0);
     sl->published = 1;
     atomic_fetch_add(&sh->n_published, 1);
     pthread_mutex_unlock(&sh->lock);
     mf_share_notify(sh);
 
     size_t ran = 0;
+    uint64_t t0 = now_ns(), own = 0;
     for (size_t t = 0; t < job.n_chunks; t++) {
         size_t c = ((size_t)my_index + t) % job.n_chunks;
         unsigned char free_flag = 0;
         if (!atomic_compare_exchange_strong(&sl->taken[c], &free_flag, 1))
             continue;
-        run_one(&job, c);
+        own += run_one(&job, c);
         ran++;
     }
     pthread_mutex_lock(&sh->lock);
     sl->published = 0;
     atomic_fetch_sub(&sh->n_published, 1);
     pthread_mutex_unlock(&sh->lock);
-    if (atomic_fetch_add(&sl->done, ran) + ran == job.n_chunks)
-        return;
-    for (;;) {
-        unsigned seen = mf_share_events(sh);
-        if (atomic_load(&sl->done) == job.n_chunks)
-            return;
-        mf_share_wait(sh, seen);
+    if (atomic_fetch_add(&sl->done, ran) + ran != job.n_chunks) {
+        for (;;) {
+            unsigned seen = mf_share_events(sh);
+            if (atomic_load(&sl->done) == job.n_chunks)
+                break;
+            mf_share_wait(sh, seen);
+        }
     }
+    /* every helper added its time before counting its chunk done */
+    my_region_ns += now_ns() - t0;
+    my_work_ns += own + atomic_load(&sl->chunk_ns);
 }
 
 void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn, void *arg) {

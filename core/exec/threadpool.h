@@ -3,6 +3,7 @@
 #define MINFER_CORE_THREADPOOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "minfer/provider.h"
 
@@ -52,6 +53,10 @@ int mf_share_help(mf_share *sh);
 /* How many parallel_for calls of the calling thread were published to a
  * share so far (a step that split its work published some). */
 unsigned mf_share_published(void);
+/* The calling thread's totals over its published parallel_for calls: the
+ * wall time from publishing to the last chunk done, and the time every
+ * thread spent in their chunks (ns). */
+void mf_share_account(uint64_t *region_ns, uint64_t *work_ns);
 unsigned mf_share_events(mf_share *sh);
 void mf_share_notify(mf_share *sh);
 void mf_share_wait(mf_share *sh, unsigned seen);

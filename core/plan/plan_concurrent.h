@@ -30,6 +30,13 @@ typedef struct mf_conc {
      * run did not split its work over threads, 0 when it did or has not run
      * in a pool job yet. */
     _Atomic unsigned char *serial;
+    /* Per step, measured by the runs (smoothed, ns; 0: not yet): its work
+     * on one thread (its wall time when it ran serially; else the time
+     * outside its parallel_for calls plus every chunk's time), and its wall
+     * time split over the pool with no other step running. Their ratio is
+     * its intra-op efficiency, what running it beside others competes
+     * with. */
+    _Atomic uint64_t *one_ns, *split_ns;
     uint64_t *seq_arena; /* per domain: the arena the sequential order would take */
     /* While planning only (freed by mf_conc_planned): */
     uint64_t *anc;      /* per step: bitset of its ancestor steps, `words` words each */
