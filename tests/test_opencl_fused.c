@@ -1,6 +1,6 @@
 /*
  * The OpenCL provider's transformer ops (providers/opencl/fused.c:
- * minfer::RMSNormalization and minfer::Attention) against the CPU provider,
+ * minfer::RMSNormalization, Attention and RotaryEmbedding) against the CPU provider,
  * the oracle, on builder graphs: each graph runs with providers {"opencl"}
  * (every node must be placed there) and with {"cpu"} on the same random
  * inputs; outputs agree within |a - b| <= 1e-4 + 1e-3 |b| (float storage)
@@ -12,7 +12,8 @@
  * broadcast against the query heads), Q without the batch axes, scale. The
  * last case builds the exporters' op-by-op patterns (RMSNorm as Pow,
  * ReduceMean, Add, Sqrt, Reciprocal, Mul; attention as MatMul, Div,
- * Softmax, MatMul) at the default optimization level: on opencl alone the
+ * Softmax, MatMul; rotate-half as Slice, Neg, Concat, Mul, Add) at the
+ * default optimization level: on opencl alone the
  * optimizer's fused nodes run there (the session is not refused) and the
  * outputs equal the CPU provider's.
  *
@@ -183,6 +184,26 @@ static void test_attention_grouped(void **state) {
     attn_case(I64(2, 4, 5, 8), I64(2, 1, 8, 7), I64(2, 1, 7, 8), NULL, 0, NULL, 0.3f);
 }
 
+/* ---- RotaryEmbedding -------------------------------------------------------------- */
+
+static void rot_case(const int64_t *x, size_t rx, const int64_t *cs, size_t rc) {
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", x, rx);
+    tc_const(&t, "cos", cs, rc, NULL);
+    tc_input(&t, "sin", cs, rc); /* one of them computed at run time */
+    tc_node(&t, "RotaryEmbedding", "minfer", IN("x", "cos", "sin"), "y");
+    tc_check(&t);
+}
+
+static void test_rotary(void **state) {
+    (void)state;
+    rot_case(I64(2, 4, 6, 8), I64(6, 8));       /* one table for every batch and head */
+    rot_case(I64(2, 4, 6, 8), I64(2, 1, 6, 8)); /* per batch (position ids) */
+    rot_case(I64(3, 5, 16), I64(1, 16));        /* one position */
+    rot_case(I64(2, 2), I64(2));
+}
+
 /* ---- The exporters' patterns, fused by the optimizer ------------------------------ */
 
 /* x [2, 6, 16] -> RMSNorm as the exporters write it -> r; self-attention
@@ -224,6 +245,31 @@ static void test_patterns_on_opencl_alone(void **state) {
     tc_check_ops(&t, (const char *const[]){"RMSNormalization", "Attention"}, 2);
 }
 
+/* LLaMA's rotate-half, as exported: Slice the halves of the last axis,
+ * Concat(Neg(x2), x1), X * Cos + R * Sin: one RotaryEmbedding on opencl. */
+static void test_rotary_pattern_on_opencl_alone(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(2, 3, 5, 8));
+    tc_const(&t, "cos", I64(5, 8), NULL);
+    tc_const(&t, "sin", I64(5, 8), NULL);
+    tc_const_i64(&t, "zero", I64(1), (const int64_t[]){0});
+    tc_const_i64(&t, "half", I64(1), (const int64_t[]){4});
+    tc_const_i64(&t, "end", I64(1), (const int64_t[]){INT64_MAX});
+    tc_const_i64(&t, "axis", I64(1), (const int64_t[]){-1});
+    tc_const_i64(&t, "one", I64(1), (const int64_t[]){1});
+    tc_node(&t, "Slice", NULL, IN("x", "zero", "half", "axis", "one"), "x1");
+    tc_node(&t, "Slice", NULL, IN("x", "half", "end", "axis", "one"), "x2");
+    tc_node(&t, "Neg", NULL, IN("x2"), "nx2");
+    size_t k = tc_node(&t, "Concat", NULL, IN("nx2", "x1"), "rh");
+    minfer_builder_set_attr_int(t.b, k, "axis", -1);
+    tc_node(&t, "Mul", NULL, IN("x", "cos"), "xc");
+    tc_node(&t, "Mul", NULL, IN("rh", "sin"), "rs");
+    tc_node(&t, "Add", NULL, IN("xc", "rs"), "y");
+    tc_check_ops(&t, (const char *const[]){"RotaryEmbedding"}, 1);
+}
+
 /* ---- passes ----------------------------------------------------------------------- */
 
 static int have_device(void) {
@@ -253,7 +299,9 @@ int main(void) {
         cmocka_unit_test(test_attention_plain),
         cmocka_unit_test(test_attention_masks),
         cmocka_unit_test(test_attention_grouped),
+        cmocka_unit_test(test_rotary),
         cmocka_unit_test(test_patterns_on_opencl_alone),
+        cmocka_unit_test(test_rotary_pattern_on_opencl_alone),
     };
     if (!have_device()) {
         print_message("skipping: no OpenCL platform or device\n");

@@ -1,7 +1,7 @@
 /*
  * The optimizer's transformer ops (docs/fused-ops.md), so that a graph the
- * optimizer fused stays on the device: minfer::RMSNormalization and
- * minfer::Attention (kernels/fused.cl).
+ * optimizer fused stays on the device: minfer::RMSNormalization,
+ * minfer::Attention and minfer::RotaryEmbedding (kernels/fused.cl).
  *
  * RMSNormalization: one kernel, a row per work-item, over the trailing
  * axes from `axis` (as LayerNormalization in norm.c); Scale of that many
@@ -325,4 +325,86 @@ minfer_status ocl_execute_attention(const ocl_exec *e) {
                           OCL_ARG(sk), OCL_ARG(dv), OCL_ARG(nb))))
         return s;
     return ocl_launch(e, OCL_K_attn_pv, 3, g3, 0);
+}
+
+/* ---- RotaryEmbedding ----------------------------------------------------------- */
+
+/* minfer::RotaryEmbedding(X, Cos, Sin) (fuse_rotary: LLaMA's
+ * apply_rotary_pos_emb), Y = X * Cos + Concat(-x2, x1) * Sin over X's last
+ * axis, split in halves x1, x2; Cos and Sin broadcast to X without growing
+ * it. One kernel, an element per work-item. */
+
+/* Strides of t (right-aligned into X's rank) over X's leading axes into
+ * st, 0 where t broadcasts, and over the last axis into *col (0 or 1); 0
+ * when t does not broadcast to X without growing it. */
+static int rot_strides(int32_t tr, const int64_t *td, int32_t xr, const int64_t *xd, cl_int *st,
+                       cl_int *col) {
+    if (tr > xr)
+        return 0;
+    int32_t pad = xr - tr;
+    int64_t stride = 1;
+    for (int32_t a = xr - 1; a >= 0; a--) {
+        int64_t t = a >= pad ? td[a - pad] : 1;
+        if (t != 1 && t != xd[a])
+            return 0;
+        cl_int s = t == 1 ? 0 : (cl_int)stride;
+        if (a == xr - 1)
+            *col = s ? 1 : 0;
+        else
+            st[a] = s;
+        stride *= t;
+    }
+    return 1;
+}
+
+minfer_status ocl_prepare_rotary(ocl_prep *p) {
+    const minfer_node_desc *n = p->node;
+    const minfer_value_desc *x = ocl_in_desc(n, 0), *c = ocl_in_desc(n, 1),
+                            *s = ocl_in_desc(n, 2);
+    if (!x || !c || !s)
+        return ocl_prep_fail(p, MINFER_ERR_MODEL, "needs inputs X, Cos and Sin");
+    minfer_status st;
+    for (size_t i = 0; i < 3; i++)
+        if ((st = ocl_need_float(p, i)) || (st = ocl_check_size(p, ocl_in_desc(n, i))))
+            return st;
+    if (x->rank >= 0 && (x->rank < 1 || (x->dims[x->rank - 1] >= 0 && x->dims[x->rank - 1] % 2)))
+        return ocl_decline(p, "X needs an even last dimension");
+    if (!ocl_state(p, sizeof(ocl_state_head)))
+        return MINFER_ERR_NOMEM;
+    return MINFER_OK;
+}
+
+minfer_status ocl_execute_rotary(const ocl_exec *e) {
+    const minfer_tensor_view *x = ocl_input(e, 0), *c = ocl_input(e, 1), *sn = ocl_input(e, 2);
+    if (!x || !c || !sn)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    if (x->rank < 1 || x->dims[x->rank - 1] % 2)
+        return ocl_fail(e, MINFER_ERR_SHAPE, "X needs an even last dimension (rank %d)",
+                        (int)x->rank);
+    ocl_shape8 l;
+    memset(&l, 0, sizeof l);
+    cl_int ccol = 0, scol = 0;
+    l.rank = x->rank - 1;
+    for (int32_t a = 0; a < l.rank; a++)
+        l.d[a] = (cl_int)x->dims[a];
+    if (!rot_strides(c->rank, c->dims, x->rank, x->dims, l.sa, &ccol) ||
+        !rot_strides(sn->rank, sn->dims, x->rank, x->dims, l.sb, &scol))
+        return ocl_fail(e, MINFER_ERR_SHAPE, "Cos and Sin must broadcast to X without growing it");
+    cl_mem xb, cb, sb, yb;
+    cl_int xo, co, so, yo;
+    ocl_in_buf(e, 0, -1, &xb, &xo);
+    ocl_in_buf(e, 1, -1, &cb, &co);
+    ocl_in_buf(e, 2, -1, &sb, &so);
+    minfer_status s = ocl_output(e, 0, x->rank, x->dims, &yb, &yo);
+    if (s)
+        return s;
+    cl_int rows = (cl_int)ocl_numel(l.rank, x->dims), d = (cl_int)x->dims[x->rank - 1];
+    if (rows == 0 || d == 0)
+        return MINFER_OK;
+    if ((s = ocl_set_args(e, OCL_K_rotary, 13, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(cb),
+                          OCL_ARG(co), OCL_ARG(sb), OCL_ARG(so), OCL_ARG(l), OCL_ARG(ccol),
+                          OCL_ARG(scol), OCL_ARG(yb), OCL_ARG(yo), OCL_ARG(rows), OCL_ARG(d))))
+        return s;
+    size_t g[2] = {(size_t)d, (size_t)rows};
+    return ocl_launch(e, OCL_K_rotary, 2, g, 0);
 }

@@ -57,7 +57,7 @@
     X(conv_direct) X(pool) X(global_pool) X(softmax) X(layernorm) X(strided_copy)            \
     X(gather) X(gather16) X(reduce) X(concat_copy) X(concat_copy16) X(gemm_epilogue)        \
     X(conv_epilogue) X(copy_bytes) X(fill_bytes) X(rmsnorm) X(attn_scores) X(attn_softmax)  \
-    X(attn_pv)
+    X(attn_pv) X(rotary)
 
 enum {
 #define X(k) OCL_K_##k,
@@ -366,6 +366,7 @@ OCL_OP(reduce)
 /* fused.c */
 OCL_OP(rmsnorm)
 OCL_OP(attention)
+OCL_OP(rotary)
 
 #undef OCL_OP
 

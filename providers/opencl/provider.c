@@ -63,6 +63,7 @@ static const ocl_kernel_entry kernels[] = {
     K("", "LayerNormalization", 17, layernorm), K("minfer", "LayerNormalization", 1, layernorm),
     /* fused.c */
     K("minfer", "RMSNormalization", 1, rmsnorm), K("minfer", "Attention", 1, attention),
+    K("minfer", "RotaryEmbedding", 1, rotary),
     /* shape_ops.c */
     K("", "Reshape", 5, reshape), K("", "Flatten", 1, reshape), K("", "Squeeze", 1, reshape), K("", "Squeeze", 13, reshape),
     K("", "Unsqueeze", 1, reshape),

@@ -1,5 +1,5 @@
-/* The optimizer's transformer ops (docs/fused-ops.md): minfer::RMSNormalization
- * and minfer::Attention (providers/opencl/fused.c). */
+/* The optimizer's transformer ops (docs/fused-ops.md): minfer::RMSNormalization,
+ * minfer::Attention and minfer::RotaryEmbedding (providers/opencl/fused.c). */
 
 /* RMSNormalization over the trailing cols of each row, one row per
  * work-item: Y = X / sqrt(mean(X^2) + eps) * Scale, Scale of cols elements
@@ -103,4 +103,29 @@ __kernel void attn_pv(__global const float *w, int woff, __global const DT *v, i
     for (int j = 0; j < sk; j++)
         acc += pp[j] * LD(vp, j * dv);
     ST(y, yoff + (b * sq + i) * dv + c, acc);
+}
+
+/* RotaryEmbedding in the rotate-half form, one element per work-item (grid
+ * d, rows): Y = X * Cos + Concat(-x2, x1) * Sin over X's last axis of d,
+ * as the CPU provider computes it. Cos and Sin broadcast to X: l.sa and
+ * l.sb are their strides over X's leading axes l.d (0 where they
+ * broadcast), ccol and scol over the last axis (0 or 1). */
+__kernel void rotary(__global const DT *x, int xoff, __global const DT *c, int coff,
+                     __global const DT *s, int soff, shape8 l, int ccol, int scol,
+                     __global DT *y, int yoff, int rows, int d) {
+    int i = get_global_id(0), r = get_global_id(1);
+    if (i >= d || r >= rows)
+        return;
+    int rem = r, co = coff, so = soff;
+    for (int k = l.rank - 1; k >= 0; k--) {
+        int idx = rem % l.d[k];
+        rem /= l.d[k];
+        co += idx * l.sa[k];
+        so += idx * l.sb[k];
+    }
+    int h = d / 2;
+    __global const DT *xp = x + xoff + r * d;
+    float a = LD(xp, i) * LD(c, co + i * ccol);
+    float m = (i < h ? -LD(xp, i + h) : LD(xp, i - h)) * LD(s, so + i * scol);
+    ST(y, yoff + r * d + i, a + m);
 }
