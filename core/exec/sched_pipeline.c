@@ -34,7 +34,12 @@ struct mf_pipe {
     mf_pool **pools;  /* per stage */
     uint64_t *turn;   /* per stage: the request that may enter next */
     pthread_mutex_t lock;
-    pthread_cond_t cv;
+    /* per stage: signalled when its turn moves on. One per stage, not one
+     * for the pipe: a request leaving stage j wakes only the request
+     * waiting for stage j, not every waiting worker (each wake of a thread
+     * that only goes back to sleep costs a context switch on the CPUs the
+     * stages run on). */
+    pthread_cond_t *cv;
     /* step times summed over the requests of plan m_plan (under lock) */
     const mf_plan *m_plan;
     double *m_ms;
@@ -57,20 +62,22 @@ mf_pipe *mf_pipe_create(int stages, int threads) {
     q->stages = stages < 1 ? 1 : stages;
     q->pools = mf_calloc((size_t)q->stages, sizeof *q->pools);
     q->turn = mf_calloc((size_t)q->stages, sizeof *q->turn);
-    if (!q->pools || !q->turn) {
+    q->cv = mf_calloc((size_t)q->stages, sizeof *q->cv);
+    if (!q->pools || !q->turn || !q->cv) {
         free(q->pools);
         free(q->turn);
+        free(q->cv);
         free(q);
         return NULL;
     }
+    pthread_mutex_init(&q->lock, NULL);
+    for (int j = 0; j < q->stages; j++)
+        pthread_cond_init(&q->cv[j], NULL);
     for (int j = 0; j < q->stages; j++)
         if (!(q->pools[j] = mf_pool_create(threads < 1 ? 1 : threads))) {
-            q->stages = j;
-            mf_pipe_free(q);
+            mf_pipe_free(q); /* mf_pool_free(NULL) for the pools not made */
             return NULL;
         }
-    pthread_mutex_init(&q->lock, NULL);
-    pthread_cond_init(&q->cv, NULL);
     return q;
 }
 
@@ -79,12 +86,12 @@ void mf_pipe_free(mf_pipe *q) {
         return;
     for (int j = 0; j < q->stages; j++)
         mf_pool_free(q->pools[j]);
-    if (q->turn && q->pools) {
-        pthread_mutex_destroy(&q->lock);
-        pthread_cond_destroy(&q->cv);
-    }
+    pthread_mutex_destroy(&q->lock);
+    for (int j = 0; j < q->stages; j++)
+        pthread_cond_destroy(&q->cv[j]);
     free(q->pools);
     free(q->turn);
+    free(q->cv);
     free(q->m_ms);
     free(q);
 }
@@ -153,14 +160,14 @@ int mf_pipe_bound(const minfer_session *s) {
 static void enter(mf_pipe *q, int j, uint64_t seq) {
     pthread_mutex_lock(&q->lock);
     while (q->turn[j] != seq)
-        pthread_cond_wait(&q->cv, &q->lock);
+        pthread_cond_wait(&q->cv[j], &q->lock);
     pthread_mutex_unlock(&q->lock);
 }
 
 static void leave(mf_pipe *q, int j) {
     pthread_mutex_lock(&q->lock);
     q->turn[j]++;
-    pthread_cond_broadcast(&q->cv);
+    pthread_cond_broadcast(&q->cv[j]);
     pthread_mutex_unlock(&q->lock);
     bound.passed = j + 1;
 }
