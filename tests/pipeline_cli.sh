@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The pipeline scheduler on the command line (docs/scheduling.md): `minfer
 # info` lists stages that cover the execution order in order (text and
-# --json), `bench --concurrency` drives the asynchronous API under it, and
+# --json), `bench --concurrency` drives the asynchronous API under it (and
+# warms callers and workers alike under every scheduler), and
 # MINFER_SCHEDULER / --scheduler name it in their errors.
 #
 # usage: pipeline_cli.sh MINFER_CLI MODEL
@@ -39,6 +40,24 @@ out=$("$cli" --scheduler pipeline bench --providers cpu --threads 2 --concurrenc
 grep -q 'requests in flight through the pipeline' <<<"$out" ||
     err "bench --concurrency under the pipeline does not drive the asynchronous API: $out"
 grep -q '^runs:  *6 ' <<<"$out" || err "bench: expected 6 runs (3 x 2): $out"
+
+# Every scheduler's --concurrency warms its callers (or the pipeline's
+# workers) before the timed runs alike: 1 warm-up run, then 1 from each of
+# the 2 callers (2 requests), then 2 x 1 timed: 5 runs in the profile.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for sched in sequential parallel pipeline; do
+    "$cli" --scheduler "$sched" bench --providers cpu --threads 2 --concurrency 2 --runs 1 \
+        --warmup 1 --profile "$tmp/$sched.json" "$model" >/dev/null ||
+        err "bench --profile under $sched failed"
+    python3 - "$tmp/$sched.json" "$sched" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+runs = sum(1 for e in ev if e.get("cat") == "run")
+assert runs == 5, "%s: %d runs in the profile, expected 5 (1 + 2 warm-up, 2 timed)" % (sys.argv[2], runs)
+PY
+done
 
 out=$("$cli" --scheduler bogus info "$model" 2>&1) && err "--scheduler bogus accepted"
 grep -q 'pipeline' <<<"$out" || err "--scheduler's error does not list pipeline: $out"

@@ -37,7 +37,8 @@ static void print_help(void) {
            "                    through the asynchronous API (N x --runs in all):\n"
            "                    throughput (runs/s over the wall time) and p50/p99 latency\n"
            "                    (compare schedulers: minfer --scheduler S bench ...)\n"
-           "  --warmup N        untimed runs first (default 3)\n"
+           "  --warmup N        untimed runs first (default 3; with --concurrency, then\n"
+           "                    up to N more from each caller, or N x concurrency requests)\n"
            "  --inputs DIR      inputs from DIR/input_K.pb (default: random, symbolic dims 1)\n"
            "  --dim NAME=N      set the symbolic dimension NAME of every input to N\n"
            "                    (repeatable; e.g. --dim seq=128)\n"
@@ -397,7 +398,13 @@ int cmd_bench(int argc, char **argv) {
             goto fail;
         runs *= concurrency;
     } else if (concurrency > 1) {
-        if ((st = minfer_session_reset_stats(s)) != MINFER_OK ||
+        /* warm every caller (its execution context, its outputs) before
+         * the timed runs, as the pipeline's workers are warmed above:
+         * otherwise the callers' first runs are timed and the pipeline's
+         * are not */
+        if ((st = run_callers(s, names, ins, n_in, n_out, warmup < runs ? warmup : runs,
+                              concurrency, lat, &wall_ms)) != MINFER_OK ||
+            (st = minfer_session_reset_stats(s)) != MINFER_OK ||
             (st = run_callers(s, names, ins, n_in, n_out, runs, concurrency, lat, &wall_ms)) !=
                 MINFER_OK)
             goto fail;
