@@ -17,6 +17,11 @@
  * optimizer's fused nodes run there (the session is not refused) and the
  * outputs equal the CPU provider's.
  *
+ * Also the data movement around the corpus' attention (providers/opencl/
+ * slice.c): Slice (steps, a negative step, clamped and empty ranges),
+ * Split (given parts, and opset 18's uneven num_outputs), Expand
+ * (grouped-query K/V, a shape of lower rank).
+ *
  * Exits 77 (ctest: skipped) only when no OpenCL platform or device exists.
  */
 #include <math.h>
@@ -204,6 +209,81 @@ static void test_rotary(void **state) {
     rot_case(I64(2, 2), I64(2));
 }
 
+/* ---- Slice, Split, Expand (providers/opencl/slice.c) ----------------------------- */
+
+static void slice_case(const int64_t *x, size_t rx, const int64_t *starts, const int64_t *ends,
+                       const int64_t *axes, const int64_t *steps, size_t n) {
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", x, rx);
+    tc_const_i64(&t, "b", &(int64_t){(int64_t)n}, 1, starts);
+    tc_const_i64(&t, "e", &(int64_t){(int64_t)n}, 1, ends);
+    tc_const_i64(&t, "a", &(int64_t){(int64_t)n}, 1, axes);
+    tc_const_i64(&t, "s", &(int64_t){(int64_t)n}, 1, steps);
+    tc_node(&t, "Slice", NULL, IN("x", "b", "e", "a", "s"), "y");
+    tc_check(&t);
+}
+
+static void test_slice(void **state) {
+    (void)state;
+    /* ViT's class token: x[:, 0:1, :] */
+    slice_case(I64(2, 17, 8), (const int64_t[]){0}, (const int64_t[]){1}, (const int64_t[]){1},
+               (const int64_t[]){1}, 1);
+    /* the second half of the last axis, to the end (INT64_MAX) */
+    slice_case(I64(2, 3, 5, 8), (const int64_t[]){4}, (const int64_t[]){INT64_MAX},
+               (const int64_t[]){-1}, (const int64_t[]){1}, 1);
+    /* steps, a negative step, clamped bounds, two axes */
+    slice_case(I64(4, 9, 6), (const int64_t[]){1, -1}, (const int64_t[]){100, -100},
+               (const int64_t[]){1, 2}, (const int64_t[]){3, -2}, 2);
+    /* empty */
+    slice_case(I64(3, 4), (const int64_t[]){2}, (const int64_t[]){2}, (const int64_t[]){0},
+               (const int64_t[]){1}, 1);
+}
+
+static void test_split_expand(void **state) {
+    (void)state;
+    /* GPT-2's q, k, v = qkv.split(d, dim=2): the three parts added */
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(2, 5, 24));
+    tc_const_i64(&t, "sp", I64(3), (const int64_t[]){8, 8, 8});
+    const char *outs[3] = {"q", "k", "v"};
+    size_t idx;
+    assert_int_equal(minfer_builder_add_node(t.b, "Split", NULL, "split",
+                                             (const char *const[]){"x", "sp"}, 2, outs, 3, &idx),
+                     MINFER_OK);
+    minfer_builder_set_attr_int(t.b, idx, "axis", 2);
+    tc_node(&t, "Mul", NULL, IN("q", "k"), "qk");
+    tc_node(&t, "Sub", NULL, IN("qk", "v"), "y");
+    tc_check(&t);
+    /* uneven parts, no split given (opset 18: num_outputs, the last smaller) */
+    tc_init(&t, 18);
+    tc_input(&t, "x", I64(7, 3));
+    const char *outs2[2] = {"a", "b"};
+    assert_int_equal(minfer_builder_add_node(t.b, "Split", NULL, "split",
+                                             (const char *const[]){"x"}, 1, outs2, 2, &idx),
+                     MINFER_OK);
+    minfer_builder_set_attr_int(t.b, idx, "num_outputs", 2);
+    tc_const_i64(&t, "starts", I64(1), (const int64_t[]){0});
+    tc_const_i64(&t, "ends", I64(1), (const int64_t[]){3});
+    tc_const_i64(&t, "axes", I64(1), (const int64_t[]){0});
+    tc_node(&t, "Slice", NULL, IN("a", "starts", "ends", "axes"), "a3");
+    tc_node(&t, "Add", NULL, IN("a3", "b"), "y");
+    tc_check(&t);
+    /* grouped-query K/V: [B, Hkv, 1, S, D] expanded to [B, Hkv, G, S, D] */
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(2, 2, 1, 5, 4));
+    tc_const_i64(&t, "shape", I64(5), (const int64_t[]){2, 2, 3, 5, 4});
+    tc_node(&t, "Expand", NULL, IN("x", "shape"), "y");
+    tc_check(&t);
+    /* a shape of lower rank, and 1s that keep the input's dims */
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(3, 1, 6));
+    tc_const_i64(&t, "shape", I64(2), (const int64_t[]){4, 1});
+    tc_node(&t, "Expand", NULL, IN("x", "shape"), "y");
+    tc_check(&t);
+}
+
 /* ---- The exporters' patterns, fused by the optimizer ------------------------------ */
 
 /* x [2, 6, 16] -> RMSNorm as the exporters write it -> r; self-attention
@@ -300,6 +380,8 @@ int main(void) {
         cmocka_unit_test(test_attention_masks),
         cmocka_unit_test(test_attention_grouped),
         cmocka_unit_test(test_rotary),
+        cmocka_unit_test(test_slice),
+        cmocka_unit_test(test_split_expand),
         cmocka_unit_test(test_patterns_on_opencl_alone),
         cmocka_unit_test(test_rotary_pattern_on_opencl_alone),
     };

@@ -367,6 +367,10 @@ OCL_OP(reduce)
 OCL_OP(rmsnorm)
 OCL_OP(attention)
 OCL_OP(rotary)
+/* slice.c */
+OCL_OP(slice)
+OCL_OP(split)
+OCL_OP(expand)
 
 #undef OCL_OP
 

@@ -64,6 +64,9 @@ static const ocl_kernel_entry kernels[] = {
     /* fused.c */
     K("minfer", "RMSNormalization", 1, rmsnorm), K("minfer", "Attention", 1, attention),
     K("minfer", "RotaryEmbedding", 1, rotary),
+    /* slice.c */
+    K("", "Slice", 1, slice), K("", "Slice", 10, slice), K("", "Split", 2, split),
+    K("", "Split", 13, split), K("", "Split", 18, split), K("", "Expand", 8, expand),
     /* shape_ops.c */
     K("", "Reshape", 5, reshape), K("", "Flatten", 1, reshape), K("", "Squeeze", 1, reshape), K("", "Squeeze", 13, reshape),
     K("", "Unsqueeze", 1, reshape),
