@@ -136,9 +136,11 @@ def _minfer_level(level):
 
 
 class ExecutionMode(_enum.IntEnum):
-    """Accepted and recorded. minfer runs a graph's nodes in order, each node
-    split over the session's thread pool; ORT_PARALLEL (several nodes at once)
-    has no scheduler to map to yet, so it runs as ORT_SEQUENTIAL does."""
+    """ORT_PARALLEL is minfer's parallel scheduler (nodes that do not depend
+    on each other at once, docs/scheduling.md); ORT_SEQUENTIAL, the default,
+    leaves minfer's default (MINFER_SCHEDULER, else one node after another,
+    each split over the session's pool). The session config entry
+    "minfer.scheduler" wins over either."""
 
     ORT_SEQUENTIAL = 0
     ORT_PARALLEL = 1
@@ -178,7 +180,9 @@ class SessionOptions:
 
     def __init__(self):
         self.intra_op_num_threads = 0
-        # minfer has one pool per session; inter-op threads have no pool to size.
+        # Nodes at once under the parallel scheduler (ORT_PARALLEL), stages
+        # under the pipeline one; 0: as many as the pool's threads. Both run
+        # on the session's one pool (intra_op_num_threads threads).
         self.inter_op_num_threads = 0
         self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
         self.execution_mode = ExecutionMode.ORT_SEQUENTIAL
@@ -248,6 +252,14 @@ class SessionOptions:
         opts["log_level"] = _LOG_LEVELS[sev]
         if self.execution_mode not in (ExecutionMode.ORT_SEQUENTIAL, ExecutionMode.ORT_PARALLEL):
             raise InvalidArgument("execution_mode %r: use an ExecutionMode" % (self.execution_mode,))
+        if self.execution_mode == ExecutionMode.ORT_PARALLEL:
+            opts["scheduler"] = "parallel"
+        inter = self.inter_op_num_threads
+        if isinstance(inter, bool) or not isinstance(inter, int) or inter < 0:
+            raise InvalidArgument("inter_op_num_threads %r: use an int >= 0 (0: the pool's threads)" % (inter,))
+        if inter > 0:
+            opts["inter_op_threads"] = inter
+        # minfer's own config entries (below) win over the two ORT fields.
         for key, value in self._config.items():
             if key in _LIMIT_KEYS:
                 group, field = _LIMIT_KEYS[key]
@@ -726,13 +738,17 @@ class InferenceSession:
 
     def info(self):
         """What minfer decided for this model: providers, each node's
-        placement (and why earlier providers declined it), and, once a plan
-        exists (after a run or prepare()), its memory figures, planned
-        buffers and boundary copies per run."""
+        placement (and why earlier providers declined it), the scheduler
+        (schedule: its name, inter_op_threads, and once a plan exists whether
+        it runs nodes at once, or why not, and its arenas against the
+        sequential order's), and, once a plan exists (after a run or
+        prepare()), its memory figures, planned buffers and boundary copies
+        per run."""
         memory = self._sess.memory()
         return {
             "providers": self._sess.providers(),
             "placement": self._sess.placement(),
+            "schedule": self._sess.schedule(),
             "memory": memory,
             "boundary_copies": None
             if memory is None

@@ -1776,10 +1776,29 @@ static PyObject *Session_thread_count(SessionObject *self, PyObject *unused) {
     return PyLong_FromLong(minfer_session_thread_count(self->s));
 }
 
+/* schedule(): minfer_session_schedule_info as a dict. */
+static PyObject *Session_schedule(SessionObject *self, PyObject *unused) {
+    (void)unused;
+    if (!session_ready(self))
+        return NULL;
+    minfer_schedule_info si = {.struct_size = sizeof si};
+    CHECK(minfer_session_schedule_info(self->s, &si));
+    static const char *const names[] = {"sequential", "parallel", "pipeline"};
+    const char *name = si.scheduler >= 0 && si.scheduler < 3 ? names[si.scheduler] : "unknown";
+    return Py_BuildValue("{s:s,s:i,s:O,s:O,s:s,s:K,s:K}", "scheduler", name, "inter_op_threads",
+                         si.inter_op_threads, "has_plan", si.has_plan ? Py_True : Py_False,
+                         "concurrent", si.concurrent ? Py_True : Py_False, "why_sequential",
+                         si.why_sequential ? si.why_sequential : "", "arena_bytes",
+                         (unsigned long long)si.arena_bytes, "sequential_arena_bytes",
+                         (unsigned long long)si.sequential_arena_bytes);
+}
+
 static PyMethodDef Session_methods[] = {
     {"metadata", (PyCFunction)Session_metadata, METH_NOARGS, "the model's metadata, as a dict"},
     {"thread_count", (PyCFunction)Session_thread_count, METH_NOARGS,
      "threads of the session's pool, the calling thread included"},
+    {"schedule", (PyCFunction)Session_schedule, METH_NOARGS,
+     "the scheduler and its figures (minfer_session_schedule_info), as a dict"},
     {"inputs", (PyCFunction)Session_inputs, METH_NOARGS, "the graph inputs, as dicts"},
     {"outputs", (PyCFunction)Session_outputs, METH_NOARGS, "the graph outputs, as dicts"},
     {"submit", (PyCFunction)(void (*)(void))Session_submit, METH_VARARGS | METH_KEYWORDS,

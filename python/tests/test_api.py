@@ -138,7 +138,7 @@ def test_session_options(add_model, dynamic_model):
     so = minfer.SessionOptions()
     so.intra_op_num_threads = 2
     so.inter_op_num_threads = 1
-    so.execution_mode = minfer.ExecutionMode.ORT_PARALLEL  # recorded; runs in order
+    so.execution_mode = minfer.ExecutionMode.ORT_PARALLEL  # the parallel scheduler (test_sched_options.py)
     so.log_severity_level = 3
     for level in minfer.GraphOptimizationLevel:
         so.graph_optimization_level = level
