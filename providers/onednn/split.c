@@ -25,7 +25,9 @@
  *   geometry leaves at its edges (always >= 0).
  * - MaxPool and AveragePool: the same, without Z.
  * - Concat along channels: by images, or by rows when every input and the
- *   output are channels-last.
+ *   output are channels-last; only one whose inputs arrive in mixed layouts
+ *   gets here, since one in a single layout without blocks runs as copies
+ *   that cut themselves (concat.c).
  * - MatMul and FusedMatMul with a 2-D B (A's leading axes folded into
  *   rows), Gemm and FusedGemm without transA and with a C that broadcasts
  *   along rows: by rows of A and Y (plain row-major); a one-row Gemm with
@@ -421,7 +423,8 @@ static int plan_rows(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_node 
 }
 
 /* Concat along channels: by images, or by rows when every input and the
- * output are channels-last (their row slices are then dense). */
+ * output are channels-last (their row slices are then dense). Reached only
+ * by Concats not run as copies (provider.c: inputs of mixed layouts). */
 static int plan_concat(dnn_ctx *ctx, const minfer_node_desc *node, const dnn_node *full,
                        const uint64_t *out_layouts, int threads, piece_plan *pp) {
     const minfer_value_desc *y = &node->outputs[0];
