@@ -360,6 +360,7 @@ static minfer_status prepare_node(minfer_session *s, mf_plan *p, int i) {
     char lbl[512], why[1024];
     minfer_status st;
     while ((st = prepare_on(s, p, i, ns->prov)) != MINFER_OK) {
+        mf_weights_refill(s, i); /* pages the failed provider gave back */
         int failed = ns->prov, next;
         const char *msg = minfer_last_error();
         snprintf(why, sizeof why, "%s", msg && msg[0] ? msg : minfer_status_str(st));

@@ -21,6 +21,7 @@
 #include "exec/exec.h"
 #include "exec/pipeline.h"
 #include "exec/threadpool.h"
+#include "exec/weights.h"
 #include "load/mfc.h"
 
 /* ---- storage a node makes while it runs --------------------------------- */
@@ -204,6 +205,21 @@ static const minfer_packed_const *host_packed_consts(void *host, const minfer_no
     return mf_mfc_packed_for(s->g, (n - first) / sizeof(mf_node), provider, count);
 }
 
+/* minfer_host_api.const_consumed: pages of a weight's copy the provider
+ * packing it is done with (exec/weights.c). */
+static void host_const_consumed(void *host, const minfer_node_desc *node, size_t input,
+                                size_t offset, size_t bytes) {
+    minfer_session *s = host;
+    if (!s || !node || !s->g || !s->g->n_nodes || input >= node->n_inputs)
+        return;
+    uintptr_t n = (uintptr_t)node->host_node, first = (uintptr_t)s->g->nodes;
+    if (n < first || (n - first) % sizeof(mf_node) != 0 ||
+        (n - first) / sizeof(mf_node) >= s->g->n_nodes)
+        return;
+    mf_weights_consumed(s, (int)((n - first) / sizeof(mf_node)), input,
+                        node->inputs[input].const_data, offset, bytes);
+}
+
 void mf_host_api_init(minfer_host_api *api) {
     memset(api, 0, sizeof *api);
     api->abi_version = MINFER_PROVIDER_ABI_VERSION;
@@ -217,6 +233,7 @@ void mf_host_api_init(minfer_host_api *api) {
     api->charge_work = host_charge_work;
     api->packed_consts = host_packed_consts;
     api->claim_threads = host_claim_threads;
+    api->const_consumed = host_const_consumed;
 }
 
 /* ---- one node ------------------------------------------------------------ */

@@ -32,9 +32,19 @@
  *     prepared now read (none folded, none dynamic, no graph output) is
  *     freed the same way;
  *  1. before a node is prepared (mf_weights_materialize), its inputs' freed
- *     copies are read again from the file, and its file pages given back.
+ *     copies are read again from the file, a megabyte at a time, each
+ *     megabyte's file pages given back as it is copied (the load copies
+ *     the weights out of an ONNX file the same way, load/tensor_proto.c);
+ *  1a. while the node is prepared, a provider packing one of them a slice
+ *     at a time says after each slice which plain bytes it is done with
+ *     (minfer_host_api.const_consumed, mf_weights_consumed): their pages
+ *     are given back at once (a compiled model's file pages, or the copy
+ *     of step 1, flagged refill); when prepare_node returns, a copy that
+ *     stays for another reader is read again from the file
+ *     (mf_weights_refill).
  * The peak is then the weights packed so far, the weights whose readers are
- * not all prepared, and one weight twice.
+ * not all prepared, and one weight once plus a slice (one weight twice when
+ * its provider packs it whole).
  *  2. after the nodes are prepared (mf_weights_prepared), an ONNX file's
  *     mapping is given back whole: it is read only to copy weights again,
  *     and the pages at the edges of the weights (shared with their
@@ -130,6 +140,18 @@ static void drop_file_pages(const void *data, size_t bytes) {
         madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
+/* Copies bytes bytes of the file mapping at src to dst a megabyte at a
+ * time, each piece's file pages given back at once: the weight is not
+ * resident twice (its copy and its file pages) while it is copied. */
+static void copy_from_file(void *dst, const char *src, size_t bytes) {
+    const size_t step = (size_t)1 << 20;
+    for (size_t at = 0; at < bytes; at += step) {
+        size_t k = bytes - at < step ? bytes - at : step;
+        memcpy((char *)dst + at, src + at, k);
+        drop_file_pages(src + at, k);
+    }
+}
+
 /* 1 when copy holds the bytes of the file mapping at src. Compared a
  * megabyte at a time, each piece's file pages given back at once, so the
  * check does not bring the whole weight into memory a second time. */
@@ -173,6 +195,13 @@ static int copy_of_file(const mf_graph *g, const minfer_tensor *t) {
            same_as_file(src, t->view.data, t->view.nbytes);
 }
 
+/* 1 when t is a copy mf_weights_materialize made from the file mapping:
+ * nothing writes to it, so it holds the file's bytes but for the pages a
+ * provider gave back (mf_weights_consumed), which t->refill flags. */
+static int materialized(const minfer_tensor *t) {
+    return t->owns_data == MF_OWNS_MAPPED && t->view.data && t->src;
+}
+
 /* Frees t's copy (a copy of the file, not shared) and the plan's view of it. */
 static void give_back(minfer_tensor *t, mf_vplan *vs) {
     if (t->owns_data == MF_OWNS_MAPPED)
@@ -181,6 +210,7 @@ static void give_back(minfer_tensor *t, mf_vplan *vs) {
         free(t->view.data);
     t->view.data = NULL;
     t->owns_data = 0;
+    t->refill = 0;
     vs->view.data = NULL;
 }
 
@@ -220,8 +250,7 @@ minfer_status mf_weights_materialize(minfer_session *s, mf_plan *p, int i) {
         if (data == MAP_FAILED)
             return mf_error(MINFER_ERR_NOMEM, "%s: out of memory reading weight '%s' again",
                             s->errctx, g->values[u].name);
-        memcpy(data, t->src, t->view.nbytes);
-        drop_file_pages(t->src, t->view.nbytes);
+        copy_from_file(data, t->src, t->view.nbytes);
         t->view.data = data;
         t->owns_data = MF_OWNS_MAPPED;
         p->vals[u].view.data = data;
@@ -235,12 +264,30 @@ void mf_weights_prepared(minfer_session *s) {
         drop_file_pages(g->blob, g->blob_size);
 }
 
+/* Copies t's bytes again from the file when a provider gave pages of it
+ * back (mf_weights_consumed) and the copy stays. */
+static void refill(minfer_tensor *t) {
+    if (!t || !t->refill || !materialized(t))
+        return;
+    copy_from_file(t->view.data, t->src, t->view.nbytes);
+    t->refill = 0;
+}
+
+void mf_weights_refill(minfer_session *s, int i) {
+    const mf_node *n = &s->g->nodes[i];
+    for (size_t j = 0; j < n->n_inputs; j++)
+        if (n->inputs[j] >= 0)
+            refill(s->g->values[n->inputs[j]].initializer);
+}
+
 void mf_weights_release_packed(minfer_session *s, mf_plan *p, int i) {
     const mf_graph *g = s->g;
     const mf_node *n = &g->nodes[i];
     const mf_nplan *ns = &p->nodes[i];
-    if (!ns->packed)
+    if (!ns->packed) {
+        mf_weights_refill(s, i);
         return;
+    }
     for (size_t j = 0; j < n->n_inputs; j++) {
         int u = n->inputs[j];
         if (u < 0 || !ns->packed[j])
@@ -259,24 +306,60 @@ void mf_weights_release_packed(minfer_session *s, mf_plan *p, int i) {
             continue;
         }
         if (!t->owns_data || !bytes_unshared(s, p, u) || !unused_by_other_plans(s, p, u) ||
-            !copy_of_file(g, t))
+            (!materialized(t) && !copy_of_file(g, t)))
             continue;
         give_back(t, vs);
     }
+    mf_weights_refill(s, i);
+}
+
+void mf_weights_consumed(minfer_session *s, int i, size_t input, const void *const_data,
+                         size_t offset, size_t bytes) {
+    const mf_graph *g = s->g;
+    if (i < 0 || (size_t)i >= g->n_nodes || input >= g->nodes[i].n_inputs)
+        return;
+    int u = g->nodes[i].inputs[input];
+    minfer_tensor *t = u >= 0 ? g->values[u].initializer : NULL;
+    /* The provider's offsets are into the const_data it was given. */
+    if (!t || !t->view.data || const_data != t->view.data || offset > t->view.nbytes ||
+        bytes > t->view.nbytes - offset)
+        return;
+    const char *blob = g->blob, *data = t->view.data;
+    if (blob && data >= blob && data + t->view.nbytes <= blob + g->blob_size) {
+        /* Pages of the mapped model file (a compiled model's weights):
+         * they stay readable, read again from the file if touched. */
+        drop_file_pages(data + offset, bytes);
+        return;
+    }
+    /* Otherwise only a copy made for this preparation, which the file can
+     * make again. */
+    if (!materialized(t))
+        return;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return;
+    uintptr_t a = ((uintptr_t)t->view.data + offset + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t b = ((uintptr_t)t->view.data + offset + bytes) & ~((uintptr_t)page - 1);
+    if (b <= a)
+        return;
+    /* An anonymous private mapping: the pages read as zeros from now on,
+     * until mf_weights_release_packed gives the copy back or fills it. */
+    if (madvise((void *)a, b - a, MADV_DONTNEED) == 0)
+        t->refill = 1;
 }
 
 minfer_status mf_weights_restore(minfer_session *s) {
     const mf_graph *g = s->g;
     for (size_t v = 0; v < g->n_values; v++) {
         minfer_tensor *t = g->values[v].initializer;
+        refill(t); /* a node whose preparation failed gave pages back */
         if (!t || t->view.data || !t->src || !t->view.nbytes)
             continue;
         void *data = mf_alloc_host(t->view.nbytes);
         if (!data)
             return mf_error(MINFER_ERR_NOMEM, "%s: out of memory reading weight '%s' again",
                             s->errctx, g->values[v].name);
-        memcpy(data, t->src, t->view.nbytes);
-        drop_file_pages(t->src, t->view.nbytes);
+        copy_from_file(data, t->src, t->view.nbytes);
         t->view.data = data;
         t->owns_data = 1;
     }

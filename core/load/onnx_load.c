@@ -414,7 +414,8 @@ static minfer_status load_graph(load_ctx *lc, const Onnx__GraphProto *gp, const 
             Onnx__TensorProto *mtp = (Onnx__TensorProto *)tp;
             mtp->raw_data.data = (uint8_t *)(uintptr_t)(lc->raw_base + ref->offset);
             mtp->raw_data.len = ref->length;
-            st = mf_tensor_from_proto(tp, lc->model_dir, w, &v->initializer);
+            st = lc->drop_pages ? mf_tensor_from_proto_mapped(tp, lc->model_dir, w, &v->initializer)
+                                : mf_tensor_from_proto(tp, lc->model_dir, w, &v->initializer);
             mtp->raw_data.data = NULL;
             mtp->raw_data.len = 0;
             if (lc->drop_pages)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -323,8 +324,38 @@ static minfer_status from_typed_fields(const Onnx__TensorProto *tp, const char *
     return MINFER_OK;
 }
 
+/* Copies n bytes from src, a private read-only file mapping, to dst a MiB
+ * at a time, giving back the whole pages of each MiB of src once copied. */
+static void copy_mapped(void *dst, const uint8_t *src, size_t n) {
+    const size_t step = (size_t)1 << 20;
+    long page = sysconf(_SC_PAGESIZE);
+    for (size_t at = 0; at < n; at += step) {
+        size_t k = n - at < step ? n - at : step;
+        memcpy((char *)dst + at, src + at, k);
+        if (page <= 0)
+            continue;
+        uintptr_t a = ((uintptr_t)(src + at) + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+        uintptr_t b = ((uintptr_t)(src + at + k)) & ~((uintptr_t)page - 1);
+        if (b > a)
+            madvise((void *)a, b - a, MADV_DONTNEED);
+    }
+}
+
+static minfer_status from_proto(const void *proto, const char *base_dir, const char *where,
+                                minfer_tensor **out, int mapped);
+
 minfer_status mf_tensor_from_proto(const void *proto, const char *base_dir, const char *where,
                                    minfer_tensor **out) {
+    return from_proto(proto, base_dir, where, out, 0);
+}
+
+minfer_status mf_tensor_from_proto_mapped(const void *proto, const char *base_dir,
+                                          const char *where, minfer_tensor **out) {
+    return from_proto(proto, base_dir, where, out, 1);
+}
+
+static minfer_status from_proto(const void *proto, const char *base_dir, const char *where,
+                                minfer_tensor **out, int mapped) {
     const Onnx__TensorProto *tp = proto;
     minfer_tensor *t = NULL;
     void *ext = NULL;
@@ -400,8 +431,12 @@ minfer_status mf_tensor_from_proto(const void *proto, const char *base_dir, cons
     }
     if (tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL ||
         tp->raw_data.len > 0) {
-        if (tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL && nbytes)
-            memcpy(t->view.data, tp->raw_data.data, nbytes);
+        if (tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL && nbytes) {
+            if (mapped)
+                copy_mapped(t->view.data, tp->raw_data.data, nbytes);
+            else
+                memcpy(t->view.data, tp->raw_data.data, nbytes);
+        }
         to_host_order(t->view.data, nbytes, dt);
         if (dt == MINFER_DTYPE_BOOL)
             for (size_t i = 0; i < nbytes; i++)

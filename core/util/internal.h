@@ -42,6 +42,9 @@ struct minfer_tensor {
     int32_t contained;
     minfer_tensor **items;
     size_t count, cap;
+    /* 1: pages of the copy were given back while a provider packed it
+     * (exec/weights.c): read it again from src before it is read. */
+    int refill;
 };
 
 /* Sequences and optionals (values.c). */
@@ -82,6 +85,11 @@ void mf_free_strings(void *data, int64_t count);
  * where names the tensor in messages. */
 minfer_status mf_tensor_from_proto(const void *proto, const char *base_dir, const char *where,
                                    minfer_tensor **out);
+/* mf_tensor_from_proto for a proto whose raw_data lies in a private
+ * read-only file mapping: copied a MiB at a time, the pages of each MiB
+ * given back once copied (the weight is not resident twice). */
+minfer_status mf_tensor_from_proto_mapped(const void *proto, const char *base_dir,
+                                          const char *where, minfer_tensor **out);
 
 /* Fills the attr_* members and alloc of a host API table (host_attrs.c). */
 void mf_host_api_attrs(minfer_host_api *api);

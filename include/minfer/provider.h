@@ -257,6 +257,16 @@ typedef struct minfer_host_api {
      * own threads. The claim lasts until execute_node returns. NULL (an
      * older host): the provider uses the count it was built for. */
     int (*claim_threads)(void *host, int want);
+    /* ABI 2, appended: from prepare_node, for a provider packing a large
+     * constant input a slice at a time: it has copied bytes
+     * [offset, offset + bytes) of input's const_data into storage of its
+     * own and reads them no more during this call. The host may give their
+     * memory back at once (so the plain copy shrinks as the packed one
+     * grows); until prepare_node returns those bytes may read as anything,
+     * and from then on they hold the constant again. NULL (an older host):
+     * nothing is given back before prepare_node returns. */
+    void (*const_consumed)(void *host, const minfer_node_desc *node, size_t input,
+                           size_t offset, size_t bytes);
 } minfer_host_api;
 
 /* Bytes per element of a minfer_dtype (sizeof(char *) for strings), 0 for
