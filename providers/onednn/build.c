@@ -251,40 +251,164 @@ static minfer_status reorder_now(dnn_b *b, const dnnl_memory_desc_t *src_md, con
     return st;
 }
 
-/* Packs the deferred constant of n bound to mems[mem], if any (errors in
- * b's why). */
-static minfer_status pack_deferred(dnn_node *n, int mem, dnn_b *b) {
-    for (int d = 0; d < n->n_deferred; d++) {
-        struct dnn_deferred *e = &n->deferred[d];
-        if (e->mem != mem)
-            continue;
-        const dnnl_memory_desc_t *want = NULL;
-        dnnl_memory_get_memory_desc(n->mems[mem].mem, &want);
-        if (dnn_packed_take(b, n, mem, &e->have, e->src, want, e->scale)) {
-            n->deferred[d] = n->deferred[--n->n_deferred];
-            return MINFER_OK;
+/* Packing a large constant a slice at a time (issue 18). A whole reorder
+ * reads all of the host's plain copy while it writes the packed one, so
+ * both are resident at once: with the weights packed before it, a model's
+ * peak is its packed weights plus its largest weight. When the plain md is
+ * dense row-major and the packed md keeps axis 0 outermost (each block of
+ * axis 0 a contiguous run of bytes: OIhw16i16o, Goihw16g, ...), slices of
+ * axis 0 are reordered one after the other, each into its own bytes of the
+ * packed buffer, and the host is told after each that the plain bytes read
+ * so far are not read again (minfer_host_api.const_consumed): the plain
+ * copy then shrinks as the packed one grows. */
+#define SLICE_BYTES ((size_t)1 << 20)
+
+/* The product of md's inner blocks of axis d (1 when it has none). */
+static int64_t axis_block(const dnnl_memory_desc_t *md, int d) {
+    const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
+    int64_t blk = 1;
+    for (int k = 0; k < bd->inner_nblks; k++)
+        if (bd->inner_idxs[k] == d)
+            blk *= bd->inner_blks[k];
+    return blk;
+}
+
+/* 1 when have (plain) and want (packed) can be cut along axis 0 as above. */
+static int sliceable(const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want) {
+    if (have->format_kind != dnnl_blocked || want->format_kind != dnnl_blocked ||
+        have->ndims < 2 || have->ndims != want->ndims || have->offset0 || want->offset0 ||
+        have->format_desc.blocking.inner_nblks || want->extra.flags)
+        return 0;
+    const int nd = have->ndims;
+    int64_t run = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        if (have->dims[d] != want->dims[d] || have->padded_dims[d] != have->dims[d] ||
+            have->format_desc.blocking.strides[d] != run || want->padded_offsets[d])
+            return 0;
+        run *= have->dims[d];
+    }
+    const int64_t *ws = want->format_desc.blocking.strides;
+    for (int d = 1; d < nd; d++)
+        if (ws[d] * (want->padded_dims[d] / axis_block(want, d)) > ws[0])
+            return 0;
+    size_t es = dnnl_data_type_size(want->data_type);
+    return (size_t)ws[0] * (size_t)(want->padded_dims[0] / axis_block(want, 0)) * es ==
+           dnnl_memory_desc_get_size(want);
+}
+
+/* Reorders e's constant into buf (want) in slices of axis 0, telling the
+ * host after each slice that the plain bytes read so far are consumed.
+ * Returns 1 when done, 0 when the layouts do not allow it (nothing done),
+ * -1 on failure (b's why says why). */
+static int reorder_sliced(dnn_b *b, const dnn_node *n, const struct dnn_deferred *e,
+                          const dnnl_memory_desc_t *want, void *buf) {
+    dnn_ctx *ctx = b->ctx;
+    const int input = n->mems[e->mem].index;
+    const minfer_value_desc *v =
+        ctx->pack_node && input >= 0 ? minfer_kit_input(ctx->pack_node, (size_t)input) : NULL;
+    size_t src_bytes = dnnl_memory_desc_get_size(&e->have);
+    if (!v || !v->const_data || !MINFER_HOST_HAS(ctx->api, const_consumed) ||
+        src_bytes < 2 * SLICE_BYTES || !sliceable(&e->have, want))
+        return 0;
+    uintptr_t base = (uintptr_t)v->const_data, at = (uintptr_t)e->src;
+    if (at < base || at - base > v->const_nbytes || src_bytes > v->const_nbytes - (at - base))
+        return 0;
+    const int64_t blk = axis_block(want, 0), rows = want->dims[0];
+    const size_t row_src = src_bytes / (size_t)rows;
+    const size_t blk_dst = (size_t)want->format_desc.blocking.strides[0] *
+                           dnnl_data_type_size(want->data_type);
+    /* Whole blocks of axis 0 per slice, about SLICE_BYTES of plain bytes. */
+    int64_t step = (int64_t)(SLICE_BYTES / (row_src * (size_t)blk)) * blk;
+    if (step < blk)
+        step = blk;
+    for (int64_t r0 = 0; r0 < rows; r0 += step) {
+        int64_t r1 = r0 + step < rows ? r0 + step : rows;
+        dnnl_memory_desc_t hs = e->have, ws = *want;
+        hs.dims[0] = hs.padded_dims[0] = r1 - r0;
+        ws.dims[0] = r1 - r0;
+        ws.padded_dims[0] = (r1 - r0 + blk - 1) / blk * blk;
+        char *dst = (char *)buf + (size_t)(r0 / blk) * blk_dst;
+        /* The padding of the slice's last block reads as zeros. */
+        memset(dst, 0, dnnl_memory_desc_get_size(&ws));
+        if (reorder_now(b, &hs, (const char *)e->src + (size_t)r0 * row_src, &ws, dst,
+                        e->scale) != MINFER_OK)
+            return -1;
+        ctx->api->const_consumed(ctx->host, ctx->pack_node, (size_t)input, at - base,
+                                 (size_t)r1 * row_src);
+    }
+    return 1;
+}
+
+/* 1 when bytes [a, a + an) and [c, c + cn) overlap. */
+static int spans_overlap(uintptr_t a, size_t an, uintptr_t c, size_t cn) {
+    return a < c + cn && c < a + an;
+}
+
+/* 1 when no deferred constant of nodes[0..nn) other than n->deferred[d]
+ * reads bytes that n->deferred[d] reads. */
+static int read_once(dnn_node *const *nodes, int nn, const dnn_node *n, int d) {
+    const struct dnn_deferred *e = &n->deferred[d];
+    uintptr_t a = (uintptr_t)e->src;
+    size_t an = dnnl_memory_desc_get_size(&e->have);
+    for (int k = 0; k < nn; k++)
+        for (int j = 0; nodes[k] && j < nodes[k]->n_deferred; j++) {
+            const struct dnn_deferred *o = &nodes[k]->deferred[j];
+            if ((nodes[k] != n || j != d) &&
+                spans_overlap(a, an, (uintptr_t)o->src, dnnl_memory_desc_get_size(&o->have)))
+                return 0;
         }
-        dnn_node *self = b->n;
-        b->n = n; /* the buffer belongs to n */
-        void *buf = owned_alloc(b, dnnl_memory_desc_get_size(want));
-        b->n = self;
-        if (!buf || reorder_now(b, &e->have, e->src, want, buf, e->scale) != MINFER_OK)
-            return MINFER_ERR_UNSUPPORTED;
-        dnnl_memory_set_data_handle(n->mems[mem].mem, buf);
-        dnn_packed_note(b, n, mem, &e->have, e->src, want, e->scale, buf);
+    return 1;
+}
+
+/* Packs n's deferred constant d (errors in b's why); the last reading of
+ * its plain bytes (release) packs it in slices where it can. */
+static minfer_status pack_entry(dnn_node *n, int d, dnn_b *b, int release) {
+    struct dnn_deferred *e = &n->deferred[d];
+    int mem = e->mem;
+    const dnnl_memory_desc_t *want = NULL;
+    dnnl_memory_get_memory_desc(n->mems[mem].mem, &want);
+    if (dnn_packed_take(b, n, mem, &e->have, e->src, want, e->scale)) {
         n->deferred[d] = n->deferred[--n->n_deferred];
         return MINFER_OK;
     }
+    dnn_node *self = b->n;
+    b->n = n; /* the buffer belongs to n */
+    void *buf = owned_alloc(b, dnnl_memory_desc_get_size(want));
+    b->n = self;
+    int sliced = buf && release ? reorder_sliced(b, n, e, want, buf) : 0;
+    if (!buf || sliced < 0 ||
+        (!sliced && reorder_now(b, &e->have, e->src, want, buf, e->scale) != MINFER_OK))
+        return MINFER_ERR_UNSUPPORTED;
+    dnnl_memory_set_data_handle(n->mems[mem].mem, buf);
+    dnn_packed_note(b, n, mem, &e->have, e->src, want, e->scale, buf);
+    n->deferred[d] = n->deferred[--n->n_deferred];
+    return MINFER_OK;
+}
+
+/* Packs the deferred constant of n bound to mems[mem], if any (errors in
+ * b's why). */
+static minfer_status pack_deferred(dnn_node *n, int mem, dnn_b *b) {
+    for (int d = 0; d < n->n_deferred; d++)
+        if (n->deferred[d].mem == mem)
+            return pack_entry(n, d, b, 0);
     return MINFER_OK;
 }
 
 minfer_status dnn_node_pack(dnn_ctx *ctx, dnn_node *n, char *why, size_t why_size) {
+    return dnn_nodes_pack(ctx, &n, 1, 0, why, why_size);
+}
+
+minfer_status dnn_nodes_pack(dnn_ctx *ctx, dnn_node *const *nodes, int nn, int last, char *why,
+                             size_t why_size) {
     static const minfer_node_desc pack_desc = {sizeof(minfer_node_desc), "", "packing", "",
                                                0, 0, 0, NULL, NULL, NULL, 0};
-    dnn_b b = {ctx, &pack_desc, NULL, 0, n, 0, {{0}}, 0, why, why_size, NULL, NULL};
-    while (n->n_deferred > 0)
-        if (pack_deferred(n, n->deferred[0].mem, &b) != MINFER_OK)
-            return MINFER_ERR_UNSUPPORTED;
+    for (int k = 0; k < nn; k++) {
+        dnn_node *n = nodes[k];
+        dnn_b b = {ctx, &pack_desc, NULL, 0, n, 0, {{0}}, 0, why, why_size, NULL, NULL};
+        while (n && n->n_deferred > 0)
+            if (pack_entry(n, 0, &b, last && read_once(nodes, nn, n, 0)) != MINFER_OK)
+                return MINFER_ERR_UNSUPPORTED;
+    }
     return MINFER_OK;
 }
 
@@ -324,7 +448,9 @@ int dnn_const_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
         dnn_decline(b, "constant input %zu is too small", i);
         return -1;
     }
-    if (b->ctx->defer_pack && !b->pio) {
+    /* A piece packing a slice of its own (no build to share with) defers
+     * it too: the split may still fail and leave the whole node to pack. */
+    if (b->ctx->defer_pack && (!b->pio || !b->share)) {
         dnn_node *n = b->n;
         if (n->n_deferred + n->n_owned >= DNN_MAX_OWNED) {
             dnn_decline(b, "too many packed constants for one node");

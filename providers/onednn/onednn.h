@@ -237,6 +237,12 @@ int dnn_const_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
  * weights, so they are never resident three times). why: the reason on
  * failure. */
 minfer_status dnn_node_pack(dnn_ctx *ctx, dnn_node *n, char *why, size_t why_size);
+/* dnn_node_pack for the builds nodes[0..nn) (NULL entries skipped). last:
+ * nothing reads the host's constants after these packs in this
+ * prepare_node, so a constant only one of them reads is packed in slices,
+ * its plain bytes handed back as it goes (build.c, reorder_sliced). */
+minfer_status dnn_nodes_pack(dnn_ctx *ctx, dnn_node *const *nodes, int nn, int last, char *why,
+                             size_t why_size);
 /* Memory holding host data the node owns (copied now). */
 int dnn_owned_plain(dnn_b *b, const dnnl_memory_desc_t *md, const float *data);
 /* Memory for output o written by a primitive in md: the output itself

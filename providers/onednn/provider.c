@@ -781,8 +781,11 @@ static minfer_status prepare_node(void *vctx, const minfer_node_desc *node,
     double work = dnn_node_work(&d, &product);
     if (!dyn && ctx->split != DNN_SPLIT_OFF &&
         (ctx->split == DNN_SPLIT_ON ||
-         work >= (product ? DNN_MIN_FLOPS_SPLIT : DNN_MIN_ELEMS_SPLIT)))
+         work >= (product ? DNN_MIN_FLOPS_SPLIT : DNN_MIN_ELEMS_SPLIT))) {
+        ctx->defer_pack = 1; /* pieces with slices of their own pack them last */
         s->split = dnn_split_build(ctx, &d, n, prep->output_layouts);
+        ctx->defer_pack = 0;
+    }
     /* A large node without a split form (ConvTranspose, a convolution in
      * a blocked layout) would otherwise run on one thread whatever the
      * session's count: it gets an OpenMP variant for the session's
@@ -816,7 +819,13 @@ static minfer_status prepare_node(void *vctx, const minfer_node_desc *node,
         s->v[1] = NULL;
         s->v[0]->n_deferred = 0;
     }
-    if (s->v[0] && dnn_node_pack(ctx, s->v[0], why, sizeof why) != MINFER_OK) {
+    /* The last packing of this call: what only one build still has to
+     * pack goes in slices, the host's plain copy given back as it goes. */
+    dnn_node *last[1 + DNN_MAX_PIECES] = {s->v[0]};
+    for (int j = 0; s->split && j < s->split->n; j++)
+        last[1 + j] = s->split->piece[j];
+    if (dnn_nodes_pack(ctx, last, 1 + (s->split ? s->split->n : 0), 1, why, sizeof why) !=
+        MINFER_OK) {
         state_free(s);
         ctx->api->set_error(ctx->host, "onednn: node '%s': %s", node->name, why);
         return MINFER_ERR_UNSUPPORTED;
