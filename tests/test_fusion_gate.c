@@ -9,7 +9,10 @@
  * was where declined), the report's count of fusions left out, the
  * description a provider would get (types, static dims, a constant's data,
  * attributes through the host node), and that the outputs, run through a
- * session at level 0, equal the graph's as built.
+ * session at level 0, equal the graph's as built. Then the same graph in a
+ * session whose only provider runs no minfer op (the "decline" test
+ * provider, tests/gate_provider/decline.c): built, not refused, with no
+ * fused node, and the outputs of the cpu session.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -335,11 +338,64 @@ static void test_one_declined(void **state) {
     mf_graph_free(g);
 }
 
+/* Through a session: its only provider, "decline" (tests/gate_provider),
+ * runs every ONNX op and no minfer op. Before the gate the session was
+ * refused ("no provider supports ... minfer::RMSNormalization"); now it is
+ * built at level 3 with no fused node, every node on "decline", and the
+ * outputs equal the cpu session's at level 0. */
+static void test_session_provider_declines(void **state) {
+    (void)state;
+    mf_graph *g = model();
+    minfer_tensor *want[2] = {NULL, NULL}, *got[2] = {NULL, NULL}, *in = NULL;
+    run_graph(g, want);
+    void *data = NULL;
+    size_t size = 0;
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    assert_ok(mf_save_onnx_memory(g, &data, &size));
+    assert_ok(minfer_options_create(&opt));
+    assert_ok(minfer_options_set_providers_str(opt, "decline"));
+    assert_ok(minfer_options_set_optimization_level(opt, 3));
+    assert_ok(minfer_session_create_from_memory(data, size, opt, &s));
+    size_t nodes = minfer_session_node_count(s);
+    assert_true(nodes > 0);
+    for (size_t i = 0; i < nodes; i++) {
+        minfer_node_placement p;
+        assert_ok(minfer_session_node_placement(s, i, &p));
+        assert_string_equal(p.domain, "");
+        if (strcmp(p.provider, "(constant)") != 0)
+            assert_string_equal(p.provider, "decline");
+    }
+    int64_t xd[3] = {2, 8, 16};
+    assert_ok(minfer_tensor_create(MINFER_DTYPE_FLOAT, xd, 3, &in));
+    float *p = minfer_tensor_data(in);
+    for (int64_t i = 0; i < minfer_tensor_numel(in); i++)
+        p[i] = (float)cos((double)(i * 13 + 2)) * 2.0f;
+    const char *in_name = "x", *out_names[2] = {"y", "z"};
+    assert_ok(minfer_session_run(s, &in_name, (const minfer_tensor *const *)&in, 1, out_names,
+                                 got, 2));
+    for (int o = 0; o < 2; o++) {
+        assert_int_equal(minfer_tensor_numel(want[o]), minfer_tensor_numel(got[o]));
+        const float *a = minfer_tensor_data(want[o]), *b = minfer_tensor_data(got[o]);
+        for (int64_t i = 0; i < minfer_tensor_numel(want[o]); i++)
+            if (!(fabsf(a[i] - b[i]) <= 1e-5f + 1e-4f * fabsf(a[i])))
+                fail_msg("output %d[%lld]: %g on cpu, %g on decline", o, (long long)i, a[i], b[i]);
+        minfer_tensor_free(want[o]);
+        minfer_tensor_free(got[o]);
+    }
+    minfer_tensor_free(in);
+    minfer_session_free(s);
+    minfer_options_free(opt);
+    free(data);
+    mf_graph_free(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_supported),
         cmocka_unit_test(test_none_supported),
         cmocka_unit_test(test_one_declined),
+        cmocka_unit_test(test_session_provider_declines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
