@@ -6,7 +6,7 @@
  * node running beside others gets one.
  *
  * The test double (fake_providers/fakewide.c) runs Relu, claims the
- * session's thread count each run, sleeps 2 ms and fails a run that finds
+ * session's thread count each run, sleeps 10 ms and fails a run that finds
  * more threads busy than the session has. The graph: x -> Relu (alone:
  * nothing else is ready) -> four Relu branches (run beside each other) ->
  * summed by Adds on the CPU provider.
@@ -62,8 +62,9 @@ static void stats(int out[4]) {
 }
 
 /* Runs the graph RUNS times under sched at threads; returns the output's
- * sum of the last run and fills st with the provider's counts. */
-static float run_many(minfer_scheduler sched, int threads, int st[4]) {
+ * sum of the last run and fills first with the provider's counts over the
+ * first run, st with those over the others. */
+static float run_many(minfer_scheduler sched, int threads, int first[4], int st[4]) {
     minfer_graph_builder *b = graph();
     minfer_options *opt = NULL;
     minfer_session *s = NULL;
@@ -91,6 +92,8 @@ static float run_many(minfer_scheduler sched, int threads, int st[4]) {
         for (int i = 0; i < N; i++)
             total += y[i];
         minfer_tensor_free(out);
+        if (r == 0)
+            stats(first);
     }
     stats(st);
     minfer_tensor_free(x);
@@ -101,30 +104,39 @@ static float run_many(minfer_scheduler sched, int threads, int st[4]) {
 /* Sequential: one node at a time, each granted every thread. */
 static void test_sequential_grants_all(void **state) {
     (void)state;
-    int st[4];
-    float y = run_many(MINFER_SCHED_SEQUENTIAL, 2, st);
+    int first[4], st[4];
+    float y = run_many(MINFER_SCHED_SEQUENTIAL, 2, first, st);
     assert_true(y > 0);
     assert_int_equal(st[0], 2);
     assert_int_equal(st[1], 1);
-    assert_int_equal(st[2], RUNS * (1 + BRANCHES));
+    assert_int_equal(first[2] + st[2], RUNS * (1 + BRANCHES));
     assert_int_equal(st[3], 0);
 }
 
 /* Parallel at 2 and 4 threads: never more busy than the session's threads,
- * the head granted them all (it runs alone), and branches overlapped (so
- * the bound was tested with nodes side by side). Results as sequential. */
+ * the head granted them all (it runs alone), and at 2 threads branches
+ * overlapped (so the bound was tested with nodes side by side). Results as
+ * sequential.
+ * The first run is a probe (exec/sched_parallel.c): one node at a time,
+ * each granted every thread. */
 static void test_parallel_within_budget(void **state) {
     (void)state;
-    int seq[4];
-    float want = run_many(MINFER_SCHED_SEQUENTIAL, 2, seq);
+    int first[4], seq[4];
+    float want = run_many(MINFER_SCHED_SEQUENTIAL, 2, first, seq);
     for (int threads = 2; threads <= 4; threads += 2) {
         int st[4];
-        float y = run_many(MINFER_SCHED_PARALLEL, threads, st);
+        float y = run_many(MINFER_SCHED_PARALLEL, threads, first, st);
         assert_true(y == want);
-        assert_int_equal(st[3], 0);
+        assert_int_equal(first[1], 1);
+        assert_int_equal(first[2], 1 + BRANCHES);
+        assert_int_equal(first[3] + st[3], 0);
         assert_true(st[0] <= threads);
-        assert_true(st[1] >= 2);  /* nodes ran side by side */
-        assert_true(st[2] >= RUNS); /* the head, alone, got every thread */
+        /* nodes ran side by side (at 4 threads on a machine of fewer
+         * CPUs the measured times may well say they should not) */
+        if (threads == 2 && st[1] < 2)
+            fail_msg("%d threads: no two nodes ran at once in %d runs (most busy %d, %d wide)",
+                     threads, RUNS - 1, st[0], st[2]);
+        assert_true(st[2] >= RUNS - 1); /* the head, alone, got every thread */
     }
 }
 

@@ -49,7 +49,12 @@
  * whose split is nearly perfect (Inception V3's large convolutions on
  * oneDNN) runs split, one after another, and nodes whose split gains little
  * (GoogLeNet's small ones at 64x64, or any node while the other CPU is
- * taken by another process) run side by side.
+ * taken by another process) run side by side. A step's split time is
+ * measured only while nothing runs beside it, so a step once found worth
+ * overlapping would never be measured split again: the first run of a plan
+ * and every PROBE_EVERY-th run start no step beside another (the sequential
+ * order's cost, 1 run in 16), which also gives the second run measured
+ * figures for every step.
  *
  * Threads of a node's own (claims). A provider that runs a node on threads
  * it starts itself (oneDNN's OpenMP builds of nodes without a split form)
@@ -80,6 +85,7 @@
 #define INTRA_EFFICIENCY 0.8
 #define ERR_COPY 1024
 #define LPT_MAX 64 /* steps weighed at once when deciding to start one */
+#define PROBE_EVERY 16 /* runs: the first and every 16th run steps one at a time */
 
 typedef struct sched sched;
 
@@ -105,6 +111,7 @@ struct sched {
     int threads;
     int inter_op;        /* threads that start steps */
     int wide;            /* a step holds every thread (an OpenMP build): none starts */
+    int probe;           /* this run starts no step beside another (measures split_ns) */
     pthread_mutex_t lock;
     int *deps;           /* per step: producers still to finish */
     int *ready;          /* a max-heap of steps by priority */
@@ -248,7 +255,7 @@ static void learn(_Atomic uint64_t *t, uint64_t ns) {
 static int may_start(const sched *q) {
     if (q->in_flight == 0)
         return 1;
-    return !q->wide && gains(q, -1);
+    return !q->wide && !q->probe && gains(q, -1);
 }
 
 /* minfer_host_api.claim_threads on a pool thread of the run: a step running
@@ -263,7 +270,8 @@ static int claim(void *arg, int want) {
     if (me->step < 0) /* a chunk of a step running on another thread */
         return 1;
     pthread_mutex_lock(&q->lock);
-    if (q->in_flight == 1 && !q->wide && (q->n_ready == 0 || !gains(q, me->step))) {
+    if (q->in_flight == 1 && !q->wide &&
+        (q->n_ready == 0 || q->probe || !gains(q, me->step))) {
         n = want < q->threads ? want : q->threads;
         if (n > 1) {
             q->wide = 1;
@@ -304,11 +312,13 @@ static void run_one(sched *q, mf_run *r, worker *me, int shared) {
         atomic_store_explicit(&q->cc->serial[k], !split, memory_order_relaxed);
         /* its work on one thread: its wall time outside parallel_for plus
          * its chunks' time; a step on threads of its own (claimed) is
-         * measured on one only when it runs beside others */
-        uint64_t one = me->claimed > 1 ? 0 : wall - (region1 - region0) + (work1 - work0);
-        learn(&q->cc->one_ns[k], one);
-        if (me->claimed > 1 && !atomic_load_explicit(&q->cc->one_ns[k], memory_order_relaxed))
-            learn(&q->cc->one_ns[k], wall * (uint64_t)me->claimed); /* until measured */
+         * measured on one only when it runs beside others, else estimated
+         * from its wall time at the assumed intra-op efficiency */
+        if (me->claimed > 1) /* its split at the assumed efficiency */
+            learn(&q->cc->one_ns[k],
+                  (uint64_t)((double)wall * me->claimed * INTRA_EFFICIENCY));
+        else
+            learn(&q->cc->one_ns[k], wall - (region1 - region0) + (work1 - work0));
     }
     pthread_mutex_lock(&q->lock);
     if (shared && st == MINFER_OK && split && me->solo)
@@ -386,6 +396,7 @@ minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
     q.step = step;
     q.cc = cc;
     int threads = mf_pool_threads(s->pool);
+    q.probe = atomic_fetch_add_explicit(cc->runs, 1, memory_order_relaxed) % PROBE_EVERY == 0;
     q.inter_op = s->inter_op < threads ? s->inter_op : threads;
     q.deps = mf_malloc(((size_t)cc->n + 1) * sizeof *q.deps);
     q.ready = mf_malloc(((size_t)cc->n + 1) * sizeof *q.ready);

@@ -37,6 +37,9 @@ typedef struct mf_conc {
      * its intra-op efficiency, what running it beside others competes
      * with. */
     _Atomic uint64_t *one_ns, *split_ns;
+    /* Runs of the plan so far (one counter): every PROBE_EVERY-th runs its
+     * steps one at a time, to measure split_ns afresh. */
+    _Atomic unsigned *runs;
     uint64_t *seq_arena; /* per domain: the arena the sequential order would take */
     /* While planning only (freed by mf_conc_planned): */
     uint64_t *anc;      /* per step: bitset of its ancestor steps, `words` words each */

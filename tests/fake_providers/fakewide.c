@@ -2,7 +2,7 @@
  * A test provider whose Relu keeps threads of its own busy, as an OpenMP
  * build does: each run claims the session's thread count through
  * minfer_host_api.claim_threads and counts what it was granted as busy
- * until it returns (it sleeps a while meanwhile, so nodes running beside
+ * until it returns (it sleeps 10 ms meanwhile, so nodes running beside
  * each other overlap). A run that finds more threads busy at once than the
  * session has fails, naming both counts; test_sched_claims reads the
  * counts through fakewide_stats.
@@ -63,7 +63,7 @@ static minfer_status execute(void *ctx, void *state, const minfer_exec_args *a) 
     raise_max(&max_nodes, atomic_fetch_add(&nodes, 1) + 1);
     if (got > 1)
         atomic_fetch_add(&wide, 1);
-    struct timespec ts = {0, 2000000}; /* 2 ms */
+    struct timespec ts = {0, 10000000}; /* 10 ms: time for a loaded machine to start another */
     nanosleep(&ts, NULL);
     int64_t n = fake_numel(&a->inputs[0]);
     const float *x = fake_f32(&a->inputs[0]);
