@@ -59,6 +59,23 @@ assert runs == 5, "%s: %d runs in the profile, expected 5 (1 + 2 warm-up, 2 time
 PY
 done
 
+# The providers of a pipeline session are set up for a stage's share of the
+# threads: at 2 threads in 2 stages oneDNN builds no pieces for 2 threads
+# (run one after another in a one-thread stage they cost ~7% more CPU);
+# with 1 stage of 2 threads, or under the sequential scheduler, it does.
+if "$cli" providers 2>/dev/null | grep -Eq '^ *onednn +[^ ]+ +[0-9]+ +yes'; then
+    pieces() {
+        MINFER_THREADS=2 MINFER_LOG=verbose "$cli" "$@" info --providers onednn,cpu "$model" 2>&1 |
+            grep -c 'runs in [0-9]* pieces'
+    }
+    n=$(pieces --scheduler pipeline)
+    [[ $n -eq 0 ]] || err "pipeline, 2 stages of 1 thread: $n oneDNN nodes split in pieces"
+    n=$(pieces --scheduler pipeline --inter-op-threads 1)
+    [[ $n -gt 0 ]] || err "pipeline, 1 stage of 2 threads: no oneDNN node split in pieces"
+    n=$(pieces --scheduler sequential)
+    [[ $n -gt 0 ]] || err "sequential at 2 threads: no oneDNN node split in pieces"
+fi
+
 out=$("$cli" --scheduler bogus info "$model" 2>&1) && err "--scheduler bogus accepted"
 grep -q 'pipeline' <<<"$out" || err "--scheduler's error does not list pipeline: $out"
 out=$(MINFER_SCHEDULER=bogus "$cli" info --providers cpu "$model" 2>&1) &&

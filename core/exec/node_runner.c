@@ -125,6 +125,8 @@ static int host_num_threads(void *host) {
     const minfer_session *s = host;
     if (mf_intra_pool) /* a pipeline stage's share of the threads */
         return mf_pool_threads(mf_intra_pool);
+    if (s && s->scheduler == MINFER_SCHED_PIPELINE) /* what its providers are set up for */
+        return mf_pipe_stage_threads(s);
     return s ? mf_pool_threads(s->pool) : 1;
 }
 

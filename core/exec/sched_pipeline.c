@@ -142,6 +142,12 @@ static double thread_cpu_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+int mf_pipe_stage_threads(const minfer_session *s) {
+    int stages = s->inter_op < 1 ? 1 : s->inter_op;
+    int threads = mf_pool_threads(s->pool) / stages;
+    return threads < 1 ? 1 : threads;
+}
+
 int mf_pipe_stages(const mf_pipe *q) {
     return q->stages;
 }
