@@ -177,9 +177,7 @@ static void fail(sched *q, minfer_status st) {
     snprintf(q->err, sizeof q->err, "%s", minfer_last_error());
 }
 
-/* Whether running the running and ready steps at once beats running them
- * one after another (see the top); step wide (or -1) counts as splitting
- * over the pool whatever its last run did. Under q->lock. */
+/* The start rule (exec/sched.h): LPT makespan against the sum. */
 int mf_sched_gains(double *one, const double *alone, int n, int w) {
     double load[LPT_MAX] = {0}, seq = 0, m = 0;
     if (w > LPT_MAX)
@@ -205,6 +203,9 @@ int mf_sched_gains(double *one, const double *alone, int n, int w) {
     return m < seq;
 }
 
+/* Whether running the running and ready steps at once beats running them
+ * one after another (see the top); step wide (or -1) counts as splitting
+ * over the pool whatever its last run did. Under q->lock. */
 static int gains(const sched *q, int wide) {
     const mf_conc *cc = q->cc;
     double cost[LPT_MAX], alone[LPT_MAX];
