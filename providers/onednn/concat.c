@@ -4,8 +4,8 @@
  * float32 convolutions on AVX-512) is run here, not by oneDNN's concat.
  *
  * Why: DenseNet concatenates every earlier feature map again before each
- * layer (58 Concats of 2 to 25 inputs in DenseNet-121), most of them small
- * (4 to 256 pixels of 288 to 1024 channels at a 64x64 input). oneDNN's
+ * layer (58 Concats of 2 to 25 inputs in DenseNet-121), all of them small
+ * at a 64x64 input (4 to 256 pixels of 96 to 1024 channels). oneDNN's
  * concat costs a primitive execution (an argument map of every input, its
  * memories bound one by one, a stream wait) and runs on the one thread the
  * node was built for; a node with more inputs than a split piece takes
@@ -23,12 +23,14 @@
 
 #include "onednn.h"
 
-/* Bytes a node must write before its copies are cut over the pool. The
- * copies of a 64x64 DenseNet's Concats (10 to 256 KiB each) took 0.16 to
- * 0.20 ms a run on one thread and 0.6 ms cut over two (1.7 ms with the
- * machine loaded): a pool job costs more than such a copy, whose time goes
- * to cache misses more than to bandwidth. Only a copy of several times the
- * L2 cache gains from a second core. */
+/* Bytes a node must write before its copies are cut over the pool. A
+ * 64x64 DenseNet's Concats (10 to 256 KiB each) took 0.16-0.20 ms a run on
+ * the calling thread and 1.7-2.0 ms cut over two threads from 32 KiB
+ * (machine loaded, 2 threads; 0.6 ms at a lower load, as much as oneDNN's
+ * concat): a pool job costs more than such a copy, whose time goes to cache
+ * misses more than to bandwidth. Where a second core starts to pay was not
+ * measured (no Concat of the corpus at its test inputs is this large);
+ * 2 MiB is several times a core's L2 cache. */
 #define COPY_PAR_BYTES (2u * 1024u * 1024u)
 
 /* The order of md's axes, outermost first (by stride, ties by axis
