@@ -127,26 +127,31 @@ minfer_status ocl_execute_slice(const ocl_exec *e) {
                             (long long)(st->n_axes ? st->axes[k] : (int64_t)k));
         int64_t dim = x->dims[a], b = st->starts[k], en = st->ends[k];
         int64_t step = st->n_steps ? st->steps[k] : 1, cnt;
-        if (step == 0 || step < -(int64_t)INT32_MAX || step > INT32_MAX)
-            return ocl_fail(e, MINFER_ERR_SHAPE, "step %lld on axis %lld (0, or beyond 32-bit "
-                            "indexing)", (long long)step, (long long)a);
+        if (step == 0)
+            return ocl_fail(e, MINFER_ERR_SHAPE, "step 0 on axis %lld", (long long)a);
         if (b < 0)
             b += dim;
         if (en < 0)
             en += dim;
+        /* |step| as unsigned: INT64_MIN has no positive int64 */
+        uint64_t mag = step > 0 ? (uint64_t)step : (uint64_t)(-(step + 1)) + 1u;
         if (step > 0) {
             b = b < 0 ? 0 : b > dim ? dim : b;
             en = en < 0 ? 0 : en > dim ? dim : en;
-            cnt = en > b ? (en - b + step - 1) / step : 0;
+            cnt = en > b ? 1 + (int64_t)((uint64_t)(en - b - 1) / mag) : 0;
         } else {
             b = b < 0 ? 0 : b > dim - 1 ? dim - 1 : b;
             en = en < -1 ? -1 : en > dim - 1 ? dim - 1 : en;
-            cnt = b > en ? (b - en - step - 1) / -step : 0;
+            cnt = b > en ? 1 + (int64_t)((uint64_t)(b - en - 1) / mag) : 0;
         }
+        if (dim == 0) /* nothing to take, whichever way (start clamped to -1 above) */
+            cnt = 0;
         od[a] = cnt;
         if (cnt > 0)
             off += b * xs[a];
-        sa[a] = xs[a] * step;
+        /* with one element the step is never taken (it may be INT64_MIN);
+         * with more, |step| < dim and the product fits */
+        sa[a] = cnt > 1 ? xs[a] * step : 0;
     }
     cl_mem xb, yb;
     cl_int xo, yo;
