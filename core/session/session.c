@@ -297,16 +297,24 @@ static minfer_status eval_checked(void *user, const mf_graph *g, int node, minfe
 
 /* The optimizer's gate (optimize/gate.c): 1 when some provider of the
  * session runs a node a fusion would make; else 0, the providers' reasons
- * in why, and the fusion is left out (logged at the info level). */
+ * in why, and the fusion is left out (logged at the info level). Any
+ * provider will do, so the list is asked from its end: the CPU provider,
+ * usually last, answers at once, where oneDNN's answer builds primitive
+ * descriptors (gpt2_decoder's optimization took 100 ms instead of 40 when
+ * oneDNN was asked first). The reasons are gathered in list order. */
 static int any_provider_runs(void *user, const minfer_node_desc *node, char *why, size_t size) {
     minfer_session *s = user;
     size_t used = 0;
     if (size)
         why[0] = '\0';
-    for (size_t j = 0; j < s->n_provs; j++) {
-        char r[512] = "";
+    for (size_t j = s->n_provs; j-- > 0;) {
+        char r[512];
         if (s->provs[j].vt->supports_operator(s->provs[j].ctx, node, r, sizeof r))
             return 1;
+    }
+    for (size_t j = 0; j < s->n_provs && size; j++) {
+        char r[512] = "";
+        s->provs[j].vt->supports_operator(s->provs[j].ctx, node, r, sizeof r);
         int w = snprintf(why + used, size - used, "%s%s: %s", used ? "; " : "", s->provs[j].name,
                          r[0] ? r : "declined");
         if (w > 0 && (size_t)w < size - used)
