@@ -391,22 +391,22 @@ static inline void minfer_kit_release_node(const minfer_kit_skeleton *sk, void *
 static inline int64_t minfer_kit_attr_int(const minfer_host_api *api,
                                           const minfer_node_desc *node, const char *name,
                                           int64_t dflt) {
-    int64_t v;
+    int64_t v = dflt;
     return api->attr_int(node, name, &v) ? v : dflt;
 }
 
 static inline float minfer_kit_attr_float(const minfer_host_api *api,
                                           const minfer_node_desc *node, const char *name,
                                           float dflt) {
-    float v;
+    float v = dflt;
     return api->attr_float(node, name, &v) ? v : dflt;
 }
 
 static inline const char *minfer_kit_attr_str(const minfer_host_api *api,
                                               const minfer_node_desc *node, const char *name,
                                               const char *dflt) {
-    const char *s;
-    size_t len;
+    const char *s = dflt;
+    size_t len = 0;
     return api->attr_string(node, name, &s, &len) ? s : dflt;
 }
 
