@@ -71,6 +71,25 @@ static minfer_status pack_b(ocl_prep *p, const float *b, int64_t K, int64_t N, i
     return s;
 }
 
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static long live_contexts;
+
+void ocl_context_begin(void) {
+    pthread_mutex_lock(&live_lock);
+    live_contexts++;
+    pthread_mutex_unlock(&live_lock);
+}
+
+void ocl_context_end(void) {
+    pthread_mutex_lock(&live_lock);
+    if (--live_contexts == 0) {
+#ifdef MINFER_OCL_CLBLAST
+        CLBlastClearCache();
+#endif
+    }
+    pthread_mutex_unlock(&live_lock);
+}
+
 /* Whether CLBlast can serve this instance: built with it, and for half
  * storage a device with cl_khr_fp16 (HGEMM computes in half). */
 static int clblast_usable(const ocl_ctx *ctx) {

@@ -335,6 +335,15 @@ minfer_status ocl_run_unary(const ocl_exec *e, cl_mem x, cl_int xoff, cl_mem y, 
  * probe GEMM against the own kernel, once per device; tuning cache). */
 int ocl_clblast_promising(ocl_prep *p);
 
+/* gemm.c: a context of this provider begins or ends. CLBlast keeps the
+ * programs it compiled in a process-wide cache holding references to their
+ * contexts until exit, where its destructor runs after the OpenCL
+ * implementation may have torn itself down (oclgrind's LLVM aborted there);
+ * when the last live context of the provider ends, the cache is emptied
+ * first, so each context is really released with its session. */
+void ocl_context_begin(void);
+void ocl_context_end(void);
+
 /* ---- Kernels, by family ----------------------------------------------- */
 
 #define OCL_OP(name)                                                                       \

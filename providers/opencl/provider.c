@@ -273,8 +273,10 @@ static void ocl_shutdown(void *vctx) {
     ocl_tune_free(ctx);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);
-    if (ctx->context)
+    if (ctx->context) {
+        ocl_context_end();
         clReleaseContext(ctx->context);
+    }
     if (ctx->lock_ready)
         pthread_mutex_destroy(&ctx->lock);
     free(ctx);
@@ -460,6 +462,7 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
         st = MINFER_ERR_PROVIDER;
         goto fail;
     }
+    ocl_context_begin();
     ctx->queue = clCreateCommandQueue(ctx->context, ctx->device, 0, &err);
     if (err != CL_SUCCESS) {
         api->set_error(host, "opencl: clCreateCommandQueue on '%s': %s", ctx->device_name,
