@@ -25,8 +25,8 @@ for x in st:
     assert x["first_step"] == nxt and x["nodes"] > 0 and x["provider"] == "cpu", x
     nxt = x["last_step"] + 1
 assert abs(sum(x["cost_share"] for x in st) - 1) < 1e-6, st
-# one worker more than the stages, each request in flight with its own arenas
-assert s["requests_in_flight"] == 3 and s["arena_bytes_per_request"] > 0, s
+# a worker per stage, each request in flight with its own arenas
+assert s["requests_in_flight"] == 2 and s["arena_bytes_per_request"] > 0, s
 print("info --json: stages", [(x["first_step"], x["last_step"]) for x in st])
 PY
 out=$("$cli" --scheduler pipeline --inter-op-threads 2 info --providers cpu "$model") ||

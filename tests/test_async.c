@@ -456,56 +456,6 @@ static void test_try_submit(void **state) {
     log_done(&l);
 }
 
-/* The pipeline's workers: one more than its stages (session/async.c), so a
- * request's work outside the stages overlaps theirs. Two stages, a queue
- * of depth 1, the worker of request 0 held in its callback: the requests
- * after it finish their runs and wait for their turn to call back, each
- * holding a worker. Request 2 is taken by the third worker (so request 3
- * finds room in the queue; with a worker per stage it never would), and
- * request 4 then finds the queue full: no fourth worker. */
-static void test_pipeline_workers(void **state) {
-    (void)state;
-    cb_log l;
-    log_init(&l);
-    l.gate_closed = 1;
-    cb_arg args[5];
-    minfer_request *r[5] = {NULL};
-    for (int k = 0; k < 5; k++)
-        args[k] = (cb_arg){&l, k, 0};
-    minfer_session *s = session(MINFER_SCHED_PIPELINE, 2, 1, 0, 0);
-    hold_worker(s, &l, &args[0], &r[0]);
-    minfer_tensor *in = input(1, 1);
-    const minfer_tensor *const *ins = (const minfer_tensor *const *)&in;
-    for (int k = 1; k <= 2; k++) /* each queued once the one before it was taken */
-        assert_ok(minfer_session_submit(s, in_names, ins, 1, on_done, &args[k], &r[k]));
-    /* a liveness bound, not a timing: with two workers it never succeeds */
-    minfer_status st = MINFER_ERR_BUSY;
-    for (int tries = 0; tries < 20000 && st == MINFER_ERR_BUSY; tries++) {
-        st = minfer_session_try_submit(s, in_names, ins, 1, on_done, &args[3], &r[3]);
-        if (st == MINFER_ERR_BUSY)
-            nanosleep(&(struct timespec){0, 1000000}, NULL);
-    }
-    assert_int_equal(st, MINFER_OK);
-    /* every worker holds a request now; request 3 waits in the queue */
-    assert_int_equal(minfer_session_try_submit(s, in_names, ins, 1, on_done, &args[4], &r[4]),
-                     MINFER_ERR_BUSY);
-    assert_null(r[4]);
-    open_gate(&l);
-    log_wait(&l, 4);
-    minfer_tensor *ref = reference(1, 1);
-    for (int k = 0; k < 4; k++) {
-        assert_int_equal(l.order[k], k);
-        assert_int_equal(l.st[k], MINFER_OK);
-        if (k > 0)
-            assert_same(l.out[k], ref);
-        minfer_request_free(r[k]);
-    }
-    minfer_tensor_free(ref);
-    minfer_tensor_free(in);
-    minfer_session_free(s);
-    log_done(&l);
-}
-
 /* Freeing the session with requests queued and running: it returns, every
  * request has finished (done, or MINFER_CANCELLED), each callback ran once,
  * and the requests stay usable until freed (no leak under ASan). */
@@ -593,7 +543,7 @@ static void test_stage_info(void **state) {
         assert_ok(minfer_session_pipeline_stage(s, 0, &ps));
         assert_int_equal(ps.stages, 2);
         assert_int_equal(ps.threads, 1);
-        assert_int_equal(ps.slots, 3); /* a worker per stage and one more */
+        assert_int_equal(ps.slots, 2); /* a worker per stage */
         assert_int_equal(ps.measured, measured);
         int next = 0, nodes = 0;
         double share = 0;
@@ -711,7 +661,6 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_error_alone),
         cmocka_unit_test(test_back_pressure_and_cancel),
         cmocka_unit_test(test_try_submit),
-        cmocka_unit_test(test_pipeline_workers),
         cmocka_unit_test(test_free_in_flight),
         cmocka_unit_test(test_micro_batch),
         cmocka_unit_test(test_stage_info),

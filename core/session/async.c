@@ -4,16 +4,14 @@
  * The session's workers are made on the first submit:
  *
  *  1. under the pipeline scheduler, a pipe (exec/pipeline.h) and one
- *     worker more than it has stages: the stage count is the inter-op
- *     thread count when set, else as many as the most recent plan's
- *     estimated work is worth (plan/plan_stages.h), at most the pool's
- *     threads; each stage's nodes split over threads / stages. A worker
- *     carries its request through every stage; the one more lets a
- *     request's work outside the stages (binding its inputs, delivering
- *     its outputs, the callback, taking the next request) overlap the
- *     stages' work: with a worker per stage each such moment left a stage
- *     idle. Only the stages run nodes, so no more threads than the
- *     session's are busy with them;
+ *     worker per stage: the stage count is the inter-op thread count when
+ *     set, else as many as the most recent plan's estimated work is worth
+ *     (plan/plan_stages.h), at most the pool's threads; each stage's nodes
+ *     split over threads / stages. A worker carries its request through
+ *     every stage. (One worker more than the stages, to overlap a
+ *     request's work outside the stages, was tried in stop 29: on a quiet
+ *     2-CPU machine three runnable workers on two CPUs cost squeezenet1_1
+ *     on onednn,cpu 25% of its throughput, 283 -> 210 runs/s.)
  *  2. under the others, one worker running each request whole, in order,
  *     with the session's scheduler and pool.
  *
@@ -23,7 +21,7 @@
  * the oldest request, numbers it (the pipe lets requests through each stage
  * in that order) and runs it with minfer_session_run_with_options, in an
  * execution context of its own: each request in flight holds the plan's
- * arenas, so the pipeline costs `stages + 1` times the sequential arenas. The
+ * arenas, so the pipeline costs `stages` times the sequential arenas. The
  * outcome, its message and the outputs stay in the request, which the
  * caller and the worker both hold until each lets go.
  *
@@ -324,7 +322,7 @@ static minfer_status async_start(minfer_session *s) {
             async_free(a);
             return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
         }
-        n = stages + 1; /* the workers: see the top of the file */
+        n = stages; /* the workers: see the top of the file */
     }
     a->depth = s->queue_depth ? s->queue_depth : 2 * (size_t)n;
     a->workers = mf_calloc((size_t)n, sizeof *a->workers);
@@ -667,7 +665,7 @@ minfer_status minfer_session_pipeline_stage(const minfer_session *cs, size_t ind
         for (size_t k = 0; k < g->n_nodes; k++)
             total += info.measured ? w[k] : mf_step_work(s, p, (int)k);
         info.stages = stages;
-        info.slots = stages + 1; /* the workers (async_start) */
+        info.slots = stages; /* the workers (async_start) */
         int threads = mf_pool_threads(s->pool) / stages;
         info.threads = threads < 1 ? 1 : threads;
         info.first_step = cut[index];
