@@ -120,18 +120,7 @@ minfer_status mf_evaluator_eval_node(void *user, const mf_graph *g, int node,
         out[k] = owned[k]->view;
     }
     minfer_node_desc desc;
-    memset(&desc, 0, sizeof desc);
-    desc.struct_size = sizeof desc;
-    desc.name = n->name ? n->name : "";
-    desc.op_type = n->op_type;
-    desc.domain = n->domain ? n->domain : "";
-    desc.opset = n->opset;
-    desc.n_inputs = n->n_inputs;
-    desc.n_outputs = n->n_outputs;
-    desc.inputs = in_desc;
-    desc.outputs = out_desc;
-    desc.host_node = n;
-    desc.value_desc_size = sizeof(minfer_value_desc);
+    mf_node_desc_init(&desc, n, in_desc, out_desc);
     if (!vt->supports_operator(ev->cpu.ctx, &desc, err, sizeof err)) {
         st = mf_error(MINFER_ERR_UNSUPPORTED, "evaluator: %s", err);
         goto done;

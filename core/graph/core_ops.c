@@ -42,6 +42,22 @@ int mf_graph_has_control(const mf_graph *g, const char **why) {
     return 0;
 }
 
+void mf_node_desc_init(minfer_node_desc *d, const mf_node *n, minfer_value_desc *in,
+                       minfer_value_desc *out) {
+    memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
+    d->name = n->name ? n->name : "";
+    d->op_type = n->op_type;
+    d->domain = n->domain ? n->domain : "";
+    d->opset = n->opset;
+    d->n_inputs = n->n_inputs;
+    d->n_outputs = n->n_outputs;
+    d->inputs = in;
+    d->outputs = out;
+    d->host_node = n;
+    d->value_desc_size = sizeof(minfer_value_desc);
+}
+
 const char *mf_node_label(const mf_node *n, int idx, char *buf, size_t size) {
     const char *dom = n->domain[0] ? n->domain : "ai.onnx";
     if (n->name[0])

@@ -150,6 +150,12 @@ int mf_core_op(const mf_node *n);
 /* "node 'x' (op Conv, domain ai.onnx, opset 13)" into buf (node #idx when
  * it has no name). */
 const char *mf_node_label(const mf_node *n, int idx, char *buf, size_t size);
+/* The provider ABI's view of node n (minfer_node_desc): its name and
+ * domain ("" when absent), op, opset, counts and host node, over the value
+ * descriptions in and out that the caller filled (n->n_inputs and
+ * n->n_outputs of them). */
+void mf_node_desc_init(minfer_node_desc *d, const mf_node *n, minfer_value_desc *in,
+                       minfer_value_desc *out);
 /* The graph a minfer_graph_builder describes, validated (graph/builder.c). */
 minfer_status mf_graph_from_builder(const minfer_graph_builder *b, mf_graph **out);
 

@@ -197,18 +197,7 @@ int mf_opt_fuse_keep(mf_opt *o, int i) {
     for (size_t k = 0; k < n->n_outputs; k++)
         describe_value(o, n->outputs[k], &out[k]);
     minfer_node_desc desc;
-    memset(&desc, 0, sizeof desc);
-    desc.struct_size = sizeof desc;
-    desc.name = n->name ? n->name : "";
-    desc.op_type = n->op_type;
-    desc.domain = n->domain ? n->domain : "";
-    desc.opset = n->opset;
-    desc.n_inputs = n->n_inputs;
-    desc.n_outputs = n->n_outputs;
-    desc.inputs = in;
-    desc.outputs = out;
-    desc.host_node = n;
-    desc.value_desc_size = sizeof(minfer_value_desc);
+    mf_node_desc_init(&desc, n, in, out);
     char why[1024] = "";
     int yes = o->gate->supports(o->gate->user, &desc, why, sizeof why);
     free(in);

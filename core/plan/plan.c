@@ -140,17 +140,7 @@ minfer_status mf_fill_desc(minfer_session *s, mf_plan *p, int i, const minfer_te
             vd->const_nbytes = p->vals[vi].view.nbytes;
         }
     }
-    d->struct_size = sizeof *d;
-    d->name = n->name;
-    d->op_type = n->op_type;
-    d->domain = n->domain;
-    d->opset = n->opset;
-    d->n_inputs = n->n_inputs;
-    d->n_outputs = n->n_outputs;
-    d->inputs = in;
-    d->outputs = out;
-    d->host_node = n;
-    d->value_desc_size = sizeof(minfer_value_desc);
+    mf_node_desc_init(d, n, in, out);
     return MINFER_OK;
 }
 
