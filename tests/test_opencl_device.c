@@ -88,9 +88,10 @@ static void test_gpu_local(void **state) {
     ocl_pick_local(&h100, 1024, 3, (const size_t[]){2, 64, 1}, 1, l);
     assert_int_equal(l[0], 2);
     assert_int_equal(l[1], 16);
+    /* Dimension 1 is never padded: 3 rows take groups of 1 row. */
     ocl_pick_local(&amd, 256, 3, (const size_t[]){4, 3, 1}, 1, l);
     assert_int_equal(l[0], 4);
-    assert_int_equal(l[1], 4);
+    assert_int_equal(l[1], 1);
     /* Elementwise: a large launch grows to 4 warps; a small one stays one
      * warp so that every SM gets work. */
     ocl_pick_local(&h100, 1024, 1, (const size_t[]){1u << 22}, 0, l);
@@ -103,11 +104,16 @@ static void test_gpu_local(void **state) {
     assert_int_equal(l[0], 256);
     /* A 7 x 7 image: rows of 8 and 4 of them make one warp; with work
      * enough the group covers the image and two channels. */
+    /* 7 rows: the group grows along dimension 2 instead, by its divisors. */
     ocl_pick_local(&h100, 1024, 3, (const size_t[]){7, 7, 8}, 0, l);
     assert_int_equal(l[0], 8);
-    assert_int_equal(l[1], 4);
+    assert_int_equal(l[1], 1);
     assert_int_equal(l[2], 1);
     ocl_pick_local(&h100, 1024, 3, (const size_t[]){7, 7, 512 * 32}, 0, l);
+    assert_int_equal(l[0], 8);
+    assert_int_equal(l[1], 1);
+    assert_int_equal(l[2], 16);
+    ocl_pick_local(&h100, 1024, 3, (const size_t[]){7, 8, 512 * 32}, 0, l);
     assert_int_equal(l[0], 8);
     assert_int_equal(l[1], 8);
     assert_int_equal(l[2], 2);
@@ -132,13 +138,16 @@ static void test_limits(void **state) {
                         assert_true(p <= kwgs[k] && p <= devs[d]->max_wg);
                         for (int i = 0; i < dims; i++) {
                             assert_true(l[i] >= 1);
+                            /* only dimension 0 is padded to whole groups */
+                            if (i > 0)
+                                assert_true(shapes[s][i] % l[i] == 0);
                             assert_true(l[i] <= devs[d]->max_items[i]);
                         }
                     }
     size_t l[3];
     ocl_pick_local(&tiny, 64, 2, (const size_t[]){1, 1000}, 1, l);
     assert_int_equal(l[0], 1);
-    assert_int_equal(l[1], 16); /* the multiple, within dimension 1's 16 */
+    assert_int_equal(l[1], 8); /* within the multiple 16, a divisor of 1000 */
 }
 
 int main(void) {

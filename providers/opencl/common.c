@@ -29,8 +29,13 @@ const char *ocl_err_str(cl_int err) {
 #undef E
     case -1001:
         return "CL_PLATFORM_NOT_FOUND_KHR";
-    default:
-        return "CL error";
+    default: {
+        /* A code this table does not name (an extension's, a driver's own):
+         * its number, so the message can be looked up. */
+        static _Thread_local char buf[32];
+        snprintf(buf, sizeof buf, "OpenCL error %d", (int)err);
+        return buf;
+    }
     }
 }
 

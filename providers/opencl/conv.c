@@ -653,8 +653,9 @@ minfer_status ocl_execute_global_pool(const ocl_exec *e) {
     minfer_status s = ocl_output(e, 0, x->rank, od, &yb, &yo);
     if (s)
         return s;
-    if ((s = ocl_set_args(e, OCL_K_global_pool, 6, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb),
-                          OCL_ARG(yo), OCL_ARG(plane), OCL_ARG(is_max))))
+    cl_int nnc = (cl_int)(od[0] * od[1]);
+    if ((s = ocl_set_args(e, OCL_K_global_pool, 7, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb),
+                          OCL_ARG(yo), OCL_ARG(plane), OCL_ARG(is_max), OCL_ARG(nnc))))
         return s;
     return ocl_launch1(e, OCL_K_global_pool, (size_t)(od[0] * od[1]));
 }

@@ -26,6 +26,13 @@
  *    idle; the other kernels' groups then grow (along the first dimension
  *    they do not cover yet) to 4 multiples, 256 items at most, while
  *    there are still two groups per compute unit.
+ *    Only dimension 0 is padded to whole groups: every kernel bounds its
+ *    first global id, not all of them the others, so a group's size in
+ *    dimensions 1 and 2 divides the global size there (7 rows take groups
+ *    of 1 row, and the group grows along dimension 2 instead). The
+ *    padding of dimension 1 read past conv_tile's packed weights, and the
+ *    NVIDIA driver reports such a read as CL_OUT_OF_RESOURCES and then
+ *    refuses the process every new context.
  * 3. Every size is capped by the kernel's CL_KERNEL_WORK_GROUP_SIZE, the
  *    device's CL_DEVICE_MAX_WORK_GROUP_SIZE and CL_DEVICE_MAX_WORK_ITEM_SIZES,
  *    halving the widest dimension until it fits.
@@ -58,6 +65,14 @@ static size_t pow2_floor(size_t n) {
 static size_t pow2_ceil(size_t n, size_t cap) {
     size_t p = 1;
     while (p < n && p < cap)
+        p *= 2;
+    return p;
+}
+
+/* Largest power of two that divides n and is at most cap (n >= 1). */
+static size_t pow2_div(size_t n, size_t cap) {
+    size_t p = 1;
+    while (p < cap && n % (2 * p) == 0)
         p *= 2;
     return p;
 }
@@ -110,7 +125,7 @@ void ocl_pick_local(const ocl_devinfo *d, size_t kwg, int dims, const size_t *gl
         mult = pow2_floor(mult);
         local[0] = pow2_ceil(global[0], mult);
         if (dims > 1)
-            local[1] = pow2_ceil(global[1], mult / local[0]);
+            local[1] = pow2_div(global[1], mult / local[0]);
         if (!tiled) {
             /* Wider groups while every compute unit still gets two. */
             size_t groups = 1, cap = 4 * mult < 256 ? 4 * mult : 256;
@@ -118,8 +133,11 @@ void ocl_pick_local(const ocl_devinfo *d, size_t kwg, int dims, const size_t *gl
                 groups *= (global[i] + local[i] - 1) / local[i];
             size_t want = 2 * (size_t)(d->compute_units ? d->compute_units : 1);
             for (;;) {
-                int g = 0; /* the first dimension the group does not cover yet */
-                while (g < dims && local[g] >= global[g])
+                /* The first dimension the group does not cover yet, and past
+                 * 0 only while twice the group still divides it. */
+                int g = 0;
+                while (g < dims && (local[g] >= global[g] ||
+                                    (g > 0 && global[g] % (2 * local[g]) != 0)))
                     g++;
                 if (g == dims || prod3(local, dims) * 2 > cap || groups / 2 < want)
                     break;

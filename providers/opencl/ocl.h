@@ -141,6 +141,8 @@ typedef struct ocl_ctx {
     uint64_t local_mem;   /* CL_DEVICE_LOCAL_MEM_SIZE */
     int vw, mr;           /* register tile: vector width and rows (common.cl) */
     ocl_devinfo dev;      /* for launch shapes (device.c) */
+    int launch_gpu;       /* MINFER_OPENCL_LAUNCH=gpu: a GPU's launch shapes and
+                             tile on any device (tests, under oclgrind) */
     int use_cache;        /* program binaries on disk (option cache=0 turns off) */
     int fp16;             /* float tensors stored as half (option fp16=1) */
     int khr_fp16;         /* the device reports cl_khr_fp16 (logged; not needed) */

@@ -222,6 +222,8 @@ minfer_status ocl_build_program(ocl_ctx *ctx) {
     clGetKernelWorkGroupInfo(ks->k[OCL_K_gemm_epilogue], ctx->device,
                              CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof mult, &mult,
                              NULL);
+    if (ctx->launch_gpu)
+        mult = 32; /* an NVIDIA warp */
     ctx->dev.wg_multiple = mult && mult <= ctx->kernel_wg[OCL_K_gemm_epilogue] ? mult : 1;
     ks->next_free = ctx->free_sets;
     ctx->free_sets = ks;

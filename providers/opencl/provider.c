@@ -446,6 +446,16 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
     dv->vec_float = vec;
     dv->local_mem = ctx->local_mem;
     dv->wg_multiple = 1;
+    /* Tests: a GPU's launch shapes (groups of a 32-wide warp, padded
+     * global sizes, the 4 x 8 tile) on whatever device runs, so oclgrind
+     * checks the bounds a GPU's launches need. */
+    const char *env_launch = getenv("MINFER_OPENCL_LAUNCH");
+    if (env_launch && strcmp(env_launch, "gpu") == 0) {
+        ctx->launch_gpu = 1;
+        dv->is_cpu = 0;
+        api->log(host, MINFER_LOG_INFO, "opencl: MINFER_OPENCL_LAUNCH=gpu: launch shapes "
+                 "and register tile of a GPU");
+    }
     ocl_pick_tile(dv, &ctx->vw, &ctx->mr);
     api->log(host, MINFER_LOG_VERBOSE, "opencl: '%s': %s, %u compute units, work-groups up to "
              "%zu, float vectors of %u: register tile %d x %d", ctx->device_name,

@@ -21,10 +21,11 @@ __kernel void conv_tile(__global const DT *x, int xoff, __global const DT *w,
                         int act, float p0, float p1) {
     int pt = get_global_id(0), mt = get_global_id(1), ng = get_global_id(2);
     int OHW = g.o[1] * g.o[2], P = g.o[0] * OHW, pbase = pt * MR;
-    if (pbase >= P)
+    int MT = (Mg + NR - 1) / NR;
+    /* A GPU's grid is padded to whole work-groups in dimensions 0 and 1. */
+    if (pbase >= P || mt >= MT)
         return;
     int gi = ng % G, n = ng / G, HW = g.i[1] * g.i[2], DHW = g.i[0] * HW;
-    int MT = (Mg + NR - 1) / NR;
     __global const DT *xg = x + xoff + (n * G + gi) * Cg * DHW;
     __global const DT *wp = w + (gi * MT + mt) * g.k[0] * g.k[1] * g.k[2] * Cg * NR;
     int id0[MR], ih0[MR], iw0[MR];

@@ -45,8 +45,10 @@ __kernel void pool(__global const DT *x, int xoff, __global DT *y, int yoff, win
 }
 
 __kernel void global_pool(__global const DT *x, int xoff, __global DT *y, int yoff, int plane,
-                          int is_max) {
+                          int is_max, int nnc) {
     int nc = get_global_id(0);
+    if (nc >= nnc)
+        return;
     __global const DT *xp = x + xoff + nc * plane;
     VT acc = is_max ? (VT)(-INFINITY) : (VT)0.0f;
     int i = 0;
