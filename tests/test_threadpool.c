@@ -340,6 +340,34 @@ static void test_start_rule(void **state) {
     assert_false(mf_sched_gains(one, serial, 1, 2)); /* alone: nothing to gain */
 }
 
+/* Which way a run goes (mf_sched_pick): probes at 0, 16, ...; each way
+ * timed once; then the faster, the slower again at 8 mod 32; while one
+ * after another is over 10% faster, probes only every 64th run. */
+static void test_way_pick(void **state) {
+    (void)state;
+    assert_int_equal(mf_sched_pick(0, 0, 0), MF_WAY_PROBE);
+    assert_int_equal(mf_sched_pick(1, 0, 0), MF_WAY_QUEUE);
+    assert_int_equal(mf_sched_pick(2, 100, 0), MF_WAY_PLAIN);
+    /* the queue faster (a branchy graph, low intra-op efficiency) */
+    for (unsigned n = 3; n < 200; n++) {
+        int want = n % 16 == 0 ? MF_WAY_PROBE : n % 32 == 8 ? MF_WAY_PLAIN : MF_WAY_QUEUE;
+        assert_int_equal(mf_sched_pick(n, 90, 100), want);
+    }
+    /* one after another slightly faster: still every 16th run probes */
+    for (unsigned n = 3; n < 200; n++) {
+        int want = n % 16 == 0 ? MF_WAY_PROBE : n % 32 == 8 ? MF_WAY_QUEUE : MF_WAY_PLAIN;
+        assert_int_equal(mf_sched_pick(n, 105, 100), want);
+    }
+    /* clearly faster (a chain, or 16 threads split beats 1 thread each) */
+    unsigned queue = 0;
+    for (unsigned n = 1; n <= 640; n++) {
+        int w = mf_sched_pick(n, 188, 100);
+        assert_int_equal(w == MF_WAY_PROBE, n % 64 == 0);
+        queue += w != MF_WAY_PLAIN;
+    }
+    assert_int_equal(queue, 10 + 20); /* 1 in 64 probes, 1 in 32 re-timed */
+}
+
 /* Inside a published chunk a parallel_for runs serially, to completion. */
 static void test_share_nested(void **state) {
     (void)state;
@@ -394,6 +422,7 @@ int main(void) {
         cmocka_unit_test(test_share_helps),
         cmocka_unit_test(test_share_account),
         cmocka_unit_test(test_start_rule),
+        cmocka_unit_test(test_way_pick),
         cmocka_unit_test(test_share_nested),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

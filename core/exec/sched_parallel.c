@@ -68,6 +68,17 @@
  * pool's, where before a node on two OpenMP threads and a step started
  * beside it took three threads of two CPUs.
  *
+ * When the queue loses. Where nothing gains from overlap (a chain such
+ * as ResNet-18) or the overlap costs more than the split it replaces
+ * (GoogLeNet at 16 threads: its steps beside each other get one thread
+ * each where alone they split over 16), the queue's own costs make a run
+ * slower than the sequential scheduler's (measured on 16 cores: 1.2x on
+ * ResNet-18, 1.9x on GoogLeNet). So every run is timed whole, through the
+ * queue or one step after another on the calling thread (the sequential
+ * loop, valid under the concurrent memory plan), and a run goes the way
+ * that has been faster for this plan; the other way is timed again every
+ * 32nd run (mf_sched_pick).
+ *
  * Results are identical to the sequential scheduler's: every node computes
  * the same thing from the same inputs; only when it runs changes, and a
  * kernel's parallel_for is cut into the same ranges either way.
@@ -385,8 +396,46 @@ static void run_chunk(void *arg, size_t begin, size_t end) {
     mf_current_run = outer;
 }
 
+int mf_sched_pick(unsigned n, uint64_t par_ns, uint64_t seq_ns) {
+    int plain_clearly = par_ns && seq_ns && (double)par_ns > 1.1 * (double)seq_ns;
+    if (n % PROBE_EVERY == 0 && (!plain_clearly || n % (4 * PROBE_EVERY) == 0))
+        return MF_WAY_PROBE;
+    if (!par_ns)
+        return MF_WAY_QUEUE;
+    if (!seq_ns)
+        return MF_WAY_PLAIN;
+    int faster = seq_ns < par_ns ? MF_WAY_PLAIN : MF_WAY_QUEUE;
+    if (n % (2 * PROBE_EVERY) == PROBE_EVERY / 2)
+        return faster == MF_WAY_PLAIN ? MF_WAY_QUEUE : MF_WAY_PLAIN;
+    return faster;
+}
+
+static minfer_status run_queue(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+                               mf_budget *b, mf_step_fn step, int probe);
+
 minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
                                     mf_budget *b, mf_step_fn step) {
+    const mf_conc *cc = p->conc;
+    unsigned n = atomic_fetch_add_explicit(cc->runs, 1, memory_order_relaxed);
+    int way = mf_sched_pick(n, atomic_load_explicit(&cc->way_ns[0], memory_order_relaxed),
+                            atomic_load_explicit(&cc->way_ns[1], memory_order_relaxed));
+    uint64_t t0 = now_ns();
+    minfer_status st = MINFER_OK;
+    if (way == MF_WAY_PLAIN) {
+        /* The sequential scheduler's loop: the concurrent memory plan holds
+         * for every order, the execution order among them. */
+        for (int k = 0; k < cc->n && st == MINFER_OK; k++)
+            if (cc->n_deps[k] >= 0)
+                st = step(s, p, c, r, b, k);
+    } else
+        st = run_queue(s, p, c, r, b, step, way == MF_WAY_PROBE);
+    if (st == MINFER_OK && way != MF_WAY_PROBE)
+        learn(&cc->way_ns[way], now_ns() - t0);
+    return st;
+}
+
+static minfer_status run_queue(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+                               mf_budget *b, mf_step_fn step, int probe) {
     const mf_conc *cc = p->conc;
     sched q;
     memset(&q, 0, sizeof q);
@@ -397,7 +446,7 @@ minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
     q.step = step;
     q.cc = cc;
     int threads = mf_pool_threads(s->pool);
-    q.probe = atomic_fetch_add_explicit(cc->runs, 1, memory_order_relaxed) % PROBE_EVERY == 0;
+    q.probe = probe;
     q.inter_op = s->inter_op < threads ? s->inter_op : threads;
     q.deps = mf_malloc(((size_t)cc->n + 1) * sizeof *q.deps);
     q.ready = mf_malloc(((size_t)cc->n + 1) * sizeof *q.ready);

@@ -40,6 +40,11 @@ typedef struct mf_conc {
     /* Runs of the plan so far (one counter): every PROBE_EVERY-th runs its
      * steps one at a time, to measure split_ns afresh. */
     _Atomic unsigned *runs;
+    /* The whole run's wall time (smoothed, ns; 0: not yet), [0] through the
+     * ready queue, [1] one step after another on the calling thread (as
+     * the sequential scheduler): a run goes the faster way, the other is
+     * timed again now and then (mf_sched_pick, exec/sched_parallel.c). */
+    _Atomic uint64_t *way_ns;
     uint64_t *seq_arena; /* per domain: the arena the sequential order would take */
     /* While planning only (freed by mf_conc_planned): */
     uint64_t *anc;      /* per step: bitset of its ancestor steps, `words` words each */
