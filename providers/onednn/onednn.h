@@ -50,6 +50,7 @@ typedef struct dnn_layout {
 } dnn_layout;
 
 enum { DNN_SPLIT_AUTO, DNN_SPLIT_ON, DNN_SPLIT_OFF };
+#define DNN_SPLIT_AUTO_MAX_THREADS 8 /* split=auto: split forms up to this many threads */
 
 /* One provider instance (one per session). */
 typedef struct dnn_ctx {

@@ -229,6 +229,17 @@ static minfer_status dnn_init(const minfer_host_api *api, void *host, const char
     ctx->threads = api->num_threads ? api->num_threads(host) : 1;
     if (ctx->threads < 1)
         ctx->threads = 1;
+    /* auto: split forms on the host's pool up to 8 threads, OpenMP builds
+     * above. Measured on 16 cores (docs/PERFORMANCE.md, "16 cores"): at 16
+     * threads the OpenMP builds ran ResNet-18 in 3.0-3.2 ms against the
+     * split forms' 5.6, Inception V3 11-12 against 20-21, at 8 threads
+     * neither way won on every model. */
+    if (ctx->split == DNN_SPLIT_AUTO && ctx->threads > DNN_SPLIT_AUTO_MAX_THREADS) {
+        ctx->split = DNN_SPLIT_OFF;
+        api->log(host, MINFER_LOG_VERBOSE, "onednn: %d threads: OpenMP builds, no split forms "
+                 "(split=auto splits up to %d threads)", ctx->threads,
+                 DNN_SPLIT_AUTO_MAX_THREADS);
+    }
 #ifdef ONEDNN_OWN_DOMAIN
     ctx->private_layouts = 1;
 #endif
