@@ -97,6 +97,7 @@
 #define ERR_COPY 1024
 #define LPT_MAX 64 /* steps weighed at once when deciding to start one */
 #define PROBE_EVERY 16 /* runs: the first and every 16th run steps one at a time */
+#define CLAIM_ANY_THREAD_MAX 8 /* pool threads up to which any of them may claim (claim) */
 
 typedef struct sched sched;
 
@@ -123,6 +124,7 @@ struct sched {
     int inter_op;        /* threads that start steps */
     int wide;            /* a step holds every thread (an OpenMP build): none starts */
     int probe;           /* this run starts no step beside another (measures split_ns) */
+    pthread_t caller;    /* the thread that called the run */
     pthread_mutex_t lock;
     int *deps;           /* per step: producers still to finish */
     int *ready;          /* a max-heap of steps by priority */
@@ -282,7 +284,17 @@ static int claim(void *arg, int want) {
     if (me->step < 0) /* a chunk of a step running on another thread */
         return 1;
     pthread_mutex_lock(&q->lock);
-    if (q->in_flight == 1 && !q->wide &&
+    /* Above 8 threads only the run's calling thread gives a node threads of
+     * its own: an OpenMP region entered from a pool thread gets a team of
+     * its own (libgomp keeps one per thread that starts regions), so nodes
+     * claiming on several pool threads build up to threads x threads OpenMP
+     * workers, and above 8 CPUs oneDNN's spin between regions (shim.c):
+     * on 16 cores, with oneDNN's OpenMP builds, GoogLeNet ran 2.1x and
+     * Inception V3 1.7x slower than sequential. Elsewhere the node runs
+     * its one-thread build. Up to 8 threads those workers sleep (passive)
+     * and a step may claim on any pool thread. */
+    int may_claim = q->threads <= CLAIM_ANY_THREAD_MAX || pthread_equal(pthread_self(), q->caller);
+    if (may_claim && q->in_flight == 1 && !q->wide &&
         (q->n_ready == 0 || q->probe || !gains(q, me->step))) {
         n = want < q->threads ? want : q->threads;
         if (n > 1) {
@@ -447,6 +459,7 @@ static minfer_status run_queue(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf
     q.cc = cc;
     int threads = mf_pool_threads(s->pool);
     q.probe = probe;
+    q.caller = pthread_self();
     q.inter_op = s->inter_op < threads ? s->inter_op : threads;
     q.deps = mf_malloc(((size_t)cc->n + 1) * sizeof *q.deps);
     q.ready = mf_malloc(((size_t)cc->n + 1) * sizeof *q.ready);
