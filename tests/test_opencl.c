@@ -691,6 +691,23 @@ static void test_device_option(void **state) {
     y = run_on(&t, "opencl,cpu", "cpu", "device=no-such-device-xyz");
     assert_non_null(y);
     minfer_tensor_free(y);
+    /* MINFER_OPENCL_LAUNCH takes gpu or device, and names itself otherwise
+     * (the value the test runs under, opencl_gpu_launch_oclgrind's gpu,
+     * comes back after). */
+    const char *launch = getenv("MINFER_OPENCL_LAUNCH");
+    char *saved = launch ? strdup(launch) : NULL;
+    setenv("MINFER_OPENCL_LAUNCH", "GPU", 1);
+    assert_null(run_on(&t, "opencl", NULL, NULL));
+    assert_non_null(strstr(minfer_last_error(), "MINFER_OPENCL_LAUNCH='GPU'"));
+    setenv("MINFER_OPENCL_LAUNCH", "device", 1);
+    y = run_on(&t, "opencl", "opencl", NULL);
+    assert_non_null(y);
+    minfer_tensor_free(y);
+    if (saved)
+        setenv("MINFER_OPENCL_LAUNCH", saved, 1);
+    else
+        unsetenv("MINFER_OPENCL_LAUNCH");
+    free(saved);
     tc_free(&t);
 }
 

@@ -657,5 +657,5 @@ minfer_status ocl_execute_global_pool(const ocl_exec *e) {
     if ((s = ocl_set_args(e, OCL_K_global_pool, 7, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb),
                           OCL_ARG(yo), OCL_ARG(plane), OCL_ARG(is_max), OCL_ARG(nnc))))
         return s;
-    return ocl_launch1(e, OCL_K_global_pool, (size_t)(od[0] * od[1]));
+    return ocl_launch1(e, OCL_K_global_pool, (size_t)nnc);
 }

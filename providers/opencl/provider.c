@@ -450,6 +450,13 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
      * global sizes, the 4 x 8 tile) on whatever device runs, so oclgrind
      * checks the bounds a GPU's launches need. */
     const char *env_launch = getenv("MINFER_OPENCL_LAUNCH");
+    if (env_launch && env_launch[0] && strcmp(env_launch, "gpu") != 0 &&
+        strcmp(env_launch, "device") != 0) {
+        api->set_error(host, "opencl: MINFER_OPENCL_LAUNCH='%s' is neither gpu nor device",
+                       env_launch);
+        st = MINFER_ERR_INVALID_ARG;
+        goto fail;
+    }
     if (env_launch && strcmp(env_launch, "gpu") == 0) {
         ctx->launch_gpu = 1;
         dv->is_cpu = 0;

@@ -22,7 +22,9 @@ __kernel void conv_tile(__global const DT *x, int xoff, __global const DT *w,
     int pt = get_global_id(0), mt = get_global_id(1), ng = get_global_id(2);
     int OHW = g.o[1] * g.o[2], P = g.o[0] * OHW, pbase = pt * MR;
     int MT = (Mg + NR - 1) / NR;
-    /* A GPU's grid is padded to whole work-groups in dimensions 0 and 1. */
+    /* A GPU's grid is padded to whole work-groups in dimension 0 (device.c);
+     * mt is bounded too, as a launch rule that padded dimension 1 read past
+     * the packed weights. */
     if (pbase >= P || mt >= MT)
         return;
     int gi = ng % G, n = ng / G, HW = g.i[1] * g.i[2], DHW = g.i[0] * HW;
