@@ -19,29 +19,11 @@ command -v oclgrind >/dev/null || {
 }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/minfer-oclgrind-gpu.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-export MINFER_LOG=info MINFER_OPENCL_LAUNCH=gpu
-if [[ -n ${ASAN_OPTIONS:-} ]]; then # as in test_opencl_oclgrind.sh
-    export ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0:detect_leaks=0"
-fi
+export MINFER_OPENCL_LAUNCH=gpu
 errors="Invalid (read|write)|data race|divergence|OCLGRIND FATAL|runtime error detected"
+must_log="launch shapes and register tile of a GPU"
+# shellcheck source=tests/oclgrind_bin.sh
+source "$(dirname "$0")/oclgrind_bin.sh"
 for bin in "$@"; do
-    name=$(basename "$bin") rc=0
-    XDG_CACHE_HOME=$tmp/cache-$name oclgrind --data-races --check-api "$bin" \
-        >"$tmp/$name.log" 2>&1 || rc=$?
-    if ((rc != 0)); then
-        tail -40 "$tmp/$name.log" >&2
-        echo "test_opencl_gpu_launch: $name: exit $rc" >&2
-        exit 1
-    fi
-    if ! grep -q "opencl: using device .*'Oclgrind Simulator'" "$tmp/$name.log" ||
-        ! grep -q "launch shapes and register tile of a GPU" "$tmp/$name.log"; then
-        echo "test_opencl_gpu_launch: $name: did not run on oclgrind with a GPU's launches" >&2
-        exit 1
-    fi
-    if grep -Eq "$errors" "$tmp/$name.log"; then
-        grep -E -A8 "$errors" "$tmp/$name.log" | head -60 >&2
-        echo "test_opencl_gpu_launch: $name: oclgrind reported errors (above)" >&2
-        exit 1
-    fi
-    echo "test_opencl_gpu_launch: $name: $(grep -c 'OK \]' "$tmp/$name.log") cases, no oclgrind errors"
+    oclgrind_bin test_opencl_gpu_launch "$(basename "$bin")" "$bin"
 done
