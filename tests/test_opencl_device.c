@@ -102,9 +102,9 @@ static void test_gpu_local(void **state) {
     assert_int_equal(l[0], 8);
     ocl_pick_local(&amd, 256, 1, (const size_t[]){1u << 22}, 0, l);
     assert_int_equal(l[0], 256);
-    /* A 7 x 7 image: rows of 8 and 4 of them make one warp; with work
-     * enough the group covers the image and two channels. */
-    /* 7 rows: the group grows along dimension 2 instead, by its divisors. */
+    /* A 7 x 7 image: a row of 8 items, and as 7 rows cannot be cut into
+     * groups without padding dimension 1, the group grows along dimension
+     * 2 instead, by its divisors, when there is work enough. */
     ocl_pick_local(&h100, 1024, 3, (const size_t[]){7, 7, 8}, 0, l);
     assert_int_equal(l[0], 8);
     assert_int_equal(l[1], 1);
