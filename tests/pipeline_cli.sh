@@ -3,7 +3,9 @@
 # info` lists stages that cover the execution order in order (text and
 # --json), `bench --concurrency` drives the asynchronous API under it (and
 # warms callers and workers alike under every scheduler), and
-# MINFER_SCHEDULER / --scheduler name it in their errors.
+# MINFER_SCHEDULER / --scheduler name it in their errors. `bench --versus S`
+# times a second session under S in the same process, the two alternating
+# round by round, and reports each round and the ratios.
 #
 # usage: pipeline_cli.sh MINFER_CLI MODEL
 set -u
@@ -76,6 +78,40 @@ if "$cli" providers 2>/dev/null | grep -Eq '^ *onednn +[^ ]+ +[0-9]+ +yes'; then
     n=$(pieces --scheduler sequential)
     [[ $n -gt 0 ]] || err "sequential at 2 threads: no oneDNN node split in pieces"
 fi
+
+# ---- bench --versus: two schedulers in one process, alternating ----
+json=$("$cli" bench --providers cpu --threads 2 --runs 2 --warmup 1 --versus parallel \
+    --rounds 3 --json "$model" 2>/dev/null) || err "bench --versus parallel failed"
+python3 - "$json" <<'PY' || fail=1
+import json, statistics, sys
+d = json.loads(sys.argv[1])
+v = d["versus"]
+assert v["scheduler"] == "parallel" and v["base_scheduler"] == "sequential", v
+assert len(v["rounds"]) == 3 and v["runs_per_round"] == 2, v
+assert d["runs"] == 6, d["runs"]  # this session's runs, pooled over the rounds
+for r in v["rounds"]:
+    assert all(x > 0 for x in r["median_ms"] + r["runs_per_s"]), r
+lat = sorted(r["median_ms"][1] / r["median_ms"][0] for r in v["rounds"])
+assert abs(v["latency_ratio"] - lat[1]) < 1e-9, (v["latency_ratio"], lat)
+thr = sorted(r["runs_per_s"][1] / r["runs_per_s"][0] for r in v["rounds"])
+assert abs(v["throughput_ratio"] - thr[1]) < 1e-9, (v["throughput_ratio"], thr)
+print("bench --versus --json: latency ratio %.3f over 3 rounds" % v["latency_ratio"])
+PY
+out=$("$cli" --scheduler parallel bench --providers cpu --threads 2 --concurrency 2 --runs 1 \
+    --warmup 1 --versus pipeline --rounds 2 "$model" 2>/dev/null) ||
+    err "bench --versus pipeline --concurrency 2 failed"
+grep -q '^versus: *pipeline (a second session) against parallel, 2 alternating rounds of 2 runs' \
+    <<<"$out" || err "bench --versus: no versus line: $out"
+[[ $(grep -c '^  round ' <<<"$out") -eq 2 ]] || err "bench --versus: expected 2 round lines: $out"
+grep -q '^  pipeline / parallel: latency [0-9.]* (rounds ' <<<"$out" ||
+    err "bench --versus: no ratio line: $out"
+for bad_args in "--versus bogus" "--rounds 3" "--versus parallel --profile $tmp/v.json"; do
+    # shellcheck disable=SC2086
+    out=$("$cli" bench --providers cpu --runs 1 $bad_args "$model" 2>&1)
+    rc=$?
+    [[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] ||
+        err "bench $bad_args: expected one line and exit 2, got $rc: $out"
+done
 
 out=$("$cli" --scheduler bogus info "$model" 2>&1) && err "--scheduler bogus accepted"
 grep -q 'pipeline' <<<"$out" || err "--scheduler's error does not list pipeline: $out"

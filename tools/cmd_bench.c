@@ -48,6 +48,12 @@ static void print_help(void) {
            "                    Perfetto or chrome://tracing) and print time per op type\n"
            "  --force           replace the --profile file if it exists\n"
            "  --check-nan       fail naming the first node whose float output has a NaN/Inf\n"
+           "  --versus S        also time a second session of the model under scheduler S\n"
+           "                    (sequential, parallel, pipeline), in one process, the two\n"
+           "                    alternating in --rounds rounds of --runs runs each (the\n"
+           "                    order flips every round), and print each round's figures\n"
+           "                    and the ratios S / this session's scheduler\n"
+           "  --rounds N        rounds of --versus (default 5)\n"
            "  -h, --help        show this help\n");
 }
 
@@ -270,11 +276,84 @@ static minfer_status run_async(minfer_session *s, const char **names, minfer_ten
     return st;
 }
 
+/* One session timed under --versus: its scheduler's way of taking
+ * --concurrency (callers, or requests in flight through the pipeline) and,
+ * for one caller, the outputs it writes into. */
+typedef struct side {
+    minfer_session *s;
+    minfer_tensor **outs;
+    int pipelined;
+    const char *name; /* its scheduler */
+} side;
+
+/* `runs` timed runs of one side (per caller or request slot); lat gets
+ * runs x concurrency latencies, *wall_ms the wall time of them all. */
+static minfer_status side_run(side *sd, const char **names, minfer_tensor **ins, size_t n_in,
+                              size_t n_out, int runs, int concurrency, double *lat,
+                              double *wall_ms) {
+    if (sd->pipelined && concurrency > 1)
+        return run_async(sd->s, names, ins, n_in, runs * concurrency, concurrency, lat, wall_ms);
+    if (concurrency > 1)
+        return run_callers(sd->s, names, ins, n_in, n_out, runs, concurrency, lat, wall_ms);
+    *wall_ms = 0;
+    for (int i = 0; i < runs; i++) {
+        for (size_t o = 0; o < n_out; o++)
+            if (sd->outs[o] && minfer_value_kind_of(sd->outs[o]) != MINFER_VALUE_TENSOR) {
+                minfer_tensor_free(sd->outs[o]);
+                sd->outs[o] = NULL;
+            }
+        double a = now_ms();
+        minfer_status st = minfer_session_run(sd->s, names, (const minfer_tensor *const *)ins,
+                                              n_in, NULL, sd->outs, n_out);
+        lat[i] = now_ms() - a;
+        *wall_ms += lat[i];
+        if (st != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
+}
+
+static const char *sched_name(int sched) {
+    return sched == MINFER_SCHED_PARALLEL   ? "parallel"
+           : sched == MINFER_SCHED_PIPELINE ? "pipeline"
+                                            : "sequential";
+}
+
+/* The median of v[0..n) (sorted in place). */
+static double median_of(double *v, size_t n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return percentile(v, n, 0.5);
+}
+
+/* Per round of --versus: each side's median latency and throughput. */
+typedef struct round_fig {
+    double med[2], per_s[2];
+} round_fig;
+
+/* The median over the rounds of field f of side k, or of the ratio side 1
+ * over side 0 when k is 2; lo and hi the range. */
+static double over_rounds(const round_fig *r, int n, int per_s, int k, double *lo, double *hi) {
+    double *v = malloc((size_t)n * sizeof *v);
+    if (!v)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        const double *f = per_s ? r[i].per_s : r[i].med;
+        v[i] = k < 2 ? f[k] : f[0] > 0 ? f[1] / f[0] : 0;
+    }
+    double m = median_of(v, (size_t)n);
+    *lo = v[0];
+    *hi = v[n - 1];
+    free(v);
+    return m;
+}
+
 int cmd_bench(int argc, char **argv) {
     const char *providers = NULL, *threads_s = NULL, *runs_s = NULL, *warm_s = NULL,
-               *in_dir = NULL, *profile = NULL, *conc_s = NULL;
+               *in_dir = NULL, *profile = NULL, *conc_s = NULL, *versus_s = NULL, *rounds_s = NULL;
     int json = 0, help = 0, threads = -1, runs = 20, warmup = 3, check_nan = 0, force = 0, rc;
-    int concurrency = 1;
+    int concurrency = 1, versus = -1, rounds = 5;
+    side sides[2] = {{0}};
+    round_fig *rf = NULL;
     double wall_ms = 0;
     cli_list dims = {0}, shapes = {0};
     const cli_opt opts[] = {
@@ -284,6 +363,7 @@ int cmd_bench(int argc, char **argv) {
         {"profile", 0, &profile, NULL, NULL},     {"check-nan", 0, NULL, &check_nan, NULL},
         {"force", 0, NULL, &force, NULL},         {"dim", 0, NULL, NULL, &dims},
         {"shape", 0, NULL, NULL, &shapes},        {"concurrency", 0, &conc_s, NULL, NULL},
+        {"versus", 0, &versus_s, NULL, NULL},     {"rounds", 0, &rounds_s, NULL, NULL},
     };
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0, n_in = 0, n_out = 0;
@@ -318,8 +398,28 @@ int cmd_bench(int argc, char **argv) {
     if ((threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &threads))) ||
         (runs_s && (rc = cli_parse_int(CMD, "--runs", runs_s, 1, 1000000, &runs))) ||
         (warm_s && (rc = cli_parse_int(CMD, "--warmup", warm_s, 0, 1000000, &warmup))) ||
-        (conc_s && (rc = cli_parse_int(CMD, "--concurrency", conc_s, 1, 256, &concurrency))))
+        (conc_s && (rc = cli_parse_int(CMD, "--concurrency", conc_s, 1, 256, &concurrency))) ||
+        (rounds_s && (rc = cli_parse_int(CMD, "--rounds", rounds_s, 1, 10000, &rounds))))
         goto done;
+    if (versus_s) {
+        for (int k = MINFER_SCHED_SEQUENTIAL; k <= MINFER_SCHED_PIPELINE; k++)
+            if (strcmp(versus_s, sched_name(k)) == 0)
+                versus = k;
+        if (versus < 0)
+            fprintf(stderr, "minfer bench: --versus '%s': not a scheduler (sequential, "
+                            "parallel, pipeline)\n",
+                    versus_s);
+        else if (profile)
+            fprintf(stderr, "minfer bench: --versus and --profile cannot go together (one "
+                            "profile of two sessions)\n");
+        rc = versus < 0 || profile ? CLI_USAGE : 0;
+        if (rc)
+            goto done;
+    } else if (rounds_s) {
+        fprintf(stderr, "minfer bench: --rounds needs --versus\n");
+        rc = CLI_USAGE;
+        goto done;
+    }
     rc = CLI_FAIL;
     if ((st = cli_make_options(providers, threads, &opt)) != MINFER_OK) {
         fprintf(stderr, "minfer bench: %s\n", cli_error(st));
@@ -345,8 +445,13 @@ int cmd_bench(int argc, char **argv) {
     ins = calloc(n_in + 1, sizeof *ins);
     outs = calloc(n_out + 1, sizeof *outs);
     names = calloc(n_in + 1, sizeof *names);
-    lat = calloc((size_t)runs * (size_t)concurrency, sizeof *lat);
-    if (!ins || !outs || !names || !lat) {
+    size_t per_side = (size_t)runs * (size_t)concurrency * (versus >= 0 ? (size_t)rounds : 1);
+    lat = calloc(per_side * (versus >= 0 ? 2 : 1), sizeof *lat);
+    if (versus >= 0) {
+        sides[1].outs = calloc(n_out + 1, sizeof *sides[1].outs);
+        rf = calloc((size_t)rounds, sizeof *rf);
+    }
+    if (!ins || !outs || !names || !lat || (versus >= 0 && (!sides[1].outs || !rf))) {
         fprintf(stderr, "minfer bench: out of memory\n");
         goto done;
     }
@@ -367,7 +472,7 @@ int cmd_bench(int argc, char **argv) {
     }
     /* The first run allocates the outputs; later runs write into them, so
      * the timed loop measures the runtime, not the allocator. */
-    for (int i = 0; i < warmup + (concurrency > 1 ? 0 : runs); i++) {
+    for (int i = 0; i < warmup + (concurrency > 1 || versus >= 0 ? 0 : runs); i++) {
         if (i == warmup && (st = minfer_session_reset_stats(s)) != MINFER_OK)
             goto fail;
         for (size_t o = 0; o < n_out; o++)
@@ -387,7 +492,51 @@ int cmd_bench(int argc, char **argv) {
     minfer_schedule_info si = {.struct_size = sizeof si};
     int pipelined = concurrency > 1 && minfer_session_schedule_info(s, &si) == MINFER_OK &&
                     si.scheduler == MINFER_SCHED_PIPELINE;
-    if (pipelined) {
+    if (versus >= 0) {
+        /* The second session, warmed as this one; then the rounds, the two
+         * alternating, each side's latencies pooled (this session's are the
+         * figures printed as usual). */
+        if ((st = minfer_session_schedule_info(s, &si)) != MINFER_OK)
+            goto fail;
+        sides[0] = (side){s, outs, si.scheduler == MINFER_SCHED_PIPELINE,
+                          sched_name(si.scheduler)};
+        if ((st = minfer_options_set_scheduler(opt, (minfer_scheduler)versus)) != MINFER_OK ||
+            (st = minfer_session_create(pos[0], opt, &sides[1].s)) != MINFER_OK)
+            goto fail;
+        sides[1].pipelined = versus == MINFER_SCHED_PIPELINE;
+        sides[1].name = sched_name(versus);
+        double w;
+        for (int k = 0; k < 2; k++)
+            if (warmup > 0 && (st = side_run(&sides[k], names, ins, n_in, n_out,
+                                             warmup < runs ? warmup : runs, concurrency, lat,
+                                             &w)) != MINFER_OK)
+                goto fail;
+        if ((st = minfer_session_reset_stats(s)) != MINFER_OK)
+            goto fail;
+        size_t per_round = (size_t)runs * (size_t)concurrency;
+        double *tmp = lat + per_side; /* side 1's latencies of a round */
+        wall_ms = 0;
+        for (int r = 0; r < rounds; r++)
+            for (int j = 0; j < 2; j++) {
+                int k = (r & 1) ? 1 - j : j;
+                double *l = k == 0 ? lat + (size_t)r * per_round : tmp;
+                if ((st = side_run(&sides[k], names, ins, n_in, n_out, runs, concurrency, l,
+                                   &w)) != MINFER_OK)
+                    goto fail;
+                rf[r].per_s[k] = w > 0 ? (double)per_round * 1e3 / w : 0;
+                if (k == 0)
+                    wall_ms += w;
+                double *c = malloc(per_round * sizeof *c);
+                if (!c) {
+                    st = MINFER_ERR_NOMEM;
+                    goto fail;
+                }
+                memcpy(c, l, per_round * sizeof *c);
+                rf[r].med[k] = median_of(c, per_round);
+                free(c);
+            }
+        runs *= concurrency * rounds;
+    } else if (pipelined) {
         /* warm the workers (and every slot's arenas) before the timed runs */
         if ((st = run_async(s, names, ins, n_in, (warmup < runs ? warmup : runs) * concurrency,
                             concurrency, lat,
@@ -413,7 +562,7 @@ int cmd_bench(int argc, char **argv) {
     double sum = 0;
     for (int i = 0; i < runs; i++)
         sum += lat[i];
-    if (concurrency == 1)
+    if (concurrency == 1 && versus < 0)
         wall_ms = sum;
     qsort(lat, (size_t)runs, sizeof *lat, cmp_double);
     minfer_memory_info mem;
@@ -493,6 +642,36 @@ int cmd_bench(int argc, char **argv) {
         json_object_set_new(jst, "p90_ms", json_real(rs.p90_ms));
         json_object_set_new(jst, "throughput_per_s", json_real(rs.throughput));
         json_object_set_new(root, "stats", jst);
+        if (versus >= 0) {
+            json_t *jv = json_object(), *jr = json_array();
+            double lo, hi;
+            json_object_set_new(jv, "scheduler", json_string(sides[1].name));
+            json_object_set_new(jv, "base_scheduler", json_string(sides[0].name));
+            json_object_set_new(jv, "runs_per_round", json_integer(runs / rounds));
+            for (int r = 0; r < rounds; r++) {
+                json_t *o = json_object(), *m = json_array(), *t = json_array();
+                for (int k = 0; k < 2; k++) {
+                    json_array_append_new(m, json_real(rf[r].med[k]));
+                    json_array_append_new(t, json_real(rf[r].per_s[k]));
+                }
+                json_object_set_new(o, "median_ms", m);
+                json_object_set_new(o, "runs_per_s", t);
+                json_array_append_new(jr, o);
+            }
+            json_object_set_new(jv, "rounds", jr);
+            json_t *m = json_array(), *t = json_array();
+            for (int k = 0; k < 2; k++) {
+                json_array_append_new(m, json_real(over_rounds(rf, rounds, 0, k, &lo, &hi)));
+                json_array_append_new(t, json_real(over_rounds(rf, rounds, 1, k, &lo, &hi)));
+            }
+            json_object_set_new(jv, "median_ms", m);
+            json_object_set_new(jv, "runs_per_s", t);
+            json_object_set_new(jv, "latency_ratio",
+                                json_real(over_rounds(rf, rounds, 0, 2, &lo, &hi)));
+            json_object_set_new(jv, "throughput_ratio",
+                                json_real(over_rounds(rf, rounds, 1, 2, &lo, &hi)));
+            json_object_set_new(root, "versus", jv);
+        }
         if (concurrency == 1 && !profile) {
             json_t *jd = json_array();
             for (size_t j = 0; j < n_prov; j++) {
@@ -558,6 +737,28 @@ int cmd_bench(int argc, char **argv) {
                (double)mem.intermediate_bytes / 1048576.0,
                (double)mem.lower_bound_bytes / 1048576.0);
         printf("peak RSS:        %.1f MiB\n", (double)rss / 1024.0);
+        if (versus >= 0) {
+            const char *a = sides[0].name, *b = sides[1].name;
+            double lo, hi, lo2, hi2;
+            printf("versus:          %s (a second session) against %s, %d alternating rounds "
+                   "of %d runs each%s\n",
+                   b, a, rounds, runs / rounds, concurrency > 1 ? " (all callers)" : "");
+            for (int r = 0; r < rounds; r++)
+                printf("  round %-3d      %s %.3f ms, %.2f runs/s; %s %.3f ms, %.2f runs/s\n",
+                       r + 1, a, rf[r].med[0], rf[r].per_s[0], b, rf[r].med[1], rf[r].per_s[1]);
+            for (int k = 0; k < 2; k++) {
+                double m = over_rounds(rf, rounds, 0, k, &lo, &hi);
+                double t = over_rounds(rf, rounds, 1, k, &lo2, &hi2);
+                printf("  %-14s median of the rounds' medians %.3f ms (%.3f-%.3f), %.2f runs/s "
+                       "(%.2f-%.2f)\n",
+                       sides[k].name, m, lo, hi, t, lo2, hi2);
+            }
+            double lr = over_rounds(rf, rounds, 0, 2, &lo, &hi);
+            double tr = over_rounds(rf, rounds, 1, 2, &lo2, &hi2);
+            printf("  %s / %s: latency %.3f (rounds %.3f-%.3f), throughput %.3f (rounds "
+                   "%.3f-%.3f)\n",
+                   b, a, lr, lo, hi, tr, lo2, hi2);
+        }
         /* A device provider's counts of the last run; with --profile every
          * node ends a "run" (it waits for the device), and concurrent
          * callers share one count, so neither says what a run does. */
@@ -604,6 +805,11 @@ done:
     free(names);
     free(lat);
     free(rows);
+    free(rf);
+    for (size_t k = 0; sides[1].outs && k < n_out; k++)
+        minfer_tensor_free(sides[1].outs[k]);
+    free(sides[1].outs);
+    minfer_session_free(sides[1].s);
     if (cli_finish_profile(CMD, &s, &prof) != 0)
         rc = CLI_FAIL;
     minfer_options_free(opt);
