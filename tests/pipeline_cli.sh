@@ -105,7 +105,8 @@ grep -q '^versus: *pipeline (a second session) against parallel, 2 alternating r
 [[ $(grep -c '^  round ' <<<"$out") -eq 2 ]] || err "bench --versus: expected 2 round lines: $out"
 grep -q '^  pipeline / parallel: latency [0-9.]* (rounds ' <<<"$out" ||
     err "bench --versus: no ratio line: $out"
-for bad_args in "--versus bogus" "--rounds 3" "--versus parallel --profile $tmp/v.json"; do
+for bad_args in "--versus bogus" "--rounds 3" "--versus parallel --profile $tmp/v.json" \
+    "--versus parallel --runs 1000000 --rounds 10000"; do
     # shellcheck disable=SC2086
     out=$("$cli" bench --providers cpu --runs 1 $bad_args "$model" 2>&1)
     rc=$?

@@ -325,6 +325,9 @@ static double median_of(double *v, size_t n) {
     return percentile(v, n, 0.5);
 }
 
+/* --versus: at most this many timed runs a side (their latencies are kept). */
+#define MAX_VERSUS_RUNS 1e8
+
 /* Per round of --versus: each side's median latency and throughput. */
 typedef struct round_fig {
     double med[2], per_s[2];
@@ -334,6 +337,7 @@ typedef struct round_fig {
  * over side 0 when k is 2; lo and hi the range. */
 static double over_rounds(const round_fig *r, int n, int per_s, int k, double *lo, double *hi) {
     double *v = malloc((size_t)n * sizeof *v);
+    *lo = *hi = 0;
     if (!v)
         return 0;
     for (int i = 0; i < n; i++) {
@@ -412,7 +416,13 @@ int cmd_bench(int argc, char **argv) {
         else if (profile)
             fprintf(stderr, "minfer bench: --versus and --profile cannot go together (one "
                             "profile of two sessions)\n");
-        rc = versus < 0 || profile ? CLI_USAGE : 0;
+        else if ((double)runs * concurrency * rounds > MAX_VERSUS_RUNS)
+            fprintf(stderr, "minfer bench: --runs x --concurrency x --rounds is over %.0f runs a "
+                            "side\n",
+                    MAX_VERSUS_RUNS);
+        rc = versus < 0 || profile || (double)runs * concurrency * rounds > MAX_VERSUS_RUNS
+                 ? CLI_USAGE
+                 : 0;
         if (rc)
             goto done;
     } else if (rounds_s) {
