@@ -276,7 +276,7 @@ static minfer_status run_async(minfer_session *s, const char **names, minfer_ten
     return st;
 }
 
-/* One session timed under --versus: its scheduler's way of taking
+/* A session bench times (this one, and --versus's): its scheduler's way of taking
  * --concurrency (callers, or requests in flight through the pipeline) and,
  * for one caller, the outputs it writes into. */
 typedef struct side {
@@ -286,8 +286,9 @@ typedef struct side {
     const char *name; /* its scheduler */
 } side;
 
-/* `runs` timed runs of one side (per caller or request slot); lat gets
- * runs x concurrency latencies, *wall_ms the wall time of them all. */
+/* `runs` runs of one side (per caller or request slot); lat gets runs x
+ * concurrency latencies (with one caller lat may be NULL: warm-up runs),
+ * *wall_ms the wall time of them all. */
 static minfer_status side_run(side *sd, const char **names, minfer_tensor **ins, size_t n_in,
                               size_t n_out, int runs, int concurrency, double *lat,
                               double *wall_ms) {
@@ -305,8 +306,10 @@ static minfer_status side_run(side *sd, const char **names, minfer_tensor **ins,
         double a = now_ms();
         minfer_status st = minfer_session_run(sd->s, names, (const minfer_tensor *const *)ins,
                                               n_in, NULL, sd->outs, n_out);
-        lat[i] = now_ms() - a;
-        *wall_ms += lat[i];
+        double t = now_ms() - a;
+        if (lat)
+            lat[i] = t;
+        *wall_ms += t;
         if (st != MINFER_OK)
             return st;
     }
@@ -480,100 +483,72 @@ int cmd_bench(int argc, char **argv) {
         if (st != MINFER_OK)
             goto fail;
     }
-    /* The first run allocates the outputs; later runs write into them, so
-     * the timed loop measures the runtime, not the allocator. */
-    for (int i = 0; i < warmup + (concurrency > 1 || versus >= 0 ? 0 : runs); i++) {
-        if (i == warmup && (st = minfer_session_reset_stats(s)) != MINFER_OK)
-            goto fail;
-        for (size_t o = 0; o < n_out; o++)
-            if (minfer_value_kind_of(outs[o]) != MINFER_VALUE_TENSOR) {
-                minfer_tensor_free(outs[o]); /* a sequence or optional is made anew */
-                outs[o] = NULL;
-            }
-        double a = now_ms();
-        st = minfer_session_run(s, names, (const minfer_tensor *const *)ins, n_in, NULL, outs,
-                                n_out);
-        double b = now_ms();
-        if (st != MINFER_OK)
-            goto fail;
-        if (i >= warmup)
-            lat[i - warmup] = b - a;
-    }
+    /* Side 0 is this session. Its first run allocates the outputs and
+     * later runs write into them, so the timed runs measure the runtime,
+     * not the allocator. */
     minfer_schedule_info si = {.struct_size = sizeof si};
-    int pipelined = concurrency > 1 && minfer_session_schedule_info(s, &si) == MINFER_OK &&
-                    si.scheduler == MINFER_SCHED_PIPELINE;
-    if (versus >= 0) {
-        /* The second session, warmed as this one; then the rounds, the two
-         * alternating, each side's latencies pooled (this session's are the
-         * figures printed as usual). */
-        if ((st = minfer_session_schedule_info(s, &si)) != MINFER_OK)
-            goto fail;
-        sides[0] = (side){s, outs, si.scheduler == MINFER_SCHED_PIPELINE,
-                          sched_name(si.scheduler)};
+    if ((st = minfer_session_schedule_info(s, &si)) != MINFER_OK)
+        goto fail;
+    sides[0] = (side){s, outs, si.scheduler == MINFER_SCHED_PIPELINE, sched_name(si.scheduler)};
+    int pipelined = concurrency > 1 && sides[0].pipelined;
+    if (versus >= 0) { /* the second session, timed beside this one */
         if ((st = minfer_options_set_scheduler(opt, (minfer_scheduler)versus)) != MINFER_OK ||
             (st = minfer_session_create(pos[0], opt, &sides[1].s)) != MINFER_OK)
             goto fail;
         sides[1].pipelined = versus == MINFER_SCHED_PIPELINE;
         sides[1].name = sched_name(versus);
-        double w;
-        for (int k = 0; k < 2; k++)
-            if (warmup > 0 && (st = side_run(&sides[k], names, ins, n_in, n_out,
-                                             warmup < runs ? warmup : runs, concurrency, lat,
-                                             &w)) != MINFER_OK)
-                goto fail;
-        if ((st = minfer_session_reset_stats(s)) != MINFER_OK)
+    }
+    double w;
+    if ((st = side_run(&sides[0], names, ins, n_in, n_out, warmup, 1, NULL, &w)) != MINFER_OK)
+        goto fail;
+    /* With several callers, or against a second session, every side is
+     * also warmed the way it will be timed (each caller's execution
+     * context and outputs, the pipeline's workers and every slot's
+     * arenas): otherwise the callers' first runs would be timed and the
+     * pipeline's would not. */
+    for (int k = 0; k < (versus >= 0 ? 2 : 1); k++)
+        if ((concurrency > 1 || versus >= 0) && warmup > 0 &&
+            (st = side_run(&sides[k], names, ins, n_in, n_out, warmup < runs ? warmup : runs,
+                           concurrency, lat, &w)) != MINFER_OK)
             goto fail;
+    if ((st = minfer_session_reset_stats(s)) != MINFER_OK)
+        goto fail;
+    if (versus >= 0) {
+        /* The rounds, the two sides alternating, each side's latencies
+         * pooled (this session's are the figures printed as usual). */
         size_t per_round = (size_t)runs * (size_t)concurrency;
         double *tmp = lat + per_side; /* side 1's latencies of a round */
-        wall_ms = 0;
-        for (int r = 0; r < rounds; r++)
-            for (int j = 0; j < 2; j++) {
+        double *c = malloc(per_round * sizeof *c);
+        if (!c) {
+            st = MINFER_ERR_NOMEM;
+            goto fail;
+        }
+        for (int r = 0; r < rounds && st == MINFER_OK; r++)
+            for (int j = 0; j < 2 && st == MINFER_OK; j++) {
                 int k = (r & 1) ? 1 - j : j;
                 double *l = k == 0 ? lat + (size_t)r * per_round : tmp;
                 if ((st = side_run(&sides[k], names, ins, n_in, n_out, runs, concurrency, l,
                                    &w)) != MINFER_OK)
-                    goto fail;
+                    break;
                 rf[r].per_s[k] = w > 0 ? (double)per_round * 1e3 / w : 0;
                 if (k == 0)
                     wall_ms += w;
-                double *c = malloc(per_round * sizeof *c);
-                if (!c) {
-                    st = MINFER_ERR_NOMEM;
-                    goto fail;
-                }
                 memcpy(c, l, per_round * sizeof *c);
                 rf[r].med[k] = median_of(c, per_round);
-                free(c);
             }
-        runs *= concurrency * rounds;
-    } else if (pipelined) {
-        /* warm the workers (and every slot's arenas) before the timed runs */
-        if ((st = run_async(s, names, ins, n_in, (warmup < runs ? warmup : runs) * concurrency,
-                            concurrency, lat,
-                            &wall_ms)) != MINFER_OK ||
-            (st = minfer_session_reset_stats(s)) != MINFER_OK ||
-            (st = run_async(s, names, ins, n_in, runs * concurrency, concurrency, lat,
-                            &wall_ms)) != MINFER_OK)
+        free(c);
+        if (st != MINFER_OK)
             goto fail;
-        runs *= concurrency;
-    } else if (concurrency > 1) {
-        /* warm every caller (its execution context, its outputs) before
-         * the timed runs, as the pipeline's workers are warmed above:
-         * otherwise the callers' first runs are timed and the pipeline's
-         * are not */
-        if ((st = run_callers(s, names, ins, n_in, n_out, warmup < runs ? warmup : runs,
-                              concurrency, lat, &wall_ms)) != MINFER_OK ||
-            (st = minfer_session_reset_stats(s)) != MINFER_OK ||
-            (st = run_callers(s, names, ins, n_in, n_out, runs, concurrency, lat, &wall_ms)) !=
-                MINFER_OK)
+        runs *= concurrency * rounds;
+    } else {
+        if ((st = side_run(&sides[0], names, ins, n_in, n_out, runs, concurrency, lat,
+                           &wall_ms)) != MINFER_OK)
             goto fail;
         runs *= concurrency; /* the statistics below cover every caller's runs */
     }
     double sum = 0;
     for (int i = 0; i < runs; i++)
         sum += lat[i];
-    if (concurrency == 1 && versus < 0)
-        wall_ms = sum;
     qsort(lat, (size_t)runs, sizeof *lat, cmp_double);
     minfer_memory_info mem;
     minfer_session_memory_info(s, &mem);
