@@ -237,7 +237,6 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA
 # policy 12.5 and 12.7). Multi-Arch (CPack has no field for it) is written
 # by cmake/DebFixup.cmake after cpack, from CPACK_MINFER_MULTIARCH.
 string(TIMESTAMP MINFER_PACKAGE_DATE "%a, %d %b %Y %H:%M:%S +0000" UTC)
-string(TIMESTAMP MINFER_COPYRIGHT_YEAR "%Y" UTC)
 set(CPACK_MINFER_MULTIARCH)
 macro(minfer_deb_package component package section multiarch)
   string(TOUPPER "${component}" _c)
