@@ -354,452 +354,584 @@ static double over_rounds(const round_fig *r, int n, int per_s, int k, double *l
     return m;
 }
 
-int cmd_bench(int argc, char **argv) {
-    const char *providers = NULL, *threads_s = NULL, *runs_s = NULL, *warm_s = NULL,
-               *in_dir = NULL, *profile = NULL, *conc_s = NULL, *versus_s = NULL, *rounds_s = NULL;
-    int json = 0, help = 0, threads = -1, runs = 20, warmup = 3, check_nan = 0, force = 0, rc;
-    int concurrency = 1, versus = -1, rounds = 5;
-    side sides[2] = {{0}};
-    round_fig *rf = NULL;
-    double wall_ms = 0;
-    cli_list dims = {0}, shapes = {0};
-    const cli_opt opts[] = {
-        {"providers", 0, &providers, NULL, NULL}, {"threads", 0, &threads_s, NULL, NULL},
-        {"runs", 0, &runs_s, NULL, NULL},         {"warmup", 0, &warm_s, NULL, NULL},
-        {"inputs", 0, &in_dir, NULL, NULL},       {"json", 0, NULL, &json, NULL},
-        {"profile", 0, &profile, NULL, NULL},     {"check-nan", 0, NULL, &check_nan, NULL},
-        {"force", 0, NULL, &force, NULL},         {"dim", 0, NULL, NULL, &dims},
-        {"shape", 0, NULL, NULL, &shapes},        {"concurrency", 0, &conc_s, NULL, NULL},
-        {"versus", 0, &versus_s, NULL, NULL},     {"rounds", 0, &rounds_s, NULL, NULL},
-    };
-    char **pos = calloc((size_t)argc + 1, sizeof *pos);
-    size_t n_pos = 0, n_in = 0, n_out = 0;
-    minfer_options *opt = NULL;
-    minfer_session *s = NULL;
-    minfer_tensor **ins = NULL, **outs = NULL;
-    const char **names = NULL;
-    double *lat = NULL;
-    op_row *rows = NULL;
-    size_t n_rows = 0;
-    cli_out prof = {0};
-    minfer_status st;
+/* What the command line asked for. */
+typedef struct bench_args {
+    const char *model, *providers, *in_dir, *profile;
+    int json, threads, runs, warmup, check_nan, force, concurrency, versus, rounds;
+    cli_list dims, shapes;
+} bench_args;
 
-    if (!pos) {
-        fprintf(stderr, "minfer bench: out of memory\n");
-        return CLI_FAIL;
-    }
-    rc = cli_parse(CMD, argc, argv, opts, sizeof opts / sizeof opts[0], pos, &n_pos, &help);
-    if (rc)
-        goto done;
-    if (help) {
-        print_help();
-        goto done;
-    }
+/* Parses argc/argv into *a (pos holds the positional arguments); *help is
+ * set for --help. Returns a CLI_* code, having said what was wrong. */
+static int parse_args(int argc, char **argv, char **pos, bench_args *a, int *help) {
+    const char *threads_s = NULL, *runs_s = NULL, *warm_s = NULL, *conc_s = NULL,
+               *versus_s = NULL, *rounds_s = NULL;
+    const cli_opt opts[] = {
+        {"providers", 0, &a->providers, NULL, NULL}, {"threads", 0, &threads_s, NULL, NULL},
+        {"runs", 0, &runs_s, NULL, NULL},            {"warmup", 0, &warm_s, NULL, NULL},
+        {"inputs", 0, &a->in_dir, NULL, NULL},       {"json", 0, NULL, &a->json, NULL},
+        {"profile", 0, &a->profile, NULL, NULL},     {"check-nan", 0, NULL, &a->check_nan, NULL},
+        {"force", 0, NULL, &a->force, NULL},         {"dim", 0, NULL, NULL, &a->dims},
+        {"shape", 0, NULL, NULL, &a->shapes},        {"concurrency", 0, &conc_s, NULL, NULL},
+        {"versus", 0, &versus_s, NULL, NULL},        {"rounds", 0, &rounds_s, NULL, NULL},
+    };
+    size_t n_pos = 0;
+    int rc = cli_parse(CMD, argc, argv, opts, sizeof opts / sizeof opts[0], pos, &n_pos, help);
+    if (rc || *help)
+        return rc;
     if (n_pos != 1) {
         fprintf(stderr, "minfer bench: expected one MODEL argument, got %zu (see 'minfer bench "
                         "--help')\n",
                 n_pos);
-        rc = CLI_USAGE;
-        goto done;
+        return CLI_USAGE;
     }
-    if ((threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &threads))) ||
-        (runs_s && (rc = cli_parse_int(CMD, "--runs", runs_s, 1, 1000000, &runs))) ||
-        (warm_s && (rc = cli_parse_int(CMD, "--warmup", warm_s, 0, 1000000, &warmup))) ||
-        (conc_s && (rc = cli_parse_int(CMD, "--concurrency", conc_s, 1, 256, &concurrency))) ||
-        (rounds_s && (rc = cli_parse_int(CMD, "--rounds", rounds_s, 1, 10000, &rounds))))
-        goto done;
-    if (versus_s) {
-        for (int k = MINFER_SCHED_SEQUENTIAL; k <= MINFER_SCHED_PIPELINE; k++)
-            if (strcmp(versus_s, sched_name(k)) == 0)
-                versus = k;
-        if (versus < 0)
-            fprintf(stderr, "minfer bench: --versus '%s': not a scheduler (sequential, "
-                            "parallel, pipeline)\n",
-                    versus_s);
-        else if (profile)
-            fprintf(stderr, "minfer bench: --versus and --profile cannot go together (one "
-                            "profile of two sessions)\n");
-        else if ((double)runs * concurrency * rounds > MAX_VERSUS_RUNS)
-            fprintf(stderr, "minfer bench: --runs x --concurrency x --rounds is over %.0f runs a "
-                            "side\n",
-                    MAX_VERSUS_RUNS);
-        rc = versus < 0 || profile || (double)runs * concurrency * rounds > MAX_VERSUS_RUNS
-                 ? CLI_USAGE
-                 : 0;
-        if (rc)
-            goto done;
-    } else if (rounds_s) {
+    a->model = pos[0];
+    if ((threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &a->threads))) ||
+        (runs_s && (rc = cli_parse_int(CMD, "--runs", runs_s, 1, 1000000, &a->runs))) ||
+        (warm_s && (rc = cli_parse_int(CMD, "--warmup", warm_s, 0, 1000000, &a->warmup))) ||
+        (conc_s &&
+         (rc = cli_parse_int(CMD, "--concurrency", conc_s, 1, 256, &a->concurrency))) ||
+        (rounds_s && (rc = cli_parse_int(CMD, "--rounds", rounds_s, 1, 10000, &a->rounds))))
+        return rc;
+    if (!versus_s) {
+        if (!rounds_s)
+            return 0;
         fprintf(stderr, "minfer bench: --rounds needs --versus\n");
-        rc = CLI_USAGE;
-        goto done;
+        return CLI_USAGE;
     }
-    rc = CLI_FAIL;
-    if ((st = cli_make_options(providers, threads, &opt)) != MINFER_OK) {
-        fprintf(stderr, "minfer bench: %s\n", cli_error(st));
-        goto done;
-    }
-    if ((rc = cli_set_shapes(CMD, opt, &dims, &shapes)) != 0)
-        goto done;
-    rc = CLI_FAIL;
-    if (cli_set_diagnostics(CMD, opt, profile, force, &prof, check_nan, 0) != 0)
-        goto done;
-    double t0 = now_ms();
-    if ((st = minfer_session_create(pos[0], opt, &s)) != MINFER_OK) {
-        fprintf(stderr, "minfer bench: %s\n", cli_error(st));
-        goto done;
-    }
-    double create_ms = now_ms() - t0;
-    if ((rc = cli_check_shapes(CMD, s, &shapes)) != 0)
-        goto done;
-    rc = CLI_FAIL;
+    for (int k = MINFER_SCHED_SEQUENTIAL; k <= MINFER_SCHED_PIPELINE; k++)
+        if (strcmp(versus_s, sched_name(k)) == 0)
+            a->versus = k;
+    int too_many = (double)a->runs * a->concurrency * a->rounds > MAX_VERSUS_RUNS;
+    if (a->versus < 0)
+        fprintf(stderr, "minfer bench: --versus '%s': not a scheduler (sequential, "
+                        "parallel, pipeline)\n",
+                versus_s);
+    else if (a->profile)
+        fprintf(stderr, "minfer bench: --versus and --profile cannot go together (one "
+                        "profile of two sessions)\n");
+    else if (too_many)
+        fprintf(stderr, "minfer bench: --runs x --concurrency x --rounds is over %.0f runs a "
+                        "side\n",
+                MAX_VERSUS_RUNS);
+    return a->versus < 0 || a->profile || too_many ? CLI_USAGE : 0;
+}
 
-    n_in = minfer_session_input_count(s);
-    n_out = minfer_session_output_count(s);
-    ins = calloc(n_in + 1, sizeof *ins);
-    outs = calloc(n_out + 1, sizeof *outs);
-    names = calloc(n_in + 1, sizeof *names);
-    size_t per_side = (size_t)runs * (size_t)concurrency * (versus >= 0 ? (size_t)rounds : 1);
-    lat = calloc(per_side * (versus >= 0 ? 2 : 1), sizeof *lat);
-    if (versus >= 0) {
-        sides[1].outs = calloc(n_out + 1, sizeof *sides[1].outs);
-        rf = calloc((size_t)rounds, sizeof *rf);
+/* A bench under way: side 0 is the session of the model, side 1 --versus's
+ * second session; the inputs both run on; every timed latency. */
+typedef struct bench {
+    const bench_args *a;
+    side sides[2];
+    size_t n_in, n_out;
+    minfer_tensor **ins;
+    const char **names;
+    double *lat;     /* side 0's latencies, then (--versus) one round of side 1's */
+    size_t per_side; /* timed runs a side, every caller's and round's */
+    round_fig *rf;   /* --versus: each round's figures */
+    double create_ms, wall_ms;
+    int runs;      /* side 0's timed runs in all (the count the statistics cover) */
+    int pipelined; /* --concurrency requests in flight through the pipeline */
+} bench;
+
+/* The arrays a bench fills (side 0's outputs included). */
+static minfer_status alloc_bench(bench *b) {
+    const bench_args *a = b->a;
+    int versus = a->versus >= 0;
+    b->n_in = minfer_session_input_count(b->sides[0].s);
+    b->n_out = minfer_session_output_count(b->sides[0].s);
+    b->ins = calloc(b->n_in + 1, sizeof *b->ins);
+    b->sides[0].outs = calloc(b->n_out + 1, sizeof *b->sides[0].outs);
+    b->names = calloc(b->n_in + 1, sizeof *b->names);
+    b->per_side = (size_t)a->runs * (size_t)a->concurrency * (versus ? (size_t)a->rounds : 1);
+    b->lat = calloc(b->per_side * (versus ? 2 : 1), sizeof *b->lat);
+    if (versus) {
+        b->sides[1].outs = calloc(b->n_out + 1, sizeof *b->sides[1].outs);
+        b->rf = calloc((size_t)a->rounds, sizeof *b->rf);
     }
-    if (!ins || !outs || !names || !lat || (versus >= 0 && (!sides[1].outs || !rf))) {
-        fprintf(stderr, "minfer bench: out of memory\n");
-        goto done;
-    }
+    return b->ins && b->sides[0].outs && b->names && b->lat &&
+                   (!versus || (b->sides[1].outs && b->rf))
+               ? MINFER_OK
+               : MINFER_ERR_NOMEM;
+}
+
+/* Every input, from --inputs DIR or random (one seed, so every bench of a
+ * model runs on the same inputs). */
+static minfer_status load_inputs(bench *b) {
     uint64_t seed = 0x6d696e666572ull;
-    for (size_t k = 0; k < n_in; k++) {
+    for (size_t k = 0; k < b->n_in; k++) {
         minfer_value_info info;
-        if ((st = minfer_session_input_info(s, k, &info)) != MINFER_OK)
-            goto fail;
-        names[k] = info.name;
-        if (in_dir) {
+        minfer_status st = minfer_session_input_info(b->sides[0].s, k, &info);
+        if (st != MINFER_OK)
+            return st;
+        b->names[k] = info.name;
+        if (b->a->in_dir) {
             char path[4096];
-            snprintf(path, sizeof path, "%s/input_%zu.pb", in_dir, k);
-            st = minfer_value_load_pb(path, (minfer_value_kind)info.kind, &ins[k], NULL);
+            snprintf(path, sizeof path, "%s/input_%zu.pb", b->a->in_dir, k);
+            st = minfer_value_load_pb(path, (minfer_value_kind)info.kind, &b->ins[k], NULL);
         } else
-            st = cli_random_input(CMD, &info, &seed, &ins[k]);
+            st = cli_random_input(CMD, &info, &seed, &b->ins[k]);
         if (st != MINFER_OK)
-            goto fail;
+            return st;
     }
-    /* Side 0 is this session. Its first run allocates the outputs and
-     * later runs write into them, so the timed runs measure the runtime,
-     * not the allocator. */
+    return MINFER_OK;
+}
+
+/* Side 0's scheduler and, with --versus, the second session under its
+ * scheduler (opt is changed to make it). */
+static minfer_status open_sides(bench *b, minfer_options *opt) {
     minfer_schedule_info si = {.struct_size = sizeof si};
-    if ((st = minfer_session_schedule_info(s, &si)) != MINFER_OK)
-        goto fail;
-    sides[0] = (side){s, outs, si.scheduler == MINFER_SCHED_PIPELINE, sched_name(si.scheduler)};
-    int pipelined = concurrency > 1 && sides[0].pipelined;
-    if (versus >= 0) { /* the second session, timed beside this one */
-        if ((st = minfer_options_set_scheduler(opt, (minfer_scheduler)versus)) != MINFER_OK ||
-            (st = minfer_session_create(pos[0], opt, &sides[1].s)) != MINFER_OK)
-            goto fail;
-        sides[1].pipelined = versus == MINFER_SCHED_PIPELINE;
-        sides[1].name = sched_name(versus);
-    }
+    minfer_status st = minfer_session_schedule_info(b->sides[0].s, &si);
+    if (st != MINFER_OK)
+        return st;
+    b->sides[0].pipelined = si.scheduler == MINFER_SCHED_PIPELINE;
+    b->sides[0].name = sched_name(si.scheduler);
+    b->pipelined = b->a->concurrency > 1 && b->sides[0].pipelined;
+    int versus = b->a->versus;
+    if (versus < 0)
+        return MINFER_OK;
+    if ((st = minfer_options_set_scheduler(opt, (minfer_scheduler)versus)) != MINFER_OK ||
+        (st = minfer_session_create(b->a->model, opt, &b->sides[1].s)) != MINFER_OK)
+        return st;
+    b->sides[1].pipelined = versus == MINFER_SCHED_PIPELINE;
+    b->sides[1].name = sched_name(versus);
+    return MINFER_OK;
+}
+
+/* The untimed runs. Side 0's first run allocates the outputs and later
+ * runs write into them, so the timed runs measure the runtime, not the
+ * allocator. With several callers, or against a second session, every
+ * side is also warmed the way it will be timed (each caller's execution
+ * context and outputs, the pipeline's workers and every slot's arenas):
+ * otherwise the callers' first runs would be timed and the pipeline's
+ * would not. The session's statistics start after them. */
+static minfer_status warm_up(bench *b) {
+    const bench_args *a = b->a;
     double w;
-    if ((st = side_run(&sides[0], names, ins, n_in, n_out, warmup, 1, NULL, &w)) != MINFER_OK)
-        goto fail;
-    /* With several callers, or against a second session, every side is
-     * also warmed the way it will be timed (each caller's execution
-     * context and outputs, the pipeline's workers and every slot's
-     * arenas): otherwise the callers' first runs would be timed and the
-     * pipeline's would not. */
-    for (int k = 0; k < (versus >= 0 ? 2 : 1); k++)
-        if ((concurrency > 1 || versus >= 0) && warmup > 0 &&
-            (st = side_run(&sides[k], names, ins, n_in, n_out, warmup < runs ? warmup : runs,
-                           concurrency, lat, &w)) != MINFER_OK)
-            goto fail;
-    if ((st = minfer_session_reset_stats(s)) != MINFER_OK)
-        goto fail;
-    if (versus >= 0) {
-        /* The rounds, the two sides alternating, each side's latencies
-         * pooled (this session's are the figures printed as usual). */
-        size_t per_round = (size_t)runs * (size_t)concurrency;
-        double *tmp = lat + per_side; /* side 1's latencies of a round */
-        double *c = malloc(per_round * sizeof *c);
-        if (!c) {
-            st = MINFER_ERR_NOMEM;
-            goto fail;
+    minfer_status st =
+        side_run(&b->sides[0], b->names, b->ins, b->n_in, b->n_out, a->warmup, 1, NULL, &w);
+    if (st != MINFER_OK)
+        return st;
+    for (int k = 0; k < (a->versus >= 0 ? 2 : 1); k++)
+        if ((a->concurrency > 1 || a->versus >= 0) && a->warmup > 0 &&
+            (st = side_run(&b->sides[k], b->names, b->ins, b->n_in, b->n_out,
+                           a->warmup < a->runs ? a->warmup : a->runs, a->concurrency, b->lat,
+                           &w)) != MINFER_OK)
+            return st;
+    return minfer_session_reset_stats(b->sides[0].s);
+}
+
+/* --versus's rounds, the two sides alternating (the order flips every
+ * round), each side's latencies pooled: side 0's are the figures printed
+ * as usual. */
+static minfer_status time_versus(bench *b) {
+    const bench_args *a = b->a;
+    size_t per_round = (size_t)a->runs * (size_t)a->concurrency;
+    double *tmp = b->lat + b->per_side; /* side 1's latencies of a round */
+    double *c = malloc(per_round * sizeof *c), w;
+    minfer_status st = c ? MINFER_OK : MINFER_ERR_NOMEM;
+    for (int r = 0; r < a->rounds && st == MINFER_OK; r++)
+        for (int j = 0; j < 2 && st == MINFER_OK; j++) {
+            int k = (r & 1) ? 1 - j : j;
+            double *l = k == 0 ? b->lat + (size_t)r * per_round : tmp;
+            if ((st = side_run(&b->sides[k], b->names, b->ins, b->n_in, b->n_out, a->runs,
+                               a->concurrency, l, &w)) != MINFER_OK)
+                break;
+            b->rf[r].per_s[k] = w > 0 ? (double)per_round * 1e3 / w : 0;
+            if (k == 0)
+                b->wall_ms += w;
+            memcpy(c, l, per_round * sizeof *c);
+            b->rf[r].med[k] = median_of(c, per_round);
         }
-        for (int r = 0; r < rounds && st == MINFER_OK; r++)
-            for (int j = 0; j < 2 && st == MINFER_OK; j++) {
-                int k = (r & 1) ? 1 - j : j;
-                double *l = k == 0 ? lat + (size_t)r * per_round : tmp;
-                if ((st = side_run(&sides[k], names, ins, n_in, n_out, runs, concurrency, l,
-                                   &w)) != MINFER_OK)
-                    break;
-                rf[r].per_s[k] = w > 0 ? (double)per_round * 1e3 / w : 0;
-                if (k == 0)
-                    wall_ms += w;
-                memcpy(c, l, per_round * sizeof *c);
-                rf[r].med[k] = median_of(c, per_round);
-            }
-        free(c);
-        if (st != MINFER_OK)
-            goto fail;
-        runs *= concurrency * rounds;
-    } else {
-        if ((st = side_run(&sides[0], names, ins, n_in, n_out, runs, concurrency, lat,
-                           &wall_ms)) != MINFER_OK)
-            goto fail;
-        runs *= concurrency; /* the statistics below cover every caller's runs */
-    }
-    double sum = 0;
-    for (int i = 0; i < runs; i++)
-        sum += lat[i];
-    qsort(lat, (size_t)runs, sizeof *lat, cmp_double);
+    free(c);
+    b->runs = a->runs * a->concurrency * a->rounds;
+    return st;
+}
+
+/* The timed runs: --versus's rounds, or --runs runs from each caller. */
+static minfer_status time_runs(bench *b) {
+    const bench_args *a = b->a;
+    if (a->versus >= 0)
+        return time_versus(b);
+    b->runs = a->runs * a->concurrency; /* the statistics cover every caller's runs */
+    return side_run(&b->sides[0], b->names, b->ins, b->n_in, b->n_out, a->runs, a->concurrency,
+                    b->lat, &b->wall_ms);
+}
+
+/* What bench prints, from the latencies (sorted here) and the session. */
+typedef struct figures {
+    double sum, median, p90, p99, per_s;
     minfer_memory_info mem;
-    minfer_session_memory_info(s, &mem);
-    long rss = peak_rss_kib();
+    long rss;
     minfer_run_stats rs;
-    if ((st = minfer_session_stats(s, &rs)) != MINFER_OK)
-        goto fail;
-    double prof_ms = 0;
-    if (profile && !(rows = op_profile(s, &n_rows, &prof_ms))) {
+    op_row *rows; /* --profile's time per op type */
+    size_t n_rows;
+    double prof_ms;
+    size_t n_prov, *used; /* nodes each provider runs */
+    int n_threads;
+} figures;
+
+/* Fills *f; 0, or CLI_FAIL having said why. */
+static int gather(bench *b, figures *f) {
+    minfer_session *s = b->sides[0].s;
+    int runs = b->runs;
+    for (int i = 0; i < runs; i++)
+        f->sum += b->lat[i];
+    qsort(b->lat, (size_t)runs, sizeof *b->lat, cmp_double);
+    minfer_session_memory_info(s, &f->mem);
+    f->rss = peak_rss_kib();
+    minfer_status st = minfer_session_stats(s, &f->rs);
+    if (st != MINFER_OK) {
+        fprintf(stderr, "minfer bench: %s\n", cli_error(st));
+        return CLI_FAIL;
+    }
+    if (b->a->profile && !(f->rows = op_profile(s, &f->n_rows, &f->prof_ms))) {
         fprintf(stderr, "minfer bench: out of memory\n");
-        goto done;
+        return CLI_FAIL;
     }
     /* The providers that run nodes (a provider that loaded but took none
      * is left out), with their node counts. */
-    size_t n_prov = minfer_session_provider_count(s), *used = calloc(n_prov + 1, sizeof *used);
-    if (!used) {
+    f->n_prov = minfer_session_provider_count(s);
+    if (!(f->used = calloc(f->n_prov + 1, sizeof *f->used))) {
         fprintf(stderr, "minfer bench: out of memory\n");
-        goto done;
+        return CLI_FAIL;
     }
     for (size_t i = 0; i < minfer_session_node_count(s); i++) {
         minfer_node_placement p;
         if (minfer_session_node_placement(s, i, &p) != MINFER_OK)
             continue;
-        for (size_t j = 0; j < n_prov; j++)
+        for (size_t j = 0; j < f->n_prov; j++)
             if (strcmp(p.provider, minfer_session_provider_name(s, j)) == 0)
-                used[j]++;
+                f->used[j]++;
     }
-    int n_threads = minfer_session_thread_count(s);
+    f->n_threads = minfer_session_thread_count(s);
     /* One latency: the times measured around minfer_session_run here (the
      * session's own statistics, in --json's "stats", time the same runs
      * from inside and differ by the call's overhead). */
-    double median = percentile(lat, (size_t)runs, 0.5), p90 = percentile(lat, (size_t)runs, 0.9);
-    double p99 = percentile(lat, (size_t)runs, 0.99);
-    double per_s = wall_ms > 0 ? runs * 1e3 / wall_ms : 0.0;
-    if (json) {
-        json_t *root = json_object(), *jp = json_array(), *ji = json_array(), *jst = json_object();
-        json_object_set_new(root, "model", cli_json_str(pos[0]));
-        for (size_t k = 0; k < n_in; k++) {
-            json_t *o = json_object();
-            json_object_set_new(o, "name", cli_json_str(names[k]));
-            json_object_set_new(o, "type", json_string(minfer_dtype_name(minfer_tensor_dtype(ins[k]))));
-            json_object_set_new(o, "shape", cli_json_shape(minfer_tensor_dims(ins[k]), NULL,
-                                                           (int)minfer_tensor_rank(ins[k])));
-            json_array_append_new(ji, o);
+    f->median = percentile(b->lat, (size_t)runs, 0.5);
+    f->p90 = percentile(b->lat, (size_t)runs, 0.9);
+    f->p99 = percentile(b->lat, (size_t)runs, 0.99);
+    f->per_s = b->wall_ms > 0 ? runs * 1e3 / b->wall_ms : 0.0;
+    return 0;
+}
+
+/* --json's "versus": each round, the medians over the rounds and the ratios. */
+static json_t *json_versus(const bench *b) {
+    const round_fig *rf = b->rf;
+    int rounds = b->a->rounds;
+    json_t *jv = json_object(), *jr = json_array();
+    double lo, hi;
+    json_object_set_new(jv, "scheduler", json_string(b->sides[1].name));
+    json_object_set_new(jv, "base_scheduler", json_string(b->sides[0].name));
+    json_object_set_new(jv, "runs_per_round", json_integer(b->runs / rounds));
+    for (int r = 0; r < rounds; r++) {
+        json_t *o = json_object(), *m = json_array(), *t = json_array();
+        for (int k = 0; k < 2; k++) {
+            json_array_append_new(m, json_real(rf[r].med[k]));
+            json_array_append_new(t, json_real(rf[r].per_s[k]));
         }
-        json_object_set_new(root, "inputs", ji);
-        for (size_t j = 0; j < n_prov; j++)
-            if (used[j])
-                json_array_append_new(jp, cli_json_str(minfer_session_provider_name(s, j)));
-        json_object_set_new(root, "providers", jp);
-        json_object_set_new(root, "threads", json_integer(n_threads));
-        json_object_set_new(root, "create_ms", json_real(create_ms));
-        json_object_set_new(root, "runs", json_integer(runs));
-        json_object_set_new(root, "warmup", json_integer(warmup));
-        json_object_set_new(root, "min_ms", json_real(lat[0]));
-        json_object_set_new(root, "median_ms", json_real(median));
-        json_object_set_new(root, "p90_ms", json_real(p90));
-        json_object_set_new(root, "mean_ms", json_real(sum / runs));
-        json_object_set_new(root, "max_ms", json_real(lat[runs - 1]));
-        json_object_set_new(root, "p99_ms", json_real(p99));
-        json_object_set_new(root, "concurrency", json_integer(concurrency));
-        json_object_set_new(root, "runs_per_s", json_real(per_s));
-        json_object_set_new(root, "arena_bytes", json_integer((json_int_t)mem.arena_bytes));
-        json_object_set_new(root, "device_arena_bytes",
-                            json_integer((json_int_t)mem.device_arena_bytes));
-        json_object_set_new(root, "intermediate_bytes",
-                            json_integer((json_int_t)mem.intermediate_bytes));
-        json_object_set_new(root, "lower_bound_bytes",
-                            json_integer((json_int_t)mem.lower_bound_bytes));
-        json_object_set_new(root, "peak_rss_bytes", json_integer((json_int_t)rss * 1024));
-        json_object_set_new(jst, "runs", json_integer((json_int_t)rs.runs));
-        json_object_set_new(jst, "mean_ms", json_real(rs.mean_ms));
-        json_object_set_new(jst, "min_ms", json_real(rs.min_ms));
-        json_object_set_new(jst, "max_ms", json_real(rs.max_ms));
-        json_object_set_new(jst, "p50_ms", json_real(rs.p50_ms));
-        json_object_set_new(jst, "p90_ms", json_real(rs.p90_ms));
-        json_object_set_new(jst, "throughput_per_s", json_real(rs.throughput));
-        json_object_set_new(root, "stats", jst);
-        if (versus >= 0) {
-            json_t *jv = json_object(), *jr = json_array();
-            double lo, hi;
-            json_object_set_new(jv, "scheduler", json_string(sides[1].name));
-            json_object_set_new(jv, "base_scheduler", json_string(sides[0].name));
-            json_object_set_new(jv, "runs_per_round", json_integer(runs / rounds));
-            for (int r = 0; r < rounds; r++) {
-                json_t *o = json_object(), *m = json_array(), *t = json_array();
-                for (int k = 0; k < 2; k++) {
-                    json_array_append_new(m, json_real(rf[r].med[k]));
-                    json_array_append_new(t, json_real(rf[r].per_s[k]));
-                }
-                json_object_set_new(o, "median_ms", m);
-                json_object_set_new(o, "runs_per_s", t);
-                json_array_append_new(jr, o);
-            }
-            json_object_set_new(jv, "rounds", jr);
-            json_t *m = json_array(), *t = json_array();
-            for (int k = 0; k < 2; k++) {
-                json_array_append_new(m, json_real(over_rounds(rf, rounds, 0, k, &lo, &hi)));
-                json_array_append_new(t, json_real(over_rounds(rf, rounds, 1, k, &lo, &hi)));
-            }
-            json_object_set_new(jv, "median_ms", m);
-            json_object_set_new(jv, "runs_per_s", t);
-            json_object_set_new(jv, "latency_ratio",
-                                json_real(over_rounds(rf, rounds, 0, 2, &lo, &hi)));
-            json_object_set_new(jv, "throughput_ratio",
-                                json_real(over_rounds(rf, rounds, 1, 2, &lo, &hi)));
-            json_object_set_new(root, "versus", jv);
-        }
-        if (concurrency == 1 && !profile) {
-            json_t *jd = json_array();
-            for (size_t j = 0; j < n_prov; j++) {
-                minfer_device_counters c = {.struct_size = sizeof c};
-                if (minfer_session_device_counters(s, j, &c) != MINFER_OK)
-                    continue;
-                json_t *o = json_object();
-                json_object_set_new(o, "provider", cli_json_str(minfer_session_provider_name(s, j)));
-                json_object_set_new(o, "launches", json_integer((json_int_t)c.launches));
-                json_object_set_new(o, "syncs", json_integer((json_int_t)c.syncs));
-                json_object_set_new(o, "transfers", json_integer((json_int_t)c.transfers));
-                json_array_append_new(jd, o);
-            }
-            json_object_set_new(root, "device_counters", jd);
-        }
-        if (profile) {
-            json_t *ops = json_array();
-            json_object_set_new(root, "profile", cli_json_str(profile));
-            for (size_t i = 0; i < n_rows; i++) {
-                json_t *o = json_object();
-                json_object_set_new(o, "op", cli_json_str(rows[i].op));
-                json_object_set_new(o, "count", json_integer((json_int_t)rows[i].count));
-                json_object_set_new(o, "total_ms", json_real(rows[i].total_ms));
-                json_object_set_new(o, "ms_per_run", json_real(rows[i].ms_per_run));
-                json_object_set_new(o, "share",
-                                    json_real(prof_ms > 0 ? rows[i].total_ms / prof_ms : 0));
-                json_object_set_new(o, "gflops", json_real(gflops(&rows[i])));
-                json_array_append_new(ops, o);
-            }
-            json_object_set_new(root, "op_types", ops);
-        }
-        free(used);
-        if (cli_json_print(CMD, root) != 0)
-            goto done;
-    } else {
-        printf("model:           %s\n", pos[0]);
-        cli_print_inputs(stdout, names, ins, n_in);
-        printf("providers used: ");
-        for (size_t j = 0, k = 0; j < n_prov; j++)
-            if (used[j])
-                printf("%s %s (%zu nodes)", k++ ? "," : "", minfer_session_provider_name(s, j),
-                       used[j]);
-        printf("\nthreads:         %d\n", n_threads);
-        free(used);
-        printf("session create:  %.2f ms\n", create_ms);
-        printf("runs:            %d (after %d warm-up)\n", runs, warmup);
-        printf("latency:         min %.3f ms, median %.3f ms, p90 %.3f ms, mean %.3f ms, "
-               "max %.3f ms; %.2f runs/s\n",
-               lat[0], median, p90, sum / runs, lat[runs - 1], sum > 0 ? runs * 1e3 / sum : 0.0);
-        if (pipelined)
-            printf("throughput:      %.2f runs/s over the wall time, %d requests in flight "
-                   "through the pipeline (each request: median %.3f ms, 99th percentile %.3f "
-                   "ms)\n",
-                   per_s, concurrency, median, p99);
-        else if (concurrency > 1)
-            printf("throughput:      %.2f runs/s over the wall time, from %d callers at once "
-                   "(each run: median %.3f ms, 99th percentile %.3f ms)\n",
-                   per_s, concurrency, median, p99);
-        printf("arena:           %.2f MiB host", (double)mem.arena_bytes / 1048576.0);
-        if (mem.device_arena_bytes)
-            printf(", %.2f MiB device", (double)mem.device_arena_bytes / 1048576.0);
-        printf(" (all intermediates %.2f MiB, lower bound %.2f MiB)\n",
-               (double)mem.intermediate_bytes / 1048576.0,
-               (double)mem.lower_bound_bytes / 1048576.0);
-        printf("peak RSS:        %.1f MiB\n", (double)rss / 1024.0);
-        if (versus >= 0) {
-            const char *a = sides[0].name, *b = sides[1].name;
-            double lo, hi, lo2, hi2;
-            printf("versus:          %s (a second session) against %s, %d alternating rounds "
-                   "of %d runs each%s\n",
-                   b, a, rounds, runs / rounds, concurrency > 1 ? " (all callers)" : "");
-            for (int r = 0; r < rounds; r++)
-                printf("  round %-3d      %s %.3f ms, %.2f runs/s; %s %.3f ms, %.2f runs/s\n",
-                       r + 1, a, rf[r].med[0], rf[r].per_s[0], b, rf[r].med[1], rf[r].per_s[1]);
-            for (int k = 0; k < 2; k++) {
-                double m = over_rounds(rf, rounds, 0, k, &lo, &hi);
-                double t = over_rounds(rf, rounds, 1, k, &lo2, &hi2);
-                printf("  %-14s median of the rounds' medians %.3f ms (%.3f-%.3f), %.2f runs/s "
-                       "(%.2f-%.2f)\n",
-                       sides[k].name, m, lo, hi, t, lo2, hi2);
-            }
-            double lr = over_rounds(rf, rounds, 0, 2, &lo, &hi);
-            double tr = over_rounds(rf, rounds, 1, 2, &lo2, &hi2);
-            printf("  %s / %s: latency %.3f (rounds %.3f-%.3f), throughput %.3f (rounds "
-                   "%.3f-%.3f)\n",
-                   b, a, lr, lo, hi, tr, lo2, hi2);
-        }
-        /* A device provider's counts of the last run; with --profile every
-         * node ends a "run" (it waits for the device), and concurrent
-         * callers share one count, so neither says what a run does. */
-        for (size_t j = 0; concurrency == 1 && !profile && j < n_prov; j++) {
-            minfer_device_counters c = {.struct_size = sizeof c};
-            if (minfer_session_device_counters(s, j, &c) == MINFER_OK)
-                printf("device:          %s per run: %llu kernel launches, %llu host "
-                       "synchronisations, %llu host transfers\n",
-                       minfer_session_provider_name(s, j), (unsigned long long)c.launches,
-                       (unsigned long long)c.syncs, (unsigned long long)c.transfers);
-        }
-        if (profile) {
-            /* Node times cover every profiled run, the warm-up included;
-             * ms/run is each node's mean, so the two agree per run. */
-            double per_run = 0;
-            int wop = 28;
-            for (size_t i = 0; i < n_rows; i++) {
-                per_run += rows[i].ms_per_run;
-                wop = (int)strlen(rows[i].op) > wop ? (int)strlen(rows[i].op) : wop;
-            }
-            printf("profile:         %s (written at the end)\n", profile);
-            printf("time per op type (%d profiled runs, warm-up included; the nodes add up to "
-                   "%.3f ms a run):\n",
-                   warmup + runs, per_run);
-            printf("  %-*s %6s %12s %10s %7s %9s\n", wop, "op", "nodes", "total ms", "ms/run",
-                   "share", "GFLOPS");
-            for (size_t i = 0; i < n_rows; i++)
-                printf("  %-*s %6zu %12.3f %10.4f %6.1f%% %9.2f\n", wop, rows[i].op,
-                       rows[i].count, rows[i].total_ms, rows[i].ms_per_run,
-                       prof_ms > 0 ? 100.0 * rows[i].total_ms / prof_ms : 0.0, gflops(&rows[i]));
-        }
+        json_object_set_new(o, "median_ms", m);
+        json_object_set_new(o, "runs_per_s", t);
+        json_array_append_new(jr, o);
     }
-    rc = CLI_OK;
-    goto done;
-fail:
-    fprintf(stderr, "minfer bench: %s\n", cli_error(st));
+    json_object_set_new(jv, "rounds", jr);
+    json_t *m = json_array(), *t = json_array();
+    for (int k = 0; k < 2; k++) {
+        json_array_append_new(m, json_real(over_rounds(rf, rounds, 0, k, &lo, &hi)));
+        json_array_append_new(t, json_real(over_rounds(rf, rounds, 1, k, &lo, &hi)));
+    }
+    json_object_set_new(jv, "median_ms", m);
+    json_object_set_new(jv, "runs_per_s", t);
+    json_object_set_new(jv, "latency_ratio", json_real(over_rounds(rf, rounds, 0, 2, &lo, &hi)));
+    json_object_set_new(jv, "throughput_ratio",
+                        json_real(over_rounds(rf, rounds, 1, 2, &lo, &hi)));
+    return jv;
+}
+
+/* --json's "device_counters": each device provider's counts of the last run. */
+static json_t *json_device_counters(const bench *b, const figures *f) {
+    json_t *jd = json_array();
+    for (size_t j = 0; j < f->n_prov; j++) {
+        minfer_device_counters c = {.struct_size = sizeof c};
+        if (minfer_session_device_counters(b->sides[0].s, j, &c) != MINFER_OK)
+            continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "provider",
+                            cli_json_str(minfer_session_provider_name(b->sides[0].s, j)));
+        json_object_set_new(o, "launches", json_integer((json_int_t)c.launches));
+        json_object_set_new(o, "syncs", json_integer((json_int_t)c.syncs));
+        json_object_set_new(o, "transfers", json_integer((json_int_t)c.transfers));
+        json_array_append_new(jd, o);
+    }
+    return jd;
+}
+
+/* --json's "op_types": --profile's time per op type. */
+static json_t *json_op_types(const figures *f) {
+    json_t *ops = json_array();
+    for (size_t i = 0; i < f->n_rows; i++) {
+        const op_row *r = &f->rows[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "op", cli_json_str(r->op));
+        json_object_set_new(o, "count", json_integer((json_int_t)r->count));
+        json_object_set_new(o, "total_ms", json_real(r->total_ms));
+        json_object_set_new(o, "ms_per_run", json_real(r->ms_per_run));
+        json_object_set_new(o, "share", json_real(f->prof_ms > 0 ? r->total_ms / f->prof_ms : 0));
+        json_object_set_new(o, "gflops", json_real(gflops(r)));
+        json_array_append_new(ops, o);
+    }
+    return ops;
+}
+
+/* --json: one object on standard output. */
+static int print_json(const bench *b, const figures *f) {
+    const bench_args *a = b->a;
+    minfer_session *s = b->sides[0].s;
+    const double *lat = b->lat;
+    int runs = b->runs;
+    json_t *root = json_object(), *jp = json_array(), *ji = json_array(), *jst = json_object();
+    json_object_set_new(root, "model", cli_json_str(a->model));
+    for (size_t k = 0; k < b->n_in; k++) {
+        const minfer_tensor *in = b->ins[k];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", cli_json_str(b->names[k]));
+        json_object_set_new(o, "type", json_string(minfer_dtype_name(minfer_tensor_dtype(in))));
+        json_object_set_new(o, "shape", cli_json_shape(minfer_tensor_dims(in), NULL,
+                                                       (int)minfer_tensor_rank(in)));
+        json_array_append_new(ji, o);
+    }
+    json_object_set_new(root, "inputs", ji);
+    for (size_t j = 0; j < f->n_prov; j++)
+        if (f->used[j])
+            json_array_append_new(jp, cli_json_str(minfer_session_provider_name(s, j)));
+    json_object_set_new(root, "providers", jp);
+    json_object_set_new(root, "threads", json_integer(f->n_threads));
+    json_object_set_new(root, "create_ms", json_real(b->create_ms));
+    json_object_set_new(root, "runs", json_integer(runs));
+    json_object_set_new(root, "warmup", json_integer(a->warmup));
+    json_object_set_new(root, "min_ms", json_real(lat[0]));
+    json_object_set_new(root, "median_ms", json_real(f->median));
+    json_object_set_new(root, "p90_ms", json_real(f->p90));
+    json_object_set_new(root, "mean_ms", json_real(f->sum / runs));
+    json_object_set_new(root, "max_ms", json_real(lat[runs - 1]));
+    json_object_set_new(root, "p99_ms", json_real(f->p99));
+    json_object_set_new(root, "concurrency", json_integer(a->concurrency));
+    json_object_set_new(root, "runs_per_s", json_real(f->per_s));
+    json_object_set_new(root, "arena_bytes", json_integer((json_int_t)f->mem.arena_bytes));
+    json_object_set_new(root, "device_arena_bytes",
+                        json_integer((json_int_t)f->mem.device_arena_bytes));
+    json_object_set_new(root, "intermediate_bytes",
+                        json_integer((json_int_t)f->mem.intermediate_bytes));
+    json_object_set_new(root, "lower_bound_bytes",
+                        json_integer((json_int_t)f->mem.lower_bound_bytes));
+    json_object_set_new(root, "peak_rss_bytes", json_integer((json_int_t)f->rss * 1024));
+    json_object_set_new(jst, "runs", json_integer((json_int_t)f->rs.runs));
+    json_object_set_new(jst, "mean_ms", json_real(f->rs.mean_ms));
+    json_object_set_new(jst, "min_ms", json_real(f->rs.min_ms));
+    json_object_set_new(jst, "max_ms", json_real(f->rs.max_ms));
+    json_object_set_new(jst, "p50_ms", json_real(f->rs.p50_ms));
+    json_object_set_new(jst, "p90_ms", json_real(f->rs.p90_ms));
+    json_object_set_new(jst, "throughput_per_s", json_real(f->rs.throughput));
+    json_object_set_new(root, "stats", jst);
+    if (a->versus >= 0)
+        json_object_set_new(root, "versus", json_versus(b));
+    if (a->concurrency == 1 && !a->profile)
+        json_object_set_new(root, "device_counters", json_device_counters(b, f));
+    if (a->profile) {
+        json_object_set_new(root, "profile", cli_json_str(a->profile));
+        json_object_set_new(root, "op_types", json_op_types(f));
+    }
+    return cli_json_print(CMD, root) != 0 ? CLI_FAIL : CLI_OK;
+}
+
+/* --versus in text: each round, the medians over the rounds and the ratios. */
+static void print_versus(const bench *b) {
+    const round_fig *rf = b->rf;
+    int rounds = b->a->rounds;
+    const char *x = b->sides[0].name, *y = b->sides[1].name;
+    double lo, hi, lo2, hi2;
+    printf("versus:          %s (a second session) against %s, %d alternating rounds "
+           "of %d runs each%s\n",
+           y, x, rounds, b->runs / rounds, b->a->concurrency > 1 ? " (all callers)" : "");
+    for (int r = 0; r < rounds; r++)
+        printf("  round %-3d      %s %.3f ms, %.2f runs/s; %s %.3f ms, %.2f runs/s\n", r + 1, x,
+               rf[r].med[0], rf[r].per_s[0], y, rf[r].med[1], rf[r].per_s[1]);
+    for (int k = 0; k < 2; k++) {
+        double m = over_rounds(rf, rounds, 0, k, &lo, &hi);
+        double t = over_rounds(rf, rounds, 1, k, &lo2, &hi2);
+        printf("  %-14s median of the rounds' medians %.3f ms (%.3f-%.3f), %.2f runs/s "
+               "(%.2f-%.2f)\n",
+               b->sides[k].name, m, lo, hi, t, lo2, hi2);
+    }
+    double lr = over_rounds(rf, rounds, 0, 2, &lo, &hi);
+    double tr = over_rounds(rf, rounds, 1, 2, &lo2, &hi2);
+    printf("  %s / %s: latency %.3f (rounds %.3f-%.3f), throughput %.3f (rounds "
+           "%.3f-%.3f)\n",
+           y, x, lr, lo, hi, tr, lo2, hi2);
+}
+
+/* --profile in text: time per op type. Node times cover every profiled
+ * run, the warm-up included; ms/run is each node's mean, so the two agree
+ * per run. */
+static void print_profile(const bench *b, const figures *f) {
+    double per_run = 0;
+    int wop = 28;
+    for (size_t i = 0; i < f->n_rows; i++) {
+        per_run += f->rows[i].ms_per_run;
+        wop = (int)strlen(f->rows[i].op) > wop ? (int)strlen(f->rows[i].op) : wop;
+    }
+    printf("profile:         %s (written at the end)\n", b->a->profile);
+    printf("time per op type (%d profiled runs, warm-up included; the nodes add up to "
+           "%.3f ms a run):\n",
+           b->a->warmup + b->runs, per_run);
+    printf("  %-*s %6s %12s %10s %7s %9s\n", wop, "op", "nodes", "total ms", "ms/run", "share",
+           "GFLOPS");
+    for (size_t i = 0; i < f->n_rows; i++) {
+        const op_row *r = &f->rows[i];
+        printf("  %-*s %6zu %12.3f %10.4f %6.1f%% %9.2f\n", wop, r->op, r->count, r->total_ms,
+               r->ms_per_run, f->prof_ms > 0 ? 100.0 * r->total_ms / f->prof_ms : 0.0,
+               gflops(r));
+    }
+}
+
+/* The figures as text. */
+static void print_text(const bench *b, const figures *f) {
+    const bench_args *a = b->a;
+    minfer_session *s = b->sides[0].s;
+    const double *lat = b->lat;
+    int runs = b->runs;
+    printf("model:           %s\n", a->model);
+    cli_print_inputs(stdout, b->names, b->ins, b->n_in);
+    printf("providers used: ");
+    for (size_t j = 0, k = 0; j < f->n_prov; j++)
+        if (f->used[j])
+            printf("%s %s (%zu nodes)", k++ ? "," : "", minfer_session_provider_name(s, j),
+                   f->used[j]);
+    printf("\nthreads:         %d\n", f->n_threads);
+    printf("session create:  %.2f ms\n", b->create_ms);
+    printf("runs:            %d (after %d warm-up)\n", runs, a->warmup);
+    printf("latency:         min %.3f ms, median %.3f ms, p90 %.3f ms, mean %.3f ms, "
+           "max %.3f ms; %.2f runs/s\n",
+           lat[0], f->median, f->p90, f->sum / runs, lat[runs - 1],
+           f->sum > 0 ? runs * 1e3 / f->sum : 0.0);
+    if (b->pipelined)
+        printf("throughput:      %.2f runs/s over the wall time, %d requests in flight "
+               "through the pipeline (each request: median %.3f ms, 99th percentile %.3f "
+               "ms)\n",
+               f->per_s, a->concurrency, f->median, f->p99);
+    else if (a->concurrency > 1)
+        printf("throughput:      %.2f runs/s over the wall time, from %d callers at once "
+               "(each run: median %.3f ms, 99th percentile %.3f ms)\n",
+               f->per_s, a->concurrency, f->median, f->p99);
+    printf("arena:           %.2f MiB host", (double)f->mem.arena_bytes / 1048576.0);
+    if (f->mem.device_arena_bytes)
+        printf(", %.2f MiB device", (double)f->mem.device_arena_bytes / 1048576.0);
+    printf(" (all intermediates %.2f MiB, lower bound %.2f MiB)\n",
+           (double)f->mem.intermediate_bytes / 1048576.0,
+           (double)f->mem.lower_bound_bytes / 1048576.0);
+    printf("peak RSS:        %.1f MiB\n", (double)f->rss / 1024.0);
+    if (a->versus >= 0)
+        print_versus(b);
+    /* A device provider's counts of the last run; with --profile every
+     * node ends a "run" (it waits for the device), and concurrent callers
+     * share one count, so neither says what a run does. */
+    for (size_t j = 0; a->concurrency == 1 && !a->profile && j < f->n_prov; j++) {
+        minfer_device_counters c = {.struct_size = sizeof c};
+        if (minfer_session_device_counters(s, j, &c) == MINFER_OK)
+            printf("device:          %s per run: %llu kernel launches, %llu host "
+                   "synchronisations, %llu host transfers\n",
+                   minfer_session_provider_name(s, j), (unsigned long long)c.launches,
+                   (unsigned long long)c.syncs, (unsigned long long)c.transfers);
+    }
+    if (a->profile)
+        print_profile(b, f);
+}
+
+/* Creates side 0's session (timed) under the options the arguments make;
+ * a CLI_* code, having said what was wrong. */
+static int open_session(const bench_args *a, minfer_options **opt, cli_out *prof, bench *b) {
+    minfer_status st = cli_make_options(a->providers, a->threads, opt);
+    int rc;
+    if (st != MINFER_OK) {
+        fprintf(stderr, "minfer bench: %s\n", cli_error(st));
+        return CLI_FAIL;
+    }
+    if ((rc = cli_set_shapes(CMD, *opt, &a->dims, &a->shapes)) != 0)
+        return rc;
+    if (cli_set_diagnostics(CMD, *opt, a->profile, a->force, prof, a->check_nan, 0) != 0)
+        return CLI_FAIL;
+    double t0 = now_ms();
+    if ((st = minfer_session_create(a->model, *opt, &b->sides[0].s)) != MINFER_OK) {
+        fprintf(stderr, "minfer bench: %s\n", cli_error(st));
+        return CLI_FAIL;
+    }
+    b->create_ms = now_ms() - t0;
+    return cli_check_shapes(CMD, b->sides[0].s, &a->shapes);
+}
+
+/* The bench's arrays and second session (side 0's session is freed by
+ * cli_finish_profile, which writes the profile first). */
+static void free_bench(bench *b) {
+    for (size_t k = 0; b->ins && k < b->n_in; k++)
+        minfer_tensor_free(b->ins[k]);
+    for (int j = 0; j < 2; j++) {
+        for (size_t k = 0; b->sides[j].outs && k < b->n_out; k++)
+            minfer_tensor_free(b->sides[j].outs[k]);
+        free(b->sides[j].outs);
+    }
+    free(b->ins);
+    free(b->names);
+    free(b->lat);
+    free(b->rf);
+    minfer_session_free(b->sides[1].s);
+}
+
+/* minfer bench: parse, open the session, make the inputs, warm up, time,
+ * print. */
+int cmd_bench(int argc, char **argv) {
+    bench_args a = {.threads = -1, .runs = 20, .warmup = 3, .concurrency = 1, .versus = -1,
+                    .rounds = 5};
+    bench b = {.a = &a};
+    figures f = {0};
+    minfer_options *opt = NULL;
+    cli_out prof = {0};
+    minfer_status st = MINFER_OK;
+    int help = 0, rc;
+    char **pos = calloc((size_t)argc + 1, sizeof *pos);
+
+    if (!pos) {
+        fprintf(stderr, "minfer bench: out of memory\n");
+        return CLI_FAIL;
+    }
+    rc = parse_args(argc, argv, pos, &a, &help);
+    if (rc || help) {
+        if (!rc)
+            print_help();
+        goto done;
+    }
+    if ((rc = open_session(&a, &opt, &prof, &b)) != 0)
+        goto done;
+    rc = CLI_FAIL;
+    if (alloc_bench(&b) != MINFER_OK) {
+        fprintf(stderr, "minfer bench: out of memory\n");
+        goto done;
+    }
+    if ((st = load_inputs(&b)) != MINFER_OK || (st = open_sides(&b, opt)) != MINFER_OK ||
+        (st = warm_up(&b)) != MINFER_OK || (st = time_runs(&b)) != MINFER_OK) {
+        fprintf(stderr, "minfer bench: %s\n", cli_error(st));
+        goto done;
+    }
+    if ((rc = gather(&b, &f)) != 0)
+        goto done;
+    rc = a.json ? print_json(&b, &f) : (print_text(&b, &f), CLI_OK);
 done:
-    for (size_t k = 0; ins && k < n_in; k++)
-        minfer_tensor_free(ins[k]);
-    for (size_t k = 0; outs && k < n_out; k++)
-        minfer_tensor_free(outs[k]);
-    free(ins);
-    free(outs);
-    free(names);
-    free(lat);
-    free(rows);
-    free(rf);
-    for (size_t k = 0; sides[1].outs && k < n_out; k++)
-        minfer_tensor_free(sides[1].outs[k]);
-    free(sides[1].outs);
-    minfer_session_free(sides[1].s);
-    if (cli_finish_profile(CMD, &s, &prof) != 0)
+    free(f.rows);
+    free(f.used);
+    free_bench(&b);
+    if (cli_finish_profile(CMD, &b.sides[0].s, &prof) != 0)
         rc = CLI_FAIL;
     minfer_options_free(opt);
-    free(dims.v);
-    free(shapes.v);
+    free(a.dims.v);
+    free(a.shapes.v);
     free(pos);
     return rc;
 }
