@@ -556,9 +556,31 @@ static PyObject *Builder_add_initializer(BuilderObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The UTF-8 of a name (kept by s); NULL with an exception for a non-str, a
+ * lone surrogate (UnicodeEncodeError) or a NUL inside, which C would read
+ * as the name's end: "A\0x" must not be taken for "A". */
+static const char *name_utf8(PyObject *s, const char *what) {
+    if (!PyUnicode_Check(s)) {
+        PyErr_Format(PyExc_TypeError, "%s: a name must be str, not %s", what, Py_TYPE(s)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t len;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &len);
+    if (u && strlen(u) != (size_t)len) {
+        PyErr_Format(PyExc_ValueError, "%s: the name %R holds a NUL character", what, s);
+        return NULL;
+    }
+    return u;
+}
+
 /* *out: a PyMem array of the UTF-8 strings of a sequence of str (free it
  * with PyMem_Free); returns the PySequence_Fast that keeps them alive, or NULL. */
 static PyObject *string_list(PyObject *obj, const char ***out, Py_ssize_t *n, const char *what) {
+    /* A str is a sequence of its characters: "C" would be the names 'C'. */
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj) || PyByteArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s, not %s", what, Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
     PyObject *seq = PySequence_Fast(obj, what);
     if (!seq)
         return NULL;
@@ -570,7 +592,7 @@ static PyObject *string_list(PyObject *obj, const char ***out, Py_ssize_t *n, co
         return NULL;
     }
     for (Py_ssize_t i = 0; i < *n; i++) {
-        (*out)[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+        (*out)[i] = name_utf8(PySequence_Fast_GET_ITEM(seq, i), what);
         if (!(*out)[i]) {
             PyMem_Free(*out);
             *out = NULL;
@@ -1143,6 +1165,24 @@ static int session_ready(SessionObject *self) {
     return 0;
 }
 
+/* A call that uses self->s holds the session from its first use to its
+ * last: converting its arguments can run Python code (an __array__, a
+ * __fspath__, a finalizer, another thread while the GIL is let go) that
+ * calls close(), which refuses while active > 0. The reference keeps self
+ * from being deallocated meanwhile. */
+static int session_enter(SessionObject *self) {
+    if (!session_ready(self))
+        return 0;
+    Py_INCREF(self);
+    self->active++;
+    return 1;
+}
+
+static void session_leave(SessionObject *self) {
+    self->active--;
+    Py_DECREF(self);
+}
+
 /* close(): frees the session now; requests in flight end cancelled. */
 static PyObject *Session_close(SessionObject *self, PyObject *unused) {
     (void)unused;
@@ -1150,8 +1190,8 @@ static PyObject *Session_close(SessionObject *self, PyObject *unused) {
         return PyErr_Format(exc_fail, "close: not from a callback of this session's requests (it "
                                       "runs on a worker that closing waits for)");
     if (self->active > 0)
-        return PyErr_Format(exc_fail, "close: %zd call(s) of this session are still running on "
-                                      "other threads", self->active);
+        return PyErr_Format(exc_fail, "close: %zd call(s) of this session are still running (on "
+                                      "this thread or others)", self->active);
     self->closed = 1;
     session_release(self);
     Py_RETURN_NONE;
@@ -1235,10 +1275,8 @@ static int feed_make(minfer_session *s, PyObject *dict, feed *f) {
     for (Py_ssize_t item = 0; item < n; item++) {
         PyObject *k = PyTuple_GET_ITEM(PyList_GET_ITEM(items, item), 0);
         PyObject *v = PyTuple_GET_ITEM(PyList_GET_ITEM(items, item), 1);
-        const char *name = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+        const char *name = name_utf8(k, "input_feed");
         if (!name) {
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_TypeError, "input names must be str, not %s", Py_TYPE(k)->tp_name);
             feed_free(f);
             return -1;
         }
@@ -1257,8 +1295,11 @@ static int feed_make(minfer_session *s, PyObject *dict, feed *f) {
             /* Name the input in a conversion error. */
             PyErr_Fetch(&type, &value, &tb);
             PyErr_NormalizeException(&type, &value, &tb);
-            PyErr_Format(type ? type : exc_invalid_argument, "input '%s': %S", name,
-                         value ? value : Py_None);
+            /* A UnicodeError takes five arguments, not a message: text that
+             * cannot be UTF-8 is an invalid argument. */
+            PyObject *cls = !type || PyErr_GivenExceptionMatches(type, PyExc_UnicodeError)
+                ? exc_invalid_argument : type;
+            PyErr_Format(cls, "input '%s': %S", name, value ? value : Py_None);
             Py_XDECREF(type);
             Py_XDECREF(value);
             Py_XDECREF(tb);
@@ -1317,12 +1358,10 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
     if (ro)
         ro->active++;
     const minfer_run_options *cro = ro ? ro->ro : NULL;
-    self->active++;
     Py_BEGIN_ALLOW_THREADS
     st = minfer_session_run_with_options(s, cro, f.names, (const minfer_tensor *const *)f.values,
                                          f.n, out_names, outs, (size_t)n_out);
     Py_END_ALLOW_THREADS
-    self->active--;
     if (ro)
         ro->active--;
     Py_XDECREF(ro);
@@ -1358,11 +1397,9 @@ static PyObject *Session_prepare(SessionObject *self, PyObject *dict) {
         return NULL;
     minfer_status st;
     minfer_session *s = self->s;
-    self->active++;
     Py_BEGIN_ALLOW_THREADS
     st = minfer_session_prepare(s, f.names, (const minfer_tensor *const *)f.values, f.n);
     Py_END_ALLOW_THREADS
-    self->active--;
     feed_free(&f);
     CHECK(st);
     Py_RETURN_NONE;
@@ -1559,7 +1596,6 @@ static PyObject *Session_submit(SessionObject *self, PyObject *args, PyObject *k
     minfer_session *s = self->s;
     minfer_request *r = NULL;
     minfer_status st;
-    self->active++;
     Py_BEGIN_ALLOW_THREADS
     if (block)
         st = minfer_session_submit(s, f.names, (const minfer_tensor *const *)f.values, f.n,
@@ -1568,7 +1604,6 @@ static PyObject *Session_submit(SessionObject *self, PyObject *args, PyObject *k
         st = minfer_session_try_submit(s, f.names, (const minfer_tensor *const *)f.values, f.n,
                                        request_done, req, &r);
     Py_END_ALLOW_THREADS
-    self->active--;
     feed_free(&f); /* submit copied the inputs */
     if (st != MINFER_OK) {
         raise_status(st); /* nothing was queued: no callback comes */
@@ -1793,35 +1828,68 @@ static PyObject *Session_schedule(SessionObject *self, PyObject *unused) {
                          (unsigned long long)si.sequential_arena_bytes);
 }
 
+/* Every method but close holds the session for the call (session_enter). */
+#define HELD(fn)                                                                               \
+    static PyObject *fn##_held(SessionObject *self, PyObject *arg) {                           \
+        if (!session_enter(self))                                                              \
+            return NULL;                                                                       \
+        PyObject *r = fn(self, arg);                                                           \
+        session_leave(self);                                                                   \
+        return r;                                                                              \
+    }
+HELD(Session_inputs)
+HELD(Session_memory)
+HELD(Session_metadata)
+HELD(Session_node_profile)
+HELD(Session_outputs)
+HELD(Session_placement)
+HELD(Session_prepare)
+HELD(Session_providers)
+HELD(Session_reset_stats)
+HELD(Session_run)
+HELD(Session_schedule)
+HELD(Session_stats)
+HELD(Session_thread_count)
+HELD(Session_write_dot)
+HELD(Session_write_profile)
+
+static PyObject *Session_submit_held(SessionObject *self, PyObject *args, PyObject *kw) {
+    if (!session_enter(self))
+        return NULL;
+    PyObject *r = Session_submit(self, args, kw);
+    session_leave(self);
+    return r;
+}
+
 static PyMethodDef Session_methods[] = {
-    {"metadata", (PyCFunction)Session_metadata, METH_NOARGS, "the model's metadata, as a dict"},
-    {"thread_count", (PyCFunction)Session_thread_count, METH_NOARGS,
+    {"metadata", (PyCFunction)Session_metadata_held, METH_NOARGS, "the model's metadata, as a dict"},
+    {"thread_count", (PyCFunction)Session_thread_count_held, METH_NOARGS,
      "threads of the session's pool, the calling thread included"},
-    {"schedule", (PyCFunction)Session_schedule, METH_NOARGS,
+    {"schedule", (PyCFunction)Session_schedule_held, METH_NOARGS,
      "the scheduler and its figures (minfer_session_schedule_info), as a dict"},
-    {"inputs", (PyCFunction)Session_inputs, METH_NOARGS, "the graph inputs, as dicts"},
-    {"outputs", (PyCFunction)Session_outputs, METH_NOARGS, "the graph outputs, as dicts"},
-    {"submit", (PyCFunction)(void (*)(void))Session_submit, METH_VARARGS | METH_KEYWORDS,
+    {"inputs", (PyCFunction)Session_inputs_held, METH_NOARGS, "the graph inputs, as dicts"},
+    {"outputs", (PyCFunction)Session_outputs_held, METH_NOARGS, "the graph outputs, as dicts"},
+    {"submit", (PyCFunction)(void (*)(void))Session_submit_held, METH_VARARGS | METH_KEYWORDS,
      "submit(input_feed, callback=None, block=True) -> Request"},
     {"close", (PyCFunction)Session_close, METH_NOARGS,
      "frees the session now; requests in flight end cancelled"},
-    {"run", (PyCFunction)Session_run, METH_VARARGS,
+    {"run", (PyCFunction)Session_run_held, METH_VARARGS,
      "run(output_names or None, {name: value}, run_options=None) -> list of values"},
-    {"prepare", (PyCFunction)Session_prepare, METH_O,
+    {"prepare", (PyCFunction)Session_prepare_held, METH_O,
      "prepare({name: array}): plan for these shapes without running"},
-    {"providers", (PyCFunction)Session_providers, METH_NOARGS,
+    {"providers", (PyCFunction)Session_providers_held, METH_NOARGS,
      "the providers that loaded, in preference order"},
-    {"placement", (PyCFunction)Session_placement, METH_NOARGS,
+    {"placement", (PyCFunction)Session_placement_held, METH_NOARGS,
      "each node's provider, and why the providers before it declined"},
-    {"memory", (PyCFunction)Session_memory, METH_NOARGS,
+    {"memory", (PyCFunction)Session_memory_held, METH_NOARGS,
      "the last plan's memory figures and planned buffers; None before any"},
-    {"stats", (PyCFunction)Session_stats, METH_NOARGS, "latency statistics of the runs"},
-    {"reset_stats", (PyCFunction)Session_reset_stats, METH_NOARGS, "restart the statistics"},
-    {"node_profile", (PyCFunction)Session_node_profile, METH_O,
+    {"stats", (PyCFunction)Session_stats_held, METH_NOARGS, "latency statistics of the runs"},
+    {"reset_stats", (PyCFunction)Session_reset_stats_held, METH_NOARGS, "restart the statistics"},
+    {"node_profile", (PyCFunction)Session_node_profile_held, METH_O,
      "node_profile(index) -> (total_ms, runs, flops), with profiling on"},
-    {"write_profile", (PyCFunction)Session_write_profile, METH_O,
+    {"write_profile", (PyCFunction)Session_write_profile_held, METH_O,
      "write_profile(path): the Chrome trace so far"},
-    {"write_dot", (PyCFunction)Session_write_dot, METH_O, "write_dot(path): the graph as DOT"},
+    {"write_dot", (PyCFunction)Session_write_dot_held, METH_O, "write_dot(path): the graph as DOT"},
     {NULL, NULL, 0, NULL},
 };
 
