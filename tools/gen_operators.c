@@ -40,7 +40,10 @@ int main(void) {
            "`providers/cpu/provider.c`; do not edit by hand.\n\n"
            "%zu ops. *Versions* are the opset ranges the kernel entries cover (an entry\n"
            "serves every opset from its since-version to the next entry's); *Types* are\n"
-           "the element types accepted for the op's main input (input 0, else output 0).\n\n"
+           "the element types accepted for the op's main input (input 0, else output 0);\n"
+           "a type marked * is computed by the float kernel, its values widened to float and\n"
+           "each output rounded back to it (`providers/cpu/widen.c`), as ONNX Runtime does\n"
+           "on a CPU for a node with no kernel of that type.\n\n"
            "| Domain | Op | Versions | Types |\n|---|---|---|---|\n",
            ops);
     for (size_t i = 0; i < n;) {
@@ -59,13 +62,19 @@ int main(void) {
                 printf("%lld+", from);
         }
         printf(" | ");
-        uint32_t mask = 0;
-        for (size_t v = i; v < j; v++)
+        uint32_t mask = 0, widened = 0;
+        for (size_t v = i; v < j; v++) {
             mask |= k[v]->types;
+            for (int32_t d = MINFER_DTYPE_FLOAT16; d <= MINFER_DTYPE_BFLOAT16; d++)
+                if (cpu_widen_wanted(k[v], d))
+                    widened |= CPU_T(d);
+        }
+        widened &= ~mask;
         int first = 1;
         for (int32_t d = 1; d <= MINFER_DTYPE_BFLOAT16; d++)
-            if (mask & CPU_T(d)) {
-                printf("%s%s", first ? "" : ", ", minfer_elem_name(d));
+            if ((mask | widened) & CPU_T(d)) {
+                printf("%s%s%s", first ? "" : ", ", minfer_elem_name(d),
+                       widened & CPU_T(d) ? "*" : "");
                 first = 0;
             }
         printf(" |\n");

@@ -146,7 +146,8 @@ minfer_status cpu_output(const cpu_exec *e, size_t i, int32_t dtype, int32_t ran
          * one either, the view's dtype tells it (the host sizes from it). */
         if (o->dtype == 0)
             o->dtype = dtype;
-        minfer_status st = e->ctx->api->alloc_output(a->run, i, rank, dims);
+        minfer_status st = e->wrun ? cpu_widen_alloc(e, i, rank, dims)
+                                   : e->ctx->api->alloc_output(a->run, i, rank, dims);
         if (st != MINFER_OK)
             return st;
     }

@@ -58,6 +58,9 @@ typedef struct cpu_exec {
     cpu_ctx *ctx;
     const void *state;
     const minfer_exec_args *args;
+    /* A float16/bfloat16 node run through its float kernel (widen.c):
+     * cpu_output sizes its outputs of unknown shape there. NULL otherwise. */
+    struct cpu_wrun *wrun;
 } cpu_exec;
 
 /* Memory through the host's alloc (minfer_host_api.alloc) when it has one,
@@ -80,6 +83,21 @@ typedef struct cpu_kernel {
     cpu_prepare_fn prepare; /* NULL: nothing to prepare */
     cpu_compute_fn compute;
 } cpu_kernel;
+
+/* float16 and bfloat16 through the float kernels (widen.c). */
+typedef struct cpu_widen cpu_widen;
+/* 1 if a node whose main element type is main_dtype runs through k's
+ * float kernel: a 2-byte float type k's mask lacks, float in it. */
+int cpu_widen_wanted(const cpu_kernel *k, int32_t main_dtype);
+/* Prepares (prep NULL: only checks) the float form of the node; *out gets
+ * the widened node (NULL after a check), freed with cpu_widen_free. */
+minfer_status cpu_widen_prepare(cpu_ctx *ctx, const cpu_kernel *k, const minfer_node_desc *node,
+                                minfer_node_prep *prep, cpu_widen **out, char *why,
+                                size_t why_size);
+minfer_status cpu_widen_execute(cpu_ctx *ctx, const cpu_widen *w, const minfer_exec_args *args);
+void cpu_widen_free(cpu_widen *w);
+/* cpu_output's allocation of an output of unknown shape in a widened run. */
+minfer_status cpu_widen_alloc(const cpu_exec *e, size_t i, int32_t rank, const int64_t *dims);
 
 /* The kernel table (provider.c), for tools/gen-operators, which links the
  * provider's sources into a program that prints docs/operators.md. */

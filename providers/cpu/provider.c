@@ -11,6 +11,9 @@
  * 3. prepare_node runs the same prepare for real (workspace sizes, packed
  *    weights) and keeps its op state.
  * 4. execute_node checks the input views and calls the kernel's compute.
+ * A float16/bfloat16 node whose kernel computes in float goes through
+ * widen.c at steps 2-4: the float kernel on widened copies, outputs rounded
+ * back.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,23 +314,13 @@ const cpu_kernel *cpu_kernel_table(size_t *count) {
     return kernels;
 }
 
-/* Nodes go through the provider kit's skeleton: its minfer_kit_node holds
- * the kernel entry and the op state the entry's prepare made. */
-static minfer_status run_prepare(void *ctx, const void *entry, const minfer_node_desc *node,
-                                 minfer_node_prep *prep, void **op_state, char *why,
-                                 size_t why_size) {
-    const cpu_kernel *k = entry;
-    if (!k->prepare)
-        return MINFER_OK;
-    cpu_prep p = {ctx, node, prep, k->since_version, why, why_size, NULL, {0}};
-    minfer_status st = k->prepare(&p);
-    *op_state = p.state; /* on the heap: prep is given */
-    return st;
-}
-
-static void *node_alloc(void *ctx, size_t bytes) { return cpu_calloc(ctx, 1, bytes); }
-
-static const minfer_kit_skeleton skeleton = {"cpu", run_prepare, free, node_alloc};
+/* A node's state: its kernel entry and what the entry's prepare made, or
+ * the widened form of a float16/bfloat16 node (widen.c). */
+typedef struct cpu_node {
+    const cpu_kernel *k;
+    void *op_state;
+    cpu_widen *widen;
+} cpu_node;
 
 static minfer_status cpu_init(const minfer_host_api *api, void *host, const char *options,
                               void **out) {
@@ -361,8 +354,12 @@ static void cpu_shutdown(void *ctx) {
     free(ctx);
 }
 
-/* Finds the kernel and checks what the table can tell; the reason in why. */
-static const cpu_kernel *find_kernel(const minfer_node_desc *node, char *why, size_t why_size) {
+/* Finds the kernel and checks what the table can tell; the reason in why.
+ * *widen is set when the node's float16/bfloat16 runs through the float
+ * kernel. */
+static const cpu_kernel *find_kernel(const minfer_node_desc *node, int *widen, char *why,
+                                     size_t why_size) {
+    *widen = 0;
     const cpu_kernel *k =
         MINFER_KIT_FIND_KERNEL(cpu_kernel, kernels, N_KERNELS, node, "CPU kernel", why, why_size);
     if (!k)
@@ -372,6 +369,10 @@ static const cpu_kernel *find_kernel(const minfer_node_desc *node, char *why, si
         dtype = node->inputs[0].dtype;
     else if (node->n_outputs > 0)
         dtype = node->outputs[0].dtype;
+    if (dtype != 0 && cpu_widen_wanted(k, dtype)) {
+        *widen = 1;
+        return k;
+    }
     if (dtype != 0 && (dtype < 0 || dtype >= 32 || !(k->types & CPU_T(dtype)))) {
         snprintf(why, why_size, "%s: element type %s not supported", node->op_type,
                  minfer_elem_name(dtype));
@@ -383,9 +384,15 @@ static const cpu_kernel *find_kernel(const minfer_node_desc *node, char *why, si
 static int cpu_supports(void *ctx, const minfer_node_desc *node, char *why, size_t why_size) {
     char buf[256];
     why = minfer_kit_why(why, &why_size, buf, sizeof buf);
-    const cpu_kernel *k = find_kernel(node, why, why_size);
+    int widen;
+    const cpu_kernel *k = find_kernel(node, &widen, why, why_size);
     if (!k)
         return 0;
+    if (widen) {
+        cpu_widen *w = NULL;
+        minfer_status st = cpu_widen_prepare(ctx, k, node, NULL, &w, why, why_size);
+        return st == MINFER_OK || st == MINFER_ERR_NOMEM;
+    }
     if (!k->prepare)
         return 1;
     cpu_prep p = {ctx, node, NULL, k->since_version, why, why_size, NULL, {0}};
@@ -400,25 +407,60 @@ static minfer_status cpu_prepare_node(void *vctx, const minfer_node_desc *node,
                                       minfer_node_prep *prep, void **node_state) {
     cpu_ctx *ctx = vctx;
     char why[256] = "";
-    const cpu_kernel *k = find_kernel(node, why, sizeof why);
-    return minfer_kit_prepare_node(&skeleton, ctx->api, ctx->host, ctx, k, node, prep,
-                                   node_state, why, sizeof why);
+    int widen;
+    minfer_status st = MINFER_ERR_UNSUPPORTED;
+    *node_state = NULL;
+    const cpu_kernel *k = find_kernel(node, &widen, why, sizeof why);
+    cpu_node *n = k ? cpu_calloc(ctx, 1, sizeof *n) : NULL;
+    if (k && !n) {
+        ctx->api->set_error(ctx->host, "cpu: out of memory");
+        return MINFER_ERR_NOMEM;
+    }
+    if (!n)
+        goto fail;
+    n->k = k;
+    if (widen) {
+        st = cpu_widen_prepare(ctx, k, node, prep, &n->widen, why, sizeof why);
+    } else if (k->prepare) {
+        cpu_prep p = {ctx, node, prep, k->since_version, why, sizeof why, NULL, {0}};
+        st = k->prepare(&p);
+        n->op_state = p.state; /* on the heap: prep is given */
+    } else {
+        st = MINFER_OK;
+    }
+    if (st != MINFER_OK)
+        goto fail;
+    *node_state = n;
+    return MINFER_OK;
+fail:
+    if (n) {
+        free(n->op_state);
+        cpu_widen_free(n->widen);
+        free(n);
+    }
+    ctx->api->set_error(ctx->host, "cpu: node '%s': %s", node->name, why);
+    return st;
 }
 
 static void cpu_release_node(void *ctx, void *node_state) {
     (void)ctx;
-    minfer_kit_release_node(&skeleton, node_state);
+    cpu_node *n = node_state;
+    if (!n)
+        return;
+    free(n->op_state);
+    cpu_widen_free(n->widen);
+    free(n);
 }
 
 static minfer_status cpu_execute_node(void *vctx, void *node_state,
                                       const minfer_exec_args *args) {
     cpu_ctx *ctx = vctx;
-    const minfer_kit_node *n = node_state;
-    cpu_exec e = {ctx, n ? n->op_state : NULL, args};
+    const cpu_node *n = node_state;
+    cpu_exec e = {ctx, n ? n->op_state : NULL, args, NULL};
     if (!n)
         return cpu_fail(&e, MINFER_ERR_RUNTIME, "node was not prepared");
     for (size_t i = 0; i < args->n_inputs; i++) {
-        const minfer_tensor_view *v = &args->inputs[i];
+        const minfer_tensor_view *v = minfer_kit_view_input(args, i);
         if (v->rank < 0)
             continue;
         if (v->rank > CPU_MAX_RANK)
@@ -434,7 +476,9 @@ static minfer_status cpu_execute_node(void *vctx, void *node_state,
             return cpu_fail(&e, MINFER_ERR_RUNTIME, "input %zu holds %zu bytes, %zu needed", i,
                             v->nbytes, need);
     }
-    return ((const cpu_kernel *)n->entry)->compute(&e);
+    if (n->widen)
+        return cpu_widen_execute(ctx, n->widen, args);
+    return n->k->compute(&e);
 }
 
 static const minfer_provider cpu_provider = {
