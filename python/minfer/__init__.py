@@ -44,14 +44,46 @@ _atexit.register(_minfer._close_all)
 
 # ---- Providers ----------------------------------------------------------------
 
-# ONNX Runtime's names for the providers minfer has. Either name is accepted
-# wherever a provider is named; the ORT-shaped API answers with ORT's names.
+# ONNX Runtime's names for minfer's providers, as sessions report them.
 _ORT_NAMES = {
     "cpu": "CPUExecutionProvider",
     "onednn": "DnnlExecutionProvider",
     "opencl": "OpenCLExecutionProvider",
 }
 _MINFER_NAMES = {v: k for k, v in _ORT_NAMES.items()}
+
+# What an ORT name asks for, in minfer's providers. ORT's CPUExecutionProvider
+# is its fast CPU path: here the fastest CPU providers installed, oneDNN then
+# the reference (which keeps its own name, "cpu", for when it is meant).
+_ORT_REQUEST = {
+    "CPUExecutionProvider": ("onednn", "cpu"),
+    "DnnlExecutionProvider": ("onednn",),
+    "OpenCLExecutionProvider": ("opencl",),
+}
+
+# The option keys each provider of minfer takes (docs/providers.md).
+_PROVIDER_KEYS = {
+    "cpu": (),
+    "onednn": ("split",),
+    "opencl": ("device", "cache", "fp16", "gemm", "kernel_copies"),
+}
+
+_warned = set()
+
+
+def _warn_once(what, message):
+    """One warning per process for each ignored option (what names it)."""
+    if what in _warned:
+        return
+    _warned.add(what)
+    # Reported at the user's line: the first caller outside this package.
+    import sys
+
+    here = _os.path.dirname(__file__)
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and _os.path.dirname(frame.f_code.co_filename) == here:
+        level, frame = level + 1, frame.f_back
+    _warnings.warn(message, stacklevel=level)
 
 
 def _ort_name(name):
@@ -78,6 +110,33 @@ def _options_string(options):
     return ",".join(parts)
 
 
+def _ort_provider_options(ort_name, names, options):
+    """ORT-style options for an ORT-named provider, as {minfer name: dict}:
+    each key goes to the providers of `names` that take it; use_arena=1 is
+    what minfer always does; any other key is dropped with one warning
+    naming it, so that an ORT option never fails a session or changes its
+    providers."""
+    if isinstance(options, str):
+        options = dict(kv.split("=", 1) if "=" in kv else (kv, "") for kv in options.split(",") if kv)
+    if not isinstance(options, dict):
+        raise TypeError("provider options must be a dict or a str, not %s" % type(options).__name__)
+    out = {n: {} for n in names}
+    for key, value in options.items():
+        takers = [n for n in names if key in _PROVIDER_KEYS.get(n, ())]
+        for n in takers:
+            out[n][key] = value
+        if takers:
+            continue
+        if key == "use_arena" and str(value).lower() in ("1", "true"):
+            continue  # minfer always plans each shape's memory into reused arenas
+        _warn_once(
+            ("provider_option", ort_name, key),
+            "%s option %s=%r has no meaning in minfer and is ignored (the keys minfer's "
+            "providers take: docs/providers.md)" % (ort_name, key, value),
+        )
+    return out
+
+
 def _available():
     """The usable providers, each name once, in the order minfer finds them."""
     names = []
@@ -88,8 +147,14 @@ def _available():
 
 
 def get_available_providers():
-    """The providers that load here, with ONNX Runtime's names where they have one."""
-    return [_ort_name(n) for n in _available()]
+    """The providers that load here, with ONNX Runtime's names, in ORT's
+    order: CPUExecutionProvider last, so that
+    ``providers=get_available_providers()`` prefers the others as in ORT."""
+    names = [_ort_name(n) for n in _available()]
+    if "CPUExecutionProvider" in names:
+        names.remove("CPUExecutionProvider")
+        names.append("CPUExecutionProvider")
+    return names
 
 
 def get_all_providers():
@@ -172,6 +237,28 @@ _LIMIT_KEYS = {
     "minfer.max_loop_iterations": ("limits", "max_loop_iterations"),
     "minfer.max_run_elements": ("run_limits", "max_run_elements"),
     "minfer.run_deadline_ms": ("run_limits", "deadline_ms"),
+}
+
+# ORT's session config entries that match what minfer does anyway, with the
+# values that say so; another value (or another ORT key) has no meaning here
+# and is warned about once, naming it.
+_CONFIG_SAME = {
+    "session.load_model_format": ("ONNX",),
+    "session.save_model_format": ("ONNX",),
+    "session.use_env_allocators": ("0",),
+    "session.disable_prepacking": ("0",),
+}
+
+# SessionOptions fields whose default is what minfer always does: another
+# value is warned about once (minfer plans each shape's memory into arenas
+# it reuses, docs/memory.md).
+_FIELD_DEFAULTS = {
+    "enable_cpu_mem_arena": True,
+    "enable_mem_pattern": True,
+    "enable_mem_reuse": True,
+    "use_deterministic_compute": False,
+    "log_verbosity_level": 0,
+    "logid": "",
 }
 
 
@@ -267,13 +354,39 @@ class SessionOptions:
                 continue
             name = _CONFIG_KEYS.get(key)
             if name is None:
+                _check_ort_config_entry(key, value)
                 continue
             opts[name] = value if name in ("planner", "scheduler") else _config_int(key, value)
+        for field, default in _FIELD_DEFAULTS.items():
+            value = getattr(self, field)
+            if value != default:
+                _warn_once(
+                    ("session_option", field),
+                    "SessionOptions.%s = %r has no effect in minfer, which ignores it (%s)"
+                    % (field, value, "it always plans each shape's memory into arenas it reuses"
+                       if field.startswith("enable_") else "docs/python.md"),
+                )
         if self._dims:
             opts["dims"] = dict(self._dims)
         if self._input_dims:
             opts["input_dims"] = list(self._input_dims)
         return opts
+
+
+def _check_ort_config_entry(key, value):
+    """A config entry minfer does not map: a minfer.* key it does not know is
+    an error (a misspelling), any other is kept for get_session_config_entry
+    and warned about once unless its value is what minfer does anyway."""
+    if key.startswith("minfer."):
+        known = sorted(set(_CONFIG_KEYS) | set(_LIMIT_KEYS))
+        raise InvalidArgument("session config entry '%s': minfer has no such key (its keys: %s)"
+                              % (key, ", ".join(known)))
+    if value in _CONFIG_SAME.get(key, ()):
+        return
+    _warn_once(
+        ("config", key),
+        "session config entry %s=%r has no meaning in minfer and is ignored" % (key, value),
+    )
 
 
 def _dim_value(name, value):
@@ -427,6 +540,7 @@ def _provider_request(providers, provider_options):
         return None, {}
     if isinstance(providers, str):
         providers = [providers]
+    available = None
     names, options = [], {}
     for i, entry in enumerate(providers):
         opts = None
@@ -436,8 +550,23 @@ def _provider_request(providers, provider_options):
             entry, opts = entry
         elif provider_options is not None and i < len(provider_options):
             opts = provider_options[i]
-        name = _minfer_name(entry)
-        if name.endswith("ExecutionProvider"):
+        if not isinstance(entry, str):
+            raise TypeError("a provider name must be a str, not %s" % type(entry).__name__)
+        if entry in _ORT_REQUEST:
+            if available is None:
+                available = _available()
+            # The fast path's providers that are installed (the reference always is,
+            # as a session falls back on it).
+            wanted = [n for n in _ORT_REQUEST[entry] if n in available or n == "cpu"]
+            if not wanted:
+                _warnings.warn(
+                    "Specified provider '%s' is not in available provider names. Available "
+                    "providers: '%s'" % (entry, ", ".join(get_available_providers())),
+                    stacklevel=3,
+                )
+                continue
+            per = _ort_provider_options(entry, wanted, opts) if opts else {}
+        elif entry.endswith("ExecutionProvider"):
             # As ONNX Runtime does for a provider it was not built with.
             _warnings.warn(
                 "Specified provider '%s' is not in available provider names. Available providers: "
@@ -445,9 +574,15 @@ def _provider_request(providers, provider_options):
                 stacklevel=3,
             )
             continue
-        names.append(name)
-        if opts:
-            options[name] = _options_string(opts)
+        else:
+            # minfer's own name: its options go to the provider as they are.
+            wanted = [entry]
+            per = {entry: opts} if opts else {}
+        for name in wanted:
+            if name not in names:
+                names.append(name)
+            if per.get(name) and name not in options:
+                options[name] = _options_string(per[name])
     # ONNX Runtime always falls back on its CPU provider; so does this.
     if "cpu" not in names:
         names.append("cpu")
@@ -593,6 +728,14 @@ class InferenceSession:
             unknown = sorted(k for k in kwargs if k != "disabled_optimizers")
             if unknown:
                 raise TypeError("InferenceSession got unexpected keyword arguments %s" % unknown)
+            disabled = kwargs.get("disabled_optimizers") or []
+            if disabled:
+                _warn_once(
+                    ("disabled_optimizers", tuple(sorted(disabled))),
+                    "disabled_optimizers=%r: minfer's optimizer passes are not ORT's and are not "
+                    "disabled one by one; ignored (graph_optimization_level chooses a level, "
+                    "docs/optimizer.md)" % (sorted(disabled),),
+                )
         self._sess_options = sess_options if sess_options is not None else SessionOptions()
         opts = self._sess_options._minfer_options()
         names, prov_opts = _provider_request(providers, provider_options)
@@ -613,9 +756,32 @@ class InferenceSession:
             model = _os.fspath(path_or_bytes)
             self._model_path = model
         self._sess = _minfer.Session(model, opts)
+        if self._sess_options.optimized_model_filepath:
+            self._write_optimized(path_or_bytes, model, opts["optimization_level"])
         self._provider_options = prov_opts
         self._inputs = [NodeArg(i) for i in self._sess.inputs()]
         self._outputs = [NodeArg(o) for o in self._sess.outputs()]
+
+    def _write_optimized(self, source, model, level):
+        """SessionOptions.optimized_model_filepath: the model as minfer's
+        optimizer leaves it at the session's level, written as ONNX (minfer
+        loads and runs it with the same outputs; fused ops are in the
+        'minfer' domain), as ORT writes it at creation."""
+        out = _os.fspath(self._sess_options.optimized_model_filepath)
+        if isinstance(source, Builder):
+            _warn_once(("optimized_model_filepath", "builder"),
+                       "optimized_model_filepath: a minfer.Builder graph has no model file to "
+                       "optimize; nothing written")
+            return
+        if self._model_path is not None:
+            _minfer.optimize_model(self._model_path, out, level)
+            return
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(suffix=".onnx") as f:
+            f.write(bytes(model))
+            f.flush()
+            _minfer.optimize_model(f.name, out, level)
 
     # -- ONNX Runtime's methods --
 

@@ -40,6 +40,7 @@
 #include "minfer/builder.h"
 #include "minfer/discovery.h"
 #include "minfer/minfer.h"
+#include "minfer/optimize.h"
 
 #ifndef PyDataType_ELSIZE /* numpy < 2 */
 #define PyDataType_ELSIZE(d) ((d)->elsize)
@@ -2024,6 +2025,31 @@ static PyObject *mod_write_unraisable(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* optimize_model(in_path, out_path, level): the model optimized at level
+ * (0..3) written as ONNX (minfer_optimize_model; SessionOptions'
+ * optimized_model_filepath). */
+static PyObject *mod_optimize_model(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *in_obj, *out_obj, *in = NULL, *out = NULL;
+    int level;
+    if (!PyArg_ParseTuple(args, "OOi", &in_obj, &out_obj, &level))
+        return NULL;
+    if (!PyUnicode_FSConverter(in_obj, &in))
+        return NULL;
+    if (!PyUnicode_FSConverter(out_obj, &out)) {
+        Py_DECREF(in);
+        return NULL;
+    }
+    minfer_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = minfer_optimize_model(PyBytes_AS_STRING(in), PyBytes_AS_STRING(out), level, NULL);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(in);
+    Py_DECREF(out);
+    CHECK(st);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"_close_all", mod_close_all, METH_NOARGS, "closes the sessions that submitted requests"},
     {"_write_unraisable", mod_write_unraisable, METH_VARARGS,
@@ -2034,6 +2060,8 @@ static PyMethodDef module_methods[] = {
     {"load_pb", mod_load_pb, METH_VARARGS,
      "load_pb(path, kind='tensor') -> (value, name) from a .pb file"},
     {"save_pb", mod_save_pb, METH_VARARGS, "save_pb(array, name, path): write a TensorProto"},
+    {"optimize_model", mod_optimize_model, METH_VARARGS,
+     "optimize_model(in_path, out_path, level): write the optimized model as ONNX"},
     {NULL, NULL, 0, NULL},
 };
 

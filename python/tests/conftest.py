@@ -23,6 +23,16 @@ def _no_user_provider_settings(monkeypatch):
     monkeypatch.delenv("MINFER_PROVIDERS", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_warnings():
+    """An option minfer ignores is warned about once per process: once per test here."""
+    import minfer
+
+    minfer._warned.clear()
+    yield
+    minfer._warned.clear()
+
+
 def save_model(path, nodes, inputs, outputs, initializers=(), opset=13):
     graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
