@@ -80,32 +80,6 @@ minfer_status dnn_require_float(dnn_b *b, int n_float) {
 
 /* ---- Memory descriptors ---------------------------------------------------- */
 
-dnnl_status_t dnn_plain_md(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
-    dnnl_dims_t d, s;
-    if (rank == 0) {
-        d[0] = 1;
-        rank = 1;
-    } else {
-        for (int i = 0; i < rank; i++)
-            d[i] = dims[i];
-    }
-    if (rank > DNNL_MAX_NDIMS)
-        return dnnl_invalid_arguments;
-    dnnl_dim_t stride = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        s[i] = stride;
-        stride *= d[i] > 0 ? d[i] : 1;
-    }
-    return dnnl_memory_desc_init_by_strides(md, rank, d, dnnl_f32, s);
-}
-
-static int md_is_plain(const dnnl_memory_desc_t *md) {
-    dnnl_memory_desc_t p;
-    if (dnn_plain_md(&p, md->ndims, md->dims) != dnnl_success)
-        return 0;
-    return dnnl_memory_desc_equal(&p, md);
-}
-
 dnnl_status_t dnn_in_md(dnn_b *b, size_t i, dnnl_memory_desc_t *md) {
     const minfer_value_desc *v = dnn_in(b, i);
     if (!v)
@@ -178,7 +152,7 @@ int dnn_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
         /* The op reads the input under another (plain) shape: bring it to
          * the plain layout of its own dims first, then view that buffer
          * under the op's shape. */
-        if (!md_is_plain(&arrive)) {
+        if (!dnn_md_is_plain(&arrive)) {
             dnnl_memory_desc_t plain;
             dnn_plain_md(&plain, arrive.ndims, arrive.dims);
             int p = dnn_ws_mem(b, &plain);
@@ -508,7 +482,7 @@ int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md) {
          * (dst_any) into the workspace, reordered into the slice after. */
         /* Plain under another shape of the same size is the same bytes. */
         int same = dnnl_memory_desc_equal(md, &b->pio->out) ||
-                   (md_is_plain(md) && md_is_plain(&b->pio->out) &&
+                   (dnn_md_is_plain(md) && dnn_md_is_plain(&b->pio->out) &&
                     dnnl_memory_desc_get_size(md) == dnnl_memory_desc_get_size(&b->pio->out));
         if (o != 0 || (!b->pio->dst_any && !same)) {
             dnn_decline(b, "a piece would write output %zu in another layout", o);
@@ -518,7 +492,7 @@ int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md) {
             return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
         return pend_output(b, o, md, &b->pio->out);
     }
-    if (md_is_plain(md))
+    if (dnn_md_is_plain(md))
         return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
     int same_dims = md->ndims == v->rank;
     for (int d = 0; same_dims && d < v->rank; d++)

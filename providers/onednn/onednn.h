@@ -217,8 +217,11 @@ static inline int dnn_axis(int64_t axis, int32_t rank) { return minfer_kit_axis(
 
 /* ---- Memory descriptors and program building (build.c) ------------------- */
 
-/* Dense row-major float md of these dims (rank 0 is taken as [1]). */
+/* Dense row-major float md of these dims (rank 0 is taken as [1]; layout.c). */
 dnnl_status_t dnn_plain_md(dnnl_memory_desc_t *md, int rank, const int64_t *dims);
+/* 1 when md is dense row-major float (layout.c). */
+int dnn_md_is_plain(const dnnl_memory_desc_t *md);
+
 /* The md input i arrives in: its registered layout, or plain. */
 dnnl_status_t dnn_in_md(dnn_b *b, size_t i, dnnl_memory_desc_t *md);
 
@@ -300,13 +303,23 @@ int dnn_window_out(const dnn_window *w, const int64_t *in, int ceil_mode, int64_
 /* Declines when output o's shape as computed here differs from the host's. */
 minfer_status dnn_check_out(dnn_b *b, size_t o, int rank, const int64_t *dims);
 
-/* ---- Layout registry (provider.c) ----------------------------------------- */
+/* ---- Layouts and the memory domain (layout.c) ------------------------------- */
 
 /* Registers md (plain mds give 0); returns the id or UINT64_MAX on failure. */
 uint64_t dnn_layout_id(dnn_ctx *ctx, const dnnl_memory_desc_t *md);
 const dnn_layout *dnn_layout_get(const dnn_ctx *ctx, uint64_t id);
+/* Frees every registered layout (at shutdown). */
+void dnn_layouts_free(dnn_ctx *ctx);
+/* The memory domain's members of minfer_provider (ONEDNN_OWN_DOMAIN). */
+minfer_status dnn_mem_alloc(void *ctx, size_t bytes, void **buffer);
+void dnn_mem_free(void *ctx, void *buffer);
+size_t dnn_tensor_bytes(void *ctx, const minfer_tensor_view *v);
+minfer_status dnn_copy_to_host(void *ctx, const minfer_tensor_view *src, void *dst,
+                               size_t dst_bytes);
+minfer_status dnn_copy_from_host(void *ctx, const void *src, size_t src_bytes,
+                                 const minfer_tensor_view *dst);
 
-/* ---- Nodes (provider.c) and their parallel pieces (split.c) -------------- */
+/* ---- Nodes (node.c) and their parallel pieces (split.c) ------------------- */
 
 /* Builds node for the given threads (0: the node's default) into *out;
  * check: descriptors only. share: a variant built before whose packed
@@ -319,6 +332,23 @@ void dnn_node_free(dnn_node *n);
 /* The node's work: multiply-adds x 2 for a product (*product set), else the
  * elements it reads and writes. */
 double dnn_node_work(const minfer_node_desc *node, int *product);
+/* 1 (why written) when the host could not infer an output's shape: only
+ * output 0 of an op that keeps its input's shape can then be allocated at
+ * execute. */
+int dnn_node_unknown_outputs(const minfer_node_desc *node, char *why, size_t why_size);
+/* minfer_provider.supports_operator: the node built in check mode. */
+int dnn_supports(void *ctx, const minfer_node_desc *node, char *why, size_t why_size);
+
+/* The threads a node runs on (split=off): the session's, but one for a
+ * node too small to repay waking the other OpenMP workers (with passive
+ * waiting, waking them costs tens of microseconds; more where the other
+ * cores are busy). */
+#define DNN_MIN_FLOPS_MT 4e6  /* about 30 us on one core */
+#define DNN_MIN_ELEMS_MT 1.5e5 /* elements read and written */
+/* A split form (split.c) runs on the host's pool, whose workers spin
+ * between jobs: it pays from a smaller node (about 7 us on one core). */
+#define DNN_MIN_FLOPS_SPLIT 1e6
+#define DNN_MIN_ELEMS_SPLIT 5e4
 
 /* A node split into pieces that run side by side on the host's pool: each
  * piece is the node on a slice of its tensors (output rows of a
@@ -397,11 +427,19 @@ int dnn_packed_take(dnn_b *b, dnn_node *n, int mem, const dnnl_memory_desc_t *ha
 void dnn_packed_note(dnn_b *b, dnn_node *n, int mem, const dnnl_memory_desc_t *have,
                      const void *src, const dnnl_memory_desc_t *want, float scale,
                      const void *data);
-/* minfer_provider.export_packed. */
+/* Emits the constants that the builds builds[0..nb) of one node packed
+ * (each buffer once). */
+void dnn_packed_export(const dnn_node *const *builds, int nb, const minfer_node_desc *node,
+                       void (*emit)(void *arg, const minfer_packed_const *c), void *arg);
+
+/* ---- Prepared nodes (state.c): minfer_provider's members ------------------- */
+
+minfer_status dnn_prepare(void *ctx, const minfer_node_desc *node, minfer_node_prep *prep,
+                          void **state);
+void dnn_release(void *ctx, void *state);
+minfer_status dnn_execute(void *ctx, void *state, const minfer_exec_args *a);
 minfer_status dnn_export_packed(void *ctx, void *state, const minfer_node_desc *node,
                                 void (*emit)(void *arg, const minfer_packed_const *c), void *arg);
-/* The builds a prepared node's state runs (provider.c): at most cap. */
-int dnn_state_builds(void *state, const dnn_node **out, int cap);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

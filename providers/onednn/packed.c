@@ -242,12 +242,8 @@ void dnn_packed_note(dnn_b *b, dnn_node *n, int mem, const dnnl_memory_desc_t *h
         record(n, input, tag, data, dnnl_memory_desc_get_size(want));
 }
 
-minfer_status dnn_export_packed(void *vctx, void *state, const minfer_node_desc *node,
-                                void (*emit)(void *arg, const minfer_packed_const *c),
-                                void *arg) {
-    (void)vctx;
-    const dnn_node *builds[2 + DNN_MAX_PIECES];
-    int nb = dnn_state_builds(state, builds, (int)(sizeof builds / sizeof builds[0]));
+void dnn_packed_export(const dnn_node *const *builds, int nb, const minfer_node_desc *node,
+                       void (*emit)(void *arg, const minfer_packed_const *c), void *arg) {
     const void *seen[(2 + DNN_MAX_PIECES) * DNN_MAX_OWNED];
     size_t n_seen = 0;
     for (int i = 0; i < nb; i++)
@@ -262,5 +258,4 @@ minfer_status dnn_export_packed(void *vctx, void *state, const minfer_node_desc 
             minfer_packed_const c = {sizeof c, (uint32_t)r->input, r->tag, r->data, r->bytes};
             emit(arg, &c);
         }
-    return MINFER_OK;
 }
