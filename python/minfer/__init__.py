@@ -171,6 +171,18 @@ def get_version_string():
     return __version__
 
 
+def get_build_info():
+    """As ORT's: the version, and where this package's libminfer comes from
+    (a pip-built package records whether it carries its own libminfer,
+    providers and plugins, or links an installed one)."""
+    try:
+        from ._build_info import BUILD_INFO
+    except ImportError:
+        return "minfer %s: the build tree's or the Debian package's libminfer (%s)" % (
+            __version__, _minfer.__file__)
+    return BUILD_INFO
+
+
 def providers():
     """minfer's own view: every provider library found, with path, version and why not usable."""
     return _minfer.provider_list()

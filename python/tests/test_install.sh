@@ -10,9 +10,12 @@
 #     that root's libminfer and cpu provider and runs. Installed binaries
 #     carry no RPATH (Debian policy), so the root's multiarch libdir is on
 #     LD_LIBRARY_PATH, where /usr/lib/<triplet> is on ld.so's path;
-#  2. `pip install --no-build-isolation --no-index` into a virtual
-#     environment, offline, with libminfer from the build tree (MINFER_BUILD_DIR):
-#     the package holds its own libminfer and providers;
+#  2. `pip install ./python` as written (build isolation on, offline: no
+#     index) into a fresh virtual environment, with libminfer from the build
+#     tree (MINFER_BUILD_DIR): the package holds its own libminfer, providers
+#     and plugins, says so (get_build_info), names MIT in its metadata, and
+#     runs a model with com.microsoft ops (the contrib plugin, found with no
+#     option) on the fast CPU path;
 #  3. the same against the unpacked libminfer-dev through pkg-config.
 # A copy of python/ and include/ is built, so the source tree stays clean.
 set -euo pipefail
@@ -102,23 +105,59 @@ out=$(cd "$tmp" && LD_LIBRARY_PATH=$rootlib PYTHONPATH=$site "$python" -m minfer
 [[ $out == "minfer info: "* ]] || fail "python3 -m minfer info: want a one-line reason, got: $out"
 
 # ---- 2. pip, with libminfer from the build tree -----------------------------------
-step "pip install (MINFER_BUILD_DIR)"
+step "pip install ./python (MINFER_BUILD_DIR, build isolation, no index)"
 mkdir -p "$tmp/src"
-cp -r "$src/python" "$src/include" "$tmp/src/"
+cp -r "$src/python" "$src/include" "$src/LICENSE" "$tmp/src/"
 # Not a user's earlier in-tree pip build.
 rm -rf "$tmp/src/python/build" "$tmp/src/python/"*.egg-info
 "$python" -m venv --system-site-packages "$tmp/venv" || fail "python3 -m venv (python3-venv)"
-MINFER_BUILD_DIR=$build "$tmp/venv/bin/pip" install -q --no-build-isolation "$tmp/src/python" \
+MINFER_BUILD_DIR=$build "$tmp/venv/bin/pip" install -v "$tmp/src/python" \
     >"$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log" >&2; fail "pip install"; }
+grep -q "minfer build: carries its own libminfer" "$tmp/pip.log" ||
+    fail "pip install did not say what it links: $(grep 'minfer build' "$tmp/pip.log")"
 check_import "$tmp/venv/bin/python" "$tmp/venv" "$tmp/venv"
+(cd "$tmp" && "$tmp/venv/bin/python" - "$tmp/venv" <<'EOF') || fail "the pip-installed package"
+import glob
+import sys
+from math import erf
+
+import numpy as np
+from onnx import TensorProto, helper
+
+import minfer
+
+venv = sys.argv[1]
+info = minfer.get_build_info()
+assert "carries its own libminfer" in info and "libminfer_plugin_contrib.so" in info, info
+meta = glob.glob(venv + "/lib/python3*/site-packages/minfer-*.dist-info/METADATA")
+text = open(meta[0]).read()
+assert "License: MIT" in text and "License :: OSI Approved :: MIT License" in text, text[:400]
+usable = {p["name"]: p["path"] for p in minfer.providers() if p["usable"]}
+assert all(path.startswith(venv) for path in usable.values()), usable
+# A com.microsoft model, as ORT's optimizer writes them: the package's contrib
+# plugin serves it with no option set.
+node = helper.make_node("Gelu", ["x"], ["y"], domain="com.microsoft")
+graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                helper.make_opsetid("com.microsoft", 1)])
+model.ir_version = 8
+sess = minfer.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+x = np.linspace(-3, 3, 16, dtype=np.float32).reshape(2, 8)
+(y,) = sess.run(None, {"x": x})
+want = np.array([v * 0.5 * (1 + erf(v / 2 ** 0.5)) for v in x.ravel()], np.float32).reshape(2, 8)
+np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+print("ok: com.microsoft Gelu on", sess.get_providers(), "|", info)
+EOF
 
 # ---- 3. pip, against the unpacked libminfer-dev through pkg-config ----------------
-step "pip install (pkg-config minfer)"
+step "pip install ./python (pkg-config minfer)"
 dpkg-deb -x "$(deb_of libminfer-dev)" "$root"
 pc=$(dirname "$(find "$root" -name minfer.pc)")
-rm -rf "$tmp/src/python/build"
 "$python" -m venv --system-site-packages "$tmp/venv2"
-PKG_CONFIG_PATH=$pc "$tmp/venv2/bin/pip" install -q --no-build-isolation "$tmp/src/python" \
+PKG_CONFIG_PATH=$pc "$tmp/venv2/bin/pip" install -v "$tmp/src/python" \
     >"$tmp/pip2.log" 2>&1 || { cat "$tmp/pip2.log" >&2; fail "pip install against libminfer-dev"; }
+grep -q "minfer build: links the installed libminfer" "$tmp/pip2.log" ||
+    fail "pip install did not say what it links: $(grep 'minfer build' "$tmp/pip2.log")"
 check_import "$tmp/venv2/bin/python" "$tmp/venv2" "$root"
 echo "python_install: all checks passed"
