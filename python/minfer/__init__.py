@@ -300,6 +300,7 @@ class SessionOptions:
         self._config = {}
         self._dims = {}
         self._input_dims = []
+        self._plugins = []
 
     def add_session_config_entry(self, key, value):
         if not isinstance(key, str) or not isinstance(value, str):
@@ -312,10 +313,16 @@ class SessionOptions:
         return self._config[key]
 
     def register_custom_ops_library(self, path):
-        raise NotImplemented(
-            "register_custom_ops_library(%r): minfer has no custom-operator plugin loader yet "
-            "(plugins/README.md: a later issue defines the plugin interface)" % (path,)
-        )
+        """Loads a custom-op plugin (docs/plugins.md, as the C API's
+        minfer_options_add_plugin and the CLI's --plugin): a path to the
+        library, or a NAME found as libminfer_plugin_NAME.so in the plugin
+        directories. It is loaded and checked now, so a missing file or a
+        library that is no plugin raises here (NoSuchFile, InvalidArgument,
+        ... with the file named); sessions made with these options then run
+        its ops."""
+        path = _os.fspath(path)
+        _minfer.check_plugin(path)
+        self._plugins.append(path)
 
     def add_free_dimension_override_by_name(self, name, value):
         """Every input dimension with the symbolic name `name` becomes `value`:
@@ -378,6 +385,8 @@ class SessionOptions:
                     % (field, value, "it always plans each shape's memory into arenas it reuses"
                        if field.startswith("enable_") else "docs/python.md"),
                 )
+        if self._plugins:
+            opts["plugins"] = list(self._plugins)
         if self._dims:
             opts["dims"] = dict(self._dims)
         if self._input_dims:

@@ -903,6 +903,28 @@ static int u64_dict(PyObject *v, const char *what, const char *const *names, int
     return 0;
 }
 
+/* The "plugins" option: custom-op libraries (paths or names) for the
+ * session, in order (minfer_options_add_plugin; docs/plugins.md). */
+static minfer_status apply_plugins(minfer_options *opt, PyObject *v) {
+    PyObject *seq = PySequence_Fast(v, "plugins must be a list of paths");
+    if (!seq)
+        return MINFER_ERR_INVALID_ARG;
+    minfer_status st = MINFER_OK;
+    for (Py_ssize_t i = 0; st == MINFER_OK && i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *path = NULL;
+        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, i), &path)) {
+            Py_DECREF(seq);
+            return MINFER_ERR_INVALID_ARG;
+        }
+        st = minfer_options_add_plugin(opt, PyBytes_AS_STRING(path));
+        Py_DECREF(path);
+        if (st != MINFER_OK)
+            raise_status(st);
+    }
+    Py_DECREF(seq);
+    return st;
+}
+
 static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
     minfer_status st = MINFER_OK;
     if (v == Py_None)
@@ -916,6 +938,8 @@ static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
         st = minfer_options_set_providers(opt, names, (size_t)n);
         PyMem_Free(names);
         Py_DECREF(seq);
+    } else if (strcmp(key, "plugins") == 0) {
+        return apply_plugins(opt, v) == MINFER_OK ? 0 : -1;
     } else if (strcmp(key, "provider_options") == 0) {
         if (!PyDict_Check(v)) {
             PyErr_SetString(PyExc_TypeError, "provider_options must be a dict of name: str");
@@ -2050,6 +2074,23 @@ static PyObject *mod_optimize_model(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* check_plugin(path): loads and checks a custom-op library as a session
+ * would (SessionOptions.register_custom_ops_library fails at once, as ORT's). */
+static PyObject *mod_check_plugin(PyObject *m, PyObject *arg) {
+    (void)m;
+    PyObject *path = NULL;
+    if (!PyUnicode_FSConverter(arg, &path))
+        return NULL;
+    minfer_options *opt = NULL;
+    minfer_status st = minfer_options_create(&opt);
+    if (st == MINFER_OK)
+        st = minfer_options_add_plugin(opt, PyBytes_AS_STRING(path));
+    minfer_options_free(opt);
+    Py_DECREF(path);
+    CHECK(st);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"_close_all", mod_close_all, METH_NOARGS, "closes the sessions that submitted requests"},
     {"_write_unraisable", mod_write_unraisable, METH_VARARGS,
@@ -2060,6 +2101,8 @@ static PyMethodDef module_methods[] = {
     {"load_pb", mod_load_pb, METH_VARARGS,
      "load_pb(path, kind='tensor') -> (value, name) from a .pb file"},
     {"save_pb", mod_save_pb, METH_VARARGS, "save_pb(array, name, path): write a TensorProto"},
+    {"check_plugin", mod_check_plugin, METH_O,
+     "check_plugin(path): load and check a custom-op library as a session would"},
     {"optimize_model", mod_optimize_model, METH_VARARGS,
      "optimize_model(in_path, out_path, level): write the optimized model as ONNX"},
     {NULL, NULL, 0, NULL},

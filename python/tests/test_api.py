@@ -165,8 +165,6 @@ def test_session_options(add_model, dynamic_model):
     so.add_session_config_entry("minfer.planner", "fancy")
     with pytest.raises(minfer.InvalidArgument, match="planner 'fancy'"):
         minfer.InferenceSession(add_model, so)
-    with pytest.raises(NotImplementedError, match="plugin"):
-        minfer.SessionOptions().register_custom_ops_library("libcustom.so")
 
 
 def test_profiling(add_model, tmp_path):
