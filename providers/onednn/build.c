@@ -95,7 +95,7 @@ dnnl_status_t dnn_in_md(dnn_b *b, size_t i, dnnl_memory_desc_t *md) {
         *md = l->md;
         return dnnl_success;
     }
-    return dnn_plain_md(md, v->rank, v->dims);
+    return dnn_plain_md_dt(md, v->rank, v->dims, dnn_dtype(v->dtype));
 }
 
 /* ---- Memories -------------------------------------------------------------- */
@@ -154,7 +154,7 @@ int dnn_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
          * under the op's shape. */
         if (!dnn_md_is_plain(&arrive)) {
             dnnl_memory_desc_t plain;
-            dnn_plain_md(&plain, arrive.ndims, arrive.dims);
+            dnn_plain_md_dt(&plain, arrive.ndims, arrive.dims, arrive.data_type);
             int p = dnn_ws_mem(b, &plain);
             if (p < 0 || dnn_reorder_step(b, k, p) != MINFER_OK)
                 return -1;
@@ -443,6 +443,20 @@ int dnn_const_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
     return k;
 }
 
+int dnn_pack_owned(dnn_b *b, int input, const dnnl_memory_desc_t *have, const void *data,
+                   const dnnl_memory_desc_t *want) {
+    int k = dnn_mem_new(b, want, BIND_FIXED, input);
+    if (k < 0 || b->check)
+        return k;
+    void *buf = data ? owned_alloc(b, dnnl_memory_desc_get_size(want)) : NULL;
+    if (!data)
+        dnn_decline(b, "no data to pack");
+    if (!buf || reorder_now(b, have, data, want, buf, 1.0f) != MINFER_OK)
+        return -1;
+    dnnl_memory_set_data_handle(b->n->mems[k].mem, buf);
+    return k;
+}
+
 int dnn_owned_plain(dnn_b *b, const dnnl_memory_desc_t *md, const float *data) {
     int k = dnn_mem_new(b, md, BIND_FIXED, -1);
     if (k < 0 || b->check)
@@ -509,7 +523,7 @@ int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md) {
         return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
     }
     dnnl_memory_desc_t plain;
-    dnn_plain_md(&plain, md->ndims, md->dims);
+    dnn_plain_md_dt(&plain, md->ndims, md->dims, md->data_type);
     return pend_output(b, o, md, &plain);
 }
 

@@ -17,6 +17,11 @@
 /* ---- Plain memory descriptors ----------------------------------------------- */
 
 dnnl_status_t dnn_plain_md(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
+    return dnn_plain_md_dt(md, rank, dims, dnnl_f32);
+}
+
+dnnl_status_t dnn_plain_md_dt(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
+                              dnnl_data_type_t dt) {
     dnnl_dims_t d, s;
     if (rank == 0) {
         d[0] = 1;
@@ -32,17 +37,26 @@ dnnl_status_t dnn_plain_md(dnnl_memory_desc_t *md, int rank, const int64_t *dims
         s[i] = stride;
         stride *= d[i] > 0 ? d[i] : 1;
     }
-    return dnnl_memory_desc_init_by_strides(md, rank, d, dnnl_f32, s);
+    return dnnl_memory_desc_init_by_strides(md, rank, d, dt, s);
+}
+
+dnnl_data_type_t dnn_dtype(int32_t dtype) {
+    switch (dtype) {
+    case MINFER_DTYPE_UINT8: return dnnl_u8;
+    case MINFER_DTYPE_INT8: return dnnl_s8;
+    case MINFER_DTYPE_INT32: return dnnl_s32;
+    default: return dnnl_f32;
+    }
 }
 
 int dnn_md_is_plain(const dnnl_memory_desc_t *md) {
     dnnl_memory_desc_t p;
-    if (dnn_plain_md(&p, md->ndims, md->dims) != dnnl_success)
+    if (dnn_plain_md_dt(&p, md->ndims, md->dims, md->data_type) != dnnl_success)
         return 0;
     return dnnl_memory_desc_equal(&p, md);
 }
 
-/* ---- Layout registry ------------------------------------ */
+/* ---- Layout registry ------------------------------------------------------- */
 
 static dnnl_status_t make_reorder(dnn_ctx *ctx, const dnnl_memory_desc_t *src,
                                   const dnnl_memory_desc_t *dst, dnnl_primitive_t *prim) {
@@ -72,7 +86,7 @@ uint64_t dnn_layout_id(dnn_ctx *ctx, const dnnl_memory_desc_t *md) {
     dnn_layout *l = &ctx->layouts[ctx->n_layouts];
     memset(l, 0, sizeof *l);
     l->md = *md;
-    dnnl_status_t s = dnn_plain_md(&l->plain, md->ndims, md->dims);
+    dnnl_status_t s = dnn_plain_md_dt(&l->plain, md->ndims, md->dims, md->data_type);
     if (s == dnnl_success)
         s = make_reorder(ctx, &l->md, &l->plain, &l->to_plain);
     if (s == dnnl_success)

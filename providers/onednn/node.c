@@ -26,6 +26,11 @@ static const dnn_op ops[] = {
     {"minfer", "FusedMatMul", 1, dnn_build_matmul, 0, 0},
     {"", "Gemm", 7, dnn_build_gemm, 0, 0},
     {"minfer", "FusedGemm", 1, dnn_build_gemm, 0, 0},
+    /* quant.c: the build checks the (integer) types */
+    {"", "QLinearConv", 10, dnn_build_qconv, 0, -1},
+    {"", "ConvInteger", 10, dnn_build_qconv, 0, -1},
+    {"", "QLinearMatMul", 10, dnn_build_qmatmul, 0, -1},
+    {"", "MatMulInteger", 10, dnn_build_qmatmul, 0, -1},
     /* attention.c */
     {"minfer", "Attention", 1, dnn_build_attention, 0, 0},
     /* rnn.c: X, W, R and B float; sequence_lens (declined) is not */
@@ -119,6 +124,13 @@ double dnn_node_work(const minfer_node_desc *node, int *product) {
     if ((node_is(node, "Conv") || node_is(node, "FusedConv")) && w && w->rank >= 1 &&
         w->dims[0] > 0)
         return 2.0 * out * numel_of(w) / (double)w->dims[0];
+    if (node_is(node, "ConvInteger") && w && w->rank >= 1 && w->dims[0] > 0)
+        return 2.0 * out * numel_of(w) / (double)w->dims[0];
+    if (node_is(node, "QLinearConv") && node->n_inputs > 3 && node->inputs[3].rank >= 1 &&
+        node->inputs[3].dims[0] > 0)
+        return 2.0 * out * numel_of(&node->inputs[3]) / (double)node->inputs[3].dims[0];
+    if ((node_is(node, "MatMulInteger") || node_is(node, "QLinearMatMul")) && x && x->rank >= 1)
+        return 2.0 * out * (double)x->dims[x->rank - 1];
     if (node_is(node, "ConvTranspose") && w && w->rank >= 1 && w->dims[0] > 0)
         return 2.0 * numel_of(x) * numel_of(w) / (double)w->dims[0];
     if ((node_is(node, "MatMul") || node_is(node, "FusedMatMul")) && x && x->rank >= 1)
@@ -178,7 +190,8 @@ minfer_status dnn_build_node(dnn_ctx *ctx, const minfer_node_desc *node, minfer_
     dnn_b b = {ctx, node, prep, check, n, 0, {{0}}, 0, why, why_size, share, pio};
     n->threads = threads > 0 ? threads : node_threads(ctx, node);
     omp_set_num_threads(n->threads);
-    minfer_status st = dnn_require_float(&b, op->float_inputs);
+    minfer_status st =
+        op->float_inputs < 0 ? MINFER_OK : dnn_require_float(&b, op->float_inputs);
     for (size_t i = 0; st == MINFER_OK && i < node->n_inputs; i++) {
         const minfer_value_desc *v = dnn_in(&b, i);
         if (v && dnn_numel(v->rank, v->dims) == 0)

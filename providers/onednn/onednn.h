@@ -180,8 +180,9 @@ typedef struct dnn_op {
     dnn_build_fn build;
     int same_shape; /* output 0 has input 0's shape (usable when the host
                        could not infer it: the node is then run dynamically) */
-    int float_inputs; /* inputs that must be float, from the first (0: all);
-                         the others (shapes, indices) are not checked here */
+    int float_inputs; /* inputs that must be float, from the first (0: all,
+                         -1: none, the build checks the types); the others
+                         (shapes, indices) are not checked here */
 } dnn_op;
 
 /* ---- Errors and attributes (build.c) ------------------------------------- */
@@ -219,7 +220,12 @@ static inline int dnn_axis(int64_t axis, int32_t rank) { return minfer_kit_axis(
 
 /* Dense row-major float md of these dims (rank 0 is taken as [1]; layout.c). */
 dnnl_status_t dnn_plain_md(dnnl_memory_desc_t *md, int rank, const int64_t *dims);
-/* 1 when md is dense row-major float (layout.c). */
+/* The same of data type dt. */
+dnnl_status_t dnn_plain_md_dt(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
+                              dnnl_data_type_t dt);
+/* oneDNN's data type for a MINFER_DTYPE_ (u8, s8, s32; f32 for the rest). */
+dnnl_data_type_t dnn_dtype(int32_t dtype);
+/* 1 when md is dense row-major of its own data type (layout.c). */
 int dnn_md_is_plain(const dnnl_memory_desc_t *md);
 
 /* The md input i arrives in: its registered layout, or plain. */
@@ -247,6 +253,11 @@ minfer_status dnn_node_pack(dnn_ctx *ctx, dnn_node *n, char *why, size_t why_siz
  * its plain bytes handed back as it goes (build.c, reorder_sliced). */
 minfer_status dnn_nodes_pack(dnn_ctx *ctx, dnn_node *const *nodes, int nn, int last, char *why,
                              size_t why_size);
+/* Memory for constant input input (or -1) computed here: data, of md
+ * have, packed now into want, owned by the node (not deferred, not shared
+ * with a variant, not exported to compiled models). */
+int dnn_pack_owned(dnn_b *b, int input, const dnnl_memory_desc_t *have, const void *data,
+                   const dnnl_memory_desc_t *want);
 /* Memory holding host data the node owns (copied now). */
 int dnn_owned_plain(dnn_b *b, const dnnl_memory_desc_t *md, const float *data);
 /* Memory for output o written by a primitive in md: the output itself
@@ -384,6 +395,9 @@ void dnn_conv_standins(dnn_ctx *ctx, const minfer_node_desc *node, minfer_value_
 /* matmul.c */
 minfer_status dnn_build_matmul(dnn_b *b);
 minfer_status dnn_build_gemm(dnn_b *b);
+/* quant.c: QLinearConv, ConvInteger; QLinearMatMul, MatMulInteger */
+minfer_status dnn_build_qconv(dnn_b *b);
+minfer_status dnn_build_qmatmul(dnn_b *b);
 /* attention.c */
 minfer_status dnn_build_attention(dnn_b *b);
 /* rnn.c */

@@ -1,0 +1,466 @@
+/*
+ * Quantized convolutions and matrix products on oneDNN's int8 primitives:
+ * QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger.
+ *
+ * oneDNN 2.6 computes an int8 convolution or matrix product as
+ *     dst = saturate(post_ops(scale * (sum (src - src_zp) * wei + bias)) + dst_zp)
+ * with the int32 sum converted to float before the scale, in float, and
+ * rounded half to even by the final conversion. The reference (the CPU
+ * provider, as ONNX Runtime) rounds half to even before it adds y's zero
+ * point: with an odd zero point and a result on a tie the two differ by one.
+ * An eltwise round post-op rounds before the zero point is added, so the
+ * zero point adds to an integer and the results agree exactly (checked at
+ * ties, saturation, per-channel scales and zero points in
+ * tests/test_onednn_quant.c). The multiplier is the reference's float
+ * x_scale * w_scale / y_scale, per output channel when w_scale is.
+ *
+ * Weights must be constant and are packed once at prepare: oneDNN takes
+ * s8 weights and no weight zero point (a convolution) or only a common one
+ * (a product), so the weights are shifted at prepare, w - w_zero_point per
+ * output channel, into s8; where a shifted weight falls outside [-128, 127]
+ * (uint8 weights with a small zero point) the node is declined with that
+ * reason. x's zero point (per tensor) and y's are oneDNN runtime zero
+ * points: a constant one is stored with the node, one computed in the graph
+ * (DynamicQuantizeLinear's) is converted to int32 by a reorder each run.
+ *
+ * ConvInteger and MatMulInteger write int32: the sum goes through float in
+ * oneDNN, exact only below 2^24, so a node whose sums can reach 2^24 (from
+ * its weights and x's type) is declined rather than rounded.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onednn.h"
+
+#define NONE ((size_t)-1)
+
+/* Where each operand is among the node's inputs. */
+typedef struct qops {
+    int qlinear;                      /* QLinearConv / QLinearMatMul */
+    size_t x, xs, xz, w, ws, wz, ys, yz, bias;
+} qops;
+
+static qops qops_of(const dnn_b *b) {
+    if (strncmp(b->node->op_type, "QLinear", 7) == 0)
+        return (qops){1, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+    return (qops){0, 0, NONE, 2, 1, NONE, 3, NONE, NONE, NONE};
+}
+
+static const minfer_value_desc *qin(const dnn_b *b, size_t i) {
+    return i == NONE ? NULL : dnn_in(b, i);
+}
+
+static int is_int8(int32_t dt) {
+    return dt == MINFER_DTYPE_UINT8 || dt == MINFER_DTYPE_INT8;
+}
+
+/* Element k of an integer constant (u8, s8 or s32). */
+static int32_t const_int(const minfer_value_desc *v, size_t k) {
+    switch (v->dtype) {
+    case MINFER_DTYPE_UINT8: return ((const uint8_t *)v->const_data)[k];
+    case MINFER_DTYPE_INT8: return ((const int8_t *)v->const_data)[k];
+    default: return ((const int32_t *)v->const_data)[k];
+    }
+}
+
+/* A constant float scale of 1 or n elements into out (n floats, repeated
+ * when it has one); its count in *count. */
+static minfer_status read_scale(dnn_b *b, size_t i, const char *what, int64_t n, float *out,
+                                int64_t *count) {
+    const minfer_value_desc *v = qin(b, i);
+    if (!v)
+        return dnn_decline(b, "%s is missing", what);
+    if (v->dtype != MINFER_DTYPE_FLOAT)
+        return dnn_decline(b, "%s must be float", what);
+    int64_t e = dnn_numel(v->rank, v->dims);
+    if (e != 1 && e != n)
+        return dnn_decline(b, "%s must hold 1 or %lld values", what, (long long)n);
+    if (!v->const_data || v->const_nbytes < (size_t)e * sizeof(float))
+        return dnn_decline(b, "%s must be a constant", what);
+    const float *s = v->const_data;
+    for (int64_t k = 0; k < n; k++) {
+        out[k] = s[e == 1 ? 0 : k];
+        if (!(out[k] > 0.0f) || !isfinite(out[k]))
+            return dnn_decline(b, "%s must be positive and finite", what);
+    }
+    *count = e;
+    return MINFER_OK;
+}
+
+/* A per-tensor zero point of an int8 operand of type dt: absent, or one
+ * element of dt. *known: its value when constant. */
+static minfer_status check_zp(dnn_b *b, size_t i, const char *what, int32_t dt, int *constant,
+                              int32_t *known) {
+    const minfer_value_desc *v = qin(b, i);
+    *constant = 1;
+    *known = 0;
+    if (!v)
+        return MINFER_OK;
+    if (v->dtype != dt)
+        return dnn_decline(b, "%s must have its tensor's type", what);
+    if (dnn_numel(v->rank, v->dims) != 1)
+        return dnn_decline(b, "%s must be one value (per tensor)", what);
+    *constant = v->const_data && v->const_nbytes >= 1;
+    if (*constant)
+        *known = const_int(v, 0);
+    return MINFER_OK;
+}
+
+/* The weights minus their zero point (per output channel: channel of
+ * element k is k / inner % M), as s8, into a new buffer in *out (NULL when
+ * they are s8 with a zero point of 0 and are used as they are); the sum of
+ * |w - zp| of the largest channel in *max_abs_sum. Declines a shifted
+ * weight outside [-128, 127]. */
+static minfer_status shift_weights(dnn_b *b, const minfer_value_desc *w,
+                                   const minfer_value_desc *wz, int64_t M, int64_t inner,
+                                   int8_t **out, double *max_abs_sum) {
+    *out = NULL;
+    *max_abs_sum = 0;
+    int64_t n = dnn_numel(w->rank, w->dims);
+    int64_t nz = wz ? dnn_numel(wz->rank, wz->dims) : 0;
+    if (!w->const_data || n < 0 || w->const_nbytes < (size_t)n)
+        return dnn_decline(b, "the weights must be a constant");
+    if (wz && (wz->dtype != w->dtype || (nz != 1 && nz != M)))
+        return dnn_decline(b, "the weights' zero point must be of their type, 1 or %lld values",
+                           (long long)M);
+    if (wz && (!wz->const_data || wz->const_nbytes < (size_t)nz))
+        return dnn_decline(b, "the weights' zero point must be a constant");
+    int shift = w->dtype != MINFER_DTYPE_INT8;
+    for (int64_t k = 0; wz && k < nz; k++)
+        shift = shift || const_int(wz, (size_t)k) != 0;
+    double *sums = calloc((size_t)M, sizeof *sums);
+    int8_t *q = shift && !b->check ? malloc((size_t)n) : NULL;
+    if (!sums || (shift && !b->check && !q)) {
+        free(sums);
+        free(q);
+        return dnn_decline(b, "out of memory");
+    }
+    minfer_status st = MINFER_OK;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t m = k / inner % M;
+        int32_t v = const_int(w, (size_t)k) - (wz ? const_int(wz, (size_t)(nz == 1 ? 0 : m)) : 0);
+        if (v < -128 || v > 127) {
+            st = dnn_decline(b, "a weight minus its zero point (%d) does not fit int8, which is "
+                             "all oneDNN's int8 kernels take", (int)v);
+            break;
+        }
+        sums[m] += v < 0 ? -v : v;
+        if (q)
+            q[k] = (int8_t)v;
+    }
+    for (int64_t m = 0; m < M; m++)
+        if (sums[m] > *max_abs_sum)
+            *max_abs_sum = sums[m];
+    free(sums);
+    if (st != MINFER_OK) {
+        free(q);
+        return st;
+    }
+    *out = q;
+    return MINFER_OK;
+}
+
+/* Memory for a zero point at input i as int32 [1]: stored with the node
+ * when constant (value known), else the input reordered to s32 each run. */
+static int zp_mem(dnn_b *b, size_t i, int constant, int32_t known) {
+    dnnl_memory_desc_t md;
+    int64_t one = 1;
+    dnn_plain_md_dt(&md, 1, &one, dnnl_s32);
+    if (constant)
+        return dnn_owned_plain(b, &md, (const float *)(const void *)&known);
+    return dnn_input(b, i, NULL, &md);
+}
+
+/* What the two builds share: operand types, zero points, multipliers. */
+typedef struct qplan {
+    qops o;
+    const minfer_value_desc *x, *w, *bias;
+    int32_t ydt;
+    int xz_const, yz_const, has_xz, has_yz;
+    int32_t xz, yz;
+    float *mult; /* M multipliers (QLinear) */
+    int64_t n_mult;
+    int8_t *wq;  /* shifted weights, or NULL */
+    double wsum; /* the largest channel's sum of |w - zp| */
+} qplan;
+
+static minfer_status plan_common(dnn_b *b, int64_t M, int64_t inner, qplan *p) {
+    memset(p, 0, sizeof *p);
+    p->o = qops_of(b);
+    const qops *o = &p->o;
+    p->x = qin(b, o->x);
+    p->w = qin(b, o->w);
+    p->bias = qin(b, o->bias);
+    if (!p->x || !p->w)
+        return dnn_decline(b, "needs its data and weight inputs");
+    if (!is_int8(p->x->dtype) || !is_int8(p->w->dtype))
+        return dnn_decline(b, "x and w must be uint8 or int8");
+    const minfer_value_desc *y = &b->node->outputs[0];
+    const minfer_value_desc *yz = qin(b, o->yz);
+    p->ydt = o->qlinear ? (yz ? yz->dtype : MINFER_DTYPE_UINT8) : MINFER_DTYPE_INT32;
+    if (o->qlinear && !is_int8(p->ydt))
+        return dnn_decline(b, "y must be uint8 or int8");
+    if (y->dtype && y->dtype != p->ydt)
+        return dnn_decline(b, "the output's type is not the op's");
+    minfer_status st = check_zp(b, o->xz, "x's zero point", p->x->dtype, &p->xz_const, &p->xz);
+    if (st == MINFER_OK && o->qlinear)
+        st = check_zp(b, o->yz, "y's zero point", p->ydt, &p->yz_const, &p->yz);
+    if (st != MINFER_OK)
+        return st;
+    p->has_xz = qin(b, o->xz) && !(p->xz_const && p->xz == 0);
+    p->has_yz = qin(b, o->yz) && !(p->yz_const && p->yz == 0);
+    if (p->bias && (p->bias->dtype != MINFER_DTYPE_INT32 || p->bias->rank != 1 ||
+                    p->bias->dims[0] != M))
+        return dnn_decline(b, "B must be int32 with %lld values", (long long)M);
+    if (o->qlinear) {
+        float xs, ys;
+        int64_t c1, cw;
+        p->mult = malloc((size_t)M * sizeof *p->mult);
+        if (!p->mult)
+            return dnn_decline(b, "out of memory");
+        if ((st = read_scale(b, o->xs, "x's scale", 1, &xs, &c1)) != MINFER_OK ||
+            (st = read_scale(b, o->ys, "y's scale", 1, &ys, &c1)) != MINFER_OK ||
+            (st = read_scale(b, o->ws, "w's scale", M, p->mult, &cw)) != MINFER_OK)
+            return st;
+        /* The reference's multiplier, in float: (x_scale * w_scale) / y_scale. */
+        for (int64_t m = 0; m < M; m++)
+            p->mult[m] = xs * p->mult[m] / ys;
+        p->n_mult = cw == 1 ? 1 : M;
+    }
+    st = shift_weights(b, p->w, qin(b, o->wz), M, inner, &p->wq, &p->wsum);
+    if (st != MINFER_OK)
+        return st;
+    if (!o->qlinear) {
+        /* The int32 sums pass through float in oneDNN: exact below 2^24. */
+        double xmax = p->x->dtype == MINFER_DTYPE_UINT8
+                          ? (p->xz_const ? fmax(p->xz, 255 - p->xz) : 255)
+                          : (p->xz_const ? fmax(p->xz + 128, 127 - p->xz) : 255);
+        if (p->wsum * xmax >= 16777216.0)
+            return dnn_decline(b, "its int32 sums may reach 2^24, where oneDNN's float "
+                               "conversion would round them");
+    }
+    return MINFER_OK;
+}
+
+static void plan_free(qplan *p) {
+    free(p->mult);
+    free(p->wq);
+}
+
+/* The attribute: output scales, round, zero points (runtime). */
+static minfer_status make_attr(dnn_b *b, const qplan *p, int per_channel_mask,
+                               dnnl_primitive_attr_t *out) {
+    static const int32_t runtime = DNNL_RUNTIME_S32_VAL;
+    dnnl_primitive_attr_t attr = dnn_attr_new(b);
+    *out = NULL;
+    if (!attr)
+        return dnn_decline(b, "out of memory");
+    dnnl_status_t s = dnnl_success;
+    if (p->o.qlinear) {
+        s = dnnl_primitive_attr_set_output_scales(attr, p->n_mult,
+                                                  p->n_mult > 1 ? per_channel_mask : 0, p->mult);
+        dnnl_post_ops_t po = NULL;
+        if (s == dnnl_success)
+            s = dnnl_post_ops_create(&po);
+        if (s == dnnl_success)
+            s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_round, 0.0f, 0.0f);
+        if (s == dnnl_success)
+            s = dnnl_primitive_attr_set_post_ops(attr, po);
+        dnnl_post_ops_destroy(po);
+    }
+    if (s == dnnl_success && p->has_xz)
+        s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &runtime);
+    if (s == dnnl_success && p->has_yz)
+        s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &runtime);
+    if (s != dnnl_success) {
+        dnnl_primitive_attr_destroy(attr);
+        return dnn_fail(b, s, "int8 attributes");
+    }
+    *out = attr;
+    return MINFER_OK;
+}
+
+/* The weights' memory: the constant packed as it is, or its shifted copy. */
+static int weights_mem(dnn_b *b, const qplan *p, const dnnl_memory_desc_t *have,
+                       const dnnl_memory_desc_t *want) {
+    if (!p->wq && p->w->dtype == MINFER_DTYPE_INT8)
+        return dnn_const_input(b, p->o.w, have, want, 1.0f);
+    return dnn_pack_owned(b, (int)p->o.w, have, p->wq, want);
+}
+
+/* Adds the step of pd with src, weights, dst, bias and zero points. */
+static minfer_status add_step(dnn_b *b, const qplan *p, dnnl_primitive_desc_t pd, int m_src,
+                              int m_wei, int m_dst) {
+    int m_bias = -2, m_xz = -2, m_yz = -2;
+    if (m_src >= 0 && m_wei >= 0 && m_dst >= 0 && p->bias)
+        m_bias = dnn_input(b, p->o.bias, NULL, dnn_pd_md(pd, dnnl_query_weights_md, 1));
+    if (m_src >= 0 && m_wei >= 0 && m_dst >= 0 && m_bias != -1 && p->has_xz)
+        m_xz = zp_mem(b, p->o.xz, p->xz_const, p->xz);
+    if (m_src >= 0 && m_wei >= 0 && m_dst >= 0 && m_bias != -1 && m_xz != -1 && p->has_yz)
+        m_yz = zp_mem(b, p->o.yz, p->yz_const, p->yz);
+    if (m_src < 0 || m_wei < 0 || m_dst < 0 || m_bias == -1 || m_xz == -1 || m_yz == -1) {
+        dnnl_primitive_desc_destroy(pd);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    int args[6] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, mems[6] = {m_src, m_wei, m_dst};
+    int n = 3;
+    if (p->bias)
+        args[n] = DNNL_ARG_BIAS, mems[n++] = m_bias;
+    if (p->has_xz)
+        args[n] = DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, mems[n++] = m_xz;
+    if (p->has_yz)
+        args[n] = DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, mems[n++] = m_yz;
+    return dnn_step_add(b, pd, n, args, mems);
+}
+
+static void to_dims(dnnl_dim_t *d, const int64_t *v, int n, int64_t minus) {
+    for (int i = 0; i < n; i++)
+        d[i] = v[i] - minus;
+}
+
+minfer_status dnn_build_qconv(dnn_b *b) {
+    qops o = qops_of(b);
+    const minfer_value_desc *x = qin(b, o.x), *w = qin(b, o.w);
+    dnn_window win;
+    minfer_status st;
+    if (!x || !w)
+        return dnn_decline(b, "needs x and w");
+    if (x->rank < 3 || x->rank > 5 || w->rank != x->rank)
+        return dnn_decline(b, "only 1-D to 3-D convolutions with matching x and w ranks");
+    if (b->pio)
+        return dnn_decline(b, "no split form");
+    int nsp = x->rank - 2;
+    if ((st = dnn_window_parse(b, nsp, w->dims + 2, &win)) != MINFER_OK)
+        return st;
+    int64_t G = dnn_attr_int(b, "group", 1);
+    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
+    if (G < 1 || C % G || M % G || w->dims[1] != C / G)
+        return dnn_decline(b, "channels and group do not fit");
+    int64_t od[MINFER_MAX_RANK] = {N, M}, pl[DNN_MAX_SPATIAL], pr[DNN_MAX_SPATIAL];
+    if (dnn_window_out(&win, x->dims + 2, 0, od + 2, pl, pr))
+        return dnn_decline(b, "the window does not fit the input");
+    if ((st = dnn_check_out(b, 0, x->rank, od)) != MINFER_OK)
+        return st;
+    qplan p;
+    int64_t inner = dnn_numel(w->rank - 1, w->dims + 1);
+    if ((st = plan_common(b, M, inner, &p)) != MINFER_OK) {
+        plan_free(&p);
+        return st;
+    }
+    dnnl_dims_t xd, wd, dd, strides, dil, padl, padr;
+    int wr = x->rank;
+    to_dims(xd, x->dims, x->rank, 0);
+    to_dims(dd, od, x->rank, 0);
+    if (G > 1) {
+        wd[0] = G;
+        wd[1] = M / G;
+        wd[2] = C / G;
+        for (int i = 0; i < nsp; i++)
+            wd[3 + i] = w->dims[2 + i];
+        wr++;
+    } else {
+        to_dims(wd, w->dims, x->rank, 0);
+    }
+    to_dims(strides, win.stride, nsp, 0);
+    to_dims(dil, win.dil, nsp, 1);
+    to_dims(padl, pl, nsp, 0);
+    to_dims(padr, pr, nsp, 0);
+    dnnl_memory_desc_t src_any, wei_any, wei_plain, bias_md, dst_any;
+    dnnl_memory_desc_init_by_tag(&src_any, x->rank, xd, dnn_dtype(x->dtype), dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wei_any, wr, wd, dnnl_s8, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&dst_any, x->rank, dd, dnn_dtype(p.ydt), dnnl_format_tag_any);
+    int64_t wdims[MINFER_MAX_RANK + 1];
+    for (int i = 0; i < wr; i++)
+        wdims[i] = wd[i];
+    dnn_plain_md_dt(&wei_plain, wr, wdims, dnnl_s8);
+    if (p.bias)
+        dnn_plain_md_dt(&bias_md, 1, &M, dnnl_s32);
+    dnnl_convolution_desc_t cd;
+    dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(
+        &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_any, &wei_any,
+        p.bias ? &bias_md : NULL, &dst_any, strides, dil, padl, padr);
+    if (s != dnnl_success) {
+        plan_free(&p);
+        return dnn_fail(b, s, "int8 convolution descriptor");
+    }
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    st = make_attr(b, &p, 1 << 1, &attr);
+    if (st == MINFER_OK)
+        st = dnn_pd(b, &cd, attr, &pd);
+    dnnl_primitive_attr_destroy(attr);
+    if (st == MINFER_OK) {
+        int m_src = dnn_input(b, o.x, NULL, dnn_pd_md(pd, dnnl_query_src_md, 0));
+        int m_wei = m_src < 0 ? -1
+                              : weights_mem(b, &p, &wei_plain,
+                                            dnn_pd_md(pd, dnnl_query_weights_md, 0));
+        int m_dst = m_wei < 0 ? -1 : dnn_output(b, 0, dnn_pd_md(pd, dnnl_query_dst_md, 0));
+        st = add_step(b, &p, pd, m_src, m_wei, m_dst);
+    }
+    plan_free(&p);
+    return st;
+}
+
+minfer_status dnn_build_qmatmul(dnn_b *b) {
+    qops o = qops_of(b);
+    const minfer_value_desc *a = qin(b, o.x), *w = qin(b, o.w);
+    minfer_status st;
+    if (!a || !w)
+        return dnn_decline(b, "needs A and B");
+    if (a->rank < 2 || w->rank != 2)
+        return dnn_decline(b, "A of rank >= 2 and a 2-D B only");
+    if (b->pio)
+        return dnn_decline(b, "no split form");
+    int64_t K = a->dims[a->rank - 1], N = w->dims[1];
+    if (w->dims[0] != K)
+        return dnn_decline(b, "inner dimensions differ");
+    int64_t od[MINFER_MAX_RANK];
+    memcpy(od, a->dims, (size_t)a->rank * sizeof od[0]);
+    od[a->rank - 1] = N;
+    if ((st = dnn_check_out(b, 0, a->rank, od)) != MINFER_OK)
+        return st;
+    const minfer_value_desc *az = qin(b, o.xz);
+    if (az && dnn_numel(az->rank, az->dims) != 1)
+        return dnn_decline(b, "A's zero point must be one value (per tensor)");
+    qplan p;
+    /* B [K, N]: output channel n of element k is k % N. */
+    if ((st = plan_common(b, N, 1, &p)) != MINFER_OK) {
+        plan_free(&p);
+        return st;
+    }
+    /* A's leading axes fold into M: one [M', K] x [K, N] product. */
+    int64_t Mp = dnn_numel(a->rank - 1, a->dims);
+    int64_t ad[2] = {Mp, K}, wdm[2] = {K, N}, yd[2] = {Mp, N};
+    dnnl_dims_t wd2 = {K, N};
+    dnnl_memory_desc_t src_md, wei_any, wei_plain, dst_md;
+    dnn_plain_md_dt(&src_md, 2, ad, dnn_dtype(a->dtype));
+    dnn_plain_md_dt(&wei_plain, 2, wdm, dnnl_s8);
+    dnn_plain_md_dt(&dst_md, 2, yd, dnn_dtype(p.ydt));
+    dnnl_memory_desc_init_by_tag(&wei_any, 2, wd2, dnnl_s8, dnnl_format_tag_any);
+    dnnl_matmul_desc_t md;
+    dnnl_status_t s = dnnl_matmul_desc_init(&md, &src_md, &wei_any, NULL, &dst_md);
+    if (s != dnnl_success) {
+        plan_free(&p);
+        return dnn_fail(b, s, "int8 matmul descriptor");
+    }
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    st = make_attr(b, &p, 1 << 1, &attr);
+    if (st == MINFER_OK)
+        st = dnn_pd(b, &md, attr, &pd);
+    dnnl_primitive_attr_destroy(attr);
+    if (st == MINFER_OK) {
+        int m_src = dnn_input(b, o.x, &src_md, NULL);
+        int m_wei = m_src < 0 ? -1
+                              : weights_mem(b, &p, &wei_plain,
+                                            dnn_pd_md(pd, dnnl_query_weights_md, 0));
+        int m_dst = m_wei < 0 ? -1 : dnn_output(b, 0, &dst_md);
+        st = add_step(b, &p, pd, m_src, m_wei, m_dst);
+    }
+    plan_free(&p);
+    return st;
+}
