@@ -51,7 +51,8 @@ def run_ort(model, inputs, tmp):
             break
         with open(meta) as f:
             m = json.load(f)
-        dt = {"float32": np.float32, "int64": np.int64, "int32": np.int32}[m["dtype"]]
+        dt = {"float32": np.float32, "int64": np.int64, "int32": np.int32, "uint8": np.uint8,
+              "int8": np.int8}[m["dtype"]]
         outs.append((m["name"], np.fromfile(os.path.join(outd, f"output_{k}.bin"),
                                             dtype=dt).reshape(m["dims"])))
     return outs
@@ -59,7 +60,8 @@ def run_ort(model, inputs, tmp):
 
 def save(path, name, a):
     with open(path, "wb") as f:
-        f.write(numpy_helper.from_array(np.ascontiguousarray(a), name).SerializeToString())
+        # np.ascontiguousarray would make a scalar 1-D
+        f.write(numpy_helper.from_array(np.array(a, order="C"), name).SerializeToString())
 
 
 def case(root, name, model, inputs, outputs):

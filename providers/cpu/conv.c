@@ -566,16 +566,53 @@ minfer_status cpu_compute_convtranspose(const cpu_exec *e) {
 }
 
 /* ---- ConvInteger, QLinearConv ------------------------------------------------
- * Direct convolution in double of (x - x_zero_point) and (w - w_zero_point)
- * (w's zero point per output channel or per tensor); ConvInteger stores the
- * int32 sums, QLinearConv rescales by x_scale * w_scale / y_scale, adds the
- * int32 bias (in that accumulator scale) and y_zero_point, rounds half to
- * even and saturates to y's type. */
+ * im2col + the int16 GEMM of qgemm.c per (image, group, block of output
+ * positions): the weights are widened once per run to int16 less their
+ * zero point (per output channel or per tensor); each block's columns are
+ * (x - x_zero_point) in int16, with 0 for padding (padding holds the zero
+ * point). ConvInteger stores the int32 sums; QLinearConv adds the int32
+ * bias and requantizes as MLAS does (cpu_q_requant): float(acc + bias) *
+ * (x_scale * w_scale[m] / y_scale, in float), clamped, rounded half to
+ * even, plus y_zero_point. Blocks are spread over the threads, each
+ * thread slice with its own columns and accumulators in the workspace. */
 
 typedef struct qconv_state {
     conv_state c;
     int qlinear;
 } qconv_state;
+
+/* Output positions per block: the block's int16 columns stay near 256 KiB. */
+static size_t qconv_block(const conv_geom *g) {
+    size_t ob = (256u * 1024u) / (2u * (g->rows ? g->rows : 1));
+    ob = ob < 16 ? 16 : ob > 1024 ? 1024 : ob;
+    ob &= ~(size_t)15;
+    return ob < g->out_plane ? ob : g->out_plane;
+}
+
+/* Workspace: the widened weights and the per-channel multipliers, then
+ * per slice its columns and sums. */
+static int qconv_ws(const conv_geom *g, size_t slices, size_t *wbytes, size_t *slice_bytes,
+                    size_t *total) {
+    size_t ob = qconv_block(g), w16, col, acc, per;
+    if (minfer_size_mul(g->M, g->rows, &w16) || minfer_size_mul(w16, 2, &w16) ||
+        minfer_size_mul(g->rows, ob, &col) || minfer_size_mul(col, 2, &col) ||
+        minfer_size_mul(g->Mg, ob, &acc) || minfer_size_mul(acc, 4, &acc))
+        return -1;
+    w16 = (w16 + 63) & ~(size_t)63;
+    w16 += (g->M * sizeof(float) + 63) & ~(size_t)63; /* the multipliers */
+    per = (col + 63) / 64 * 64 + (acc + 63) / 64 * 64;
+    if (minfer_size_mul(per, slices, total) || *total > SIZE_MAX - w16)
+        return -1;
+    *total += w16;
+    *wbytes = w16;
+    *slice_bytes = per;
+    return 0;
+}
+
+static size_t qconv_slices(const cpu_ctx *ctx) {
+    int t = cpu_threads(ctx);
+    return t > 0 ? (size_t)t : 1;
+}
 
 minfer_status cpu_prepare_qconv(cpu_prep *p) {
     qconv_state *st = cpu_state(p, sizeof *st);
@@ -586,6 +623,8 @@ minfer_status cpu_prepare_qconv(cpu_prep *p) {
                             *w = minfer_kit_input(p->node, st->qlinear ? 3 : 1);
     if (!x || !w)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs x and w");
+    if ((w->dtype && w->dtype != MINFER_DTYPE_INT8 && w->dtype != MINFER_DTYPE_UINT8))
+        return cpu_decline(p, "w must be int8 or uint8");
     int rank = w->rank >= 0 ? w->rank : x->rank;
     if (rank < 3 || rank > 5)
         return cpu_decline(p, "1-D to 3-D convolutions only (rank known at prepare)");
@@ -595,15 +634,126 @@ minfer_status cpu_prepare_qconv(cpu_prep *p) {
     st->c.group = cpu_attr_int(p, "group", 1);
     if (st->c.group < 1)
         return cpu_prep_fail(p, MINFER_ERR_MODEL, "group must be >= 1");
+    if (!p->prep)
+        return MINFER_OK;
+    int known = x->rank == rank && w->rank == rank;
+    for (int i = 0; known && i < rank; i++)
+        known = x->dims[i] >= 0 && w->dims[i] >= 0;
+    conv_geom g;
+    size_t wb, sb;
+    if (known && conv_geometry(&st->c, x->rank, x->dims, w->dims, &g) == 0 &&
+        qconv_ws(&g, qconv_slices(p->ctx), &wb, &sb, &p->prep->workspace_bytes))
+        return cpu_prep_fail(p, MINFER_ERR_LIMIT, "the im2col workspace has more bytes than fit "
+                             "in memory");
     return MINFER_OK;
 }
 
-/* Zero point k of a scalar or per-channel tensor (0 when absent). */
-static double zero_point(const minfer_tensor_view *z, size_t k) {
-    if (!z)
-        return 0;
-    size_t n = (size_t)minfer_kit_numel(z->rank, z->dims);
-    return n == 0 ? 0 : cpu_get(cpu_data(z), z->dtype, n == 1 ? 0 : k);
+typedef struct qconv_job {
+    const cpu_ctx *ctx;
+    const conv_geom *g;
+    const void *x;
+    int32_t xtype, xzp;
+    const int16_t *w16;
+    unsigned char *slices;
+    size_t slice_bytes, n_slices, ob, blocks, units;
+    int q;
+    int32_t *y32;              /* ConvInteger */
+    void *yq;                  /* QLinearConv */
+    int32_t ytype, yzp;
+    const float *mult;         /* per output channel */
+    const int32_t *bias;       /* per output channel, or NULL */
+} qconv_job;
+
+/* Columns [o0, o0 + ob) of one group's im2col, x - zp in int16, stored
+ * transposed (column i of the block is row i of col, rows long: the GEMM's
+ * B^T): per row r of the column matrix, the block is walked as runs along
+ * the last output axis, each run's input row checked once. */
+#define QIM2COL(E, T, S)                                                                   \
+    static void qim2col_##S(const qconv_job *j, const T *xg, size_t o0, size_t ob,        \
+                            int16_t *col) {                                                \
+        const conv_geom *g = j->g;                                                         \
+        int32_t zp = j->xzp;                                                               \
+        for (size_t r = 0; r < g->rows; r++) {                                             \
+            size_t q = r % g->k[2], b = (r / g->k[2]) % g->k[1];                           \
+            size_t a = (r / (g->k[2] * g->k[1])) % g->k[0], c = r / g->kvol;               \
+            const T *xc = xg + c * g->in_plane;                                            \
+            int16_t *d = col + r;                                                          \
+            size_t ld = g->rows;                                                           \
+            size_t o = o0, end = o0 + ob;                                                  \
+            while (o < end) {                                                              \
+                size_t ow = o % g->out[2], oh = (o / g->out[2]) % g->out[1];               \
+                size_t od = o / (g->out[2] * g->out[1]);                                   \
+                size_t run = g->out[2] - ow < end - o ? g->out[2] - ow : end - o;          \
+                int64_t id = (int64_t)od * g->stride[0] - g->pad[0] + (int64_t)a * g->dil[0]; \
+                int64_t ih = (int64_t)oh * g->stride[1] - g->pad[1] + (int64_t)b * g->dil[1]; \
+                if (id < 0 || id >= (int64_t)g->in[0] || ih < 0 || ih >= (int64_t)g->in[1]) { \
+                    for (size_t i = 0; i < run; i++)                                       \
+                        d[i * ld] = 0;                                                     \
+                } else {                                                                   \
+                    const T *row = xc + ((size_t)id * g->in[1] + (size_t)ih) * g->in[2];   \
+                    int64_t iw = (int64_t)ow * g->stride[2] - g->pad[2] + (int64_t)q * g->dil[2]; \
+                    if (g->stride[2] == 1 && iw >= 0 && iw + (int64_t)run <= (int64_t)g->in[2]) { \
+                        const T *src = row + iw;                                           \
+                        for (size_t i = 0; i < run; i++)                                   \
+                            d[i * ld] = (int16_t)((int32_t)src[i] - zp);                   \
+                    } else {                                                               \
+                        for (size_t i = 0; i < run; i++, iw += g->stride[2])               \
+                            d[i * ld] = iw >= 0 && iw < (int64_t)g->in[2]                  \
+                                       ? (int16_t)((int32_t)row[iw] - zp)                  \
+                                       : 0;                                                \
+                    }                                                                      \
+                }                                                                          \
+                d += run * ld;                                                             \
+                o += run;                                                                  \
+            }                                                                              \
+        }                                                                                  \
+    }
+QIM2COL(MINFER_DTYPE_UINT8, uint8_t, u8)
+QIM2COL(MINFER_DTYPE_INT8, int8_t, i8)
+#undef QIM2COL
+
+static void qim2col(const qconv_job *j, const void *xg, size_t o0, size_t ob, int16_t *col) {
+    if (j->xtype == MINFER_DTYPE_UINT8)
+        qim2col_u8(j, xg, o0, ob, col);
+    else
+        qim2col_i8(j, xg, o0, ob, col);
+}
+
+static void qconv_slice(void *arg, size_t s0, size_t s1) {
+    const qconv_job *j = arg;
+    const conv_geom *g = j->g;
+    for (size_t s = s0; s < s1; s++) {
+        unsigned char *base = j->slices + s * j->slice_bytes;
+        int16_t *col = (int16_t *)(void *)base;
+        size_t colb = (g->rows * j->ob * 2 + 63) / 64 * 64;
+        int32_t *acc = (int32_t *)(void *)(base + colb);
+        for (size_t u = s; u < j->units; u += j->n_slices) {
+            size_t blk = u % j->blocks, ng = u / j->blocks;
+            size_t n = ng / g->G, grp = ng % g->G;
+            size_t o0 = blk * j->ob, ob = g->out_plane - o0 < j->ob ? g->out_plane - o0 : j->ob;
+            const void *xg = (const unsigned char *)j->x +
+                             (n * g->C + grp * g->Cg) * g->in_plane;
+            qim2col(j, xg, o0, ob, col);
+            cpu_qgemm16(j->ctx, 0, g->Mg, ob, g->rows, j->w16 + grp * g->Mg * g->rows, g->rows,
+                        col, g->rows, acc, ob);
+            for (size_t m = 0; m < g->Mg; m++) {
+                size_t mo = grp * g->Mg + m, yi = (n * g->M + mo) * g->out_plane + o0;
+                if (!j->q) {
+                    memcpy(j->y32 + yi, acc + m * ob, ob * sizeof *acc);
+                    continue;
+                }
+                void *yo = (unsigned char *)j->yq + yi;
+                cpu_q_requant(acc + m * ob, ob, j->bias ? j->bias[mo] : 0, j->mult[mo], j->yzp,
+                              j->ytype, yo);
+            }
+        }
+    }
+}
+
+/* Scale k of a scalar or per-channel scale tensor, as float. */
+static float scale_at(const minfer_tensor_view *v, size_t k) {
+    size_t n = (size_t)minfer_kit_numel(v->rank, v->dims);
+    return (float)cpu_get(cpu_data(v), v->dtype, n == 1 ? 0 : k);
 }
 
 minfer_status cpu_compute_qconv(const cpu_exec *e) {
@@ -617,16 +767,26 @@ minfer_status cpu_compute_qconv(const cpu_exec *e) {
     conv_geom g;
     if (!x || !w || (q && (!xs || !ws || !ys)))
         return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    if ((x->dtype != MINFER_DTYPE_INT8 && x->dtype != MINFER_DTYPE_UINT8) ||
+        (w->dtype != MINFER_DTYPE_INT8 && w->dtype != MINFER_DTYPE_UINT8))
+        return cpu_fail(e, MINFER_ERR_TYPE, "x and w must be int8 or uint8");
     if (w->rank != x->rank || conv_geometry(&st->c, x->rank, x->dims, w->dims, &g))
         return cpu_fail(e, MINFER_ERR_SHAPE, "x and w shapes do not fit");
+    if (xz && minfer_kit_numel(xz->rank, xz->dims) != 1)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "x_zero_point must be a scalar");
     if (wz && minfer_kit_numel(wz->rank, wz->dims) > 1 &&
         minfer_kit_numel(wz->rank, wz->dims) != (int64_t)g.M)
         return cpu_fail(e, MINFER_ERR_SHAPE, "w_zero_point must be a scalar or [M]");
     if (ws && minfer_kit_numel(ws->rank, ws->dims) != 1 &&
         minfer_kit_numel(ws->rank, ws->dims) != (int64_t)g.M)
         return cpu_fail(e, MINFER_ERR_SHAPE, "w_scale must be a scalar or [M]");
-    if (b && minfer_kit_numel(b->rank, b->dims) != (int64_t)g.M)
-        return cpu_fail(e, MINFER_ERR_SHAPE, "B must hold M values");
+    if (q && (minfer_kit_numel(xs->rank, xs->dims) != 1 || minfer_kit_numel(ys->rank, ys->dims) != 1 ||
+              (yz && minfer_kit_numel(yz->rank, yz->dims) != 1)))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "x_scale, y_scale and y_zero_point must be scalars");
+    if (b && (minfer_kit_numel(b->rank, b->dims) != (int64_t)g.M || b->dtype != MINFER_DTYPE_INT32))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "B must hold M int32 values");
+    if (yz && yz->dtype != MINFER_DTYPE_INT8 && yz->dtype != MINFER_DTYPE_UINT8)
+        return cpu_fail(e, MINFER_ERR_TYPE, "y_zero_point must be int8 or uint8");
     int64_t od[CPU_MAX_RANK] = {(int64_t)g.N, (int64_t)g.M};
     for (int i = 0; i < st->c.w.nsp; i++)
         od[2 + i] = (int64_t)g.out[3 - st->c.w.nsp + i];
@@ -635,42 +795,42 @@ minfer_status cpu_compute_qconv(const cpu_exec *e) {
     minfer_status s = cpu_output(e, 0, ot, x->rank, od, &y);
     if (s)
         return s;
-    double xzp = zero_point(xz, 0), xsc = xs ? cpu_get(cpu_data(xs), xs->dtype, 0) : 1;
-    double ysc = ys ? cpu_get(cpu_data(ys), ys->dtype, 0) : 1, yzp = zero_point(yz, 0);
-    const void *xd = cpu_data(x), *wd = cpu_data(w);
-    for (size_t n = 0; n < g.N; n++)
-        for (size_t m = 0; m < g.M; m++) {
-            size_t grp = m / g.Mg;
-            double wzp = zero_point(wz, m);
-            for (size_t o = 0; o < g.out_plane; o++) {
-                size_t o0 = o / (g.out[1] * g.out[2]), o1 = o / g.out[2] % g.out[1],
-                       o2 = o % g.out[2];
-                double acc = 0;
-                for (size_t c = 0; c < g.Cg; c++)
-                    for (size_t k = 0; k < g.kvol; k++) {
-                        size_t k0 = k / (g.k[1] * g.k[2]), k1 = k / g.k[2] % g.k[1], k2 = k % g.k[2];
-                        int64_t i0 = (int64_t)o0 * g.stride[0] + (int64_t)k0 * g.dil[0] - g.pad[0];
-                        int64_t i1 = (int64_t)o1 * g.stride[1] + (int64_t)k1 * g.dil[1] - g.pad[1];
-                        int64_t i2 = (int64_t)o2 * g.stride[2] + (int64_t)k2 * g.dil[2] - g.pad[2];
-                        if (i0 < 0 || i0 >= (int64_t)g.in[0] || i1 < 0 || i1 >= (int64_t)g.in[1] ||
-                            i2 < 0 || i2 >= (int64_t)g.in[2])
-                            continue; /* padding holds the zero point: contributes 0 */
-                        size_t xi = (n * g.C + grp * g.Cg + c) * g.in_plane +
-                                    ((size_t)i0 * g.in[1] + (size_t)i1) * g.in[2] + (size_t)i2;
-                        size_t wi = (m * g.Cg + c) * g.kvol + k;
-                        acc += (cpu_get(xd, x->dtype, xi) - xzp) * (cpu_get(wd, w->dtype, wi) - wzp);
-                    }
-                size_t yi = (n * g.M + m) * g.out_plane + o;
-                if (!q) {
-                    cpu_set(y, ot, yi, acc);
-                    continue;
-                }
-                double wsc = cpu_get(cpu_data(ws), ws->dtype,
-                                     minfer_kit_numel(ws->rank, ws->dims) == 1 ? 0 : m);
-                if (b)
-                    acc += cpu_get(cpu_data(b), b->dtype, m);
-                cpu_set(y, ot, yi, nearbyint(acc * xsc * wsc / ysc) + yzp);
-            }
-        }
+    if (!y || g.out_plane == 0)
+        return MINFER_OK;
+    size_t slices = qconv_slices(e->ctx), wb, sb, need;
+    if (qconv_ws(&g, slices, &wb, &sb, &need))
+        return cpu_fail(e, MINFER_ERR_LIMIT, "the im2col workspace has more bytes than fit in memory");
+    /* The planner sized the workspace from the plan's shapes; a plan made
+     * without concrete shapes gets this run's memory instead. */
+    unsigned char *wsp = e->args->workspace, *own = NULL;
+    if (e->args->workspace_bytes < need || !wsp) {
+        own = cpu_malloc(e->ctx, need);
+        if (!own)
+            return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory for the im2col workspace");
+        wsp = own;
+    }
+    float *mult = NULL;
+    int32_t *bias = NULL;
+    int16_t *w16 = (int16_t *)(void *)wsp;
+    const void *wd = cpu_data(w);
+    for (size_t m = 0; m < g.M; m++)
+        cpu_q_widen((const unsigned char *)wd + m * g.rows, w->dtype, cpu_q_zero_point(wz, m),
+                    w16 + m * g.rows, g.rows);
+    if (q) {
+        mult = (float *)(void *)(wsp + ((g.M * g.rows * 2 + 63) & ~(size_t)63));
+        float xsc = scale_at(xs, 0), ysc = scale_at(ys, 0);
+        for (size_t m = 0; m < g.M; m++)
+            mult[m] = xsc * scale_at(ws, m) / ysc;
+        bias = b ? cpu_data(b) : NULL;
+    }
+    size_t ob = qconv_block(&g);
+    qconv_job j = {e->ctx, &g, cpu_data(x), x->dtype, cpu_q_zero_point(xz, 0), w16, wsp + wb, sb,
+                   slices, ob, (g.out_plane + ob - 1) / ob, 0, q, q ? NULL : y, q ? y : NULL,
+                   ot, cpu_q_zero_point(yz, 0), mult, bias};
+    j.units = g.N * g.G * j.blocks;
+    if (j.n_slices > j.units)
+        j.n_slices = j.units;
+    cpu_parallel(e->ctx, j.n_slices, 1, qconv_slice, &j);
+    free(own);
     return MINFER_OK;
 }

@@ -272,6 +272,25 @@ void cpu_gemm(const cpu_ctx *ctx, int32_t dtype, int parallel, size_t M, size_t 
               const void *A, size_t rsa, size_t csa, const void *B, size_t ldb, void *C,
               size_t ldc, int accumulate);
 
+/* ---- Integer GEMM and requantization (qgemm.c) ----------------------------- */
+
+/* C[M x N] (row stride ldc) = A * B on int16 operands whose zero points are
+ * already subtracted, int32 sums (wrapping). A is M x K (row stride lda);
+ * B is given transposed, BT N x K (row stride ldb). */
+void cpu_qgemm16(const cpu_ctx *ctx, int parallel, size_t M, size_t N, size_t K,
+                 const int16_t *A, size_t lda, const int16_t *BT, size_t ldb, int32_t *C,
+                 size_t ldc);
+/* dst[i] = src[i] - zp for n int8 or uint8 (dtype) values. */
+void cpu_q_widen(const void *src, int32_t dtype, int32_t zp, int16_t *dst, size_t n);
+/* Zero point k of a scalar or per-channel zero-point tensor; 0 when absent. */
+int32_t cpu_q_zero_point(const minfer_tensor_view *z, size_t k);
+/* MLAS's requantization of n sums into int8/uint8 (dtype) out:
+ * round_half_even(clamp(float(acc + bias) * multiplier)) + zp. */
+void cpu_q_requant(const int32_t *acc, size_t n, int32_t bias, float multiplier, int32_t zp,
+                   int32_t dtype, void *out);
+/* Half-to-even rounding of a float, as MLAS's quantization rounds. */
+float cpu_q_round_even(float v);
+
 /* ---- Shared between families ---------------------------------------------- */
 
 /* Broadcasts x into out (out_rank/out_dims), numpy style (elementwise.c). */

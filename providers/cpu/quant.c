@@ -3,8 +3,10 @@
  * MatMulInteger and QLinearMatMul (the quantized convolutions are in
  * conv.c).
  *
- * Values go through double: quantize is saturate(round_half_even(x / scale)
- * + zero_point), dequantize (x - zero_point) * scale. Scales and zero
+ * As ONNX Runtime's kernels (MlasQuantizeLinear, DequantizeLinear):
+ * quantize is saturate(round_half_even(x / scale) + zero_point), x / scale
+ * in the input's precision; dequantize float(x - zero_point) * scale in
+ * float (double for a double scale is not an ONNX type before opset 19). Scales and zero
  * points are per tensor, or per slice along 'axis' (1-D of that length).
  */
 #include <math.h>
@@ -77,12 +79,21 @@ minfer_status cpu_compute_quantize(const cpu_exec *e) {
         double scale = cpu_get(sd, sc->dtype, at(i, si, sl));
         double z = zd ? cpu_get(zd, zp->dtype, at(i, zi, zl)) : 0;
         double v = cpu_get(xd, x->dtype, i);
-        cpu_set(y, ot, i, dequant ? (v - z) * scale : nearbyint(divide(x->dtype, v, scale)) + z);
+        /* Dequantize as ORT: float(x - zero_point) * scale, in float (an
+         * int32 x beyond 2^24 rounds before the product). */
+        cpu_set(y, ot, i, dequant ? (double)((float)(v - z) * (float)scale)
+                                  : nearbyint(divide(x->dtype, v, scale)) + z);
     }
     return MINFER_OK;
 }
 
-/* uint8 quantization from the data's range, which always includes 0. */
+/* uint8 quantization from the data's range, which always includes 0, as
+ * ONNX Runtime computes it (GetQuantizationParameter, all in float):
+ * scale = (max - min) / 255, or 1 when max == min (all zeros); zero point =
+ * round_half_even(clamp(0 - min / scale, 0, 255)); then each element as
+ * QuantizeLinear does (MlasQuantizeLinear): round_half_even(x / scale) +
+ * zero point, saturated. A NaN element is skipped by the range (as
+ * MLAS's min/max comparisons skip it) and quantizes to the zero point. */
 minfer_status cpu_compute_dynamic_quantize(const cpu_exec *e) {
     const minfer_tensor_view *x = cpu_input(e, 0);
     if (!x || !cpu_is_float(x->dtype))
@@ -95,39 +106,130 @@ minfer_status cpu_compute_dynamic_quantize(const cpu_exec *e) {
         return s;
     size_t n = (size_t)minfer_kit_numel(x->rank, x->dims);
     const void *xd = cpu_data(x);
-    double lo = 0, hi = 0;
-    for (size_t i = 0; i < n; i++) {
-        double v = cpu_get(xd, x->dtype, i);
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
+    const float *xf = x->dtype == MINFER_DTYPE_FLOAT ? xd : NULL;
+    float lo = 0, hi = 0;
+    if (xf) {
+        for (size_t i = 0; i < n; i++) {
+            lo = xf[i] < lo ? xf[i] : lo;
+            hi = xf[i] > hi ? xf[i] : hi;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            float v = (float)cpu_get(xd, x->dtype, i);
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
     }
-    /* The reference computes the scale in float32. */
-    float scale = (float)(hi - lo) / 255.0f;
-    double z = scale != 0 ? nearbyint(0 - lo / (double)scale) : 0;
-    z = z < 0 ? 0 : z > 255 ? 255 : z;
+    float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    float z0 = 0.0f - lo / scale;
+    z0 = z0 < 0.0f ? 0.0f : z0 > 255.0f ? 255.0f : z0;
+    float z = cpu_q_round_even(z0);
     *(float *)ys = scale;
     *(uint8_t *)yz = (uint8_t)z;
-    for (size_t i = 0; i < n; i++)
-        cpu_set(y, MINFER_DTYPE_UINT8, i,
-                scale != 0 ? nearbyint(divide(x->dtype, cpu_get(xd, x->dtype, i), scale)) + z : z);
+    uint8_t *yd = y;
+    for (size_t i = 0; i < n; i++) {
+        float v = cpu_q_round_even((xf ? xf[i] : (float)cpu_get(xd, x->dtype, i)) / scale) + z;
+        if (v != v) {
+            yd[i] = (uint8_t)z;
+            continue;
+        }
+        v = v > 0.0f ? v : 0.0f;
+        v = v < 255.0f ? v : 255.0f;
+        yd[i] = (uint8_t)v;
+    }
     return MINFER_OK;
 }
 
 /* ---- MatMulInteger, QLinearMatMul ------------------------------------------
  * numpy matmul of (a - a_zero_point) and (b - b_zero_point): 1-D operands
- * are promoted and the batch dims broadcast. Zero points may be per row of
- * a (MatMulInteger, [M]) or per column of b ([N]). */
+ * are promoted and the batch dims broadcast. Zero points (and
+ * QLinearMatMul's scales) may be per row of a ([M]) or per column of b
+ * ([N]). Per batch, both operands are widened to int16 less their zero
+ * points and multiplied by the integer GEMM (qgemm.c); QLinearMatMul
+ * requantizes as MLAS does, with the multiplier a_scale * b_scale / y_scale
+ * in float. */
+
+typedef struct qmm_geom {
+    int64_t M, K, N;
+    int32_t batch_r, orank;
+    int64_t batch[CPU_MAX_RANK + 1], ad[CPU_MAX_RANK + 1], bd[CPU_MAX_RANK + 1], od[CPU_MAX_RANK + 2];
+    int32_t ar, br;
+} qmm_geom;
+
+/* -1: shapes do not multiply; -2: output rank too large. */
+static int qmm_geometry(int32_t ra, const int64_t *da, int32_t rb, const int64_t *db,
+                        qmm_geom *g) {
+    if (ra < 1 || rb < 1 || ra > CPU_MAX_RANK || rb > CPU_MAX_RANK)
+        return -1;
+    memcpy(g->ad, da, (size_t)ra * sizeof *da);
+    memcpy(g->bd, db, (size_t)rb * sizeof *db);
+    g->ar = ra, g->br = rb;
+    if (ra == 1) {
+        g->ad[1] = g->ad[0], g->ad[0] = 1, g->ar = 2;
+    }
+    if (rb == 1) {
+        g->bd[1] = 1, g->br = 2;
+    }
+    g->M = g->ad[g->ar - 2], g->K = g->ad[g->ar - 1], g->N = g->bd[g->br - 1];
+    if (g->bd[g->br - 2] != g->K)
+        return -1;
+    if (cpu_broadcast_shape(g->ar - 2, g->ad, g->br - 2, g->bd, &g->batch_r, g->batch))
+        return -1;
+    g->orank = 0;
+    for (int32_t d = 0; d < g->batch_r; d++)
+        g->od[g->orank++] = g->batch[d];
+    if (ra > 1)
+        g->od[g->orank++] = g->M;
+    if (rb > 1)
+        g->od[g->orank++] = g->N;
+    return g->orank > CPU_MAX_RANK ? -2 : 0;
+}
+
+/* Workspace of one batch: a and b in int16, the int32 sums. */
+static int qmm_ws(const qmm_geom *g, int q, size_t *total) {
+    size_t mk, kn, mn;
+    if (minfer_size_mul((size_t)g->M, (size_t)g->K, &mk) ||
+        minfer_size_mul((size_t)g->K, (size_t)g->N, &kn) ||
+        minfer_size_mul((size_t)g->M, (size_t)g->N, &mn) || mk > SIZE_MAX / 4 ||
+        kn > SIZE_MAX / 4 || mn > SIZE_MAX / 8)
+        return -1;
+    mk = (mk * 2 + 63) & ~(size_t)63;
+    kn = (kn * 2 + 63) & ~(size_t)63;
+    mn = q ? (mn * 4 + 63) & ~(size_t)63 : 0;
+    size_t nmult = q ? ((size_t)g->N * sizeof(float) + 63) & ~(size_t)63 : 0;
+    if (mk > SIZE_MAX - kn || mk + kn > SIZE_MAX - mn || mk + kn + mn > SIZE_MAX - nmult)
+        return -1;
+    *total = mk + kn + mn + nmult;
+    return 0;
+}
 
 minfer_status cpu_prepare_qmatmul(cpu_prep *p) {
-    (void)p;
+    int q = strcmp(p->node->op_type, "QLinearMatMul") == 0;
+    const minfer_value_desc *a = minfer_kit_input(p->node, 0), *b = minfer_kit_input(p->node, q ? 3 : 1);
+    if (!a || !b)
+        return cpu_prep_fail(p, MINFER_ERR_MODEL, "needs inputs a and b");
+    if (b->dtype && b->dtype != MINFER_DTYPE_INT8 && b->dtype != MINFER_DTYPE_UINT8)
+        return cpu_decline(p, "b must be int8 or uint8");
+    if (!p->prep || a->rank < 1 || b->rank < 1)
+        return MINFER_OK;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] < 0)
+            return MINFER_OK;
+    for (int32_t d = 0; d < b->rank; d++)
+        if (b->dims[d] < 0)
+            return MINFER_OK;
+    qmm_geom g;
+    if (qmm_geometry(a->rank, a->dims, b->rank, b->dims, &g) == 0 &&
+        qmm_ws(&g, q, &p->prep->workspace_bytes))
+        return cpu_prep_fail(p, MINFER_ERR_LIMIT, "the operands' workspace has more bytes than "
+                             "fit in memory");
     return MINFER_OK;
 }
 
-static double zp_at(const minfer_tensor_view *z, size_t k) {
-    if (!z)
-        return 0;
-    size_t n = (size_t)minfer_kit_numel(z->rank, z->dims);
-    return n == 0 ? 0 : cpu_get(cpu_data(z), z->dtype, n == 1 ? 0 : k);
+/* A scalar or a [len] vector (per row or per column). */
+static int per_vector(const minfer_tensor_view *v, int64_t len) {
+    int64_t n = minfer_kit_numel(v->rank, v->dims);
+    return n == 1 || (v->rank == 1 && n == len);
 }
 
 minfer_status cpu_compute_qmatmul(const cpu_exec *e) {
@@ -138,74 +240,100 @@ minfer_status cpu_compute_qmatmul(const cpu_exec *e) {
                              *ys = q ? cpu_input(e, 6) : NULL, *yz = q ? cpu_input(e, 7) : NULL;
     if (!a || !b || (q && (!as || !bs || !ys)))
         return cpu_fail(e, MINFER_ERR_RUNTIME, "missing input");
-    if (a->rank < 1 || b->rank < 1)
-        return cpu_fail(e, MINFER_ERR_SHAPE, "operands must have rank >= 1");
-    /* Promote 1-D operands to matrices. */
-    int64_t ad[CPU_MAX_RANK + 1], bd[CPU_MAX_RANK + 1];
-    int32_t ar = a->rank, br = b->rank;
-    memcpy(ad, a->dims, (size_t)ar * sizeof *ad);
-    memcpy(bd, b->dims, (size_t)br * sizeof *bd);
-    if (ar == 1) {
-        ad[1] = ad[0], ad[0] = 1, ar = 2;
-    }
-    if (br == 1) {
-        bd[1] = 1, br = 2;
-    }
-    int64_t M = ad[ar - 2], K = ad[ar - 1], N = bd[br - 1];
-    if (bd[br - 2] != K)
-        return cpu_fail(e, MINFER_ERR_SHAPE, "inner dimensions differ");
-    int32_t batch_r;
-    int64_t batch[CPU_MAX_RANK + 1];
-    if (cpu_broadcast_shape(ar - 2, ad, br - 2, bd, &batch_r, batch))
-        return cpu_fail(e, MINFER_ERR_SHAPE, "batch dims do not broadcast");
-    int64_t od[CPU_MAX_RANK + 2];
-    int32_t orank = 0;
-    for (int32_t d = 0; d < batch_r; d++)
-        od[orank++] = batch[d];
-    if (a->rank > 1)
-        od[orank++] = M;
-    if (b->rank > 1)
-        od[orank++] = N;
-    if (orank > CPU_MAX_RANK)
+    if ((a->dtype != MINFER_DTYPE_INT8 && a->dtype != MINFER_DTYPE_UINT8) ||
+        (b->dtype != MINFER_DTYPE_INT8 && b->dtype != MINFER_DTYPE_UINT8))
+        return cpu_fail(e, MINFER_ERR_TYPE, "a and b must be int8 or uint8");
+    qmm_geom g;
+    int gr = qmm_geometry(a->rank, a->dims, b->rank, b->dims, &g);
+    if (gr == -2)
         return cpu_fail(e, MINFER_ERR_LIMIT, "output rank too large");
+    if (gr)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "a and b do not multiply");
+    if ((az && !per_vector(az, g.M)) || (bz && !per_vector(bz, g.N)) ||
+        (q && (!per_vector(as, g.M) || !per_vector(bs, g.N) ||
+               minfer_kit_numel(ys->rank, ys->dims) != 1 ||
+               (yz && minfer_kit_numel(yz->rank, yz->dims) != 1))))
+        return cpu_fail(e, MINFER_ERR_SHAPE, "zero points and scales must be scalars, per row "
+                        "of a or per column of b (y's scalars)");
+    if (yz && yz->dtype != MINFER_DTYPE_INT8 && yz->dtype != MINFER_DTYPE_UINT8)
+        return cpu_fail(e, MINFER_ERR_TYPE, "y_zero_point must be int8 or uint8");
     int32_t ot = q ? (yz ? yz->dtype : MINFER_DTYPE_UINT8) : MINFER_DTYPE_INT32;
     void *y;
-    minfer_status s = cpu_output(e, 0, ot, orank, od, &y);
+    minfer_status s = cpu_output(e, 0, ot, g.orank, g.od, &y);
     if (s)
         return s;
-    double scale = q ? cpu_get(cpu_data(as), as->dtype, 0) * cpu_get(cpu_data(bs), bs->dtype, 0) /
-                           cpu_get(cpu_data(ys), ys->dtype, 0)
-                     : 1;
-    double yzp = zp_at(yz, 0);
-    size_t nb = (size_t)minfer_kit_numel(batch_r, batch), za = az ? (size_t)minfer_kit_numel(az->rank, az->dims) : 0;
+    size_t M = (size_t)g.M, K = (size_t)g.K, N = (size_t)g.N, need;
+    size_t nb = (size_t)minfer_kit_numel(g.batch_r, g.batch);
+    if (!y || M == 0 || N == 0 || nb == 0)
+        return MINFER_OK;
+    if (qmm_ws(&g, q, &need))
+        return cpu_fail(e, MINFER_ERR_LIMIT, "the operands' workspace has more bytes than fit in "
+                        "memory");
+    unsigned char *wsp = e->args->workspace, *own = NULL;
+    if (e->args->workspace_bytes < need || !wsp) {
+        own = cpu_malloc(e->ctx, need);
+        if (!own)
+            return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory for the operands' workspace");
+        wsp = own;
+    }
+    int16_t *a16 = (int16_t *)(void *)wsp;
+    int16_t *b16 = (int16_t *)(void *)(wsp + ((M * K * 2 + 63) & ~(size_t)63));
+    int32_t *acc = (int32_t *)(void *)((unsigned char *)b16 + ((K * N * 2 + 63) & ~(size_t)63));
+    float *mult = (float *)(void *)((unsigned char *)acc + (q ? (M * N * 4 + 63) & ~(size_t)63 : 0));
+    int per_row_scale = 0;
+    size_t n_bs = 1;
+    if (q) {
+        per_row_scale = minfer_kit_numel(as->rank, as->dims) > 1;
+        n_bs = (size_t)minfer_kit_numel(bs->rank, bs->dims);
+    }
+    float ysc = q ? (float)cpu_get(cpu_data(ys), ys->dtype, 0) : 1;
+    int32_t yzp = cpu_q_zero_point(yz, 0);
     int64_t idx[CPU_MAX_RANK + 1];
-    const void *adt = cpu_data(a), *bdt = cpu_data(b);
+    const unsigned char *adt = cpu_data(a), *bdt = cpu_data(b);
     for (size_t t = 0; t < nb; t++) {
         /* Batch offsets of a and b under broadcasting. */
         size_t rem = t, aoff = 0, boff = 0, amul = 1, bmul = 1;
-        for (int32_t d = batch_r - 1; d >= 0; d--) {
-            idx[d] = (int64_t)(rem % (size_t)batch[d]);
-            rem /= (size_t)batch[d];
+        for (int32_t d = g.batch_r - 1; d >= 0; d--) {
+            idx[d] = (int64_t)(rem % (size_t)g.batch[d]);
+            rem /= (size_t)g.batch[d];
         }
-        for (int32_t d = ar - 3, j = batch_r - 1; d >= 0; d--, j--) {
-            aoff += (size_t)(ad[d] == 1 ? 0 : idx[j]) * amul;
-            amul *= (size_t)ad[d];
+        for (int32_t d = g.ar - 3, j = g.batch_r - 1; d >= 0; d--, j--) {
+            aoff += (size_t)(g.ad[d] == 1 ? 0 : idx[j]) * amul;
+            amul *= (size_t)g.ad[d];
         }
-        for (int32_t d = br - 3, j = batch_r - 1; d >= 0; d--, j--) {
-            boff += (size_t)(bd[d] == 1 ? 0 : idx[j]) * bmul;
-            bmul *= (size_t)bd[d];
+        for (int32_t d = g.br - 3, j = g.batch_r - 1; d >= 0; d--, j--) {
+            boff += (size_t)(g.bd[d] == 1 ? 0 : idx[j]) * bmul;
+            bmul *= (size_t)g.bd[d];
         }
-        aoff *= (size_t)(M * K);
-        boff *= (size_t)(K * N);
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                double acc = 0, azp = zp_at(az, za > 1 ? (size_t)i : 0), bzp = zp_at(bz, (size_t)j);
-                for (int64_t k = 0; k < K; k++)
-                    acc += (cpu_get(adt, a->dtype, aoff + (size_t)(i * K + k)) - azp) *
-                           (cpu_get(bdt, b->dtype, boff + (size_t)(k * N + j)) - bzp);
-                size_t yi = (t * (size_t)M + (size_t)i) * (size_t)N + (size_t)j;
-                cpu_set(y, ot, yi, q ? nearbyint(acc * scale) + yzp : acc);
+        const unsigned char *ab = adt + aoff * M * K, *bb = bdt + boff * K * N;
+        for (size_t i = 0; i < M; i++)
+            cpu_q_widen(ab + i * K, a->dtype, cpu_q_zero_point(az, i), a16 + i * K, K);
+        /* b transposed: column j of b is row j of b16, less its zero point */
+        for (size_t jj = 0; jj < N; jj++) {
+            int32_t zb = cpu_q_zero_point(bz, jj);
+            int16_t *dst = b16 + jj * K;
+            if (b->dtype == MINFER_DTYPE_UINT8)
+                for (size_t k = 0; k < K; k++)
+                    dst[k] = (int16_t)((int32_t)((const uint8_t *)bb)[k * N + jj] - zb);
+            else
+                for (size_t k = 0; k < K; k++)
+                    dst[k] = (int16_t)((int32_t)((const int8_t *)bb)[k * N + jj] - zb);
+        }
+        int32_t *c = q ? acc : (int32_t *)y + t * M * N;
+        cpu_qgemm16(e->ctx, 1, M, N, K, a16, K, b16, K, c, N);
+        if (!q)
+            continue;
+        unsigned char *yt = (unsigned char *)y + t * M * N;
+        for (size_t i = 0; i < M; i++) {
+            if (i == 0 || per_row_scale) {
+                float asc = (float)cpu_get(cpu_data(as), as->dtype, per_row_scale ? i : 0);
+                for (size_t j = 0; j < N; j++)
+                    mult[j] = asc * (float)cpu_get(cpu_data(bs), bs->dtype, n_bs > 1 ? j : 0) / ysc;
             }
+            for (size_t j = 0; j < N; j++)
+                cpu_q_requant(acc + i * N + j, 1, 0, mult[j], yzp, ot, yt + i * N + j);
+        }
     }
+    free(own);
     return MINFER_OK;
 }

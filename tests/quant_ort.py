@@ -1,0 +1,275 @@
+#!/usr/bin/python3
+"""Quantized ops on the CPU provider against ONNX Runtime, exactly (issue
+35): small graphs of QLinearConv (uint8/int8 weights, per-tensor and
+per-channel scales, int32 bias, pads, strides, dilations, groups),
+QLinearMatMul, ConvInteger, MatMulInteger (zero points), QuantizeLinear
+and DequantizeLinear (per axis, negative axis) and DynamicQuantizeLinear
+feeding ConvInteger, with random data whose scales put many products on
+rounding ties and past saturation. ORT runs each on its CPU kernels;
+`minfer test --atol 0 --rtol 0` must give the same numbers: zero steps off
+on every element. A step off would show as a difference of one.
+
+Also whole models quantized dynamically as ORT's quantize_dynamic does
+(quantize_dynamic.py: DynamicQuantizeLinear + ConvInteger per Conv) from
+the shared models given: ORT's outputs on data set 0 at rtol 1e-3 / atol
+1e-4 (the integer parts are exact; the float epilogues round alike).
+
+usage: quant_ort.py MINFER_CLI [MODELS_DIR MODEL...]
+"""
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from fp16_models import run_ort, case  # noqa: E402
+import subprocess  # noqa: E402
+
+rng = np.random.default_rng(35)
+T = {np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8,
+     np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32}
+
+
+def q8(shape, dt):
+    lo, hi = (0, 256) if dt == np.uint8 else (-128, 128)
+    return rng.integers(lo, hi, size=shape).astype(dt)
+
+
+def model(nodes, feeds, inits, outs, opset=13):
+    # The peer takes no int8 input: an int8 feed comes in as float holding
+    # the integers and is quantized exactly (scale 1) inside the graph.
+    pre = []
+    for i, (n, a) in enumerate(feeds):
+        if a.dtype == np.int8:
+            pre.append(helper.make_node("QuantizeLinear", [n + "_f", "one_", "zero_s8_"], [n]))
+            feeds[i] = (n + "_f", a.astype(np.float32))
+            if not any(k == "one_" for k, _ in inits):
+                inits = inits + [("one_", np.float32(1)), ("zero_s8_", np.int8(0))]
+    nodes = pre + nodes
+    g = helper.make_graph(
+        nodes, "q",
+        [helper.make_tensor_value_info(n, T[a.dtype], a.shape) for n, a in feeds],
+        [helper.make_tensor_value_info(n, t, None) for n, t in outs],
+        [numpy_helper.from_array(a, n) for n, a in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def qlinearconv(xt, wt, per_channel, bias, real_scales=False, **attrs):
+    C, M, k = 4 * attrs.get("group", 1), 6 * attrs.get("group", 1), 3
+    x = q8((1, C, 11, 9), xt)
+    w = q8((M, C // attrs.get("group", 1), k, k), wt)
+    inits = [("xs", np.float32(0.0125)), ("xz", q8((), xt)), ("w", w),
+             ("ws", (rng.integers(1, 8, M) / 256).astype(np.float32) if per_channel
+              else np.float32(1 / 64)),
+             ("wz", np.zeros(M if per_channel else (), wt) if wt == np.int8 else q8((), wt)),
+             ("ys", np.float32(0.25)), ("yz", q8((), xt))]
+    if real_scales:
+        # scales as a calibration gives them: the float multiplier
+        # x_scale * w_scale / y_scale differs from the exact one
+        inits[0] = ("xs", np.float32(0.017316))
+        inits[3] = ("ws", rng.uniform(0.0004, 0.004, M).astype(np.float32))
+        inits[5] = ("ys", np.float32(0.049137))
+    ins = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
+    if bias:
+        inits.append(("b", rng.integers(-2000, 2000, M).astype(np.int32)))
+        ins.append("b")
+    n = helper.make_node("QLinearConv", ins, ["y"], kernel_shape=[k, k], **attrs)
+    return model([n], [("x", x)], inits, [("y", T[np.dtype(xt)])], 10), [("x", x)]
+
+
+def qlinearmatmul(at, bt, per_col, real_scales=False):
+    a = q8((2, 5, 33), at)
+    b = q8((33, 7), bt)
+    inits = [("as", np.float32(0.03125)), ("az", q8((), at)), ("b", b),
+             ("bs", (rng.integers(1, 8, 7) / 64).astype(np.float32) if per_col
+              else np.float32(0.0625)),
+             ("bz", q8((7,) if per_col else (), bt)),
+             ("ys", np.float32(0.5)), ("yz", q8((), at))]
+    if real_scales:
+        inits[0] = ("as", np.float32(0.0219))
+        inits[3] = ("bs", rng.uniform(0.001, 0.01, 7).astype(np.float32))
+        inits[5] = ("ys", np.float32(0.1371))
+    n = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+    return model([n], [("a", a)], inits, [("y", T[np.dtype(at)])], 10), [("a", a)]
+
+
+def convinteger(xt, wt):
+    x = q8((2, 3, 10, 10), xt)
+    inits = [("w", q8((5, 3, 3, 3), wt)), ("xz", q8((), xt)), ("wz", q8((), wt))]
+    n = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], pads=[1, 0, 1, 2],
+                         strides=[2, 1], dilations=[1, 2])
+    return model([n], [("x", x)], inits, [("y", TensorProto.INT32)], 10), [("x", x)]
+
+
+def matmulinteger(at, bt):
+    a = q8((3, 4, 20), at)
+    inits = [("b", q8((20, 9), bt)), ("az", q8((), at)), ("bz", q8((9,), bt))]
+    n = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
+    return model([n], [("a", a)], inits, [("y", TensorProto.INT32)], 10), [("a", a)]
+
+
+def qdq(axis):
+    x = (rng.integers(-600, 600, (2, 3, 4)) / 8).astype(np.float32)
+    shp = (3,) if axis in (1, -2) else (4,)
+    s = (rng.integers(1, 4, shp) / 4).astype(np.float32)
+    z = q8(shp, np.int8)
+    inits = [("s", s), ("z", z)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=axis),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=axis)]
+    return model(nodes, [("x", x)], inits, [("q", TensorProto.INT8), ("y", TensorProto.FLOAT)]), \
+        [("x", x)]
+
+
+def dynamic_conv():
+    x = rng.standard_normal((1, 3, 16, 16)).astype(np.float32)
+    inits = [("w", q8((4, 3, 3, 3), np.uint8)), ("wz", q8((), np.uint8))]
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("ConvInteger", ["xq", "w", "xz", "wz"], ["y"], pads=[1, 1, 1, 1])]
+    return model(nodes, [("x", x)], inits, [("y", TensorProto.INT32), ("xs", TensorProto.FLOAT),
+                                            ("xz", TensorProto.UINT8)], 11), [("x", x)]
+
+
+CASES = {
+    "qlinearconv_u8u8": lambda: qlinearconv(np.uint8, np.uint8, False, True, pads=[1, 1, 1, 1]),
+    "qlinearconv_u8s8_perchannel": lambda: qlinearconv(np.uint8, np.int8, True, True,
+                                                       strides=[2, 2], pads=[0, 1, 2, 1]),
+    "qlinearconv_s8s8_group": lambda: qlinearconv(np.int8, np.int8, True, False, group=2,
+                                                  dilations=[2, 1]),
+    "qlinearconv_u8s8_real_scales": lambda: qlinearconv(np.uint8, np.int8, True, True, True,
+                                                        pads=[1, 1, 1, 1], group=4),
+    "qlinearmatmul_u8u8": lambda: qlinearmatmul(np.uint8, np.uint8, False),
+    "qlinearmatmul_u8s8_percolumn": lambda: qlinearmatmul(np.uint8, np.int8, True),
+    "qlinearmatmul_u8s8_real_scales": lambda: qlinearmatmul(np.uint8, np.int8, True, True),
+    "convinteger_u8u8": lambda: convinteger(np.uint8, np.uint8),
+    "convinteger_u8s8": lambda: convinteger(np.uint8, np.int8),
+    "matmulinteger_u8u8_percolumn": lambda: matmulinteger(np.uint8, np.uint8),
+    "qdq_axis1": lambda: qdq(1),
+    "qdq_axis_minus1": lambda: qdq(-1),
+    "dynamic_convinteger": dynamic_conv,
+}
+
+
+# Hand-computed cases: (model, inputs, expected outputs), every expected
+# value worked out from the ONNX definition with ONNX Runtime's order of
+# operations (ties round to even; saturation after the zero point).
+def hand_quantize():
+    x = np.array([0.25, 0.75, 1.25, -0.25, -5.25, 200, -200, 1.0], np.float32)
+    inits = [("s", np.float32(0.5)), ("zu", np.uint8(10)), ("zs", np.int8(-3))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zu"], ["u"]),
+             helper.make_node("QuantizeLinear", ["x", "s", "zs"], ["i"])]
+    # x / 0.5 = .5 1.5 2.5 -.5 -10.5 400 -400 2 -> 0 2 2 0 -10 400 -400 2
+    u = np.array([10, 12, 12, 10, 0, 255, 0, 12], np.uint8)
+    i = np.array([-3, -1, -1, -3, -13, 127, -128, -1], np.int8)
+    return model(nodes, [("x", x)], inits, [("u", TensorProto.UINT8), ("i", TensorProto.INT8)]), \
+        [("x", x)], [("u", u), ("i", i)]
+
+
+def hand_quantize_axis():
+    x = np.array([[2.5, 2.5], [-1.5, 0.75]], np.float32)
+    inits = [("s", np.array([1, 0.5], np.float32)), ("z", np.array([0, 1], np.int8))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=-1),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=-1)]
+    q = np.array([[2, 6], [-2, 3]], np.int8)
+    y = np.array([[2, 2.5], [-2, 1]], np.float32)
+    return model(nodes, [("x", x)], inits, [("q", TensorProto.INT8), ("y", TensorProto.FLOAT)]), \
+        [("x", x)], [("q", q), ("y", y)]
+
+
+def hand_qlinearconv():
+    x = np.array([1, 3, 5, 250], np.uint8).reshape(1, 1, 1, 4)
+    inits = [("xs", np.float32(0.5)), ("xz", np.uint8(0)),
+             ("w", np.array([1, -1], np.int8).reshape(2, 1, 1, 1)),
+             ("ws", np.array([1, 1], np.float32)), ("wz", np.array([0, 0], np.int8)),
+             ("ys", np.float32(1)), ("yz", np.uint8(10)), ("b", np.array([0, 2], np.int32))]
+    n = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                         ["y"])
+    # channel 0: (1 3 5 250) * .5 = .5 1.5 2.5 125 -> 0 2 2 125, + 10
+    # channel 1: (-1 -3 -5 -250 + 2) * .5 = .5 -.5 -1.5 -124 -> 0 0 -2 -124,
+    #            + 10, and -114 saturates to 0
+    y = np.array([10, 12, 12, 135, 10, 10, 8, 0], np.uint8).reshape(1, 2, 1, 4)
+    return model([n], [("x", x)], inits, [("y", TensorProto.UINT8)], 10), [("x", x)], [("y", y)]
+
+
+def hand_dynamic():
+    x = np.array([-1, 1, 1, 2, 0, 0], np.float32).reshape(3, 2)
+    nodes = []
+    outs = []
+    for r in range(3):
+        nodes += [helper.make_node("Slice", ["x", f"b{r}", f"e{r}"], [f"x{r}"]),
+                  helper.make_node("DynamicQuantizeLinear", [f"x{r}"], [f"y{r}", f"s{r}", f"z{r}"])]
+        outs += [(f"y{r}", TensorProto.UINT8), (f"s{r}", TensorProto.FLOAT),
+                 (f"z{r}", TensorProto.UINT8)]
+    inits = [(f"b{r}", np.array([r], np.int64)) for r in range(3)] + \
+            [(f"e{r}", np.array([r + 1], np.int64)) for r in range(3)]
+    s = np.float32(2) / np.float32(255)  # 0.007843138 in float
+    # [-1, 1]: zero point rint(127.49999) = 127, y = -127 + 127, 127 + 127
+    # [1, 2]: range [0, 2], zero point 0, y = rint(127.49999), rint(254.99998)
+    # [0, 0]: max == min: scale 1, zero point 0
+    exp = [("y0", np.array([[0, 254]], np.uint8)), ("s0", s), ("z0", np.uint8(127)),
+           ("y1", np.array([[127, 255]], np.uint8)), ("s1", s), ("z1", np.uint8(0)),
+           ("y2", np.array([[0, 0]], np.uint8)), ("s2", np.float32(1)), ("z2", np.uint8(0))]
+    return model(nodes, [("x", x)], inits, outs, 13), [("x", x)], exp
+
+
+HAND = {"hand_quantize": hand_quantize, "hand_quantize_axis": hand_quantize_axis,
+        "hand_qlinearconv": hand_qlinearconv, "hand_dynamic": hand_dynamic}
+
+
+def main(argv):
+    minfer = argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = os.path.join(tmp, "cases")
+        for name, make in CASES.items():
+            m, ins = make()
+            ins = [(n if a.dtype != np.int8 else n + "_f", a if a.dtype != np.int8
+                    else a.astype(np.float32)) for n, a in ins]
+            path = os.path.join(tmp, name + ".onnx")
+            onnx.save(m, path)
+            case(cases, name, m, ins, run_ort(path, ins, os.path.join(tmp, name)))
+        for name, make in HAND.items():
+            m, ins, exp = make()
+            case(cases, name, m, ins, exp)
+        r = subprocess.run([minfer, "test", "--rtol", "0", "--atol", "0", "--providers", "cpu",
+                            cases], capture_output=True, text=True)
+        n_models = 0
+        if len(argv) > 3:
+            import quantize_dynamic
+            mcases = os.path.join(tmp, "models")
+            for name in argv[3:]:
+                src = os.path.join(argv[2], name)
+                m = quantize_dynamic.convert(onnx.load(os.path.join(src, "model.onnx")))
+                init = {t.name for t in m.graph.initializer}
+                feeds = [v.name for v in m.graph.input if v.name not in init]
+                ins = []
+                for k, f in enumerate(feeds):
+                    t = onnx.TensorProto()
+                    with open(os.path.join(src, "test_data_set_0", f"input_{k}.pb"), "rb") as fh:
+                        t.ParseFromString(fh.read())
+                    ins.append((f, numpy_helper.to_array(t)))
+                path = os.path.join(tmp, name + "_dynamic.onnx")
+                onnx.save(m, path)
+                case(mcases, name + "_dynamic", m, ins, run_ort(path, ins, os.path.join(tmp, name)))
+                n_models += 1
+            rm = subprocess.run([minfer, "test", "--rtol", "1e-3", "--atol", "1e-4", "--providers",
+                                 "cpu", mcases], capture_output=True, text=True)
+            sys.stdout.write(rm.stdout)
+            sys.stderr.write(rm.stderr)
+            last = (rm.stdout.strip().splitlines() or [""])[-1]
+            if rm.returncode != 0 or last != f"{n_models} passed, 0 failed, 0 skipped":
+                sys.exit(f"quant_ort: models: '{last}'")
+        sys.stdout.write(r.stdout)
+        sys.stderr.write(r.stderr)
+        want = f"{len(CASES) + len(HAND)} passed, 0 failed, 0 skipped"
+        last = (r.stdout.strip().splitlines() or [""])[-1]
+        if r.returncode != 0 or last != want:
+            sys.exit(f"quant_ort: '{last}', want '{want}'")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
