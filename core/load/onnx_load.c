@@ -122,7 +122,10 @@ static minfer_status load_value_info(load_ctx *lc, const Onnx__ValueInfoProto *v
             v->kind = MINFER_VALUE_SEQUENCE;
         tp = tp->sequence_type ? tp->sequence_type->elem_type : NULL;
     }
-    if (!tp || (v->kind != MINFER_VALUE_TENSOR && tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET))
+    /* A type with no value set (exporters and ONNX's inliner write
+     * `type {}` for the outputs of inlined If branches) says nothing:
+     * shape inference gives the value its type, as for an untyped one. */
+    if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
         return MINFER_OK;
     if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
         return mf_error(MINFER_ERR_UNSUPPORTED,
