@@ -3,7 +3,7 @@
  * com.microsoft.nchwc) ops ONNX Runtime writes into the models it optimizes.
  *
  * Each op family lives in its own file (activation.c, fused.c, norm.c,
- * attention.c, nchwc.c, nbits.c) and exposes, per op, an infer function
+ * attention.c, nchwc.c, nbits.c, qlinear.c) and exposes, per op, an infer function
  * (types and shapes, from the node description) and a compute function
  * (host tensors, plain row-major). Ops that parse attributes or repack
  * weights once per node also have a create / destroy pair. contrib.c holds
@@ -166,6 +166,9 @@ OP_DECL(nchwc_pool);
 OP_DECL(nchwc_global_pool);
 OP_DECL(nchwc_upsample);
 OP_DECL_STATE(matmul_nbits);
+OP_DECL(qlinear_add);
+OP_DECL(qlinear_mul);
+OP_DECL(qlinear_gap);
 
 /* The NCHWc block size ONNX Runtime's MLAS uses on this CPU (16 with
  * AVX-512F, else 8): models ORT optimized at level 'all' hold weights

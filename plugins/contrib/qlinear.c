@@ -1,0 +1,294 @@
+/*
+ * ONNX Runtime's QOperator ops of com.microsoft that quantize_static writes
+ * between QLinearConv/QLinearMatMul nodes: QLinearAdd, QLinearMul (numpy
+ * broadcasting) and QLinearGlobalAveragePool (NCHW or NHWC), on uint8 and
+ * int8, with per-tensor scales and zero points. Each follows the order of
+ * operations of ORT's MLAS kernels (qladd.cpp, qlmul.cpp,
+ * qlgavgpool.cpp), in float:
+ *   QLinearAdd  c = round_half_even(clamp((sa (a - za) + sb (b - zb)) / sc,
+ *               qmin - zc, qmax - zc)) + zc;
+ *   QLinearMul  c = saturate(round_half_even(float((a - za) (b - zb)) *
+ *               (sa * sb / sc)) + zc);
+ *   QLinearGlobalAveragePool  the int32 sum of a channel's image less
+ *               zx * image size, requantized as MlasRequantizeOutput does
+ *               with the scale sx / (sy * image size).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "contrib.h"
+
+static int is_q8(int32_t t) {
+    return t == MINFER_DTYPE_UINT8 || t == MINFER_DTYPE_INT8;
+}
+
+static int32_t qget(const void *p, int32_t dtype, size_t i) {
+    return dtype == MINFER_DTYPE_UINT8 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
+}
+
+static void qput(void *p, int32_t dtype, size_t i, int32_t v) {
+    int32_t lo = dtype == MINFER_DTYPE_UINT8 ? 0 : -128, hi = dtype == MINFER_DTYPE_UINT8 ? 255 : 127;
+    v = v < lo ? lo : v > hi ? hi : v;
+    if (dtype == MINFER_DTYPE_UINT8)
+        ((uint8_t *)p)[i] = (uint8_t)v;
+    else
+        ((int8_t *)p)[i] = (int8_t)v;
+}
+
+/* float to int32, rounded half to even, clamped first (a NaN gives 0). */
+static int32_t round_i32(float f) {
+    if (!(f == f))
+        return 0;
+    f = f < -2147483520.0f ? -2147483520.0f : f > 2147483520.0f ? 2147483520.0f : f;
+    return (int32_t)nearbyintf(f);
+}
+
+/* A scalar (one-element) scale or zero point, checked at infer. */
+static int scalar_desc(const minfer_value_desc *d) {
+    if (!d->present || d->rank < 0)
+        return 1; /* unknown: checked at compute */
+    int64_t n = 1;
+    for (int32_t i = 0; i < d->rank; i++)
+        n *= d->dims[i] < 0 ? 1 : d->dims[i];
+    return n == 1;
+}
+
+static minfer_status want_q8(infer_args *a, size_t i, int32_t dtype) {
+    const minfer_value_desc *d = din(a->node, i);
+    if (!d->present)
+        return FAIL(a, MINFER_ERR_MODEL, "%s: input %zu is required", a->node->op_type, i);
+    if (d->dtype && d->dtype != dtype)
+        return FAIL(a, MINFER_ERR_TYPE, "%s: input %zu is %s, expected %s", a->node->op_type, i,
+                    minfer_elem_name(d->dtype), minfer_elem_name(dtype));
+    return MINFER_OK;
+}
+
+/* Scale input i (float scalar) and zero point input i + 1 (dtype scalar, optional). */
+static minfer_status want_params(infer_args *a, size_t i, int32_t dtype) {
+    minfer_status st;
+    if ((st = want_type(a, i, MINFER_DTYPE_FLOAT)) != MINFER_OK)
+        return st;
+    if (!scalar_desc(din(a->node, i)) || (has_in(a->node, i + 1) && !scalar_desc(din(a->node, i + 1))))
+        return FAIL(a, MINFER_ERR_UNSUPPORTED, "%s: scale and zero point %zu must be scalars "
+                    "(per tensor)", a->node->op_type, i);
+    if (dtype && has_in(a->node, i + 1) && (st = want_q8(a, i + 1, dtype)) != MINFER_OK)
+        return st;
+    return MINFER_OK;
+}
+
+/* Numpy broadcast of two shapes; -1 when they do not broadcast. */
+static int bcast(int32_t ra, const int64_t *da, int32_t rb, const int64_t *db, int32_t *r,
+                 int64_t *d) {
+    int32_t n = ra > rb ? ra : rb;
+    if (n > MINFER_MAX_RANK)
+        return -1;
+    for (int32_t i = 0; i < n; i++) {
+        int64_t x = i - (n - ra) >= 0 ? da[i - (n - ra)] : 1;
+        int64_t y = i - (n - rb) >= 0 ? db[i - (n - rb)] : 1;
+        if (x == y || y == 1)
+            d[i] = x;
+        else if (x == 1)
+            d[i] = y;
+        else if (x < 0 || y < 0)
+            d[i] = -1;
+        else
+            return -1;
+    }
+    *r = n;
+    return 0;
+}
+
+/* QLinearAdd / QLinearMul: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp. */
+static minfer_status binary_infer(infer_args *a) {
+    const minfer_value_desc *x = din(a->node, 0), *y = din(a->node, 3);
+    minfer_status st;
+    if (!x->present || !y->present)
+        return FAIL(a, MINFER_ERR_MODEL, "%s: inputs A and B are required", a->node->op_type);
+    int32_t t = x->dtype ? x->dtype : y->dtype;
+    if (t && !is_q8(t))
+        return FAIL(a, MINFER_ERR_TYPE, "%s: A is %s, expected uint8 or int8", a->node->op_type,
+                    minfer_elem_name(t));
+    if (t && (st = want_q8(a, 3, t)) != MINFER_OK)
+        return st;
+    if ((st = want_params(a, 1, t)) || (st = want_params(a, 4, t)) || (st = want_params(a, 6, t)))
+        return st;
+    minfer_tensor_view *o = &OUTV(a, 0);
+    if (x->rank < 0 || y->rank < 0) {
+        out_shape(o, t, -1, NULL);
+        return MINFER_OK;
+    }
+    int32_t r;
+    int64_t d[MINFER_MAX_RANK];
+    if (bcast(x->rank, x->dims, y->rank, y->dims, &r, d))
+        return FAIL(a, MINFER_ERR_SHAPE, "%s: A and B do not broadcast", a->node->op_type);
+    out_shape(o, t, r, d);
+    return MINFER_OK;
+}
+
+typedef struct qparams {
+    float sa, sb, sc;
+    int32_t za, zb, zc;
+} qparams;
+
+static minfer_status read_param(compute_args *a, size_t i, int32_t dtype, float *s, int32_t *z) {
+    const minfer_tensor_view *vs = vin(a, i), *vz = vin(a, i + 1);
+    if (!vs->data || vs->dtype != MINFER_DTYPE_FLOAT || numel(vs) != 1)
+        return FAIL(a, MINFER_ERR_SHAPE, "%s: input %zu must be a float scalar", a->node->op_type, i);
+    *s = *(const float *)vs->data;
+    *z = 0;
+    if (i + 1 < a->n_inputs && vz->data) {
+        if (vz->dtype != dtype || numel(vz) != 1)
+            return FAIL(a, MINFER_ERR_SHAPE, "%s: input %zu must be a %s scalar", a->node->op_type,
+                        i + 1, minfer_elem_name(dtype));
+        *z = qget(vz->data, dtype, 0);
+    }
+    return MINFER_OK;
+}
+
+static minfer_status binary_compute(compute_args *a, int mul) {
+    const minfer_tensor_view *x = vin(a, 0), *y = vin(a, 3);
+    minfer_tensor_view *o = &OUTV(a, 0);
+    if (a->n_outputs < 1 || !x->data || !y->data || x->rank < 0 || y->rank < 0)
+        return FAIL(a, MINFER_ERR_MODEL, "%s: A and B are required", a->node->op_type);
+    int32_t t = x->dtype;
+    if (!is_q8(t) || y->dtype != t || o->dtype != t)
+        return FAIL(a, MINFER_ERR_TYPE, "%s: A, B and C must be one of uint8 and int8",
+                    a->node->op_type);
+    qparams p;
+    minfer_status st;
+    if ((st = read_param(a, 1, t, &p.sa, &p.za)) || (st = read_param(a, 4, t, &p.sb, &p.zb)) ||
+        (st = read_param(a, 6, t, &p.sc, &p.zc)))
+        return st;
+    int32_t r;
+    int64_t d[MINFER_MAX_RANK];
+    if (bcast(x->rank, x->dims, y->rank, y->dims, &r, d) || r != o->rank ||
+        memcmp(d, o->dims, (size_t)r * sizeof *d))
+        return FAIL(a, MINFER_ERR_SHAPE, "%s: A and B do not broadcast to C", a->node->op_type);
+    size_t n = numel(o);
+    if (n && !o->data)
+        return FAIL(a, MINFER_ERR_MODEL, "%s: output C has no storage", a->node->op_type);
+    /* strides of A and B in C's index space (0 along broadcast axes) */
+    int64_t sx[MINFER_MAX_RANK], sy[MINFER_MAX_RANK];
+    int64_t ax = 1, ay = 1;
+    for (int32_t i = r - 1; i >= 0; i--) {
+        int32_t ix = i - (r - x->rank), iy = i - (r - y->rank);
+        int64_t dx = ix >= 0 ? x->dims[ix] : 1, dy = iy >= 0 ? y->dims[iy] : 1;
+        sx[i] = dx == 1 ? 0 : ax;
+        sy[i] = dy == 1 ? 0 : ay;
+        ax *= dx;
+        ay *= dy;
+    }
+    float ratio = p.sa * p.sb / p.sc;
+    float lo = (float)((t == MINFER_DTYPE_UINT8 ? 0 : -128) - p.zc);
+    float hi = (float)((t == MINFER_DTYPE_UINT8 ? 255 : 127) - p.zc);
+    int64_t idx[MINFER_MAX_RANK] = {0};
+    size_t ox = 0, oy = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t va = qget(x->data, t, ox) - p.za, vb = qget(y->data, t, oy) - p.zb;
+        int32_t c;
+        if (mul) {
+            c = round_i32((float)(va * vb) * ratio) + p.zc;
+        } else {
+            float f = (p.sa * (float)va + p.sb * (float)vb) / p.sc;
+            f = f > lo ? f : lo;
+            f = f < hi ? f : hi;
+            c = round_i32(f) + p.zc;
+        }
+        qput(o->data, t, i, c);
+        for (int32_t k = r - 1; k >= 0; k--) {
+            ox += (size_t)sx[k];
+            oy += (size_t)sy[k];
+            if (++idx[k] < d[k])
+                break;
+            ox -= (size_t)(sx[k] * d[k]);
+            oy -= (size_t)(sy[k] * d[k]);
+            idx[k] = 0;
+        }
+    }
+    return MINFER_OK;
+}
+
+minfer_status qlinear_add_infer(void *op, infer_args *a) {
+    (void)op;
+    return binary_infer(a);
+}
+minfer_status qlinear_add_compute(void *op, void *state, compute_args *a) {
+    (void)op, (void)state;
+    return binary_compute(a, 0);
+}
+minfer_status qlinear_mul_infer(void *op, infer_args *a) {
+    (void)op;
+    return binary_infer(a);
+}
+minfer_status qlinear_mul_compute(void *op, void *state, compute_args *a) {
+    (void)op, (void)state;
+    return binary_compute(a, 1);
+}
+
+/* QLinearGlobalAveragePool: X, x_scale, x_zero_point, y_scale, y_zero_point;
+ * channels_last (default 0). */
+minfer_status qlinear_gap_infer(void *op, infer_args *a) {
+    (void)op;
+    const minfer_value_desc *x = din(a->node, 0);
+    minfer_status st;
+    if (!x->present)
+        return FAIL(a, MINFER_ERR_MODEL, "QLinearGlobalAveragePool: X is required");
+    if (x->dtype && !is_q8(x->dtype))
+        return FAIL(a, MINFER_ERR_TYPE, "QLinearGlobalAveragePool: X is %s, expected uint8 or "
+                    "int8", minfer_elem_name(x->dtype));
+    if ((st = want_params(a, 1, x->dtype)) || (st = want_params(a, 3, x->dtype)))
+        return st;
+    minfer_tensor_view *o = &OUTV(a, 0);
+    if (x->rank < 0) {
+        out_shape(o, x->dtype, -1, NULL);
+        return MINFER_OK;
+    }
+    if (x->rank < 3)
+        return FAIL(a, MINFER_ERR_SHAPE, "QLinearGlobalAveragePool: X has rank %d, expected 3 or "
+                    "more", x->rank);
+    int last = attr_i(a->api, a->node, "channels_last", 0) != 0;
+    int64_t d[MINFER_MAX_RANK];
+    for (int32_t i = 0; i < x->rank; i++)
+        d[i] = 1;
+    d[0] = x->dims[0];
+    d[last ? x->rank - 1 : 1] = x->dims[last ? x->rank - 1 : 1];
+    out_shape(o, x->dtype, x->rank, d);
+    return MINFER_OK;
+}
+
+minfer_status qlinear_gap_compute(void *op, void *state, compute_args *a) {
+    (void)op, (void)state;
+    const minfer_tensor_view *x = vin(a, 0);
+    minfer_tensor_view *o = &OUTV(a, 0);
+    if (a->n_outputs < 1 || !x->data || x->rank < 3 || !is_q8(x->dtype) || o->dtype != x->dtype)
+        return FAIL(a, MINFER_ERR_MODEL, "QLinearGlobalAveragePool: X (rank 3+, uint8 or int8) "
+                    "and Y of its type are required");
+    int32_t t = x->dtype, zx, zy;
+    float sx, sy;
+    minfer_status st;
+    if ((st = read_param(a, 1, t, &sx, &zx)) || (st = read_param(a, 3, t, &sy, &zy)))
+        return st;
+    int last = attr_i(a->api, a->node, "channels_last", 0) != 0;
+    size_t N = (size_t)x->dims[0], C = (size_t)x->dims[last ? x->rank - 1 : 1], img = 1;
+    for (int32_t i = last ? 1 : 2; i < (last ? x->rank - 1 : x->rank); i++)
+        img *= (size_t)x->dims[i];
+    if (numel(o) != N * C || (N * C != 0 && !o->data))
+        return FAIL(a, MINFER_ERR_SHAPE, "QLinearGlobalAveragePool: Y must hold N x C values");
+    if (img == 0)
+        return FAIL(a, MINFER_ERR_SHAPE, "QLinearGlobalAveragePool: X has an empty image");
+    float scale = sx / (sy * (float)img);
+    int32_t bias = -zx * (int32_t)img;
+    float lo = (float)((t == MINFER_DTYPE_UINT8 ? 0 : -128) - zy);
+    float hi = (float)((t == MINFER_DTYPE_UINT8 ? 255 : 127) - zy);
+    for (size_t n = 0; n < N; n++)
+        for (size_t c = 0; c < C; c++) {
+            uint32_t sum = 0;
+            for (size_t i = 0; i < img; i++)
+                sum += (uint32_t)qget(x->data, t, last ? (n * img + i) * C + c : (n * C + c) * img + i);
+            float f = (float)(int32_t)(sum + (uint32_t)bias) * scale;
+            f = f > lo ? f : lo;
+            f = f < hi ? f : hi;
+            qput(o->data, t, n * C + c, (int32_t)nearbyintf(f) + zy);
+        }
+    return MINFER_OK;
+}
