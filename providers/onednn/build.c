@@ -66,13 +66,17 @@ minfer_status dnn_require_float(dnn_b *b, int n_float) {
         n_in = (size_t)n_float;
     for (size_t i = 0; i < n_in; i++) {
         const minfer_value_desc *v = dnn_in(b, i);
-        if (v && (v->kind != MINFER_VALUE_TENSOR || v->dtype != MINFER_DTYPE_FLOAT))
+        if (v && (v->kind != MINFER_VALUE_TENSOR ||
+                  (v->dtype != MINFER_DTYPE_FLOAT &&
+                   !(b->half && v->dtype == MINFER_DTYPE_FLOAT16))))
             return dnn_decline(b, "input %zu is not a float tensor", i);
     }
     for (size_t o = 0; o < b->node->n_outputs; o++) {
         const minfer_value_desc *v = &b->node->outputs[o];
         if (dnn_out_wanted(b, o) &&
-            (v->kind != MINFER_VALUE_TENSOR || (v->dtype && v->dtype != MINFER_DTYPE_FLOAT)))
+            (v->kind != MINFER_VALUE_TENSOR ||
+             (v->dtype && v->dtype != MINFER_DTYPE_FLOAT &&
+              !(b->half && v->dtype == MINFER_DTYPE_FLOAT16))))
             return dnn_decline(b, "output %zu is not a float tensor", o);
     }
     return MINFER_OK;
@@ -145,7 +149,19 @@ int dnn_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
         dnn_fail(b, s, "input descriptor");
         return -1;
     }
-    int k = dnn_mem_new(b, &arrive, BIND_INPUT, (int)i);
+    const minfer_value_desc *v = dnn_in(b, i);
+    int k;
+    if (v->dtype == MINFER_DTYPE_FLOAT16 && dnn_md_is_plain(&arrive)) {
+        /* float16 arrives: reordered to float (the op's view) first. */
+        dnnl_memory_desc_t h16 = arrive;
+        h16.data_type = dnnl_f16;
+        int h = dnn_mem_new(b, &h16, BIND_INPUT, (int)i);
+        k = h < 0 ? -1 : dnn_ws_mem(b, &arrive);
+        if (k < 0 || dnn_reorder_step(b, h, k) != MINFER_OK)
+            return -1;
+    } else {
+        k = dnn_mem_new(b, &arrive, BIND_INPUT, (int)i);
+    }
     if (k < 0)
         return -1;
     if (have && !dnnl_memory_desc_equal(have, &arrive)) {
@@ -378,7 +394,7 @@ minfer_status dnn_nodes_pack(dnn_ctx *ctx, dnn_node *const *nodes, int nn, int l
                                                0, 0, 0, NULL, NULL, NULL, 0};
     for (int k = 0; k < nn; k++) {
         dnn_node *n = nodes[k];
-        dnn_b b = {ctx, &pack_desc, NULL, 0, n, 0, {{0}}, 0, why, why_size, NULL, NULL};
+        dnn_b b = {ctx, &pack_desc, NULL, 0, n, 0, {{0}}, 0, why, why_size, NULL, NULL, 0};
         while (n && n->n_deferred > 0)
             if (pack_entry(n, 0, &b, last && read_once(nodes, nn, n, 0)) != MINFER_OK)
                 return MINFER_ERR_UNSUPPORTED;
@@ -395,6 +411,12 @@ int dnn_const_input(dnn_b *b, size_t i, const dnnl_memory_desc_t *have,
             return -1;
         }
         return dnn_input(b, i, have, want);
+    }
+    dnnl_memory_desc_t h16;
+    if (v->dtype == MINFER_DTYPE_FLOAT16) { /* packed from float16 to want */
+        h16 = *have;
+        h16.data_type = dnnl_f16;
+        have = &h16;
     }
     int k = dnn_mem_new(b, want, BIND_FIXED, (int)i);
     if (k < 0 || b->check)
@@ -505,6 +527,12 @@ int dnn_output(dnn_b *b, size_t o, const dnnl_memory_desc_t *md) {
         if (same)
             return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);
         return pend_output(b, o, md, &b->pio->out);
+    }
+    if (v->dtype == MINFER_DTYPE_FLOAT16 && md->data_type == dnnl_f32) {
+        /* Computed in float, rounded to float16 into the output after. */
+        dnnl_memory_desc_t h16;
+        dnn_plain_md_dt(&h16, md->ndims, md->dims, dnnl_f16);
+        return pend_output(b, o, md, &h16);
     }
     if (dnn_md_is_plain(md))
         return dnn_mem_new(b, md, BIND_OUTPUT, (int)o);

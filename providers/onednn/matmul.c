@@ -170,6 +170,8 @@ minfer_status dnn_build_gemm(dnn_b *b) {
      * another shape is expanded to [M, N] once (beta folded in). */
     int c_expand = c && !c_as_bias && c->const_data && !(cd[0] == M && cd[1] == N);
     int64_t c_dims[2] = {c_expand ? M : cd[0], c_expand ? N : cd[1]};
+    if (c && c->const_data && c->dtype != MINFER_DTYPE_FLOAT && (beta != 1.0f || c_expand))
+        return dnn_decline(b, "a float16 C scaled by beta or broadcast");
 
     dnnl_memory_desc_t a_md, w_md, w_want, d_md, c_md;
     dnnl_dims_t ad = {M, K}, wd = {K, N}, as, ws;

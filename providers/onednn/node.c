@@ -18,68 +18,68 @@
  * near 1 (log(1) = -1.4e-6), outside the ONNX backend tests' tolerance. */
 static const dnn_op ops[] = {
     /* conv.c */
-    {"", "Conv", 1, dnn_build_conv, 0, 0},
-    {"", "ConvTranspose", 1, dnn_build_conv_transpose, 0, 0},
-    {"minfer", "FusedConv", 1, dnn_build_conv, 0, 0},
+    {"", "Conv", 1, dnn_build_conv, 0, 0, 1},
+    {"", "ConvTranspose", 1, dnn_build_conv_transpose, 0, 0, 0},
+    {"minfer", "FusedConv", 1, dnn_build_conv, 0, 0, 1},
     /* matmul.c */
-    {"", "MatMul", 1, dnn_build_matmul, 0, 0},
-    {"minfer", "FusedMatMul", 1, dnn_build_matmul, 0, 0},
-    {"", "Gemm", 7, dnn_build_gemm, 0, 0},
-    {"minfer", "FusedGemm", 1, dnn_build_gemm, 0, 0},
+    {"", "MatMul", 1, dnn_build_matmul, 0, 0, 1},
+    {"minfer", "FusedMatMul", 1, dnn_build_matmul, 0, 0, 1},
+    {"", "Gemm", 7, dnn_build_gemm, 0, 0, 1},
+    {"minfer", "FusedGemm", 1, dnn_build_gemm, 0, 0, 1},
     /* quant.c: the build checks the (integer) types */
-    {"", "QLinearConv", 10, dnn_build_qconv, 0, -1},
-    {"", "ConvInteger", 10, dnn_build_qconv, 0, -1},
-    {"", "QLinearMatMul", 10, dnn_build_qmatmul, 0, -1},
-    {"", "MatMulInteger", 10, dnn_build_qmatmul, 0, -1},
+    {"", "QLinearConv", 10, dnn_build_qconv, 0, -1, 0},
+    {"", "ConvInteger", 10, dnn_build_qconv, 0, -1, 0},
+    {"", "QLinearMatMul", 10, dnn_build_qmatmul, 0, -1, 0},
+    {"", "MatMulInteger", 10, dnn_build_qmatmul, 0, -1, 0},
     /* attention.c */
-    {"minfer", "Attention", 1, dnn_build_attention, 0, 0},
+    {"minfer", "Attention", 1, dnn_build_attention, 0, 0, 0},
     /* rnn.c: X, W, R and B float; sequence_lens (declined) is not */
-    {"", "RNN", 7, dnn_build_rnn, 0, 4},
-    {"", "GRU", 7, dnn_build_rnn, 0, 4},
-    {"", "LSTM", 7, dnn_build_rnn, 0, 4},
+    {"", "RNN", 7, dnn_build_rnn, 0, 4, 0},
+    {"", "GRU", 7, dnn_build_rnn, 0, 4, 0},
+    {"", "LSTM", 7, dnn_build_rnn, 0, 4, 0},
     /* pool.c */
-    {"", "MaxPool", 1, dnn_build_pool, 0, 0},
-    {"", "AveragePool", 1, dnn_build_pool, 0, 0},
-    {"", "GlobalAveragePool", 1, dnn_build_global_pool, 0, 0},
-    {"", "GlobalMaxPool", 1, dnn_build_global_pool, 0, 0},
+    {"", "MaxPool", 1, dnn_build_pool, 0, 0, 1},
+    {"", "AveragePool", 1, dnn_build_pool, 0, 0, 1},
+    {"", "GlobalAveragePool", 1, dnn_build_global_pool, 0, 0, 1},
+    {"", "GlobalMaxPool", 1, dnn_build_global_pool, 0, 0, 1},
     /* norm.c */
-    {"", "BatchNormalization", 7, dnn_build_batchnorm, 1, 0},
-    {"", "LRN", 1, dnn_build_lrn, 1, 0},
-    {"", "Softmax", 1, dnn_build_softmax, 1, 0},
-    {"", "LogSoftmax", 1, dnn_build_softmax, 1, 0},
-    {"", "LayerNormalization", 17, dnn_build_layernorm, 1, 0},
-    {"minfer", "LayerNormalization", 1, dnn_build_layernorm, 1, 0},
-    {"minfer", "RMSNormalization", 1, dnn_build_rmsnorm, 1, 0},
+    {"", "BatchNormalization", 7, dnn_build_batchnorm, 1, 0, 1},
+    {"", "LRN", 1, dnn_build_lrn, 1, 0, 0},
+    {"", "Softmax", 1, dnn_build_softmax, 1, 0, 1},
+    {"", "LogSoftmax", 1, dnn_build_softmax, 1, 0, 1},
+    {"", "LayerNormalization", 17, dnn_build_layernorm, 1, 0, 1},
+    {"minfer", "LayerNormalization", 1, dnn_build_layernorm, 1, 0, 1},
+    {"minfer", "RMSNormalization", 1, dnn_build_rmsnorm, 1, 0, 0},
     /* eltwise.c */
-    {"", "Relu", 6, dnn_build_unary, 1, 0},
-    {"", "LeakyRelu", 6, dnn_build_unary, 1, 0},
-    {"", "Elu", 6, dnn_build_unary, 1, 0},
-    {"", "Sigmoid", 6, dnn_build_unary, 1, 0},
-    {"", "Tanh", 6, dnn_build_unary, 1, 0},
-    {"", "HardSigmoid", 6, dnn_build_unary, 1, 0},
-    {"", "HardSwish", 14, dnn_build_unary, 1, 0},
-    {"", "Exp", 6, dnn_build_unary, 1, 0},
-    {"", "Sqrt", 6, dnn_build_unary, 1, 0},
-    {"", "Abs", 6, dnn_build_unary, 1, 0},
-    {"", "Clip", 6, dnn_build_unary, 1, 0},
-    {"", "Clip", 11, dnn_build_unary, 1, 0},
-    {"", "Gelu", 20, dnn_build_unary, 1, 0},
-    {"minfer", "Gelu", 1, dnn_build_unary, 1, 0},
-    {"", "Add", 7, dnn_build_binary, 0, 0},
-    {"", "Sub", 7, dnn_build_binary, 0, 0},
-    {"", "Mul", 7, dnn_build_binary, 0, 0},
-    {"", "Div", 7, dnn_build_binary, 0, 0},
-    {"", "Min", 8, dnn_build_variadic, 0, 0},
-    {"", "Max", 8, dnn_build_variadic, 0, 0},
-    {"", "Sum", 8, dnn_build_variadic, 0, 0},
-    {"", "Concat", 4, dnn_build_concat, 0, 0},
+    {"", "Relu", 6, dnn_build_unary, 1, 0, 1},
+    {"", "LeakyRelu", 6, dnn_build_unary, 1, 0, 1},
+    {"", "Elu", 6, dnn_build_unary, 1, 0, 1},
+    {"", "Sigmoid", 6, dnn_build_unary, 1, 0, 1},
+    {"", "Tanh", 6, dnn_build_unary, 1, 0, 1},
+    {"", "HardSigmoid", 6, dnn_build_unary, 1, 0, 1},
+    {"", "HardSwish", 14, dnn_build_unary, 1, 0, 1},
+    {"", "Exp", 6, dnn_build_unary, 1, 0, 1},
+    {"", "Sqrt", 6, dnn_build_unary, 1, 0, 1},
+    {"", "Abs", 6, dnn_build_unary, 1, 0, 1},
+    {"", "Clip", 6, dnn_build_unary, 1, 0, 1},
+    {"", "Clip", 11, dnn_build_unary, 1, 0, 0},
+    {"", "Gelu", 20, dnn_build_unary, 1, 0, 1},
+    {"minfer", "Gelu", 1, dnn_build_unary, 1, 0, 1},
+    {"", "Add", 7, dnn_build_binary, 0, 0, 1},
+    {"", "Sub", 7, dnn_build_binary, 0, 0, 1},
+    {"", "Mul", 7, dnn_build_binary, 0, 0, 1},
+    {"", "Div", 7, dnn_build_binary, 0, 0, 1},
+    {"", "Min", 8, dnn_build_variadic, 0, 0, 1},
+    {"", "Max", 8, dnn_build_variadic, 0, 0, 1},
+    {"", "Sum", 8, dnn_build_variadic, 0, 0, 1},
+    {"", "Concat", 4, dnn_build_concat, 0, 0, 0},
     /* shape.c: only the data input is float; the output's shape is the host's */
-    {"", "Transpose", 1, dnn_build_transpose, 0, 1},
-    {"", "Slice", 10, dnn_build_slice, 0, 1},
-    {"", "Reshape", 5, dnn_build_reshape, 0, 1},
-    {"", "Flatten", 1, dnn_build_reshape, 0, 1},
-    {"", "Squeeze", 1, dnn_build_reshape, 0, 1},
-    {"", "Unsqueeze", 1, dnn_build_reshape, 0, 1},
+    {"", "Transpose", 1, dnn_build_transpose, 0, 1, 0},
+    {"", "Slice", 10, dnn_build_slice, 0, 1, 0},
+    {"", "Reshape", 5, dnn_build_reshape, 0, 1, 0},
+    {"", "Flatten", 1, dnn_build_reshape, 0, 1, 0},
+    {"", "Squeeze", 1, dnn_build_reshape, 0, 1, 0},
+    {"", "Unsqueeze", 1, dnn_build_reshape, 0, 1, 0},
 };
 
 #define N_OPS (sizeof ops / sizeof ops[0])
@@ -187,11 +187,14 @@ minfer_status dnn_build_node(dnn_ctx *ctx, const minfer_node_desc *node, minfer_
         for (size_t i = 0; i < node->n_inputs; i++)
             if (node->inputs[i].present)
                 n->in_layout[i] = minfer_kit_input_layout(node, i);
-    dnn_b b = {ctx, node, prep, check, n, 0, {{0}}, 0, why, why_size, share, pio};
+    dnn_b b = {ctx, node, prep, check, n, 0, {{0}}, 0, why, why_size, share, pio, op->half};
     n->threads = threads > 0 ? threads : node_threads(ctx, node);
     omp_set_num_threads(n->threads);
     minfer_status st =
         op->float_inputs < 0 ? MINFER_OK : dnn_require_float(&b, op->float_inputs);
+    if (st == MINFER_OK && op->half && node->n_outputs > 0 && node->outputs[0].rank < 0 &&
+        node->outputs[0].dtype == MINFER_DTYPE_FLOAT16)
+        st = dnn_decline(&b, "a float16 output of unknown shape");
     for (size_t i = 0; st == MINFER_OK && i < node->n_inputs; i++) {
         const minfer_value_desc *v = dnn_in(&b, i);
         if (v && dnn_numel(v->rank, v->dims) == 0)

@@ -169,6 +169,7 @@ typedef struct dnn_b {
     const struct dnn_node *share; /* a variant of this node built before (its
                                      packed constants are reused), or NULL */
     const dnn_piece_io *pio;      /* building a piece of a split node, or NULL */
+    int half;                     /* the op takes float16 (dnn_op.half) */
 } dnn_b;
 
 typedef minfer_status (*dnn_build_fn)(dnn_b *b);
@@ -183,6 +184,10 @@ typedef struct dnn_op {
     int float_inputs; /* inputs that must be float, from the first (0: all,
                          -1: none, the build checks the types); the others
                          (shapes, indices) are not checked here */
+    int half;         /* float16 tensors taken too, computed in float: f16
+                         inputs reordered to f32 as they arrive, constants
+                         packed from f16 once, outputs reordered to f16
+                         (rounded to nearest even) after the op */
 } dnn_op;
 
 /* ---- Errors and attributes (build.c) ------------------------------------- */

@@ -578,6 +578,12 @@ dnn_split *dnn_split_build(dnn_ctx *ctx, const minfer_node_desc *node, const dnn
     if (threads < 2 || node->n_inputs > DNN_PIECE_INPUTS || node->n_outputs != 1 ||
         full->dyn_rank >= 0)
         return NULL;
+    /* The pieces slice constants as float: a float16 node runs whole. */
+    for (size_t i = 0; i < node->n_inputs; i++)
+        if (node->inputs[i].present && node->inputs[i].dtype == MINFER_DTYPE_FLOAT16)
+            return NULL;
+    if (node->outputs[0].dtype == MINFER_DTYPE_FLOAT16)
+        return NULL;
     piece_plan *pp = calloc(1, sizeof *pp);
     if (!pp)
         return NULL;
