@@ -360,7 +360,9 @@ static minfer_status prepare_node(minfer_session *s, mf_plan *p, int i) {
     char lbl[512], why[1024];
     minfer_status st;
     while ((st = prepare_on(s, p, i, ns->prov)) != MINFER_OK) {
-        mf_weights_refill(s, i); /* pages the failed provider gave back */
+        minfer_status rst = mf_weights_refill(s, i); /* pages the failed provider gave back */
+        if (rst != MINFER_OK)
+            return rst;
         int failed = ns->prov, next;
         const char *msg = minfer_last_error();
         snprintf(why, sizeof why, "%s", msg && msg[0] ? msg : minfer_status_str(st));
@@ -405,9 +407,9 @@ static minfer_status prepare_nodes(minfer_session *s, mf_plan *p) {
                             "%s: %s was folded at build but not for these input shapes",
                             s->errctx, mf_node_label(&g->nodes[i], i, lbl, sizeof lbl));
         if ((st = mf_weights_materialize(s, p, i)) != MINFER_OK ||
-            (st = prepare_node(s, p, i)) != MINFER_OK)
+            (st = prepare_node(s, p, i)) != MINFER_OK ||
+            (st = mf_weights_release_packed(s, p, i)) != MINFER_OK)
             return st;
-        mf_weights_release_packed(s, p, i);
     }
     mf_weights_prepared(s);
     p->t_prepare_ms = mf_now_ms() - t;

@@ -54,8 +54,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <xxhash.h>
 
 #include "exec/weights.h"
 #include "util/internal.h"
@@ -140,31 +143,55 @@ static void drop_file_pages(const void *data, size_t bytes) {
         madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
-/* Copies bytes bytes of the file mapping at src to dst a megabyte at a
- * time, each piece's file pages given back at once: the weight is not
- * resident twice (its copy and its file pages) while it is copied. */
-static void copy_from_file(void *dst, const char *src, size_t bytes) {
-    const size_t step = (size_t)1 << 20;
-    for (size_t at = 0; at < bytes; at += step) {
-        size_t k = bytes - at < step ? bytes - at : step;
-        memcpy((char *)dst + at, src + at, k);
-        drop_file_pages(src + at, k);
+/* Reads bytes bytes of the model file at the place of src in the graph's
+ * mapping into dst with pread, never through the mapping: the file may have
+ * been truncated since (a touch of the mapping past its end is SIGBUS) or
+ * rewritten. 0 when every byte was read. */
+static int read_file_at(const mf_graph *g, const char *src, void *dst, size_t bytes) {
+    const char *blob = g->blob;
+    if (!g->blob_fd_set || !blob || src < blob || (size_t)(src - blob) > g->blob_size ||
+        bytes > g->blob_size - (size_t)(src - blob))
+        return -1;
+    off_t at = (off_t)(src - blob);
+    for (size_t done = 0; done < bytes;) {
+        ssize_t k = pread(g->blob_fd, (char *)dst + done, bytes - done, at + (off_t)done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1; /* an error, or the file ends early */
+        done += (size_t)k;
     }
+    return 0;
 }
 
-/* 1 when copy holds the bytes of the file mapping at src. Compared a
- * megabyte at a time, each piece's file pages given back at once, so the
- * check does not bring the whole weight into memory a second time. */
-static int same_as_file(const char *src, const char *copy, size_t bytes) {
+/* Makes t's copy at dst again from the model file: the bytes its sum was
+ * taken of when the copy was given back, else the file changed on disk
+ * under the session, and that is the error (never other weights). */
+static minfer_status copy_from_file(const minfer_session *s, const minfer_tensor *t, void *dst,
+                                    const char *name) {
+    if (read_file_at(s->g, t->src, dst, t->view.nbytes) != 0 ||
+        (t->src_summed && XXH3_64bits(dst, t->view.nbytes) != t->src_sum))
+        return mf_error(MINFER_ERR_IO,
+                        "%s: the model file changed under the session (truncated or rewritten): "
+                        "weight '%s' cannot be read again from it; create the session again",
+                        s->errctx, name);
+    return MINFER_OK;
+}
+
+/* 1 when copy holds the bytes of the model file at src. Compared a
+ * megabyte at a time through a buffer, read with pread. */
+static int same_as_file(const mf_graph *g, const char *src, const char *copy, size_t bytes) {
     const size_t step = (size_t)1 << 20;
-    for (size_t at = 0; at < bytes; at += step) {
+    char *buf = malloc(bytes < step ? bytes : step);
+    if (!buf)
+        return 0;
+    int same = 1;
+    for (size_t at = 0; same && at < bytes; at += step) {
         size_t k = bytes - at < step ? bytes - at : step;
-        int same = memcmp(src + at, copy + at, k) == 0;
-        drop_file_pages(src + at, k);
-        if (!same)
-            return 0;
+        same = read_file_at(g, src + at, buf, k) == 0 && memcmp(buf, copy + at, k) == 0;
     }
-    return 1;
+    free(buf);
+    return same;
 }
 
 /* 1 when every reader of value u is a node that prepare_nodes prepares in
@@ -192,7 +219,7 @@ static int copy_of_file(const mf_graph *g, const minfer_tensor *t) {
     const char *src = t->src, *blob = g->blob;
     return t->owns_data && t->view.data && src && blob && src >= blob &&
            t->view.nbytes <= g->blob_size && src - blob <= (ptrdiff_t)(g->blob_size - t->view.nbytes) &&
-           same_as_file(src, t->view.data, t->view.nbytes);
+           same_as_file(g, src, t->view.data, t->view.nbytes);
 }
 
 /* 1 when t is a copy mf_weights_materialize made from the file mapping:
@@ -202,8 +229,13 @@ static int materialized(const minfer_tensor *t) {
     return t->owns_data == MF_OWNS_MAPPED && t->view.data && t->src;
 }
 
-/* Frees t's copy (a copy of the file, not shared) and the plan's view of it. */
+/* Frees t's copy (a copy of the file, not shared) and the plan's view of
+ * it; the first time, its sum is kept, for the reads again to check. */
 static void give_back(minfer_tensor *t, mf_vplan *vs) {
+    if (!t->src_summed) {
+        t->src_sum = XXH3_64bits(t->view.data, t->view.nbytes);
+        t->src_summed = 1;
+    }
     if (t->owns_data == MF_OWNS_MAPPED)
         munmap(t->view.data, t->view.nbytes);
     else
@@ -250,7 +282,11 @@ minfer_status mf_weights_materialize(minfer_session *s, mf_plan *p, int i) {
         if (data == MAP_FAILED)
             return mf_error(MINFER_ERR_NOMEM, "%s: out of memory reading weight '%s' again",
                             s->errctx, g->values[u].name);
-        copy_from_file(data, t->src, t->view.nbytes);
+        minfer_status st = copy_from_file(s, t, data, g->values[u].name);
+        if (st != MINFER_OK) {
+            munmap(data, t->view.nbytes);
+            return st;
+        }
         t->view.data = data;
         t->owns_data = MF_OWNS_MAPPED;
         p->vals[u].view.data = data;
@@ -266,28 +302,33 @@ void mf_weights_prepared(minfer_session *s) {
 
 /* Copies t's bytes again from the file when a provider gave pages of it
  * back (mf_weights_consumed) and the copy stays. */
-static void refill(minfer_tensor *t) {
+static minfer_status refill(const minfer_session *s, minfer_tensor *t, const char *name) {
     if (!t || !t->refill || !materialized(t))
-        return;
-    copy_from_file(t->view.data, t->src, t->view.nbytes);
-    t->refill = 0;
+        return MINFER_OK;
+    minfer_status st = copy_from_file(s, t, t->view.data, name);
+    if (st == MINFER_OK)
+        t->refill = 0;
+    return st;
 }
 
-void mf_weights_refill(minfer_session *s, int i) {
+minfer_status mf_weights_refill(minfer_session *s, int i) {
     const mf_node *n = &s->g->nodes[i];
-    for (size_t j = 0; j < n->n_inputs; j++)
-        if (n->inputs[j] >= 0)
-            refill(s->g->values[n->inputs[j]].initializer);
+    for (size_t j = 0; j < n->n_inputs; j++) {
+        int u = n->inputs[j];
+        minfer_status st = u >= 0 ? refill(s, s->g->values[u].initializer, s->g->values[u].name)
+                                  : MINFER_OK;
+        if (st != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
 }
 
-void mf_weights_release_packed(minfer_session *s, mf_plan *p, int i) {
+minfer_status mf_weights_release_packed(minfer_session *s, mf_plan *p, int i) {
     const mf_graph *g = s->g;
     const mf_node *n = &g->nodes[i];
     const mf_nplan *ns = &p->nodes[i];
-    if (!ns->packed) {
-        mf_weights_refill(s, i);
-        return;
-    }
+    if (!ns->packed)
+        return mf_weights_refill(s, i);
     for (size_t j = 0; j < n->n_inputs; j++) {
         int u = n->inputs[j];
         if (u < 0 || !ns->packed[j])
@@ -299,18 +340,18 @@ void mf_weights_release_packed(minfer_session *s, mf_plan *p, int i) {
             t->view.nbytes < MIN_RELEASE_BYTES || vs->view.data != t->view.data ||
             !all_readers_packed(s, p, u))
             continue;
+        /* A compiled model's weights are in the session's own copy of the
+         * file (session.c), which nothing could make again: they stay. */
         const char *blob = g->blob;
         if (blob && (const char *)t->view.data >= blob &&
-            (const char *)t->view.data + t->view.nbytes <= blob + g->blob_size) {
-            drop_file_pages(t->view.data, t->view.nbytes);
+            (const char *)t->view.data + t->view.nbytes <= blob + g->blob_size)
             continue;
-        }
         if (!t->owns_data || !bytes_unshared(s, p, u) || !unused_by_other_plans(s, p, u) ||
             (!materialized(t) && !copy_of_file(g, t)))
             continue;
         give_back(t, vs);
     }
-    mf_weights_refill(s, i);
+    return mf_weights_refill(s, i);
 }
 
 void mf_weights_consumed(minfer_session *s, int i, size_t input, const void *const_data,
@@ -325,12 +366,8 @@ void mf_weights_consumed(minfer_session *s, int i, size_t input, const void *con
         bytes > t->view.nbytes - offset)
         return;
     const char *blob = g->blob, *data = t->view.data;
-    if (blob && data >= blob && data + t->view.nbytes <= blob + g->blob_size) {
-        /* Pages of the mapped model file (a compiled model's weights):
-         * they stay readable, read again from the file if touched. */
-        drop_file_pages(data + offset, bytes);
-        return;
-    }
+    if (blob && data >= blob && data + t->view.nbytes <= blob + g->blob_size)
+        return; /* a compiled model's weights, in its own copy: they stay */
     /* Otherwise only a copy made for this preparation, which the file can
      * make again. */
     if (!materialized(t))
@@ -352,14 +389,20 @@ minfer_status mf_weights_restore(minfer_session *s) {
     const mf_graph *g = s->g;
     for (size_t v = 0; v < g->n_values; v++) {
         minfer_tensor *t = g->values[v].initializer;
-        refill(t); /* a node whose preparation failed gave pages back */
+        /* a node whose preparation failed gave pages back */
+        minfer_status st = refill(s, t, g->values[v].name);
+        if (st != MINFER_OK)
+            return st;
         if (!t || t->view.data || !t->src || !t->view.nbytes)
             continue;
         void *data = mf_alloc_host(t->view.nbytes);
         if (!data)
             return mf_error(MINFER_ERR_NOMEM, "%s: out of memory reading weight '%s' again",
                             s->errctx, g->values[v].name);
-        copy_from_file(data, t->src, t->view.nbytes);
+        if ((st = copy_from_file(s, t, data, g->values[v].name)) != MINFER_OK) {
+            free(data);
+            return st;
+        }
         t->view.data = data;
         t->owns_data = 1;
     }

@@ -10,7 +10,7 @@
 /* After node i of plan p was prepared: gives back the plain copy of each
  * constant input it packed (minfer_node_prep.const_packed) once every
  * reader of that constant has packed it too. */
-void mf_weights_release_packed(minfer_session *s, mf_plan *p, int i);
+minfer_status mf_weights_release_packed(minfer_session *s, mf_plan *p, int i);
 /* Before plan p's nodes are prepared: frees the copies of large weights
  * that only those nodes read and that the model file holds as they are. */
 void mf_weights_defer(minfer_session *s, mf_plan *p);
@@ -28,10 +28,13 @@ void mf_weights_prepared(minfer_session *s);
 void mf_weights_consumed(minfer_session *s, int i, size_t input, const void *const_data,
                          size_t offset, size_t bytes);
 /* After node i's prepare_node returned (or failed): copies again from the
- * file the inputs' copies whose pages it gave back and that stay. */
-void mf_weights_refill(minfer_session *s, int i);
+ * file the inputs' copies whose pages it gave back and that stay
+ * (MINFER_ERR_IO when the file changed under the session). */
+minfer_status mf_weights_refill(minfer_session *s, int i);
 /* Before another plan is built: copies the freed weights again from the
- * model file (MINFER_ERR_NOMEM when that fails). */
+ * model file (MINFER_ERR_NOMEM when that fails, MINFER_ERR_IO when the file
+ * was truncated or rewritten since: each read again is checked against the
+ * sum taken when the copy was given back). */
 minfer_status mf_weights_restore(minfer_session *s);
 
 #endif

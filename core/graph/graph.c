@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph/graph.h"
 #include "util/internal.h"
@@ -105,6 +106,8 @@ void mf_graph_free(mf_graph *g) {
         g->packs_free(g->packs);
     if (g->blob_release)
         g->blob_release(g->blob, g->blob_size);
+    if (g->blob_fd_set)
+        close(g->blob_fd);
     free(g);
 }
 

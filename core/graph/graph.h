@@ -115,6 +115,12 @@ struct mf_graph {
     void *blob;
     size_t blob_size;
     void (*blob_release)(void *blob, size_t size);
+    /* An ONNX file's blob (mf_load_onnx_mapped): blob_fd is open on the file
+     * when blob_fd_set, and exec/weights.c reads weights again with pread
+     * from it, never through the mapping, which a truncated file would turn
+     * into SIGBUS (docs/reliability.md). Closed by mf_graph_free. */
+    int blob_fd;
+    int blob_fd_set;
     int compiled_level;
     /* The compiled file's pre-packed constants (its PACK section, an
      * mf_mfc_packs of load/mfc.h), given back by mf_graph_free through

@@ -569,14 +569,16 @@ fail:
     return st;
 }
 
-/* Maps the model file read-only (*mapped = 1), or reads it into memory
- * when mapping fails. The loader reads weights in place from a mapping and
- * gives the pages back as it goes, so the weights are not held twice. */
+/* Maps the model file read-only (*mapped = 1, *fd a descriptor of it the
+ * caller closes), or reads it into memory when mapping fails. The loader
+ * reads weights in place from a mapping and gives the pages back as it
+ * goes, so the weights are not held twice. */
 static minfer_status read_file(const char *path, uint64_t max_bytes, void **data, size_t *size,
-                               int *mapped) {
+                               int *mapped, int *fd) {
     *data = NULL;
     *size = 0;
     *mapped = 0;
+    *fd = -1;
     /* A FIFO or a device named as the model must not block the open. */
     FILE *f;
     uint64_t file_size;
@@ -591,8 +593,12 @@ static minfer_status read_file(const char *path, uint64_t max_bytes, void **data
     long len = (long)file_size;
     if (len > 0) {
         void *m = mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fileno(f), 0);
-        if (m != MAP_FAILED) {
+        int keep = m != MAP_FAILED ? dup(fileno(f)) : -1;
+        if (m != MAP_FAILED && keep < 0)
+            munmap(m, (size_t)len);
+        else if (m != MAP_FAILED) {
             fclose(f);
+            *fd = keep;
             *data = m;
             *size = (size_t)len;
             *mapped = 1;
@@ -615,6 +621,38 @@ static minfer_status read_file(const char *path, uint64_t max_bytes, void **data
     return MINFER_OK;
 }
 
+/* A compiled model's weights are used in place: from a mapping of the
+ * file, a truncation would be SIGBUS in a kernel and a rewrite would change
+ * the weights under a live session. The graph takes an anonymous private
+ * copy instead, read with pread (docs/reliability.md); *data, the file's
+ * mapping, becomes that copy, and fd is closed. */
+static minfer_status private_copy(const char *path, int fd, void **data, size_t size) {
+    munmap(*data, size);
+    *data = NULL;
+    void *copy = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy == MAP_FAILED) {
+        close(fd);
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, size);
+    }
+    size_t done = 0;
+    while (done < size) {
+        ssize_t k = pread(fd, (char *)copy + done, size - done, (off_t)done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        done += (size_t)k;
+    }
+    close(fd);
+    if (done < size) {
+        munmap(copy, size);
+        return mf_error(MINFER_ERR_IO, "%s: the file changed while it was read (%zu of %zu bytes)",
+                        path, done, size);
+    }
+    *data = copy;
+    return MINFER_OK;
+}
+
 minfer_status minfer_session_create(const char *model_path, const minfer_options *opt,
                                     minfer_session **out) {
     void *data = NULL;
@@ -627,7 +665,9 @@ minfer_status minfer_session_create(const char *model_path, const minfer_options
     if (!model_path || !out)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_create: NULL argument");
     double t0 = mf_now_ms();
-    if ((st = read_file(model_path, mf_options_limits(opt).max_model_bytes, &data, &size, &mapped)) != MINFER_OK)
+    int fd = -1;
+    if ((st = read_file(model_path, mf_options_limits(opt).max_model_bytes, &data, &size, &mapped,
+                        &fd)) != MINFER_OK)
         return st;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", model_path);
@@ -637,15 +677,22 @@ minfer_status minfer_session_create(const char *model_path, const minfer_options
     else
         snprintf(dir, sizeof dir, ".");
     minfer_limits lim = mf_options_limits(opt);
-    if (minfer_is_compiled(data, size)) { /* the graph keeps the mapping (load/mfc.h) */
+    if (minfer_is_compiled(data, size)) { /* the graph keeps its copy (load/mfc.h) */
+        if (mapped && (st = private_copy(model_path, fd, &data, size)) != MINFER_OK)
+            return st;
         if ((st = mf_mfc_load(data, size, mapped ? mf_mfc_unmap : mf_mfc_free, model_path, &lim,
                               &g)) != MINFER_OK)
             return st;
         return mf_session_create_graph_timed(g, opt, model_path, mf_now_ms() - t0, out);
     }
-    if (mapped) /* the graph keeps the mapping (exec/weights.c) */
+    if (mapped) { /* the graph keeps the mapping and the file (exec/weights.c) */
         st = mf_load_onnx_mapped(data, size, dir, model_path, &lim, &g);
-    else {
+        if (st == MINFER_OK) {
+            g->blob_fd = fd;
+            g->blob_fd_set = 1;
+        } else
+            close(fd);
+    } else {
         st = mf_load_onnx_ex(data, size, 0, dir, model_path, &lim, &g);
         free(data);
     }

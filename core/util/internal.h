@@ -45,6 +45,10 @@ struct minfer_tensor {
     /* 1: pages of the copy were given back while a provider packed it
      * (exec/weights.c): read it again from src before it is read. */
     int refill;
+    /* XXH3 of the bytes at src when the copy was first given back
+     * (src_summed): a read again must give them, else the file changed. */
+    uint64_t src_sum;
+    int src_summed;
 };
 
 /* Sequences and optionals (values.c). */
