@@ -772,6 +772,616 @@ def build_fp16_zoo(out_dir, case, work):
     return fp16_case(out_dir, case, src, sets, io_fp16=io16, info=info)
 
 
+# ---- int8 quantization (after onnxruntime.quantization) -----------------------
+
+U8, S8 = TensorProto.UINT8, TensorProto.INT8
+MS = "com.microsoft"
+
+
+def u8_params(lo, hi):
+    """uint8 asymmetric (ORT's compute_scale_zp): the range widened to hold 0,
+    scale = range / 255, zero point round(-lo / scale)."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    scale = (hi - lo) / 255.0
+    if scale == 0.0:
+        return np.float32(1.0), np.uint8(0)
+    zp = int(np.clip(np.round(-lo / scale), 0, 255))
+    return np.float32(scale), np.uint8(zp)
+
+
+def s8_weights(w, axis=None):
+    """int8 symmetric weights in [-127, 127], zero point 0: per tensor, or per
+    slice along AXIS (per output channel). Returns (q, scale)."""
+    if axis is None:
+        amax = np.float32(np.max(np.abs(w)))
+    else:
+        amax = np.max(np.abs(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)), axis=1)
+    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    sb = scale if axis is None else scale.reshape([-1 if d == axis else 1 for d in range(w.ndim)])
+    q = np.clip(np.round(w / sb), -127, 127).astype(np.int8)  # round half to even
+    return q, scale
+
+
+def calibrate_ranges(model, feeds_list):
+    """MinMax calibration: every float value's min and max over the runs."""
+    m = onnx.shape_inference.infer_shapes(model)
+    known = {o.name for o in m.graph.output}
+    for v in m.graph.value_info:
+        if v.type.tensor_type.elem_type == TensorProto.FLOAT and v.name not in known:
+            m.graph.output.append(v)
+    path = tempfile.mktemp(suffix=".onnx")
+    onnx.save(m, path)
+    ranges = {}
+    try:
+        for feeds in feeds_list:
+            for n, a in feeds:
+                if a.dtype == np.float32:
+                    lo, hi = ranges.get(n, (np.inf, -np.inf))
+                    ranges[n] = (min(lo, float(a.min())), max(hi, float(a.max())))
+            for n, a in run_ort(path, feeds):
+                if a.dtype == np.float32 and a.size:
+                    lo, hi = ranges.get(n, (np.inf, -np.inf))
+                    ranges[n] = (min(lo, float(a.min())), max(hi, float(a.max())))
+    finally:
+        os.remove(path)
+    return ranges
+
+
+def const_value(g, name):
+    for i in g.initializer:
+        if i.name == name:
+            return numpy_helper.to_array(i)
+    for n in g.node:
+        if n.op_type == "Constant" and n.output[0] == name:
+            return numpy_helper.to_array(n.attribute[0].t)
+    return None
+
+
+def gemm_to_matmul(model):
+    """Gemm(x, W, b) with constant W, alpha = beta = 1 as MatMul(x, W') + Add(b)
+    (the form QLinearMatMul quantizes, as ORT sees Linear layers on 3-D inputs)."""
+    g = model.graph
+    inits = {i.name: i for i in g.initializer}
+    nodes = []
+    for n in g.node:
+        at = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        if n.op_type == "Gemm" and n.input[1] in inits and at.get("alpha", 1.0) == 1.0 \
+                and at.get("beta", 1.0) == 1.0 and not at.get("transA", 0):
+            w = numpy_helper.to_array(inits[n.input[1]])
+            if at.get("transB", 0):
+                w = w.T
+            wn = n.input[1] + "_kn"
+            g.initializer.append(numpy_helper.from_array(np.ascontiguousarray(w), wn))
+            mm = n.output[0] + "_matmul"
+            nodes.append(helper.make_node("MatMul", [n.input[0], wn], [mm], name=n.name + "_MatMul"))
+            if len(n.input) > 2 and n.input[2]:
+                nodes.append(helper.make_node("Add", [mm, n.input[2]], [n.output[0]],
+                                              name=n.name + "_Add"))
+            else:
+                nodes[-1].output[0] = n.output[0]
+            continue
+        nodes.append(n)
+    del g.node[:]
+    g.node.extend(nodes)
+    used = {x for n in g.node for x in n.input}
+    keep = [i for i in g.initializer if i.name in used]
+    del g.initializer[:]
+    g.initializer.extend(keep)
+    return model
+
+
+def fold_activations(model):
+    """ORT's removable activations: a Relu, or a Clip from 0, whose input comes
+    from a Conv, Add or MatMul it alone consumes disappears into that node's
+    output quantization (its output range starts at 0: zero point 0 saturates)."""
+    g = model.graph
+    consumers = {}
+    for n in g.node:
+        for x in n.input:
+            consumers.setdefault(x, []).append(n)
+    producer = {y: n for n in g.node for y in n.output}
+    outs = {o.name for o in g.output}
+    drop = set()
+    for n in g.node:
+        if n.op_type not in ("Relu", "Clip"):
+            continue
+        if n.op_type == "Clip":
+            lo = const_value(g, n.input[1]) if len(n.input) > 1 and n.input[1] else None
+            if lo is None or float(lo) != 0.0:
+                continue
+        p = producer.get(n.input[0])
+        if p is None or p.op_type not in ("Conv", "Add", "MatMul") or \
+                len(consumers.get(n.input[0], [])) != 1 or n.input[0] in outs:
+            continue
+        p.output[0] = n.output[0]
+        drop.add(id(n))
+    keep = [n for n in g.node if id(n) not in drop]
+    del g.node[:]
+    g.node.extend(keep)
+    return model
+
+
+class Static:
+    """Static quantization of a CNN's Conv / Add / MatMul / pooling graph, as
+    QDQ or QOperator. ranges: the calibrated {name: (min, max)}."""
+
+    DIRECT = ("MaxPool", "Flatten", "Reshape")  # the output keeps the input's scale
+
+    def __init__(self, model, ranges, per_channel, fmt):
+        self.m, self.g = model, model.graph
+        self.ranges, self.per_channel, self.fmt = ranges, per_channel, fmt
+        self.inits = {i.name: i for i in self.g.initializer}
+        self.params = {}  # activation name -> (scale name, zp name)
+        self.new_inits = []
+
+    def add_init(self, name, a):
+        self.new_inits.append(numpy_helper.from_array(np.asarray(a), name))
+        return name
+
+    def act(self, name):
+        """The (scale, zero point) initializers of an activation."""
+        if name not in self.params:
+            lo, hi = self.ranges[name]
+            s, z = u8_params(lo, hi)
+            key = name.replace("/", "_").strip("_")
+            self.params[name] = (self.add_init(f"{key}_scale", s),
+                                 self.add_init(f"{key}_zero_point", z))
+        return self.params[name]
+
+    def scale_of(self, name):
+        sn, _ = self.act(name)
+        return float([numpy_helper.to_array(i) for i in self.new_inits if i.name == sn][0])
+
+    def weight(self, name, axis):
+        w = numpy_helper.to_array(self.inits[name])
+        q, s = s8_weights(w, axis if self.per_channel else None)
+        key = name.replace("/", "_").replace(".", "_")
+        return (self.add_init(f"{key}_quantized", q), self.add_init(f"{key}_scale", s),
+                self.add_init(f"{key}_zero_point", np.zeros(s.shape, np.int8)), s)
+
+    def bias(self, name, x_scale, w_scale):
+        b = numpy_helper.to_array(self.inits[name])
+        bs = (np.float32(x_scale) * w_scale).astype(np.float32)
+        q = np.round(b / bs).astype(np.int32)
+        key = name.replace("/", "_").replace(".", "_")
+        return (self.add_init(f"{key}_quantized", q), self.add_init(f"{key}_scale", bs),
+                self.add_init(f"{key}_zero_point", np.zeros(bs.shape, np.int32)))
+
+    def quantizable(self, n):
+        if n.op_type == "Conv":
+            return n.input[1] in self.inits
+        if n.op_type == "MatMul":
+            return n.input[1] in self.inits
+        if n.op_type == "Gemm":  # QDQ keeps Gemm (QOperator has it as MatMul + Add)
+            at = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+            return self.fmt == "qdq" and n.input[1] in self.inits and not at.get("transA", 0)
+        if n.op_type == "Add":
+            return all(x not in self.inits for x in n.input) or self.fmt == "qop"
+        return n.op_type in ("GlobalAveragePool",) + self.DIRECT
+
+    def run(self):
+        g = self.g
+        for n in g.node:  # direct ops share their input's parameters
+            if n.op_type in self.DIRECT and self.quantizable(n):
+                self.params[n.output[0]] = self.act(n.input[0])
+        if self.fmt == "qdq":
+            nodes = self.qdq()
+        else:
+            nodes = self.qop()
+        del g.node[:]
+        g.node.extend(nodes)
+        g.initializer.extend(self.new_inits)
+        used = {x for n in g.node for x in n.input}
+        for n in g.node:
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    used |= {x for nn in a.g.node for x in nn.input}
+        keep = [i for i in g.initializer if i.name in used]
+        del g.initializer[:]
+        g.initializer.extend(keep)
+        del g.value_info[:]
+        if self.fmt == "qop":
+            self.m.opset_import.append(helper.make_opsetid(MS, 1))
+        return self.m
+
+    # QDQ: QuantizeLinear -> DequantizeLinear on every activation a quantized
+    # node reads or writes; weights int8 with a DequantizeLinear; bias int32.
+    def qdq(self):
+        g = self.g
+        outs = {o.name for o in g.output}
+        qnodes = [n for n in g.node if self.quantizable(n)]
+        acts = []
+        for n in qnodes:
+            for x in list(n.input[:1] if n.op_type != "Add" else n.input):
+                if x and x not in self.inits and x not in acts:
+                    acts.append(x)
+            if n.output[0] not in acts:
+                acts.append(n.output[0])
+        acts = [a for a in acts if a in self.ranges]
+        renamed = {a: (a if a in outs else a + "_DequantizeLinear_Output") for a in acts}
+        nodes = []
+        producer_out = {}
+        for a in acts:
+            if a in outs:
+                producer_out[a] = a + "_QuantizeLinear_Input"
+        emitted = set()
+
+        def emit_qdq(a):
+            s, z = self.act(a)
+            src = producer_out.get(a, a)
+            nodes.append(helper.make_node("QuantizeLinear", [src, s, z], [a + "_QuantizeLinear_Output"],
+                                          name=a + "_QuantizeLinear"))
+            nodes.append(helper.make_node("DequantizeLinear", [a + "_QuantizeLinear_Output", s, z],
+                                          [renamed[a]], name=a + "_DequantizeLinear"))
+            emitted.add(a)
+
+        for v in g.input:
+            if v.name in renamed:
+                emit_qdq(v.name)
+        for n in g.node:
+            for j, x in enumerate(n.input):
+                if x in renamed and x not in producer_out:
+                    n.input[j] = renamed[x]
+            if self.quantizable(n) and n.op_type in ("Conv", "MatMul", "Gemm"):
+                at = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+                axis = 1 if n.op_type == "MatMul" or (n.op_type == "Gemm" and
+                                                      not at.get("transB", 0)) else 0
+                wq, ws, wz, wsv = self.weight(n.input[1], axis)
+                wd = n.input[1] + "_DequantizeLinear_Output"
+                kw = {"axis": axis} if self.per_channel else {}
+                nodes.append(helper.make_node("DequantizeLinear", [wq, ws, wz], [wd],
+                                              name=n.input[1] + "_DequantizeLinear", **kw))
+                orig_x = [a for a, r in renamed.items() if r == n.input[0]]
+                xs = self.scale_of(orig_x[0] if orig_x else n.input[0])
+                n.input[1] = wd
+                if n.op_type in ("Conv", "Gemm") and len(n.input) > 2 and n.input[2]:
+                    bq, bs, bz = self.bias(n.input[2], xs, wsv)
+                    bd = n.input[2] + "_DequantizeLinear_Output"
+                    nodes.append(helper.make_node("DequantizeLinear", [bq, bs, bz], [bd],
+                                                  name=n.input[2] + "_DequantizeLinear",
+                                                  **({"axis": 0} if self.per_channel else {})))
+                    n.input[2] = bd
+            for j, y in enumerate(n.output):
+                if y in producer_out:
+                    n.output[j] = producer_out[y]
+            nodes.append(n)
+            for y in n.output:
+                base = [a for a, p in producer_out.items() if p == y]
+                a = base[0] if base else y
+                if a in renamed and a not in emitted:
+                    emit_qdq(a)
+        return nodes
+
+    # QOperator: QLinearConv, QLinearMatMul, com.microsoft QLinearAdd and
+    # QLinearGlobalAveragePool on uint8 tensors; MaxPool and Flatten on uint8;
+    # QuantizeLinear at the graph inputs, DequantizeLinear at the outputs.
+    def qop(self):
+        g = self.g
+        outs = {o.name for o in g.output}
+        nodes = []
+        q = {}  # float name -> its uint8 tensor's name
+
+        def quant(x):
+            if x not in q:
+                s, z = self.act(x)
+                q[x] = x + "_quantized"
+                nodes.append(helper.make_node("QuantizeLinear", [x, s, z], [q[x]],
+                                              name=x + "_QuantizeLinear"))
+            return q[x]
+
+        deq = {}
+
+        def dequant(x):  # a float consumer of a uint8 tensor
+            if x not in deq:
+                s, z = self.act(x)
+                deq[x] = x if x in outs else x + "_dequantized"
+                nodes.append(helper.make_node("DequantizeLinear", [q[x], s, z], [deq[x]],
+                                              name=x + "_DequantizeLinear"))
+            return deq[x]
+
+        for n in g.node:
+            if not self.quantizable(n) or (n.op_type == "Add" and any(
+                    x in self.inits and x not in self.ranges for x in n.input[1:2])
+                    and False):
+                for j, x in enumerate(n.input):
+                    if x in q:
+                        n.input[j] = dequant(x)
+                nodes.append(n)
+                continue
+            y = n.output[0]
+            yq = y + "_quantized"
+            if n.op_type == "Conv":
+                x = quant(n.input[0])
+                xs, xz = self.act(n.input[0])
+                wq, ws, wz, wsv = self.weight(n.input[1], 0)
+                ins = [x, xs, xz, wq, ws, wz, *self.act(y)]
+                if len(n.input) > 2 and n.input[2]:
+                    ins.append(self.bias(n.input[2], self.scale_of(n.input[0]), wsv)[0])
+                nodes.append(helper.make_node("QLinearConv", ins, [yq], name=n.name + "_quant",
+                                              **{a.name: helper.get_attribute_value(a)
+                                                 for a in n.attribute}))
+            elif n.op_type == "MatMul":
+                x = quant(n.input[0])
+                w = numpy_helper.to_array(self.inits[n.input[1]])
+                wq, wsv = s8_weights(w, None)
+                key = n.input[1].replace("/", "_").replace(".", "_")
+                ins = [x, *self.act(n.input[0]), self.add_init(key + "_quantized", wq),
+                       self.add_init(key + "_scale", wsv),
+                       self.add_init(key + "_zero_point", np.int8(0)), *self.act(y)]
+                nodes.append(helper.make_node("QLinearMatMul", ins, [yq], name=n.name + "_quant"))
+            elif n.op_type == "Add":
+                ins = []
+                for x in n.input:
+                    if x in self.inits:  # a constant operand (a bias): uint8 of its own range
+                        c = numpy_helper.to_array(self.inits[x])
+                        s, z = u8_params(c.min(), c.max())
+                        cq = np.clip(np.round(c / s) + int(z), 0, 255).astype(np.uint8)
+                        key = x.replace("/", "_").replace(".", "_")
+                        ins += [self.add_init(key + "_quantized", cq), self.add_init(key + "_scale", s),
+                                self.add_init(key + "_zero_point", z)]
+                    else:
+                        ins += [quant(x), *self.act(x)]
+                nodes.append(helper.make_node("QLinearAdd", ins + list(self.act(y)), [yq],
+                                              name=n.name + "_quant", domain=MS))
+            elif n.op_type == "GlobalAveragePool":
+                x = quant(n.input[0])
+                nodes.append(helper.make_node("QLinearGlobalAveragePool",
+                                              [x, *self.act(n.input[0]), *self.act(y)], [yq],
+                                              name=n.name + "_quant", domain=MS, channels_last=0))
+            else:  # MaxPool, Flatten, Reshape on uint8, the input's parameters
+                x = quant(n.input[0])
+                n.input[0] = x
+                n.output[0] = yq
+                nodes.append(n)
+            q[y] = yq
+            if y in outs:
+                dequant(y)
+        return nodes
+
+
+def static_quantize(model, calib, per_channel, fmt):
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    if fmt == "qop":
+        m = gemm_to_matmul(m)
+    ranges = calibrate_ranges(m, calib)
+    m = fold_activations(m)
+    return Static(m, ranges, per_channel, fmt).run()
+
+
+def dynamic_quantize(model, convs):
+    """ORT's quantize_dynamic: a MatMul with a constant weight (or, with convs, a
+    Conv) reads its input through DynamicQuantizeLinear; MatMulInteger /
+    ConvInteger with int8 weights (per tensor, zero point 0), the int32
+    result Cast to float and scaled by input_scale * weight_scale; a Conv's
+    bias added after."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    inits = {i.name: i for i in g.initializer}
+    nodes, dq = [], {}
+    for n in g.node:
+        kind = n.op_type
+        if not ((kind == "MatMul" and n.input[1] in inits) or
+                (convs and kind == "Conv" and n.input[1] in inits)):
+            nodes.append(n)
+            continue
+        x = n.input[0]
+        key = (n.name or n.output[0]).replace("/", "_").strip("_")
+        if x not in dq:
+            xk = x.replace("/", "_").strip("_")
+            dq[x] = (f"{xk}_quantized", f"{xk}_scale", f"{xk}_zero_point")
+            nodes.append(helper.make_node("DynamicQuantizeLinear", [x], list(dq[x]),
+                                          name=f"{xk}_DynamicQuantizeLinear"))
+        xq, xs, xz = dq[x]
+        w = numpy_helper.to_array(inits[n.input[1]])
+        if kind == "Conv":  # ORT's ConvInteger takes uint8 weights: asymmetric
+            ws, wz = u8_params(w.min(), w.max())
+            wq = np.clip(np.round(w / ws) + int(wz), 0, 255).astype(np.uint8)
+        else:
+            wq, ws = s8_weights(w, None)
+            wz = np.int8(0)
+        wn = n.input[1].replace("/", "_").replace(".", "_")
+        g.initializer.extend([numpy_helper.from_array(wq, wn + "_quantized"),
+                              numpy_helper.from_array(np.float32(ws), wn + "_scale"),
+                              numpy_helper.from_array(wz, wn + "_zero_point")])
+        iout = f"{key}_output_quantized"
+        if kind == "MatMul":
+            nodes.append(helper.make_node("MatMulInteger", [xq, wn + "_quantized", xz, wn + "_zero_point"],
+                                          [iout], name=f"{key}_quant"))
+        else:
+            nodes.append(helper.make_node("ConvInteger", [xq, wn + "_quantized", xz, wn + "_zero_point"],
+                                          [iout], name=f"{key}_quant",
+                                          **{a.name: helper.get_attribute_value(a) for a in n.attribute}))
+        nodes.append(helper.make_node("Cast", [iout], [iout + "_cast_output"], to=TensorProto.FLOAT,
+                                      name=f"{key}_output_quantized_cast"))
+        nodes.append(helper.make_node("Mul", [xs, wn + "_scale"], [f"{key}_scales_mul"],
+                                      name=f"{key}_scales_mul"))
+        y = n.output[0]
+        has_bias = kind == "Conv" and len(n.input) > 2 and n.input[2]
+        scaled = f"{key}_output_scaled" if has_bias else y
+        nodes.append(helper.make_node("Mul", [iout + "_cast_output", f"{key}_scales_mul"], [scaled],
+                                      name=f"{key}_output_scale_mul"))
+        if has_bias:
+            b = numpy_helper.to_array(inits[n.input[2]])
+            bn = n.input[2].replace("/", "_").replace(".", "_") + "_reshaped"
+            g.initializer.append(numpy_helper.from_array(
+                b.reshape([1, -1] + [1] * (w.ndim - 2)), bn))
+            nodes.append(helper.make_node("Add", [scaled, bn], [y], name=f"{key}_bias_add"))
+    del g.node[:]
+    g.node.extend(nodes)
+    used = {x for n in g.node for x in n.input}
+    keep = [i for i in g.initializer if i.name in used]
+    del g.initializer[:]
+    g.initializer.extend(keep)
+    del g.value_info[:]
+    return m
+
+
+def output_steps(model):
+    """The scale of the DequantizeLinear that makes each graph output."""
+    g = model.graph
+    steps = []
+    for o in g.output:
+        p = [n for n in g.node if o.name in n.output]
+        if not p or p[0].op_type != "DequantizeLinear":
+            raise RuntimeError(f"output {o.name} is not made by a DequantizeLinear")
+        steps.append(float(np.max(const_value(g, p[0].input[1]))))
+    return steps
+
+
+QUANT_ZOO = {
+    # case: (zoo model, form, per channel, argmax axis, what)
+    "resnet10_qdq": ("resnet10", "qdq", False, -1, "static QDQ, per-tensor weights"),
+    "resnet10_qdq_perchannel": ("resnet10", "qdq", True, -1, "static QDQ, per-channel weights"),
+    "mobilenet_v2_050_qdq_perchannel": ("mobilenet_v2_050", "qdq", True, -1,
+                                        "static QDQ, per-channel weights"),
+    "resnet10_qop": ("resnet10", "qop", False, -1,
+                     "QOperator: QLinearConv, QLinearAdd, QLinearGlobalAveragePool, "
+                     "QLinearMatMul, MaxPool/Flatten on uint8, per-tensor"),
+    "mobilenet_v2_050_qop_perchannel": ("mobilenet_v2_050", "qop", True, -1,
+                                        "QOperator: QLinearConv per channel, QLinearAdd, "
+                                        "QLinearGlobalAveragePool, QLinearMatMul"),
+    "vit_small_dynamic": ("vit_small", "dynamic", False, -1,
+                          "dynamic: DynamicQuantizeLinear + MatMulInteger on every MatMul "
+                          "with a constant weight"),
+    "tiny_lm_dynamic": ("tiny_lm", "dynamic", False, -1,
+                        "dynamic: DynamicQuantizeLinear + MatMulInteger (decoder LM)"),
+    "unet_small_convinteger": ("unet_small", "dynamic_conv", False, 1,
+                               "dynamic: DynamicQuantizeLinear + ConvInteger (uint8 weights) "
+                               "on every Conv of a segmentation U-Net"),
+}
+
+
+# Smaller data sets than the first corpus's where integer convolution is slow.
+QUANT_SHAPES = {"unet_small_convinteger": [(1, 3, 32, 32), (2, 3, 40, 40)]}
+
+
+def build_quant_zoo(out_dir, case, work):
+    name, form, per_channel, axis, what = QUANT_ZOO[case]
+    spec, src = base_model(name, 13, work)
+    sets = [(lambda k: lambda rng: spec_inputs(spec, k, rng))(k) for k in range(2)]
+    if case in QUANT_SHAPES:
+        sets = [(lambda s: lambda rng: [("x", rng.standard_normal(s).astype(np.float32))])(s)
+                for s in QUANT_SHAPES[case]]
+    src_path = os.path.join(work, f"{name}_op13", "model.onnx")
+    if form in ("qdq", "qop"):
+        calib = [spec_inputs(spec, k, np.random.default_rng(500 + j))
+                 for j in range(2) for k in range(2)]
+        m = static_quantize(src, calib, per_channel, form)
+        steps = output_steps(m)
+        check = {"kind": "quant", "steps": steps, "argmax_axis": axis}
+    else:
+        m = dynamic_quantize(src, convs=form == "dynamic_conv")
+        steps = None
+
+        def check(refs):
+            # A float output: the step of a uint8 MinMax quantization of ORT's.
+            st = []
+            for j in range(len(refs[0][1])):
+                lo = min(float(o[j][1].min()) for _, o in refs)
+                hi = max(float(o[j][1].max()) for _, o in refs)
+                st.append(float(u8_params(lo, hi)[0]))
+            return {"kind": "quant", "steps": st, "argmax_axis": axis}
+
+    def accept(feeds, outs, k):
+        # The quantized model still computes the float one (a broken
+        # quantizer fails here): ORT's outputs of both correlate.
+        for (n, a), (_, r) in zip(outs, run_ort(src_path, feeds)):
+            c = np.corrcoef(a.ravel().astype(np.float64), r.ravel().astype(np.float64))[0, 1]
+            if not c > 0.9:
+                raise RuntimeError(f"{n}: the quantized model's output correlates {c:.3f} "
+                                   "with the float model's")
+        # Classifiers ([batch, classes]): ORT's top logit leads the next by
+        # more than 3 steps in every row, so that argmax is defined up to
+        # one-step differences.
+        if axis != -1:
+            return
+        for j, (n, a) in enumerate(outs):
+            if a.ndim != 2:  # a language model's tokens: test3 checks the clear ones
+                continue
+            st = steps[j] if steps else float(u8_params(a.min(), a.max())[0])
+            srt = np.sort(a.reshape(-1, a.shape[-1]).astype(np.float64), axis=-1)
+            if np.min(srt[:, -1] - srt[:, -2]) <= 3 * st:
+                raise bz.Unusable(f"{n}: top two within 3 quantization steps")
+
+    info = dict(kind="quant", source=f"zoo {name}_op13 (build_zoo.py), quantized", what=what)
+    return write_case(out_dir, case, m, sets, info, check, accept)
+
+
+# ---- a two-stage detector ---------------------------------------------------------
+
+def fasterrcnn():
+    """torchvision's fasterrcnn_mobilenet_v3_large_320_fpn as its builder makes
+    it (MobileNet V3 Large FPN backbone, 15 anchors a position on two levels),
+    with a box head of width 128 instead of 1024 (a tenth of the weights and
+    of the box head's products). No cut by count anywhere (every anchor goes
+    into the RPN's NMS, every proposal into the box head, at most 100
+    detections), so which boxes come out depends only on the thresholds and
+    NMS; min_size = max_size = 96: no resize of the 96x96 and 64x96 images."""
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+    from torchvision.models.detection.backbone_utils import _mobilenet_extractor
+    from torchvision.models.detection.faster_rcnn import (FasterRCNN, FastRCNNPredictor,
+                                                          TwoMLPHead)
+    backbone = _mobilenet_extractor(bz.tvm.mobilenet_v3_large(norm_layer=nn.BatchNorm2d), True, 6)
+    sizes = ((32, 64, 128, 256, 512),) * 3
+    anchors = AnchorGenerator(sizes, ((0.5, 1.0, 2.0),) * len(sizes))
+    return FasterRCNN(backbone, None, rpn_anchor_generator=anchors, min_size=96, max_size=96,
+                      rpn_pre_nms_top_n_test=2000, rpn_post_nms_top_n_test=2000,
+                      rpn_score_thresh=0.05, box_score_thresh=DET3_THRESH,
+                      box_detections_per_img=100,
+                      box_head=TwoMLPHead(256 * 7 * 7, 128), box_predictor=FastRCNNPredictor(128, 3))
+
+
+DET3_THRESH = 0.94
+
+
+def spread_box_scores(m):
+    """As build_zoo.spread_scores for SSDLite: random box-head features vary
+    little from box to box, so the class logits are scaled by 30 and the
+    background's lowered by 8, so that a few boxes score above the threshold,
+    far from each other and from it."""
+    with torch.no_grad():
+        m.roi_heads.box_predictor.cls_score.weight.mul_(30.0)
+        m.roi_heads.box_predictor.cls_score.bias.mul_(30.0)
+        m.roi_heads.box_predictor.cls_score.bias[0] -= 8.0
+
+
+def build_detector(out_dir, case, work):
+    spec = dict(name="fasterrcnn_mobilenet_v3", ctor=fasterrcnn, wrap=bz.DetOut, opsets=(13,),
+                after_calibration=spread_box_scores, inputs=["x"],
+                dyn={"x": {2: "height", 3: "width"}}, outputs=["boxes", "scores", "labels"],
+                sets=[{"x": ("blobs", (1, 3, 96, 96))}, {"x": ("blobs", (1, 3, 64, 96))}],
+                kind="detection")
+    t0 = time.time()
+    thresh, bz.DET_THRESH = bz.DET_THRESH, DET3_THRESH  # build_one's stability check
+    try:
+        bz.build_one(spec, 13, work, lambda s: print("  base " + s, flush=True))
+    finally:
+        bz.DET_THRESH = thresh
+    src = os.path.join(work, "fasterrcnn_mobilenet_v3_op13")
+    cdir = os.path.join(out_dir, case)
+    shutil.rmtree(cdir, ignore_errors=True)
+    shutil.copytree(src, cdir)
+    os.remove(os.path.join(cdir, "zoo.json"))
+    m = onnx.load(os.path.join(cdir, "model.onnx"))
+    ops = {}
+    for n in m.graph.node:
+        ops[n.op_type] = ops.get(n.op_type, 0) + 1
+    info = dict(kind="detection", case=case, source="torchvision 0.14 "
+                "fasterrcnn_mobilenet_v3_large_320_fpn, torch.onnx.export opset 13",
+                what="Faster R-CNN (MobileNet V3 Large FPN backbone, RPN, MultiScaleRoIAlign, "
+                     "box head of width 128), 3 classes, 96x96 and 64x96 images, class logits "
+                     "scaled by 30 and background's lowered by 8, score threshold 0.94, "
+                     "no cut by count",
+                nodes=len(m.graph.node), params=sum(int(np.prod(i.dims)) for i in m.graph.initializer),
+                ops=ops, check=FLOAT_CHECK, shapes=[{"x": [1, 3, 96, 96]}, {"x": [1, 3, 64, 96]}],
+                seconds=round(time.time() - t0, 1))
+    with open(os.path.join(cdir, "zoo.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    return info
+
+
 # ---- the corpus -----------------------------------------------------------------
 
 APP_CASES = ["silero_vad_legacy", "silero_vad_v5", "silero_vad_v6", "ppocr_det_v4",
@@ -788,6 +1398,9 @@ def builders(work):
         b[c] = (lambda c: lambda out: build_control(out, c))(c)
     for c in FP16_ZOO:
         b[c] = (lambda c: lambda out: build_fp16_zoo(out, c, work))(c)
+    for c in QUANT_ZOO:
+        b[c] = (lambda c: lambda out: build_quant_zoo(out, c, work))(c)
+    b["fasterrcnn_mobilenet_v3"] = lambda out: build_detector(out, "fasterrcnn_mobilenet_v3", work)
     return b
 
 

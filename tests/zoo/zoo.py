@@ -219,8 +219,11 @@ def test3(minfer, corpus, providers, only, threads=2):
         sys.exit(f"zoo: no cases in {corpus}")
     checks = {}
     for c in cases:
-        with open(os.path.join(corpus, c, "zoo.json")) as f:
-            checks[c] = json.load(f)["check"]
+        try:
+            with open(os.path.join(corpus, c, "zoo.json")) as f:
+                checks[c] = json.load(f)["check"]
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"zoo: {c}: no usable zoo.json in {corpus}: {e}")
     groups = {}  # (rtol, atol) -> cases: one minfer test a tolerance
     for c in cases:
         ck = checks[c]
