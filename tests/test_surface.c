@@ -82,6 +82,30 @@ static void test_set_dim_by_name(void **state) {
     minfer_options_free(opt);
 }
 
+/* A scalar input takes one element of any rank, as ONNX Runtime does (a
+ * sample rate declared [] fed as np.array([16000])); more elements are an
+ * error naming the declared shape. */
+static void test_scalar_input_takes_one_element(void **state) {
+    (void)state;
+    minfer_graph_builder *b = NULL;
+    assert_ok(minfer_builder_create(13, &b));
+    assert_ok(minfer_builder_add_input(b, "x", MINFER_DTYPE_FLOAT, NULL, 0, NULL));
+    const char *in[] = {"x"}, *out[] = {"y"};
+    assert_ok(minfer_builder_add_node(b, "Relu", NULL, "relu_node", in, 1, out, 1, NULL));
+    assert_ok(minfer_builder_add_output(b, "y"));
+    minfer_options *opt = cpu_options();
+    minfer_session *s = NULL;
+    assert_ok(create(b, opt, &s));
+    const int64_t one[] = {1}, one_one[] = {1, 1}, two[] = {2};
+    assert_ok(run_shape(s, NULL, 0));
+    assert_ok(run_shape(s, one, 1));
+    assert_ok(run_shape(s, one_one, 2));
+    assert_int_equal(run_shape(s, two, 1), MINFER_ERR_SHAPE);
+    assert_error_mentions("input 'x' expects shape [], got [2]");
+    minfer_session_free(s);
+    minfer_options_free(opt);
+}
+
 static void test_set_input_dim_by_axis(void **state) {
     (void)state;
     minfer_options *opt = cpu_options();
@@ -539,6 +563,7 @@ int main(void) {
         cmocka_unit_test(test_bad_env_warns_once),
         cmocka_unit_test(test_skipped_provider_warns_once),
         cmocka_unit_test(test_model_metadata),
+        cmocka_unit_test(test_scalar_input_takes_one_element),
         cmocka_unit_test(test_decline_names_element_type),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

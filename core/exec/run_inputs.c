@@ -95,8 +95,16 @@ minfer_status mf_run_check_inputs(minfer_session *s, const char *const *names,
             sig[pos++] = -1;
             continue;
         }
-        int bad = v->rank >= 0 && t->view.rank != v->rank;
-        for (int d = 0; !bad && v->rank >= 0 && d < v->rank; d++)
+        /* A scalar input given as one element of any rank ([1], [1,1]) is
+         * taken as it comes, as ONNX Runtime takes it (users feed
+         * np.array([16000]) for a sample rate declared []); the plan is made
+         * for the shape given. */
+        int64_t given_n = 0;
+        int one_for_scalar = v->rank == 0 && t->view.rank > 0 &&
+                             mf_numel(t->view.dims, t->view.rank, &given_n) == MINFER_OK &&
+                             given_n == 1;
+        int bad = v->rank >= 0 && t->view.rank != v->rank && !one_for_scalar;
+        for (int d = 0; !bad && !one_for_scalar && v->rank >= 0 && d < v->rank; d++)
             bad = v->dims[d] >= 0 && t->view.dims[d] != v->dims[d];
         if (bad)
             return mf_error(MINFER_ERR_SHAPE, "%s: run: input '%s' expects shape %s, got %s",

@@ -385,8 +385,10 @@ MINFER_API minfer_status minfer_session_output_info(const minfer_session *s, siz
  * same results as sequential runs. Other calls on a session must not race
  * with minfer_session_free. inputs[i] feeds the graph input named input_names[i]; every
  * graph input that is not an initializer must be given, and initializers
- * cannot be overridden (they may have been folded into constants). For
- * each requested output: if outputs[i] is NULL the session allocates a
+ * cannot be overridden (they may have been folded into constants). An
+ * input's shape must match its declared one (MINFER_ERR_SHAPE), except that
+ * an input declared as a scalar takes one element of any rank ([1], [1,1]),
+ * as ONNX Runtime does. For each requested output: if outputs[i] is NULL the session allocates a
  * tensor the caller frees with minfer_tensor_free; otherwise it must be a
  * tensor of the output's type and shape, and the result is written
  * into it. output_names may be NULL with n_outputs equal to the output count
