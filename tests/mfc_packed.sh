@@ -10,19 +10,27 @@
 #     at the info level, and the outputs are still the ONNX session's (run
 #     with the same ISA);
 #  3. --no-pack (MINFER_COMPILE_PACK=0) writes no PACK section.
-#   mfc_packed.sh MINFER MODELS_DIR
+# HAVE_ONEDNN is 1 when the build has the oneDNN provider: without it the
+# test is skipped (exit 77); with it, a oneDNN that does not run is a failure.
+#   mfc_packed.sh MINFER MODELS_DIR HAVE_ONEDNN
 set -u
 minfer=$1
 models=$2
+have_onednn=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 list=onednn,cpu
 asan_options=${ASAN_OPTIONS:-}
 
-if ! "$minfer" run "$models/squeezenet1_1/model.onnx" --providers onednn --strict >/dev/null 2>&1; then
-    echo "skip: the oneDNN provider does not load here"
-    exit 0
+if [[ $have_onednn != 1 ]]; then
+    echo "skip: this build has no oneDNN provider"
+    exit 77
+fi
+if ! "$minfer" run "$models/squeezenet1_1/model.onnx" --providers onednn --strict >/dev/null 2>"$tmp/err0"; then
+    echo "FAIL: squeezenet1_1 does not run on onednn alone (--strict), in a build with oneDNN:"
+    cat "$tmp/err0"
+    exit 1
 fi
 
 # Same outputs: every output file of run A equals run B's.

@@ -124,6 +124,7 @@ struct sched {
     int inter_op;        /* threads that start steps */
     int wide;            /* a step holds every thread (an OpenMP build): none starts */
     int probe;           /* this run starts no step beside another (measures split_ns) */
+    int overlapped;      /* two steps ran at once (counted in cc->queue_runs[1]) */
     pthread_t caller;    /* the thread that called the run */
     pthread_mutex_t lock;
     int *deps;           /* per step: producers still to finish */
@@ -322,6 +323,7 @@ static void run_one(sched *q, mf_run *r, worker *me, int shared) {
     me->solo = q->in_flight == 1;
     for (int t = 0; t < q->threads && q->in_flight > 1; t++)
         q->workers[t].solo = 0;
+    q->overlapped |= q->in_flight > 1;
     me->step = k;
     me->claimed = 1;
     pthread_mutex_unlock(&q->lock);
@@ -502,6 +504,10 @@ static minfer_status run_queue(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf
     b->lock = NULL;
     for (int w = 0; w < threads; w++)
         mf_run_free_temps(&q.runs[w]);
+    if (!probe)
+        atomic_fetch_add_explicit(&cc->queue_runs[0], 1, memory_order_relaxed);
+    if (q.overlapped)
+        atomic_fetch_add_explicit(&cc->queue_runs[1], 1, memory_order_relaxed);
     minfer_status st = q.st;
     if (st != MINFER_OK)
         mf_error(st, "%s", q.err);

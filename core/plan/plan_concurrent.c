@@ -49,6 +49,7 @@ void mf_conc_free(mf_conc *c) {
     free((void *)c->one_ns);
     free((void *)c->split_ns);
     free((void *)c->runs);
+    free((void *)c->queue_runs);
     free((void *)c->way_ns);
     free(c->seq_arena);
     free(c);
@@ -219,13 +220,14 @@ minfer_status mf_conc_build(minfer_session *s, mf_plan *p) {
     c->one_ns = mf_calloc((size_t)c->n + 1, sizeof *c->one_ns);
     c->split_ns = mf_calloc((size_t)c->n + 1, sizeof *c->split_ns);
     c->runs = mf_calloc(1, sizeof *c->runs);
+    c->queue_runs = mf_calloc(2, sizeof *c->queue_runs);
     c->way_ns = mf_calloc(2, sizeof *c->way_ns);
     c->seq_arena = mf_calloc(s->n_domains, sizeof *c->seq_arena);
     c->anc = mf_calloc((size_t)c->n * c->words + 1, sizeof *c->anc);
     c->lo = mf_malloc(((size_t)c->n + 1) * sizeof *c->lo);
     c->hi = mf_malloc(((size_t)c->n + 1) * sizeof *c->hi);
     if (!c->n_deps || !c->succ_at || !c->cost || !c->prio || !c->serial || !c->one_ns ||
-        !c->split_ns || !c->runs || !c->way_ns || !c->seq_arena || !c->anc || !c->lo || !c->hi)
+        !c->split_ns || !c->runs || !c->queue_runs || !c->way_ns || !c->seq_arena || !c->anc || !c->lo || !c->hi)
         goto nomem;
     for (size_t k = 0; k < g->n_nodes; k++)
         step_of[g->order[k]] = (int)k;

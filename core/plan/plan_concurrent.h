@@ -40,6 +40,10 @@ typedef struct mf_conc {
     /* Runs of the plan so far (one counter): every PROBE_EVERY-th runs its
      * steps one at a time, to measure split_ns afresh. */
     _Atomic unsigned *runs;
+    /* Of them (minfer_schedule_info): [0] the runs through the ready queue
+     * that were free to start steps beside each other (not probes), [1]
+     * the runs in which two steps did run at once. */
+    _Atomic unsigned *queue_runs;
     /* The whole run's wall time (smoothed, ns; 0: not yet), [0] through the
      * ready queue, [1] one step after another on the calling thread (as
      * the sequential scheduler): a run goes the faster way, the other is

@@ -1,5 +1,6 @@
 /* minfer_session_schedule_info: the scheduler and what it does with the
  * most recently used plan (docs/scheduling.md). */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -22,6 +23,11 @@ minfer_status minfer_session_schedule_info(const minfer_session *cs, minfer_sche
     if (p) {
         info.has_plan = 1;
         info.concurrent = p->conc != NULL;
+        if (p->conc) {
+            info.queue_runs = atomic_load_explicit(&p->conc->queue_runs[0], memory_order_relaxed);
+            info.overlapped_runs =
+                atomic_load_explicit(&p->conc->queue_runs[1], memory_order_relaxed);
+        }
         if (p->conc_why)
             info.why_sequential = p->conc_why;
         for (size_t d = 0; d < s->n_domains; d++) {

@@ -550,6 +550,13 @@ typedef struct minfer_schedule_info {
                                    Owned by the library (a constant string) */
     uint64_t arena_bytes;            /* the plan's arenas, host and device domains */
     uint64_t sequential_arena_bytes; /* what they take in the sequential order */
+    /* Appended (parallel scheduler, the plan's runs so far; 0 otherwise):
+     * runs through the ready queue free to start steps beside each other
+     * (not the first run and the periodic probes, which start one step at
+     * a time, nor the runs that went one step after another because that
+     * was faster), and the runs in which two steps did run at once. */
+    uint64_t queue_runs;
+    uint64_t overlapped_runs;
 } minfer_schedule_info;
 MINFER_API minfer_status minfer_session_schedule_info(const minfer_session *s,
                                                       minfer_schedule_info *out);
