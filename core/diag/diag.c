@@ -285,7 +285,6 @@ double mf_node_flops(const mf_node *n, const minfer_tensor_view *in, size_t n_in
 int64_t mf_find_nan(const minfer_tensor_view *v, int *is_nan) {
     if (!v->data || (v->dtype != MINFER_DTYPE_FLOAT && v->dtype != MINFER_DTYPE_DOUBLE))
         return -1;
-    size_t esz = v->dtype == MINFER_DTYPE_FLOAT ? sizeof(float) : sizeof(double);
     double n = numel(v);
     for (int64_t e = 0; e < (int64_t)n; e++) {
         double x = v->dtype == MINFER_DTYPE_FLOAT ? (double)((const float *)v->data)[e]
@@ -295,7 +294,6 @@ int64_t mf_find_nan(const minfer_tensor_view *v, int *is_nan) {
             return e;
         }
     }
-    (void)esz;
     return -1;
 }
 

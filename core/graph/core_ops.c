@@ -24,24 +24,6 @@ int mf_core_op(const mf_node *n) {
     return 0;
 }
 
-int mf_graph_has_control(const mf_graph *g, const char **why) {
-    for (size_t i = 0; i < g->n_nodes; i++)
-        if (mf_core_op(&g->nodes[i]) || g->nodes[i].n_implicit) {
-            if (why)
-                *why = g->nodes[i].op_type;
-            return 1;
-        }
-    for (size_t k = 0; k < g->n_inputs + g->n_outputs; k++) {
-        int vi = k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs];
-        if (g->values[vi].kind != MINFER_VALUE_TENSOR) {
-            if (why)
-                *why = g->values[vi].name;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 void mf_node_desc_init(minfer_node_desc *d, const mf_node *n, minfer_value_desc *in,
                        minfer_value_desc *out) {
     memset(d, 0, sizeof *d);

@@ -146,10 +146,6 @@ int64_t mf_graph_opset(const mf_graph *g, const char *domain);
  * names the model in messages. */
 minfer_status mf_graph_finalize(mf_graph *g, const char *errctx);
 
-/* 1 when g has control flow, sequence or optional nodes, or a graph input
- * or output that is not a tensor: the optimizer leaves such a graph as it
- * is (graph/core_ops.c). *why (may be NULL) names the node or value. */
-int mf_graph_has_control(const mf_graph *g, const char **why);
 /* 1 for an op the core always runs (control flow, sequences, optionals:
  * graph/core_ops.h lists them). */
 int mf_core_op(const mf_node *n);

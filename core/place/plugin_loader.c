@@ -413,14 +413,6 @@ minfer_status mf_plugin_acquire(const char *path_or_name, mf_plugin_lib **out) {
     return st;
 }
 
-void mf_plugin_retain(mf_plugin_lib *lib) {
-    if (!lib)
-        return;
-    pthread_mutex_lock(&reg_lock);
-    lib->refs++;
-    pthread_mutex_unlock(&reg_lock);
-}
-
 void mf_plugin_release(mf_plugin_lib *lib) {
     if (!lib)
         return;

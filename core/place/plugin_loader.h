@@ -35,8 +35,6 @@ typedef struct mf_plugin_lib mf_plugin_lib;
 minfer_status mf_plugin_acquire(const char *path_or_name, mf_plugin_lib **out);
 /* Drops a reference; the last one unloads the library. NULL: no-op. */
 void mf_plugin_release(mf_plugin_lib *lib);
-/* Takes one more reference to a library already held. */
-void mf_plugin_retain(mf_plugin_lib *lib);
 
 const char *mf_plugin_lib_name(const mf_plugin_lib *lib);
 const char *mf_plugin_lib_path(const mf_plugin_lib *lib);
