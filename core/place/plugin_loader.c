@@ -535,6 +535,7 @@ minfer_status mf_plugin_infer(const mf_node *node, const minfer_tensor_view *in,
         .n_outputs = n_out,
         .err = msg,
         .err_size = sizeof msg,
+        .tensor_view_size = sizeof(minfer_tensor_view),
     };
     st = op->infer(op->op_data, &args);
     for (size_t j = 0; st == MINFER_OK && j < n_out; j++) {

@@ -71,6 +71,8 @@
  *  - ABI 1: minfer_plugin_info, minfer_plugin_host, minfer_plugin_op and
  *    the infer / create / compute argument structs below (with provider
  *    ABI 2's structs; compute args' tensor_view_size appended for it).
+ *  - ABI 1, appended: infer args' tensor_view_size (the stride of
+ *    outputs, which infer had no way to know).
  */
 #ifndef MINFER_PLUGIN_H
 #define MINFER_PLUGIN_H
@@ -112,10 +114,17 @@ typedef struct minfer_plugin_infer_args {
     uint32_t struct_size;
     const minfer_host_api *api;   /* attr_* accessors (the other members may be NULL here) */
     const minfer_node_desc *node;
-    minfer_tensor_view *outputs;  /* node->n_outputs entries, to fill */
+    minfer_tensor_view *outputs;  /* node->n_outputs entries, to fill (stride below) */
     size_t n_outputs;
     char *err;                    /* message on failure */
     size_t err_size;
+    /* Appended (plugin ABI 1 still): the host's sizeof(minfer_tensor_view),
+     * the stride of outputs, as compute args' tensor_view_size. Output j is
+     * at (char *)outputs + j * tensor_view_size when struct_size covers this
+     * member and it is nonzero, else at &outputs[j] (an older host). A
+     * plugin that writes more than output 0 must step by it: a host that
+     * appends to minfer_tensor_view has larger entries than the plugin's. */
+    uint32_t tensor_view_size;
 } minfer_plugin_infer_args;
 
 /* Kernel creation, once per node for each plan the session builds: when

@@ -83,9 +83,13 @@ static inline const minfer_tensor_view *vin(const minfer_plugin_compute_args *a,
 static inline minfer_tensor_view *vout(const minfer_plugin_compute_args *a, size_t i) {
     return (minfer_tensor_view *)(void *)((char *)a->outputs + i * view_stride(a));
 }
-/* infer's outputs (the host's array of plain views). */
+/* infer's output i, stepped by the host's stride (plugin.h; an older host
+ * without infer args' tensor_view_size has this header's). */
 static inline minfer_tensor_view *iout(const minfer_plugin_infer_args *a, size_t i) {
-    return &a->outputs[i];
+    size_t stride = sizeof(minfer_tensor_view);
+    if (MINFER_STRUCT_HAS(a, minfer_plugin_infer_args, tensor_view_size) && a->tensor_view_size)
+        stride = a->tensor_view_size;
+    return (minfer_tensor_view *)(void *)((char *)a->outputs + i * stride);
 }
 #define OUTV(a, i) (*_Generic((a), infer_args *: iout, compute_args *: vout)((a), (i)))
 
