@@ -436,6 +436,30 @@ static inline int minfer_kit_attr_ints(const minfer_host_api *api, const minfer_
     return 1;
 }
 
+/* An INTS / FLOATS attribute in place (the host's memory, valid while the
+ * node is): its count, *out set; 0 and *out NULL when absent. */
+static inline size_t minfer_kit_attr_ints_ref(const minfer_host_api *api,
+                                              const minfer_node_desc *node, const char *name,
+                                              const int64_t **out) {
+    size_t n = 0;
+    if (!api->attr_ints(node, name, out, &n)) {
+        *out = NULL;
+        return 0;
+    }
+    return n;
+}
+
+static inline size_t minfer_kit_attr_floats_ref(const minfer_host_api *api,
+                                                const minfer_node_desc *node, const char *name,
+                                                const float **out) {
+    size_t n = 0;
+    if (!api->attr_floats(node, name, out, &n)) {
+        *out = NULL;
+        return 0;
+    }
+    return n;
+}
+
 /* A STRINGS attribute: 1 found, 0 absent, -1 when the host is too old to
  * read one (attr_strings was appended; the reason in why). */
 static inline int minfer_kit_attr_strings(const minfer_host_api *api,

@@ -109,7 +109,7 @@ minfer_status quick_gelu_infer(void *op, infer_args *a) {
 }
 minfer_status quick_gelu_compute(void *op, void *state, compute_args *a) {
     (void)op, (void)state;
-    return ew_run(a, EW_QUICK_GELU, attr_f(a->api, a->node, "alpha", 1.702f), 0);
+    return ew_run(a, EW_QUICK_GELU, minfer_kit_attr_float(a->api, a->node, "alpha", 1.702f), 0);
 }
 
 /* BiasAdd: X (N, S, C) + bias (C) + skip (N, S, C). */

@@ -155,7 +155,7 @@ static float *alloc_f(compute_args *a, size_t n, minfer_status *st) {
 static minfer_status qkv_sizes(const minfer_host_api *api, const minfer_node_desc *n,
                                int64_t total, int64_t *qh, int64_t *kh, int64_t *vh) {
     const int64_t *v;
-    size_t c = attr_is(api, n, "qkv_hidden_sizes", &v);
+    size_t c = minfer_kit_attr_ints_ref(api, n, "qkv_hidden_sizes", &v);
     if (c == 3) {
         *qh = v[0], *kh = v[1], *vh = v[2];
         return v[0] > 0 && v[1] == v[0] && v[2] > 0 && (total < 0 || v[0] + v[1] + v[2] == total)
@@ -177,9 +177,9 @@ minfer_status attention_infer(void *op, infer_args *a) {
     if (has_in(n, 4) || has_in(n, 6))
         return FAIL(a, MINFER_ERR_UNSUPPORTED, "Attention: the past (decoding cache) inputs are "
                                                "not supported");
-    if (attr_i(a->api, n, "do_rotary", 0))
+    if (minfer_kit_attr_int(a->api, n, "do_rotary", 0))
         return FAIL(a, MINFER_ERR_UNSUPPORTED, "Attention: do_rotary is not supported");
-    int64_t heads = attr_i(a->api, n, "num_heads", 0);
+    int64_t heads = minfer_kit_attr_int(a->api, n, "num_heads", 0);
     const minfer_value_desc *x = &(*din(n, 0)), *w = &(*din(n, 1));
     int64_t qh, kh, vh;
     if (heads <= 0 || qkv_sizes(a->api, n, w->rank == 2 ? w->dims[1] : -1, &qh, &kh, &vh) ||
@@ -212,7 +212,7 @@ minfer_status attention_compute(void *op, void *state, compute_args *a) {
         return FAIL(a, MINFER_ERR_UNSUPPORTED, "Attention: past inputs are not supported");
     const minfer_tensor_view *x = &(*vin(a, 0)), *w = &(*vin(a, 1));
     const minfer_tensor_view *bias = a->n_inputs > 2 && (*vin(a, 2)).data ? &(*vin(a, 2)) : NULL;
-    int64_t heads = attr_i(a->api, n, "num_heads", 0), qh, kh, vh;
+    int64_t heads = minfer_kit_attr_int(a->api, n, "num_heads", 0), qh, kh, vh;
     if (heads <= 0 || qkv_sizes(a->api, n, w->dims[1], &qh, &kh, &vh) || qh % heads ||
         vh % heads || w->dims[0] != x->dims[2])
         return FAIL(a, MINFER_ERR_SHAPE, "Attention: weights (%lld x %lld) do not fit the input",
@@ -224,10 +224,10 @@ minfer_status attention_compute(void *op, void *state, compute_args *a) {
     t.L = t.S;
     t.H = (size_t)(qh / heads);
     t.Hv = (size_t)(vh / heads);
-    float sc = attr_f(a->api, n, "scale", 0.0f);
+    float sc = minfer_kit_attr_float(a->api, n, "scale", 0.0f);
     t.scale = sc != 0.0f ? sc : 1.0f / sqrtf((float)t.H);
-    t.filter = attr_f(a->api, n, "mask_filter_value", -10000.0f);
-    t.causal = attr_i(a->api, n, "unidirectional", 0) != 0;
+    t.filter = minfer_kit_attr_float(a->api, n, "mask_filter_value", -10000.0f);
+    t.causal = minfer_kit_attr_int(a->api, n, "unidirectional", 0) != 0;
     if ((st = check_masks(a, &t, 3, 5)))
         return st;
     size_t W = (size_t)w->dims[1], rows = t.B * t.S; /* rows: the input's, allocated */
@@ -278,7 +278,7 @@ minfer_status mha_infer(void *op, infer_args *a) {
     if (has_in(n, 6) || has_in(n, 7))
         return FAIL(a, MINFER_ERR_UNSUPPORTED,
                     "MultiHeadAttention: past_key / past_value are not supported");
-    int64_t heads = attr_i(a->api, n, "num_heads", 0);
+    int64_t heads = minfer_kit_attr_int(a->api, n, "num_heads", 0);
     const minfer_value_desc *q = &(*din(n, 0)), *k = &(*din(n, 1)), *v = &(*din(n, 2));
     if (heads <= 0)
         return FAIL(a, MINFER_ERR_MODEL, "MultiHeadAttention: num_heads must be positive");
@@ -311,7 +311,7 @@ minfer_status mha_compute(void *op, void *state, compute_args *a) {
         return FAIL(a, MINFER_ERR_UNSUPPORTED, "MultiHeadAttention: past inputs not supported");
     const minfer_tensor_view *q = &(*vin(a, 0)), *k = &(*vin(a, 1)), *v = &(*vin(a, 2));
     const minfer_tensor_view *bias = a->n_inputs > 3 && (*vin(a, 3)).data ? &(*vin(a, 3)) : NULL;
-    int64_t heads = attr_i(a->api, n, "num_heads", 0);
+    int64_t heads = minfer_kit_attr_int(a->api, n, "num_heads", 0);
     attn t = {.B = (size_t)q->dims[0], .S = (size_t)q->dims[1]};
     if (heads <= 0 || q->dims[2] % heads || k->rank != v->rank)
         return FAIL(a, MINFER_ERR_SHAPE, "MultiHeadAttention: num_heads %lld does not divide %lld",
@@ -342,10 +342,10 @@ minfer_status mha_compute(void *op, void *state, compute_args *a) {
     if (bias && (bias->dtype != MINFER_DTYPE_FLOAT || numel(bias) != 2 * D + Dv))
         return FAIL(a, MINFER_ERR_SHAPE, "MultiHeadAttention: bias must have %zu floats",
                     2 * D + Dv);
-    float sc = attr_f(a->api, n, "scale", 0.0f);
+    float sc = minfer_kit_attr_float(a->api, n, "scale", 0.0f);
     t.scale = sc != 0.0f ? sc : 1.0f / sqrtf((float)t.H);
-    t.filter = attr_f(a->api, n, "mask_filter_value", -10000.0f);
-    t.causal = attr_i(a->api, n, "unidirectional", 0) != 0;
+    t.filter = minfer_kit_attr_float(a->api, n, "mask_filter_value", -10000.0f);
+    t.causal = minfer_kit_attr_int(a->api, n, "unidirectional", 0) != 0;
     if ((st = check_masks(a, &t, 4, 5)))
         return st;
     size_t nq = mul4(t.B, t.N, t.S, t.H), nk = mul4(t.B, t.N, t.L, t.H),
@@ -389,7 +389,7 @@ minfer_status rotary_infer(void *op, infer_args *a) {
     if ((st = want_type(a, 0, MINFER_DTYPE_FLOAT)) || (st = want_type(a, 2, MINFER_DTYPE_FLOAT)) ||
         (st = want_type(a, 3, MINFER_DTYPE_FLOAT)) || (st = want_type(a, 1, MINFER_DTYPE_INT64)))
         return st;
-    if (attr_i(a->api, n, "is_packed_batching", 0))
+    if (minfer_kit_attr_int(a->api, n, "is_packed_batching", 0))
         return FAIL(a, MINFER_ERR_UNSUPPORTED, "RotaryEmbedding: packed batching");
     const minfer_value_desc *x = &(*din(n, 0));
     if (x->rank >= 0 && x->rank != 3 && x->rank != 4)
@@ -409,9 +409,9 @@ minfer_status rotary_compute(void *op, void *state, compute_args *a) {
         return st;
     const minfer_tensor_view *x = &(*vin(a, 0)), *pid = &(*vin(a, 1)), *cc = &(*vin(a, 2)),
                              *sc = &(*vin(a, 3));
-    int inter = attr_i(a->api, n, "interleaved", 0) != 0;
-    int64_t heads = attr_i(a->api, n, "num_heads", 0), rdim = attr_i(a->api, n,
-                                                                    "rotary_embedding_dim", 0);
+    int inter = minfer_kit_attr_int(a->api, n, "interleaved", 0) != 0;
+    int64_t heads = minfer_kit_attr_int(a->api, n, "num_heads", 0),
+            rdim = minfer_kit_attr_int(a->api, n, "rotary_embedding_dim", 0);
     size_t B = (size_t)x->dims[0], S, N, H;
     int bnsh = x->rank == 4;
     if (bnsh) {

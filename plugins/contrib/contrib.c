@@ -7,51 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int64_t attr_i(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
-               int64_t dflt) {
-    int64_t v;
-    return api->attr_int(n, name, &v) ? v : dflt;
-}
-
-float attr_f(const minfer_host_api *api, const minfer_node_desc *n, const char *name, float dflt) {
-    float v;
-    return api->attr_float(n, name, &v) ? v : dflt;
-}
-
-void attr_s(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
-            const char *dflt, char *buf, size_t size) {
-    const char *s;
-    size_t len;
-    if (!api->attr_string(n, name, &s, &len)) {
-        s = dflt;
-        len = strlen(dflt);
-    }
-    if (len >= size)
-        len = size - 1;
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-}
-
-size_t attr_is(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
-               const int64_t **out) {
-    size_t c = 0;
-    if (!api->attr_ints(n, name, out, &c)) {
-        *out = NULL;
-        return 0;
-    }
-    return c;
-}
-
-size_t attr_fs(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
-               const float **out) {
-    size_t c = 0;
-    if (!api->attr_floats(n, name, out, &c)) {
-        *out = NULL;
-        return 0;
-    }
-    return c;
-}
-
 void out_shape(minfer_tensor_view *o, int32_t dtype, int32_t rank, const int64_t *dims) {
     o->dtype = dtype;
     o->rank = rank;

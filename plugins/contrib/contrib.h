@@ -35,18 +35,8 @@ typedef const minfer_plugin_compute_args compute_args;
 /* Writes the message into the call's err buffer and returns st. */
 #define FAIL(a, st, ...) (snprintf((a)->err, (a)->err_size, __VA_ARGS__), (st))
 
-/* ---- Attributes (host accessors with defaults) ---- */
-int64_t attr_i(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
-               int64_t dflt);
-float attr_f(const minfer_host_api *api, const minfer_node_desc *n, const char *name, float dflt);
-/* A string attribute copied into buf (NUL-terminated); dflt when absent. */
-void attr_s(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
-            const char *dflt, char *buf, size_t size);
-/* Ints attribute: count (0 when absent) and pointer. */
-size_t attr_is(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
-               const int64_t **out);
-size_t attr_fs(const minfer_host_api *api, const minfer_node_desc *n, const char *name,
-               const float **out);
+/* Attributes are read with the kit's readers (minfer/provider_kit.h:
+ * minfer_kit_attr_int, _float, _str, _ints_ref, _floats_ref). */
 
 /* ---- Shapes and inference helpers ---- */
 /* Value descs and tensor views, stepped by the host's strides (plugin.h:

@@ -25,14 +25,13 @@ minfer_status conv_geom_make(const minfer_host_api *api, const minfer_node_desc 
                              conv_geom *g, char *err, size_t es) {
     const int64_t *v;
     size_t c;
-    char pad[16];
     memset(g, 0, sizeof *g);
     if (nd < 1 || nd > 3) {
         snprintf(err, es, "%s: %d spatial dimensions (1 to 3 are supported)", n->op_type, nd);
         return MINFER_ERR_UNSUPPORTED;
     }
     g->nd = nd;
-    c = attr_is(api, n, "kernel_shape", &v);
+    c = minfer_kit_attr_ints_ref(api, n, "kernel_shape", &v);
     for (int i = 0; i < nd; i++) {
         g->k[i] = c == (size_t)nd ? v[i] : kernel ? kernel[i] : -1;
         g->s[i] = g->d[i] = 1;
@@ -43,11 +42,11 @@ minfer_status conv_geom_make(const minfer_host_api *api, const minfer_node_desc 
                  n->op_type, c, nd);
         return MINFER_ERR_MODEL;
     }
-    if ((c = attr_is(api, n, "strides", &v)) == (size_t)nd)
+    if ((c = minfer_kit_attr_ints_ref(api, n, "strides", &v)) == (size_t)nd)
         memcpy(g->s, v, nd * sizeof(int64_t));
-    if ((c = attr_is(api, n, "dilations", &v)) == (size_t)nd)
+    if ((c = minfer_kit_attr_ints_ref(api, n, "dilations", &v)) == (size_t)nd)
         memcpy(g->d, v, nd * sizeof(int64_t));
-    if ((c = attr_is(api, n, "pads", &v)) == (size_t)(2 * nd))
+    if ((c = minfer_kit_attr_ints_ref(api, n, "pads", &v)) == (size_t)(2 * nd))
         for (int i = 0; i < nd; i++)
             g->pb[i] = v[i], g->pe[i] = v[i + nd];
     for (int i = 0; i < nd; i++)
@@ -59,7 +58,7 @@ minfer_status conv_geom_make(const minfer_host_api *api, const minfer_node_desc 
                      n->op_type, i);
             return MINFER_ERR_MODEL;
         }
-    attr_s(api, n, "auto_pad", "NOTSET", pad, sizeof pad);
+    const char *pad = minfer_kit_attr_str(api, n, "auto_pad", "NOTSET");
     for (int i = 0; i < nd; i++) {
         int64_t ek = (g->k[i] - 1) * g->d[i] + 1;
         if (in[i] < 0) {
@@ -104,10 +103,9 @@ typedef struct conv_state {
 
 static minfer_status read_act(const minfer_host_api *api, const minfer_node_desc *n, act *f,
                               char *err, size_t es) {
-    char name[32];
     const float *p;
-    size_t np = attr_fs(api, n, "activation_params", &p);
-    attr_s(api, n, "activation", "", name, sizeof name);
+    size_t np = minfer_kit_attr_floats_ref(api, n, "activation_params", &p);
+    const char *name = minfer_kit_attr_str(api, n, "activation", "");
     if (act_parse(name, p, np, f)) {
         snprintf(err, es, "%s: unsupported activation '%s' (or missing activation_params)",
                  n->op_type, name);
@@ -257,7 +255,7 @@ minfer_status fused_conv_compute(void *op, void *state, compute_args *a) {
     if ((st = conv_geom_make(a->api, n, x->rank - 2, x->dims + 2, w->dims + 2, 0, &g, a->err,
                              a->err_size)))
         return st;
-    int64_t group = attr_i(a->api, n, "group", 1);
+    int64_t group = minfer_kit_attr_int(a->api, n, "group", 1);
     size_t N = (size_t)x->dims[0], C = (size_t)x->dims[1], M = (size_t)w->dims[0];
     if (group <= 0 || C % (size_t)group || M % (size_t)group ||
         (size_t)w->dims[1] != C / (size_t)group)
@@ -334,10 +332,9 @@ typedef struct gemm_state {
 
 static minfer_status read_gemm_act(const minfer_host_api *api, const minfer_node_desc *n, act *f,
                                    char *err, size_t es) {
-    char name[32];
     float p[2];
     size_t np = 0;
-    attr_s(api, n, "activation", "", name, sizeof name);
+    const char *name = minfer_kit_attr_str(api, n, "activation", "");
     float v;
     if (api->attr_float(n, "activation_alpha", &v))
         p[np++] = v;
@@ -360,7 +357,8 @@ minfer_status fused_gemm_infer(void *op, infer_args *a) {
     if ((st = read_gemm_act(a->api, n, &f, a->err, a->err_size)))
         return st;
     const minfer_value_desc *A = &(*din(n, 0)), *B = &(*din(n, 1));
-    int ta = attr_i(a->api, n, "transA", 0) != 0, tb = attr_i(a->api, n, "transB", 0) != 0;
+    int ta = minfer_kit_attr_int(a->api, n, "transA", 0) != 0,
+        tb = minfer_kit_attr_int(a->api, n, "transB", 0) != 0;
     if ((A->rank >= 0 && A->rank != 2) || (B->rank >= 0 && B->rank != 2))
         return FAIL(a, MINFER_ERR_SHAPE, "FusedGemm: A and B must be 2-D");
     int64_t d[2] = {A->rank == 2 ? A->dims[ta] : -1, B->rank == 2 ? B->dims[!tb] : -1};
@@ -397,8 +395,10 @@ minfer_status fused_gemm_compute(void *op, void *state, compute_args *a) {
         return st;
     const minfer_tensor_view *A = &(*vin(a, 0)), *B = &(*vin(a, 1));
     const minfer_tensor_view *C = a->n_inputs > 2 && (*vin(a, 2)).data ? &(*vin(a, 2)) : NULL;
-    int ta = attr_i(a->api, n, "transA", 0) != 0, tb = attr_i(a->api, n, "transB", 0) != 0;
-    float alpha = attr_f(a->api, n, "alpha", 1.0f), beta = attr_f(a->api, n, "beta", 1.0f);
+    int ta = minfer_kit_attr_int(a->api, n, "transA", 0) != 0,
+        tb = minfer_kit_attr_int(a->api, n, "transB", 0) != 0;
+    float alpha = minfer_kit_attr_float(a->api, n, "alpha", 1.0f),
+          beta = minfer_kit_attr_float(a->api, n, "beta", 1.0f);
     size_t M = (size_t)A->dims[ta], K = (size_t)A->dims[!ta], N = (size_t)B->dims[!tb];
     if ((size_t)B->dims[tb] != K)
         return FAIL(a, MINFER_ERR_SHAPE, "FusedGemm: inner dimensions %zu and %lld differ", K,
@@ -473,8 +473,10 @@ static int mat_of(const int64_t *dims, int rank, int is_b, int trans_batch, mat_
 static int matmul_shape(const minfer_node_desc *n, const minfer_host_api *api, const int64_t *ad,
                         int ar, const int64_t *bd, int br, int64_t *out, int *orank,
                         mat_view *ma, mat_view *mb) {
-    int ta = attr_i(api, n, "transA", 0) != 0, tb = attr_i(api, n, "transB", 0) != 0;
-    int tba = attr_i(api, n, "transBatchA", 0) != 0, tbb = attr_i(api, n, "transBatchB", 0) != 0;
+    int ta = minfer_kit_attr_int(api, n, "transA", 0) != 0,
+        tb = minfer_kit_attr_int(api, n, "transB", 0) != 0;
+    int tba = minfer_kit_attr_int(api, n, "transBatchA", 0) != 0,
+        tbb = minfer_kit_attr_int(api, n, "transBatchB", 0) != 0;
     if (ar < 1 || br < 1)
         return -1;
     mat_of(ad, ar, 0, tba, ma);
@@ -542,9 +544,9 @@ minfer_status fused_matmul_compute(void *op, void *state, compute_args *a) {
         return FAIL(a, MINFER_ERR_SHAPE, "FusedMatMul: A and B do not multiply");
     if (Y->rank != r || memcmp(Y->dims, d, (size_t)r * sizeof(int64_t)))
         return FAIL(a, MINFER_ERR_SHAPE, "FusedMatMul: the output's shape does not match");
-    int ta = attr_i(a->api, n, "transA", 0) != 0 && A->rank > 1;
-    int tb = attr_i(a->api, n, "transB", 0) != 0 && B->rank > 1;
-    float alpha = attr_f(a->api, n, "alpha", 1.0f);
+    int ta = minfer_kit_attr_int(a->api, n, "transA", 0) != 0 && A->rank > 1;
+    int tb = minfer_kit_attr_int(a->api, n, "transB", 0) != 0 && B->rank > 1;
+    float alpha = minfer_kit_attr_float(a->api, n, "alpha", 1.0f);
     size_t M = (size_t)ma.rows, K = (size_t)ma.cols, N = (size_t)mb.cols;
     int nb = r - (A->rank > 1) - (B->rank > 1);
     size_t batches = 1;

@@ -41,10 +41,10 @@ typedef struct nbits_state {
 
 static minfer_status read_attrs(const minfer_host_api *api, const minfer_node_desc *n,
                                 nbits_attrs *at, char *err, size_t es) {
-    at->K = attr_i(api, n, "K", -1);
-    at->N = attr_i(api, n, "N", -1);
-    at->bits = attr_i(api, n, "bits", 4);
-    at->block = attr_i(api, n, "block_size", -1);
+    at->K = minfer_kit_attr_int(api, n, "K", -1);
+    at->N = minfer_kit_attr_int(api, n, "N", -1);
+    at->bits = minfer_kit_attr_int(api, n, "bits", 4);
+    at->block = minfer_kit_attr_int(api, n, "block_size", -1);
     if (at->K <= 0 || at->N <= 0 || at->K > (1LL << 31) || at->N > (1LL << 31) ||
         (at->bits != 2 && at->bits != 4 && at->bits != 8) || at->block < 16 ||
         (at->block & (at->block - 1)) || at->block > NB_MAX_BLOCK) {

@@ -47,7 +47,7 @@ minfer_status reorder_input_infer(void *op, infer_args *a) {
     }
     if (x->rank != 4)
         return FAIL(a, MINFER_ERR_SHAPE, "ReorderInput: input has rank %d, expected 4", x->rank);
-    int cl = attr_i(a->api, n, "channels_last", 0) != 0;
+    int cl = minfer_kit_attr_int(a->api, n, "channels_last", 0) != 0;
     int64_t c = x->dims[cl ? 3 : 1];
     int64_t d[4] = {x->dims[0], c < 0 ? -1 : round_up(c, nchwc_block()), x->dims[cl ? 1 : 2],
                     x->dims[cl ? 2 : 3]};
@@ -61,7 +61,7 @@ minfer_status reorder_input_compute(void *op, void *state, compute_args *a) {
     if (st)
         return st;
     const minfer_tensor_view *x = &(*vin(a, 0));
-    int cl = attr_i(a->api, a->node, "channels_last", 0) != 0;
+    int cl = minfer_kit_attr_int(a->api, a->node, "channels_last", 0) != 0;
     size_t B = (size_t)nchwc_block(), N = (size_t)x->dims[0], C = (size_t)x->dims[cl ? 3 : 1];
     size_t HW = (size_t)x->dims[cl ? 1 : 2] * (size_t)x->dims[cl ? 2 : 3];
     size_t Cp = (size_t)round_up((int64_t)C, (int64_t)B);
@@ -91,7 +91,7 @@ minfer_status reorder_output_infer(void *op, infer_args *a) {
     minfer_status st = want_type(a, 0, MINFER_DTYPE_FLOAT);
     if (st)
         return st;
-    int64_t ch = attr_i(a->api, n, "channels", 0);
+    int64_t ch = minfer_kit_attr_int(a->api, n, "channels", 0);
     if (ch <= 0)
         return FAIL(a, MINFER_ERR_MODEL, "ReorderOutput: attribute channels must be positive");
     const minfer_value_desc *x = &(*din(n, 0));
@@ -105,7 +105,7 @@ minfer_status reorder_output_infer(void *op, infer_args *a) {
         return FAIL(a, MINFER_ERR_SHAPE,
                     "ReorderOutput: %lld blocked channels cannot hold %lld (block size %lld)",
                     (long long)x->dims[1], (long long)ch, (long long)nchwc_block());
-    int cl = attr_i(a->api, n, "channels_last", 0) != 0;
+    int cl = minfer_kit_attr_int(a->api, n, "channels_last", 0) != 0;
     int64_t d[4] = {x->dims[0], cl ? x->dims[2] : ch, cl ? x->dims[3] : x->dims[2],
                     cl ? ch : x->dims[3]};
     out_shape(&OUTV(a, 0), MINFER_DTYPE_FLOAT, 4, d);
@@ -118,9 +118,9 @@ minfer_status reorder_output_compute(void *op, void *state, compute_args *a) {
     if (st)
         return st;
     const minfer_tensor_view *x = &(*vin(a, 0));
-    int cl = attr_i(a->api, a->node, "channels_last", 0) != 0;
+    int cl = minfer_kit_attr_int(a->api, a->node, "channels_last", 0) != 0;
     size_t B = (size_t)nchwc_block(), N = (size_t)x->dims[0], Cp = (size_t)x->dims[1];
-    size_t C = (size_t)attr_i(a->api, a->node, "channels", 0);
+    size_t C = (size_t)minfer_kit_attr_int(a->api, a->node, "channels", 0);
     size_t HW = (size_t)x->dims[2] * (size_t)x->dims[3];
     if (Cp % B || C > Cp || C == 0 || numel(&OUTV(a, 0)) != N * C * HW)
         return FAIL(a, MINFER_ERR_SHAPE, "ReorderOutput: %zu blocked channels, %zu wanted", Cp,
@@ -173,10 +173,9 @@ minfer_status nchwc_conv_create(void *op, create_args *a, void **state) {
     nconv_state *s = calloc(1, sizeof *s);
     if (!s)
         return FAIL(a, MINFER_ERR_NOMEM, "nchwc Conv: out of memory");
-    char name[32];
     const float *p;
-    size_t np = attr_fs(a->api, a->node, "activation_params", &p);
-    attr_s(a->api, a->node, "activation", "", name, sizeof name);
+    size_t np = minfer_kit_attr_floats_ref(a->api, a->node, "activation_params", &p);
+    const char *name = minfer_kit_attr_str(a->api, a->node, "activation", "");
     if (act_parse(name, p, np, &s->f)) {
         free(s);
         return FAIL(a, MINFER_ERR_UNSUPPORTED, "nchwc Conv: unsupported activation '%s'", name);
@@ -328,7 +327,7 @@ minfer_status nchwc_conv_compute(void *op, void *state, compute_args *a) {
                              a->err_size)))
         return st;
     size_t B = (size_t)nchwc_block(); /* 8 or 16: nconv_range instantiates both */
-    int64_t group = attr_i(a->api, n, "group", 1);
+    int64_t group = minfer_kit_attr_int(a->api, n, "group", 1);
     size_t Op = (size_t)w->dims[0], I = (size_t)w->dims[1];
     if (group <= 0 || Op % B || Op % (size_t)group)
         return FAIL(a, MINFER_ERR_SHAPE,
@@ -400,8 +399,9 @@ minfer_status nchwc_pool_infer(void *op, infer_args *a) {
         return FAIL(a, MINFER_ERR_SHAPE, "nchwc %s: input has rank %d, expected 4", n->op_type,
                     x->rank);
     conv_geom g;
-    if ((st = conv_geom_make(a->api, n, 2, x->dims + 2, NULL, attr_i(a->api, n, "ceil_mode", 0) != 0,
-                             &g, a->err, a->err_size)))
+    if ((st = conv_geom_make(a->api, n, 2, x->dims + 2, NULL,
+                             minfer_kit_attr_int(a->api, n, "ceil_mode", 0) != 0, &g, a->err,
+                             a->err_size)))
         return st;
     int64_t d[4] = {x->dims[0], x->dims[1], g.out[0], g.out[1]};
     out_shape(&OUTV(a, 0), MINFER_DTYPE_FLOAT, 4, d);
@@ -417,14 +417,15 @@ minfer_status nchwc_pool_compute(void *op, void *state, compute_args *a) {
     const minfer_tensor_view *x = &(*vin(a, 0));
     conv_geom g;
     if ((st = conv_geom_make(a->api, n, 2, x->dims + 2, NULL,
-                             attr_i(a->api, n, "ceil_mode", 0) != 0, &g, a->err, a->err_size)))
+                             minfer_kit_attr_int(a->api, n, "ceil_mode", 0) != 0, &g, a->err,
+                             a->err_size)))
         return st;
     size_t B = (size_t)nchwc_block(), N = (size_t)x->dims[0], Cp = (size_t)x->dims[1];
     if (Cp % B)
         return FAIL(a, MINFER_ERR_SHAPE, "nchwc %s: %zu channels is not a multiple of block %zu",
                     n->op_type, Cp, B);
     int is_max = !strcmp(n->op_type, "MaxPool");
-    int include_pad = attr_i(a->api, n, "count_include_pad", 0) != 0;
+    int include_pad = minfer_kit_attr_int(a->api, n, "count_include_pad", 0) != 0;
     int64_t IH = g.in[0], IW = g.in[1], OH = g.out[0], OW = g.out[1];
     minfer_tensor_view *y = &OUTV(a, 0);
     if (numel(y) != N * Cp * (size_t)(OH * OW))
@@ -515,7 +516,7 @@ minfer_status nchwc_global_pool_compute(void *op, void *state, compute_args *a) 
 static minfer_status ups_scales(const minfer_host_api *api, const minfer_node_desc *n,
                                 int64_t *sh, int64_t *sw, char *err, size_t es) {
     const int64_t *s;
-    size_t c = attr_is(api, n, "scales", &s);
+    size_t c = minfer_kit_attr_ints_ref(api, n, "scales", &s);
     if (c != 4 || s[0] != 1 || s[1] != 1 || s[2] <= 0 || s[3] <= 0 || s[2] > 4096 ||
         s[3] > 4096) {
         snprintf(err, es, "nchwc Upsample: scales must be 4 integers (1, 1, h, w), h, w > 0");
@@ -566,9 +567,9 @@ minfer_status nchwc_upsample_compute(void *op, void *state, compute_args *a) {
     int64_t IH = x->dims[2], IW = x->dims[3], OH = IH * sh, OW = IW * sw;
     if (Cp % B || numel(&OUTV(a, 0)) != N * Cp * (size_t)(OH * OW))
         return FAIL(a, MINFER_ERR_SHAPE, "nchwc Upsample: the output's shape does not match");
-    char mode[16], ctm[32];
-    attr_s(a->api, n, "mode", "nearest", mode, sizeof mode);
-    attr_s(a->api, n, "coordinate_transformation_mode", "asymmetric", ctm, sizeof ctm);
+    const char *mode = minfer_kit_attr_str(a->api, n, "mode", "nearest");
+    const char *ctm =
+        minfer_kit_attr_str(a->api, n, "coordinate_transformation_mode", "asymmetric");
     int linear = !strcmp(mode, "linear");
     if (!linear && strcmp(mode, "nearest"))
         return FAIL(a, MINFER_ERR_UNSUPPORTED, "nchwc Upsample: mode '%s'", mode);

@@ -127,7 +127,8 @@ static minfer_status skip_compute(compute_args *a, int simplified) {
                         n->op_type, H);
     if (bias && (bias->dtype != MINFER_DTYPE_FLOAT || numel(bias) != H))
         return FAIL(a, MINFER_ERR_SHAPE, "%s: bias must have %zu floats", n->op_type, H);
-    ln_job j = {simplified, H, srows, attr_f(a->api, n, "epsilon", 1e-12f), x->data, s->data,
+    float eps = minfer_kit_attr_float(a->api, n, "epsilon", 1e-12f);
+    ln_job j = {simplified, H, srows, eps, x->data, s->data,
                 bias ? bias->data : NULL, g->data, beta ? beta->data : NULL,
                 OUTV(a, 0).data, opt_out(a, 1), opt_out(a, 2), opt_out(a, 3)};
     par_for(a, rows, 16, ln_rows, &j);
@@ -162,7 +163,7 @@ minfer_status simplified_ln_infer(void *op, infer_args *a) {
     const minfer_value_desc *x = &(*din(n, 0));
     out_like(&OUTV(a, 0), x, MINFER_DTYPE_FLOAT);
     if (a->n_outputs > 1) {
-        int64_t axis = attr_i(a->api, n, "axis", -1);
+        int64_t axis = minfer_kit_attr_int(a->api, n, "axis", -1);
         if (x->rank >= 0) {
             if (axis < -x->rank || axis >= x->rank)
                 return FAIL(a, MINFER_ERR_MODEL, "%s: axis %lld out of range for rank %d",
@@ -184,7 +185,7 @@ minfer_status simplified_ln_compute(void *op, void *state, compute_args *a) {
         (st = check_in(a, 1, MINFER_DTYPE_FLOAT, 0, MINFER_MAX_RANK)))
         return st;
     const minfer_tensor_view *x = &(*vin(a, 0)), *g = &(*vin(a, 1));
-    int64_t axis = attr_i(a->api, n, "axis", -1);
+    int64_t axis = minfer_kit_attr_int(a->api, n, "axis", -1);
     if (axis < -x->rank || axis >= x->rank)
         return FAIL(a, MINFER_ERR_MODEL, "%s: axis %lld out of range for rank %d", n->op_type,
                     (long long)axis, x->rank);
@@ -197,7 +198,8 @@ minfer_status simplified_ln_compute(void *op, void *state, compute_args *a) {
         return FAIL(a, MINFER_ERR_SHAPE, "%s: scale has %zu elements, the normalized size is %zu",
                     n->op_type, numel(g), H);
     size_t rows = H ? numel(x) / H : 0;
-    ln_job j = {1, H, 1, attr_f(a->api, n, "epsilon", 1e-5f), x->data, NULL, NULL, g->data,
+    float eps = minfer_kit_attr_float(a->api, n, "epsilon", 1e-5f);
+    ln_job j = {1, H, 1, eps, x->data, NULL, NULL, g->data,
                 NULL, OUTV(a, 0).data, NULL, opt_out(a, 1), NULL};
     par_for(a, rows, 16, ln_rows, &j);
     return MINFER_OK;
@@ -290,7 +292,8 @@ minfer_status embed_ln_compute(void *op, void *state, compute_args *a) {
             if (sum)
                 memcpy(sum + r * H, row, H * sizeof(float));
         }
-    ln_job j = {0, H, 1, attr_f(a->api, n, "epsilon", 1e-12f), y, NULL, NULL, opt[5]->data,
+    float eps = minfer_kit_attr_float(a->api, n, "epsilon", 1e-12f);
+    ln_job j = {0, H, 1, eps, y, NULL, NULL, opt[5]->data,
                 beta ? beta->data : NULL, y, NULL, NULL, NULL};
     par_for(a, B * S, 16, ln_rows, &j);
     int32_t *mi = a->n_outputs > 1 && has_out(n, 1) ? OUTV(a, 1).data : NULL;
@@ -319,7 +322,7 @@ minfer_status layer_norm_infer(void *op, infer_args *a) {
         return st;
     const minfer_value_desc *x = &(*din(n, 0));
     out_like(&OUTV(a, 0), x, MINFER_DTYPE_FLOAT);
-    int64_t axis = attr_i(a->api, n, "axis", -1);
+    int64_t axis = minfer_kit_attr_int(a->api, n, "axis", -1);
     for (size_t o = 1; o < 3 && o < a->n_outputs; o++) {
         if (x->rank < 0) {
             OUTV(a, o).dtype = MINFER_DTYPE_FLOAT;
@@ -342,7 +345,7 @@ minfer_status layer_norm_compute(void *op, void *state, compute_args *a) {
         return st;
     const minfer_tensor_view *x = &(*vin(a, 0)), *g = &(*vin(a, 1));
     const minfer_tensor_view *b = a->n_inputs > 2 && (*vin(a, 2)).data ? &(*vin(a, 2)) : NULL;
-    int64_t axis = attr_i(a->api, n, "axis", -1);
+    int64_t axis = minfer_kit_attr_int(a->api, n, "axis", -1);
     if (axis < -x->rank || axis >= x->rank)
         return FAIL(a, MINFER_ERR_MODEL, "%s: axis %lld out of range for rank %d", n->op_type,
                     (long long)axis, x->rank);
@@ -356,7 +359,8 @@ minfer_status layer_norm_compute(void *op, void *state, compute_args *a) {
     if (numel(g) != H || (b && (b->dtype != MINFER_DTYPE_FLOAT || numel(b) != H)))
         return FAIL(a, MINFER_ERR_SHAPE, "%s: Scale and B must have %zu elements", n->op_type, H);
     size_t rows = H ? numel(x) / H : 0;
-    ln_job j = {0, H, 1, attr_f(a->api, n, "epsilon", 1e-5f), x->data, NULL, NULL, g->data,
+    float eps = minfer_kit_attr_float(a->api, n, "epsilon", 1e-5f);
+    ln_job j = {0, H, 1, eps, x->data, NULL, NULL, g->data,
                 b ? b->data : NULL, OUTV(a, 0).data, opt_out(a, 1), opt_out(a, 2), NULL};
     par_for(a, rows, 16, ln_rows, &j);
     return MINFER_OK;

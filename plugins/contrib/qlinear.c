@@ -246,7 +246,7 @@ minfer_status qlinear_gap_infer(void *op, infer_args *a) {
     if (x->rank < 3)
         return FAIL(a, MINFER_ERR_SHAPE, "QLinearGlobalAveragePool: X has rank %d, expected 3 or "
                     "more", x->rank);
-    int last = attr_i(a->api, a->node, "channels_last", 0) != 0;
+    int last = minfer_kit_attr_int(a->api, a->node, "channels_last", 0) != 0;
     int64_t d[MINFER_MAX_RANK];
     for (int32_t i = 0; i < x->rank; i++)
         d[i] = 1;
@@ -268,7 +268,7 @@ minfer_status qlinear_gap_compute(void *op, void *state, compute_args *a) {
     minfer_status st;
     if ((st = read_param(a, 1, t, &sx, &zx)) || (st = read_param(a, 3, t, &sy, &zy)))
         return st;
-    int last = attr_i(a->api, a->node, "channels_last", 0) != 0;
+    int last = minfer_kit_attr_int(a->api, a->node, "channels_last", 0) != 0;
     size_t N = (size_t)x->dims[0], C = (size_t)x->dims[last ? x->rank - 1 : 1], img = 1;
     for (int32_t i = last ? 1 : 2; i < (last ? x->rank - 1 : x->rank); i++)
         img *= (size_t)x->dims[i];
