@@ -8,7 +8,12 @@
  *
  * A TARGET is a provider ("onednn", "opencl"), a provider with options and
  * a thread count ("onednn/split=on/3": the provider option string, then
- * the session's threads), or a plugin ("plugin:contrib").
+ * the session's threads), or a plugin ("plugin:contrib"). A provider
+ * target runs as the list "PROVIDER,cpu" (what a user writes to have it
+ * with the CPU provider behind it); "cpu" runs the CPU provider alone, so
+ * "cpu//1" compares the oracle with itself at 1 thread against 2: the
+ * driver's own sanity (generated inputs the same each time, outputs every
+ * element written, kernels independent of the thread count).
  *
  * 1. The cases are the table below: one row is an op, its opset, its inputs
  *    (shapes, constants, value ranges), its attributes and the element types
@@ -727,7 +732,9 @@ static minfer_session *open_session(const built *g, const target *t, char *why, 
     minfer_options *opt = NULL;
     minfer_session *s = NULL;
     const char *list[2] = {t && !t->plugin ? t->name : "cpu", "cpu"};
-    size_t n = t && !t->plugin ? 2 : 1;
+    /* a plugin runs beside cpu alone; the cpu target (the oracle against
+     * itself, at its own threads) is cpu alone */
+    size_t n = t && !t->plugin && strcmp(t->name, "cpu") != 0 ? 2 : 1;
     minfer_status st = minfer_options_create(&opt);
     if (st == MINFER_OK)
         st = minfer_options_set_providers(opt, list, n);
