@@ -491,6 +491,13 @@ MINFER_API minfer_status minfer_request_cancel(minfer_request *req);
  * and it is released when it has). NULL: nothing. */
 MINFER_API void minfer_request_free(minfer_request *req);
 
+/* struct_size: uint32_t in every public struct but the three below
+ * (minfer_pipeline_stage, minfer_schedule_info, minfer_device_counters),
+ * which shipped with size_t and keep it: a uint32_t there would move the
+ * int members that follow it (to offset 4 on 64-bit) and read only half of
+ * the size an older caller wrote on a big-endian host, breaking callers
+ * and providers built against this header. New structs use uint32_t. */
+
 /* The pipeline scheduler's stages for the most recently used plan
  * (`minfer info`): stage `index` of stages (MINFER_ERR_NOT_FOUND past the
  * last). Set struct_size = sizeof(minfer_pipeline_stage). Strings live as
