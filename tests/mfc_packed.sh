@@ -54,7 +54,7 @@ for name in resnet18 mobilenet_v2 tiny_encoder; do
     fi
     "$minfer" info "$out/model.mfc" >"$out/info.txt" 2>&1
     if ! grep -q "section PACK" "$out/info.txt" ||
-       ! grep -Eq "packed constants: [1-9][0-9]* blobs, [0-9]+ bytes, tag onednn: onednn=[0-9.]+\+.* isa=[a-z0-9_]+ md=[0-9a-f]{16}" "$out/info.txt"; then
+       ! grep -Eq "packed constants: [1-9][0-9]* blobs, [0-9]+ bytes, tag onednn: onednn=[0-9.]+\+.* isa=[a-z0-9_]+ xxh3=[0-9a-f]{16}" "$out/info.txt"; then
         echo "FAIL: $name: info lists no PACK section or no packed constants:"; cat "$out/info.txt"; fail=1
     fi
     blobs=$(sed -n 's/.*packed constants: \([0-9]*\) blobs.*/\1/p' "$out/info.txt")

@@ -185,7 +185,7 @@ static void test_listed(void **state) {
     assert_true(info.packed_bytes > 0);
     assert_non_null(strstr(info.packed_tag, "onednn: onednn="));
     assert_non_null(strstr(info.packed_tag, " isa="));
-    assert_non_null(strstr(info.packed_tag, " md="));
+    assert_non_null(strstr(info.packed_tag, " xxh3="));
     const uint8_t *e = mfc_find(file, file_size, "PACK");
     assert_non_null(e);
     assert_int_equal(mfc_le32(e + 4), 1); /* optional: older readers skip it */
@@ -270,6 +270,30 @@ static void test_foreign_tag(void **state) {
     assert_int_equal(c.used, 0);
     assert_int_equal(c.not_used, 1);
     assert_non_null(strstr(c.first, "packed for the CPU ISA q"));
+    free(b);
+}
+
+/* A file written before the layout hash was XXH3 ("md=" and an FNV-1a
+ * hash where "xxh3=" is: forged here in place, same length, as "x md="):
+ * it loads and runs, packed again, said once as an older minfer's file. */
+static void test_older_tag(void **state) {
+    (void)state;
+    uint8_t *b = copy_file();
+    const uint8_t *e = mfc_find(b, file_size, "STRS");
+    size_t off = (size_t)mfc_le64(e + 8), len = (size_t)mfc_le64(e + 16);
+    int forged = 0;
+    for (size_t i = off; i + 5 <= off + len; i++)
+        if (memcmp(b + i, "xxh3=", 5) == 0) {
+            memcpy(b + i, "x md=", 5);
+            forged++;
+        }
+    assert_true(forged > 0);
+    mfc_fix_checksums(b, file_size, 0);
+    seen c = {0};
+    run_same(b, file_size, &c);
+    assert_int_equal(c.used, 0);
+    assert_int_equal(c.not_used, 1);
+    assert_non_null(strstr(c.first, "an older minfer wrote them"));
     free(b);
 }
 
@@ -385,7 +409,8 @@ int main(int argc, char **argv) {
         models_dir = argv[1];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_listed),   cmocka_unit_test(test_used_in_place),
-        cmocka_unit_test(test_foreign_tag), cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_foreign_tag),
+        cmocka_unit_test(test_older_tag), cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_checksum), cmocka_unit_test(test_index),
         cmocka_unit_test(test_mutations), cmocka_unit_test(test_older_struct),
     };

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "graph/graph.h"
 #include "util/internal.h"
 
@@ -111,12 +113,8 @@ void mf_graph_free(mf_graph *g) {
     free(g);
 }
 
-/* FNV-1a */
 static size_t hash_str(const char *s) {
-    size_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    return (size_t)XXH3_64bits(s, strlen(s));
 }
 
 static int hash_slot(const mf_graph *g, const char *name) {

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "util/internal.h"
 #include "optimize/passes.h"
 #include "shapes/shape_infer.h"
@@ -205,10 +207,7 @@ static void key_node(mf_probe_state *ps, const mf_graph *g, const mf_node *n,
 }
 
 static uint64_t key_hash(const unsigned char *p, size_t n) {
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211u;
-    return h;
+    return XXH3_64bits(p, n);
 }
 
 static memo_entry *memo_find(const mf_probe_state *ps, uint64_t h) {

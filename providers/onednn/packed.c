@@ -6,15 +6,18 @@
  * pack_deferred and dnn_const_input) is recorded in its dnn_node with a tag
  * saying what the packed bytes depend on:
  *
- *     onednn=2.6.3+N/A isa=avx512_core md=5c1f0e...  (the hash: 16 hex digits)
+ *     onednn=2.6.3+N/A isa=avx512_core xxh3=5c1f0e...  (the hash: 16 hex digits)
  *
  * the oneDNN version (dnnl_version(): major.minor.patch+commit), the CPU
  * ISA its kernels were picked for (dnnl_get_effective_cpu_isa(), which
- * DNNL_MAX_CPU_ISA lowers), and an FNV-1a hash of everything else that
+ * DNNL_MAX_CPU_ISA lowers), and an XXH3 hash of everything else that
  * decides the bytes: the source memory descriptor (plain, the slice a
  * split node's piece packs), the packed one (dims, padded dims, offsets,
  * strides, inner blocks, extra flags), the scale, the input index, the
- * piece's byte offset into the constant, and the packed size.
+ * piece's byte offset into the constant, and the packed size. Files
+ * written before the hash was XXH3 have "md=" and a 64-bit FNV-1a there:
+ * their tags never match, the weights are packed afresh and the reason is
+ * said (an older minfer wrote them).
  *
  * 1. minfer compile: dnn_export_packed hands every recorded pack of a
  *    prepared node to the host, which stores the bytes and tag.
@@ -37,44 +40,46 @@
 
 #include "onednn.h"
 
-#define FNV_OFFSET 1469598103934665603ull
-#define FNV_PRIME 1099511628211ull
+/* header-only (libxxhash-dev's xxhash.h): no library beside oneDNN's */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
-static void fnv(uint64_t *h, int64_t v) {
-    for (int i = 0; i < 8; i++) {
-        *h ^= (uint8_t)((uint64_t)v >> (8 * i));
-        *h *= FNV_PRIME;
-    }
+/* Adds v to the hash, as 8 little-endian bytes (the same tag on any host). */
+static void put(XXH3_state_t *h, int64_t v) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)((uint64_t)v >> (8 * i));
+    XXH3_64bits_update(h, b, sizeof b);
 }
 
 /* Hashes the fields of a blocked md that decide its bytes; 0 when md is
  * not plain blocking (winograd, RNN-packed: not recorded). */
-static int md_hash(uint64_t *h, const dnnl_memory_desc_t *md) {
+static int md_hash(XXH3_state_t *h, const dnnl_memory_desc_t *md) {
     if (md->format_kind != dnnl_blocked || md->ndims < 0 || md->ndims > DNNL_MAX_NDIMS)
         return 0;
     const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
     if (bd->inner_nblks < 0 || bd->inner_nblks > DNNL_MAX_NDIMS)
         return 0;
-    fnv(h, md->ndims);
-    fnv(h, md->data_type);
-    fnv(h, md->offset0);
+    put(h, md->ndims);
+    put(h, md->data_type);
+    put(h, md->offset0);
     for (int d = 0; d < md->ndims; d++) {
-        fnv(h, md->dims[d]);
-        fnv(h, md->padded_dims[d]);
-        fnv(h, md->padded_offsets[d]);
-        fnv(h, bd->strides[d]);
+        put(h, md->dims[d]);
+        put(h, md->padded_dims[d]);
+        put(h, md->padded_offsets[d]);
+        put(h, bd->strides[d]);
     }
-    fnv(h, bd->inner_nblks);
+    put(h, bd->inner_nblks);
     for (int k = 0; k < bd->inner_nblks; k++) {
-        fnv(h, bd->inner_blks[k]);
-        fnv(h, bd->inner_idxs[k]);
+        put(h, bd->inner_blks[k]);
+        put(h, bd->inner_idxs[k]);
     }
     uint32_t adj;
     memcpy(&adj, &md->extra.scale_adjust, sizeof adj);
-    fnv(h, (int64_t)md->extra.flags);
-    fnv(h, md->extra.compensation_mask);
-    fnv(h, adj);
-    fnv(h, md->extra.asymm_compensation_mask);
+    put(h, (int64_t)md->extra.flags);
+    put(h, md->extra.compensation_mask);
+    put(h, adj);
+    put(h, md->extra.asymm_compensation_mask);
     return 1;
 }
 
@@ -124,18 +129,19 @@ static int make_tag(const dnn_ctx *ctx, int input, const dnnl_memory_desc_t *hav
     uintptr_t base = (uintptr_t)v->const_data, at = (uintptr_t)src;
     if (at < base || at - base >= v->const_nbytes)
         return 0;
-    uint64_t h = FNV_OFFSET;
+    XXH3_state_t h;
+    XXH3_64bits_reset(&h);
     uint32_t sbits;
     memcpy(&sbits, &scale, sizeof sbits);
     if (!md_hash(&h, have) || !md_hash(&h, want))
         return 0;
-    fnv(&h, sbits);
-    fnv(&h, input);
-    fnv(&h, (int64_t)(at - base));
-    fnv(&h, (int64_t)dnnl_memory_desc_get_size(want));
+    put(&h, sbits);
+    put(&h, input);
+    put(&h, (int64_t)(at - base));
+    put(&h, (int64_t)dnnl_memory_desc_get_size(want));
     char prefix[96];
     tag_prefix(prefix, sizeof prefix);
-    int k = snprintf(tag, size, "%s md=%016" PRIx64, prefix, h);
+    int k = snprintf(tag, size, "%s xxh3=%016" PRIx64, prefix, XXH3_64bits_digest(&h));
     return k > 0 && (size_t)k < size;
 }
 
@@ -160,13 +166,16 @@ static void explain_once(dnn_ctx *ctx, const char *stored, const char *mine) {
     if (ctx->pack_warned || !ctx->api->log)
         return;
     ctx->pack_warned = 1;
-    char a[64], b[64];
+    char a[64], b[64], c[24];
     const char *why = "the packed layout differs (another oneDNN build, thread count or split "
                       "of the node)";
     char buf[192];
     tag_field(stored, "onednn", a, sizeof a);
     tag_field(mine, "onednn", b, sizeof b);
-    if (strcmp(a, b) != 0) {
+    tag_field(stored, "md", c, sizeof c);
+    if (c[0]) {
+        why = "an older minfer wrote them (an md= layout hash, now xxh3=)";
+    } else if (strcmp(a, b) != 0) {
         snprintf(buf, sizeof buf, "they were packed by oneDNN %s and this is oneDNN %s", a, b);
         why = buf;
     } else {

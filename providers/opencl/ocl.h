@@ -224,6 +224,9 @@ void ocl_kset_give(ocl_ctx *ctx, ocl_kset *ks);
 
 /* The disk cache directory ($XDG_CACHE_HOME/minfer), created; 0 on success. */
 int ocl_cache_dir(char *buf, size_t size);
+/* A cache file's key: h with string s (and its NUL, which separates the
+ * fields) mixed in (XXH3 seeded with h); start from 0. */
+uint64_t ocl_cache_key(uint64_t h, const char *s);
 
 /* ---- device.c ------------------------------------------------------------ */
 

@@ -29,6 +29,11 @@
 #include <time.h>
 #include <unistd.h>
 
+/* header-only (libxxhash-dev's xxhash.h): the provider links only the
+ * OpenCL ICD loader */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "ocl.h"
 
 extern const char minfer_ocl_source[];
@@ -39,12 +44,8 @@ static const char *const kernel_names[OCL_K_COUNT] = {
 #undef X
 };
 
-static uint64_t fnv1a(uint64_t h, const char *s) {
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h ^ 0xff; /* separates fields */
+uint64_t ocl_cache_key(uint64_t h, const char *s) {
+    return XXH3_64bits_withSeed(s, strlen(s) + 1, h);
 }
 
 static double now_ms(void) {
@@ -164,12 +165,11 @@ minfer_status ocl_build_program(ocl_ctx *ctx) {
     char opts[128], dir[600], path[700] = "";
     snprintf(opts, sizeof opts, "-cl-mad-enable -DVW=%d -DMR=%d%s", ctx->vw, ctx->mr,
              ctx->fp16 ? " -DFP16" : "");
-    uint64_t key = 14695981039346656037ull;
-    key = fnv1a(key, ctx->device_name);
-    key = fnv1a(key, ctx->driver_version);
-    key = fnv1a(key, ctx->platform_name);
-    key = fnv1a(key, opts);
-    key = fnv1a(key, minfer_ocl_source);
+    uint64_t key = ocl_cache_key(0, ctx->device_name);
+    key = ocl_cache_key(key, ctx->driver_version);
+    key = ocl_cache_key(key, ctx->platform_name);
+    key = ocl_cache_key(key, opts);
+    key = ocl_cache_key(key, minfer_ocl_source);
     if (ctx->use_cache && ocl_cache_dir(dir, sizeof dir) == 0)
         snprintf(path, sizeof path, "%s/opencl-%016llx.bin", dir, (unsigned long long)key);
     double t0 = now_ms();

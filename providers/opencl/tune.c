@@ -95,14 +95,6 @@ minfer_status ocl_run_counters(void *vctx, minfer_device_counters *out) {
     return MINFER_OK;
 }
 
-static uint64_t fnv1a(uint64_t h, const char *s) {
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h ^ 0xff;
-}
-
 /* Sets key to value in memory; 0, or -1 out of memory. */
 static int set_entry(ocl_tune *t, const char *key, int value) {
     for (size_t i = 0; i < t->n; i++)
@@ -150,10 +142,9 @@ static ocl_tune *tune_of(ocl_ctx *ctx) {
         return NULL;
     char dir[512];
     if (ctx->use_cache && ocl_cache_dir(dir, sizeof dir) == 0) {
-        uint64_t h = 1469598103934665603ull;
-        h = fnv1a(h, ctx->device_name);
-        h = fnv1a(h, ctx->driver_version);
-        h = fnv1a(h, ctx->platform_name);
+        uint64_t h = ocl_cache_key(0, ctx->device_name);
+        h = ocl_cache_key(h, ctx->driver_version);
+        h = ocl_cache_key(h, ctx->platform_name);
         snprintf(t->path, sizeof t->path, "%s/opencl-tune-%016llx.txt", dir,
                  (unsigned long long)h);
         load(t);
