@@ -56,8 +56,7 @@ for sched in sequential; do
     python3 - "$tmp/$sched.json" "$sched" <<'PY' || fail=1
 import json, sys
 d = json.load(open(sys.argv[1]))
-ev = d["traceEvents"] if isinstance(d, dict) else d
-runs = sum(1 for e in ev if e.get("cat") == "run")
+runs = sum(1 for e in d if e.get("name") == "model_run")
 assert runs == 5, "%s: %d runs in the profile, expected 5 (1 + 2 warm-up, 2 timed)" % (sys.argv[2], runs)
 PY
 done

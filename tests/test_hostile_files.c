@@ -427,7 +427,7 @@ static void profile_write_errors_are_reported(void **state) {
     assert_error_mentions("File too large");
     assert_int_equal(access(path, F_OK), -1); /* nothing half-written */
     assert_ok(minfer_session_write_profile(s, path));
-    assert_int_equal(strncmp(slurp(path), "{\"displayTimeUnit\"", 18), 0);
+    assert_int_equal(strncmp(slurp(path), "[\n{", 3), 0); /* ONNX Runtime's array of events */
     minfer_session_free(s);
     minfer_options_free(opt);
     assert_int_equal(leftovers(), 0);

@@ -1,5 +1,6 @@
 /*
- * Diagnostics: the profiling trace (Chrome trace-event JSON), FLOP
+ * Diagnostics: the profiling trace (ONNX Runtime's profile format: a JSON
+ * array of trace events, which Perfetto opens too), FLOP
  * estimates, run statistics and NaN checks. diag sits beside the pipeline:
  * every stage may use it, and it uses only util and graph. What reads a
  * session (the public stats, profile and picture calls) is
@@ -143,7 +144,62 @@ json_t *mf_json_str(const char *s) {
     return j;
 }
 
-/* The trace file: the envelope's keys, then the events one at a time (the
+json_t *mf_trace_type_shape(const minfer_tensor_view *v) {
+    json_t *dims = json_array();
+    for (int d = 0; dims && v->rank > 0 && d < v->rank && d < MINFER_MAX_RANK; d++)
+        json_array_append_new(dims, json_integer((json_int_t)v->dims[d]));
+    const char *type = v->kind == MINFER_VALUE_TENSOR ? minfer_dtype_name((minfer_dtype)v->dtype)
+                       : v->kind == MINFER_VALUE_SEQUENCE ? "sequence"
+                                                          : "optional";
+    return dims ? json_pack("{s:o}", type, dims) : NULL;
+}
+
+/* One event as ONNX Runtime's profiler writes it: "cat" Session for the
+ * build phases and the runs ("model_run"), Node for a node
+ * ("NAME_kernel_time", args op_name, provider, input_type_shape,
+ * output_type_shape), Copy for a boundary copy; minfer's extras (flops,
+ * a run's tag, a copy's bytes) ride in args. */
+static json_t *ort_event(const mf_trace_event *e) {
+    const char *cat = "Session", *suffix = "";
+    if (!strcmp(e->cat, "node")) {
+        cat = "Node";
+        suffix = "_kernel_time";
+    } else if (!strcmp(e->cat, "copy")) {
+        cat = "Copy";
+    }
+    const char *name = !strcmp(e->cat, "run") ? "model_run" : e->name;
+    size_t len = strlen(name) + strlen(suffix) + 1;
+    char *full = mf_malloc(len);
+    if (!full)
+        return NULL;
+    snprintf(full, len, "%s%s", name, suffix);
+    json_t *ev = json_pack("{s:s, s:i, s:i, s:f, s:f, s:s, s:o}", "cat", cat, "pid", 1, "tid",
+                           e->tid, "dur", e->dur_us, "ts", e->ts_us, "ph", "X", "name",
+                           mf_json_str(full));
+    free(full);
+    if (!ev)
+        return NULL;
+    json_t *args = json_object();
+    if (!args) {
+        json_decref(ev);
+        return NULL;
+    }
+    if (!strcmp(e->cat, "node") && e->args) {
+        /* run.c's node args: op, provider, inputs, outputs, flops */
+        json_object_set(args, "op_name", json_object_get(e->args, "op"));
+        json_object_set(args, "provider", json_object_get(e->args, "provider"));
+        json_object_set(args, "input_type_shape", json_object_get(e->args, "inputs"));
+        json_object_set(args, "output_type_shape", json_object_get(e->args, "outputs"));
+        json_object_set(args, "flops", json_object_get(e->args, "flops"));
+    } else if (e->args) {
+        json_object_update(args, e->args);
+    }
+    json_object_set_new(ev, "args", args);
+    return ev;
+}
+
+/* The trace file: ORT's shape, a JSON array of events, opened by a metadata
+ * event naming the process and saying how many events were dropped (the
  * trace can hold millions; jansson writes each one's JSON). */
 minfer_status mf_trace_write(mf_trace *t, const char *path) {
     mf_outfile o;
@@ -163,31 +219,23 @@ minfer_status mf_trace_write(mf_trace *t, const char *path) {
     /* ", " and ": " on one line per event; times to 12 digits (ns for a
      * trace of hours). */
     const size_t flags = JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12);
-    json_t *other = json_pack("{s:s+, s:I}", "producer", "minfer ", MINFER_VERSION_STRING,
-                              "dropped_events", (json_int_t)t->dropped);
-    json_t *meta = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "process_name", "ph", "M",
-                             "pid", 1, "tid", 0, "args", "name", "minfer");
+    json_t *meta = json_pack("{s:s, s:i, s:i, s:i, s:i, s:s, s:s, s:{s:s, s:s+, s:I}}", "cat",
+                             "Session", "pid", 1, "tid", 0, "dur", 0, "ts", 0, "ph", "M", "name",
+                             "process_name", "args", "name", "minfer", "producer", "minfer ",
+                             MINFER_VERSION_STRING, "dropped_events", (json_int_t)t->dropped);
     /* A failed dump with the stream in error is a write error, which the
      * commit reports (a full disk, the file size limit); without, jansson
      * ran out of memory. */
-    fputs("{\"displayTimeUnit\": \"ms\", \"otherData\": ", f);
-    bad |= !other || (json_dumpf(other, f, flags) != 0 && !ferror(f));
-    fputs(",\n\"traceEvents\": [\n", f);
+    fputs("[\n", f);
     bad |= !meta || (json_dumpf(meta, f, flags) != 0 && !ferror(f));
-    json_decref(other);
     json_decref(meta);
     for (size_t i = 0; i < t->n && !bad && !ferror(f); i++) {
-        const mf_trace_event *e = &t->ev[i];
-        json_t *ev = json_pack("{s:o, s:s, s:s, s:f, s:f, s:i, s:i}", "name", mf_json_str(e->name),
-                               "cat", e->cat, "ph", "X", "ts", e->ts_us, "dur", e->dur_us, "pid",
-                               1, "tid", e->tid);
-        if (ev && e->args)
-            json_object_set(ev, "args", e->args);
+        json_t *ev = ort_event(&t->ev[i]);
         fputs(",\n", f);
         bad |= !ev || (json_dumpf(ev, f, flags) != 0 && !ferror(f));
         json_decref(ev);
     }
-    fputs("\n]}\n", f);
+    fputs("\n]\n", f);
     if (bad) {
         mf_outfile_abort(&o);
         pthread_mutex_unlock(&t->lock);

@@ -9,6 +9,7 @@
 
 #include "graph/graph.h"
 #include "minfer/minfer.h"
+#include "minfer/provider.h"
 
 typedef struct mf_trace_event {
     char *name;
@@ -35,6 +36,9 @@ minfer_status mf_trace_write(mf_trace *t, const char *path);
  * byte that is not part of valid UTF-8 becomes U+FFFD); NULL when out of
  * memory. */
 json_t *mf_json_str(const char *s);
+/* A value's element type and shape as ONNX Runtime's profiler writes them
+ * in input_type_shape: {"float": [1, 3, 224, 224]}; NULL when out of memory. */
+json_t *mf_trace_type_shape(const minfer_tensor_view *v);
 
 /* Estimated floating-point operations of one node for these shapes:
  * 2*MACs for Conv/Gemm/MatMul/Attention, window size per output for pools,

@@ -330,14 +330,13 @@ static json_t *node_args(minfer_session *s, int i, int prov, const minfer_tensor
                          size_t n_in, const minfer_tensor_view *out, size_t n_out,
                          double flops) {
     const mf_node *n = &s->g->nodes[i];
-    char shp[160], op[512];
+    char op[512];
     snprintf(op, sizeof op, "%s%s%s", n->domain[0] ? n->domain : "", n->domain[0] ? "::" : "",
              n->op_type);
     json_t *ins = json_array(), *outs = json_array();
     for (size_t k = 0; ins && outs && k < n_in + n_out; k++) {
         const minfer_tensor_view *v = k < n_in ? &in[k] : &out[k - n_in];
-        json_array_append_new(k < n_in ? ins : outs,
-                              json_string(mf_shape_str(v->dims, v->rank, shp, sizeof shp)));
+        json_array_append_new(k < n_in ? ins : outs, mf_trace_type_shape(v));
     }
     return json_pack("{s:o, s:s, s:o, s:o, s:f}", "op", mf_json_str(op), "provider",
                      prov >= 0                ? s->provs[prov].name

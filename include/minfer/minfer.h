@@ -334,7 +334,8 @@ MINFER_API minfer_status minfer_options_set_log_callback(minfer_options *opt, mi
  * (nodes folded into constants do not count). */
 MINFER_API minfer_status minfer_options_set_strict_placement(minfer_options *opt, int strict);
 /* Profiling: records build phases and, per run, one event per node (and per
- * boundary copy) as a Chrome trace-event JSON file written to path when the
+ * boundary copy) as a profile in ONNX Runtime's format (a JSON array of trace
+ * events, docs/diagnostics.md) written to path when the
  * session is freed (or by minfer_session_write_profile). Also MINFER_PROFILE. */
 MINFER_API minfer_status minfer_options_set_profiling(minfer_options *opt, const char *path);
 /* After each node, checks its float outputs for NaN and Inf and fails the
@@ -663,7 +664,7 @@ MINFER_API int minfer_session_thread_count(const minfer_session *s);
 MINFER_API minfer_status minfer_session_node_profile(const minfer_session *s, size_t index,
                                                      double *total_ms, uint64_t *runs,
                                                      double *flops);
-/* Writes the trace recorded so far (Chrome trace-event JSON) to path. */
+/* Writes the trace recorded so far (ONNX Runtime's profile format) to path. */
 MINFER_API minfer_status minfer_session_write_profile(minfer_session *s, const char *path);
 /* Writes the graph as Graphviz DOT: nodes labelled with op and output shape
  * (of the most recent plan), coloured by provider, boundary copies marked. */
