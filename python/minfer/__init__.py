@@ -28,6 +28,7 @@ from ._minfer import (  # noqa: F401  (re-exported: the exception classes)
     Busy,
     Cancelled,
     EPFail,
+    Error,
     Fail,
     InvalidArgument,
     InvalidGraph,
@@ -555,6 +556,15 @@ class NodeArg:
         return "NodeArg(name=%r, type=%r, shape=%r)" % (self.name, self.type, self.shape)
 
 
+def _apply_dim_overrides(args, dims):
+    """Symbolic dimensions named in dims ({name: size}) become their sizes."""
+    if not dims:
+        return
+    for a in args:
+        if isinstance(a.shape, list):
+            a.shape = [dims.get(d, d) if isinstance(d, str) else d for d in a.shape]
+
+
 def _provider_request(providers, provider_options):
     """ORT's providers/provider_options arguments as (names, {name: options})."""
     if providers is None:
@@ -782,6 +792,7 @@ class InferenceSession:
         self._provider_options = prov_opts
         self._inputs = [NodeArg(i) for i in self._sess.inputs()]
         self._outputs = [NodeArg(o) for o in self._sess.outputs()]
+        _apply_dim_overrides(self._outputs, self._sess_options._dims)
 
     def _write_optimized(self, source, model, level):
         """SessionOptions.optimized_model_filepath: the model as minfer's
@@ -810,6 +821,9 @@ class InferenceSession:
         return list(self._inputs)
 
     def get_outputs(self):
+        """The graph outputs; a dimension named by a free-dimension override
+        (SessionOptions.add_free_dimension_override_by_name) shows its value,
+        as get_inputs() does."""
         return list(self._outputs)
 
     def get_overridable_initializers(self):

@@ -48,7 +48,7 @@
 
 /* ---- Exceptions ---------------------------------------------------------- */
 
-static PyObject *exc_fail;             /* base of all: a RuntimeError */
+static PyObject *exc_fail;             /* limits, deadlines, terminate, memory */
 static PyObject *exc_invalid_argument; /* bad argument, shape, type, unknown name */
 static PyObject *exc_no_such_file;     /* a file that cannot be read */
 static PyObject *exc_invalid_graph;    /* a malformed model */
@@ -2124,6 +2124,38 @@ static int add_exception(PyObject *m, PyObject **slot, const char *name, PyObjec
     return PyModule_AddObjectRef(m, name, *slot);
 }
 
+/* The exception classes, one per kind of failure as ONNX Runtime's are:
+ * separate classes (an InvalidArgument is no Fail), with minfer.Error, a
+ * RuntimeError, as their one common base; NotImplemented is also a
+ * NotImplementedError. *ni_bases is the caller's to release. */
+static int add_exceptions(PyObject *m, PyObject **ni_bases) {
+    static PyObject *exc_error;
+    if (add_exception(m, &exc_error, "Error", PyExc_RuntimeError,
+                      "The base of minfer's exceptions; `status` holds the minfer_status number.") < 0 ||
+        add_exception(m, &exc_fail, "Fail", exc_error,
+                      "A minfer call failed (limits, deadlines, a terminated run, memory).") < 0 ||
+        add_exception(m, &exc_invalid_argument, "InvalidArgument", exc_error,
+                      "A bad argument, input name, shape or element type.") < 0 ||
+        add_exception(m, &exc_no_such_file, "NoSuchFile", exc_error,
+                      "A file could not be opened or read.") < 0 ||
+        add_exception(m, &exc_invalid_graph, "InvalidGraph", exc_error,
+                      "The model is malformed or inconsistent.") < 0 ||
+        add_exception(m, &exc_ep_fail, "EPFail", exc_error,
+                      "An execution provider failed to load, initialise or run.") < 0 ||
+        add_exception(m, &exc_runtime, "RuntimeException", exc_error,
+                      "A kernel failed while running.") < 0 ||
+        add_exception(m, &exc_busy, "Busy", exc_error,
+                      "The asynchronous queue is full: nothing was submitted.") < 0 ||
+        add_exception(m, &exc_cancelled, "Cancelled", exc_error,
+                      "A request cancelled, or ended by closing its session.") < 0)
+        return -1;
+    *ni_bases = PyTuple_Pack(2, exc_error, PyExc_NotImplementedError);
+    if (!*ni_bases || add_exception(m, &exc_not_implemented, "NotImplemented", *ni_bases,
+                                    "An op, type or feature minfer does not have.") < 0)
+        return -1;
+    return 0;
+}
+
 PyMODINIT_FUNC PyInit__minfer(void) {
     import_array();
     if (PyType_Ready(&SessionType) < 0 || PyType_Ready(&BuilderType) < 0 ||
@@ -2133,29 +2165,9 @@ PyMODINIT_FUNC PyInit__minfer(void) {
     if (!m)
         return NULL;
     PyObject *ni_bases = NULL;
-    if (add_exception(m, &exc_fail, "Fail", PyExc_RuntimeError,
-                      "A minfer call failed; `status` holds the minfer_status number.") < 0 ||
-        add_exception(m, &exc_invalid_argument, "InvalidArgument", exc_fail,
-                      "A bad argument, input name, shape or element type.") < 0 ||
-        add_exception(m, &exc_no_such_file, "NoSuchFile", exc_fail,
-                      "A file could not be opened or read.") < 0 ||
-        add_exception(m, &exc_invalid_graph, "InvalidGraph", exc_fail,
-                      "The model is malformed or inconsistent.") < 0 ||
-        add_exception(m, &exc_ep_fail, "EPFail", exc_fail,
-                      "An execution provider failed to load, initialise or run.") < 0 ||
-        add_exception(m, &exc_runtime, "RuntimeException", exc_fail,
-                      "A kernel failed while running.") < 0 ||
-        add_exception(m, &exc_busy, "Busy", exc_fail,
-                      "The asynchronous queue is full: nothing was submitted.") < 0 ||
-        add_exception(m, &exc_cancelled, "Cancelled", exc_fail,
-                      "A request cancelled, or ended by closing its session.") < 0)
+    if (add_exceptions(m, &ni_bases) < 0)
         goto fail;
-    ni_bases = PyTuple_Pack(2, exc_fail, PyExc_NotImplementedError);
-    if (!ni_bases ||
-        add_exception(m, &exc_not_implemented, "NotImplemented", ni_bases,
-                      "An op, type or feature minfer does not have.") < 0)
-        goto fail;
-    Py_DECREF(ni_bases);
+    Py_CLEAR(ni_bases);
     if (PyModule_AddObjectRef(m, "Session", (PyObject *)&SessionType) < 0 ||
         PyModule_AddObjectRef(m, "Builder", (PyObject *)&BuilderType) < 0 ||
         PyModule_AddObjectRef(m, "RunOptions", (PyObject *)&RunOptionsType) < 0 ||

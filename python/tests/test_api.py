@@ -230,7 +230,7 @@ def test_builder():
     bad.add_input("x", "float", [2])
     bad.add_node("Relu", ["nothing"], ["y"], name="r")
     bad.add_output("y")
-    with pytest.raises(minfer.Fail, match="nothing"):
+    with pytest.raises(minfer.Error, match="nothing"):
         bad.session()
     with pytest.raises(TypeError, match="attribute 'alpha'"):
         bad.add_node("LeakyRelu", ["x"], ["z"], alpha=object())
@@ -286,7 +286,7 @@ def test_pb_round_trip(tmp_path):
     v = np.arange(6, dtype=np.int64).reshape(2, 3)
     minfer.save_tensor(v, tmp_path / "t.pb", name="v")
     np.testing.assert_array_equal(minfer.load_tensor(tmp_path / "t.pb"), v)
-    with pytest.raises(minfer.Fail):
+    with pytest.raises(minfer.Error):
         minfer.load_tensor(tmp_path / "missing.pb")
 
 

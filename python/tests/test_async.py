@@ -126,7 +126,7 @@ def test_busy_when_the_queue_is_full(add_model):
         r1 = sess.submit(_feed(1), block=False)  # into the empty queue
         with pytest.raises(minfer.Busy, match="queue is full") as e:
             sess.submit(_feed(2), block=False)
-        assert e.value.status > 0 and isinstance(e.value, minfer.Fail)
+        assert e.value.status > 0 and isinstance(e.value, minfer.Error)
         held.release()
         np.testing.assert_array_equal(r1.result()[0], _want(1))
     # r1 finished: the queue is empty again
@@ -156,7 +156,7 @@ def test_cancel_and_errors_stay_in_their_request(add_model):
         assert cancelled.cancel() is True
     with pytest.raises(minfer.Cancelled, match="cancelled") as e:
         cancelled.result()
-    assert isinstance(e.value, minfer.Fail) and e.value.status > 0
+    assert isinstance(e.value, minfer.Error) and e.value.status > 0
     assert cancelled.cancelled() and cancelled.cancel() is False
     assert isinstance(cancelled.exception(), minfer.Cancelled)
     with pytest.raises(minfer.InvalidArgument, match=r"expects shape \[1,10\], got \[1,11\]"):
@@ -203,13 +203,13 @@ def test_submit_from_a_callback(add_model):
     def resubmit(req):
         try:
             sess.submit(_feed(2))  # would wait for this very worker when the queue is full
-        except minfer.Fail as e:
+        except minfer.Error as e:
             outcome.append(e)
         outcome.append(sess.submit(_feed(3), block=False))
         outcome.append(other.submit(_feed(4)))  # another session's workers: it may wait
         try:
             sess.close()
-        except minfer.Fail as e:
+        except minfer.Error as e:
             outcome.append(e)
         finished.set()
 
@@ -230,9 +230,9 @@ def test_freeing_the_session_with_requests_in_flight(add_model, how):
         held.release()
         if how == "close":
             sess.close()
-            with pytest.raises(minfer.Fail, match="closed"):
+            with pytest.raises(minfer.Error, match="closed"):
                 sess.run(None, _feed(1))
-            with pytest.raises(minfer.Fail, match="closed"):
+            with pytest.raises(minfer.Error, match="closed"):
                 sess.submit(_feed(1))
         else:
             del sess

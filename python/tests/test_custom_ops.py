@@ -64,11 +64,11 @@ def test_registered_plugin_runs_its_ops(swish_model, tmp_path):
 
 def test_bad_libraries_fail_at_registration(tmp_path):
     so = minfer.SessionOptions()
-    with pytest.raises(minfer.Fail, match="no/such/libops.so"):
+    with pytest.raises(minfer.Error, match="no/such/libops.so"):
         so.register_custom_ops_library("no/such/libops.so")
     junk = tmp_path / "libjunk.so"
     junk.write_bytes(b"not a shared object")
-    with pytest.raises(minfer.Fail, match="libjunk.so"):
+    with pytest.raises(minfer.Error, match="libjunk.so"):
         so.register_custom_ops_library(str(junk))
     # Nothing was kept: the options still make sessions.
     assert so._plugins == []
