@@ -4,6 +4,7 @@
 #  2. --dim NAME=N and --shape IN=DIMS on run, bench and info: the shapes
 #     used are printed; bad names, sizes and ranks fail naming them;
 #     bench on tiny_encoder with --dim runs the real inputs' shape;
+#     a size of 0 is an error; a mistyped command or option gets "did you mean";
 #  3. message slips: --opt-level 7, an input file holding another name, a
 #     shape error names symbolic dims as info does, a wrong output name;
 #  4. bench prints one latency, the providers used, threads and shapes;
@@ -67,6 +68,16 @@ check_fail 2 "--shape 'input=1x3x224' gives 3 dimensions; input 'input' has 4" \
 check_fail 2 "--dim 'N' is not NAME=SIZE" "$cli" run --dim N "$squeeze"
 check_fail 2 "--dim 'N=-1' is not NAME=SIZE" "$cli" run --dim N=-1 "$squeeze"
 check_fail 2 "--shape 'input=1xx3' is not INPUT=DIMS" "$cli" run --shape input=1xx3 "$squeeze"
+# A size of 0 is an error, not 36 warnings and a NaN result (issue 34).
+check_fail 2 "--dim 'seq=0': a size of 0 makes the inputs empty; give 1 or more" \
+    "$cli" run --providers cpu --dim seq=0 "$encoder"
+check_fail 2 "--shape 'input_ids=1x0' is not INPUT=DIMS with up to" \
+    "$cli" run --providers cpu --shape input_ids=1x0 "$encoder"
+# "did you mean" for a mistyped command or option; none for what is far from any.
+check_fail 2 "unknown command 'bnech'; did you mean 'bench'?" "$cli" bnech "$squeeze"
+check_fail 2 "unknown option '--thread'; did you mean '--threads'?" "$cli" bench --thread 2 "$squeeze"
+check_fail 2 "unknown option '--provider'; did you mean '--providers'?" "$cli" run --provider cpu "$squeeze"
+check_fail 2 "unknown command 'frobnicate' (try 'minfer --help')" "$cli" frobnicate
 
 # tiny_encoder: [batch,seq] runs at 1x1 unless told; --dim gives the real
 # inputs' shape, and bench then reports the same shape as with them.

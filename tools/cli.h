@@ -36,6 +36,10 @@ typedef struct cli_opt {
 int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, size_t n_opts,
               char **pos, size_t *n_pos, int *help);
 
+/* The candidate nearest to word (a mistyped command or option name), or
+ * NULL when none is near enough to suggest ("did you mean"). */
+const char *cli_suggest(const char *word, const char *const *candidates, size_t n);
+
 /* Strict number parsing; 0 on success, else CLI_USAGE with one line printed
  * ("minfer CMD: ...", or "minfer: ..." for cmd NULL). */
 int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, int *out);

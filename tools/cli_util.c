@@ -18,6 +18,66 @@ static const cli_opt *find_long(const cli_opt *opts, size_t n, const char *name,
     return NULL;
 }
 
+/* Edit distance (insertions, deletions, substitutions, and a swap of two
+ * neighbours) between a and b, stopping at limit + 1; for short words. */
+static size_t edit_distance(const char *a, const char *b, size_t limit) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return limit + 1;
+    size_t d[64][64];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb] > limit ? limit + 1 : d[la][lb];
+}
+
+const char *cli_suggest(const char *word, const char *const *candidates, size_t n) {
+    size_t len = strlen(word), limit = len <= 4 ? 1 : len <= 8 ? 2 : 3, best = limit + 1;
+    const char *pick = NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = edit_distance(word, candidates[i], limit);
+        /* A prefix of a longer option reads as that option too (--thread). */
+        if (d > 1 && len >= 3 && strncmp(word, candidates[i], len) == 0)
+            d = 1;
+        if (d < best) {
+            best = d;
+            pick = candidates[i];
+        }
+    }
+    return pick;
+}
+
+/* "unknown option", with the nearest option of the command when one is near. */
+static void unknown_option(const char *cmd, const char *a, const cli_opt *opts, size_t n_opts) {
+    const char *names[128];
+    size_t n = 0;
+    for (size_t i = 0; i < n_opts && n < 127; i++)
+        names[n++] = opts[i].name;
+    names[n++] = "help";
+    const char *word = a + strspn(a, "-");
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*s", (int)strcspn(word, "="), word);
+    const char *near = a[1] == '-' || strlen(a) > 2 ? cli_suggest(buf, names, n) : NULL;
+    if (near)
+        fprintf(stderr, "minfer %s: unknown option '%s'; did you mean '--%s'? (see 'minfer %s --help')\n",
+                cmd, a, near, cmd);
+    else
+        fprintf(stderr, "minfer %s: unknown option '%s' (see 'minfer %s --help')\n", cmd, a, cmd);
+}
+
 int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, size_t n_opts,
               char **pos, size_t *n_pos, int *help) {
     int only_pos = 0;
@@ -51,8 +111,7 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, size_
                     o = &opts[k];
         }
         if (!o) {
-            fprintf(stderr, "minfer %s: unknown option '%s' (see 'minfer %s --help')\n", cmd, a,
-                    cmd);
+            unknown_option(cmd, a, opts, n_opts);
             return CLI_USAGE;
         }
         if (o->flag && !o->list) {
@@ -300,6 +359,15 @@ int cli_set_shapes(const char *cmd, minfer_options *opt, const cli_list *dims,
             free(name);
             return CLI_USAGE;
         }
+        if (v == 0) {
+            /* Empty inputs run no node's real work: results such as a mean
+             * over the empty axis are NaN, not an answer (issue 34). */
+            fprintf(stderr,
+                    "minfer %s: --dim '%s': a size of 0 makes the inputs empty; give 1 or more\n",
+                    cmd, dims->v[i]);
+            free(name);
+            return CLI_USAGE;
+        }
         minfer_status st = minfer_options_set_dim(opt, name, v);
         free(name);
         if (st != MINFER_OK) {
@@ -314,7 +382,7 @@ int cli_set_shapes(const char *cmd, minfer_options *opt, const cli_list *dims,
         for (p = rest; ok && *p; axis++) {
             int64_t v;
             const char *end;
-            ok = axis < MINFER_MAX_RANK && parse_size(p, &end, &v) == 0 &&
+            ok = axis < MINFER_MAX_RANK && parse_size(p, &end, &v) == 0 && v > 0 &&
                  (*end == '\0' || (*end == 'x' && end[1])) &&
                  minfer_options_set_input_dim(opt, name, axis, v) == MINFER_OK;
             p = *end ? end + 1 : end;
@@ -322,8 +390,8 @@ int cli_set_shapes(const char *cmd, minfer_options *opt, const cli_list *dims,
         free(name);
         if (!ok) {
             fprintf(stderr,
-                    "minfer %s: --shape '%s' is not INPUT=DIMS with up to %d sizes joined by 'x' "
-                    "(e.g. input=1x3x224x224)\n",
+                    "minfer %s: --shape '%s' is not INPUT=DIMS with up to %d sizes of 1 or more "
+                    "joined by 'x' (e.g. input=1x3x224x224)\n",
                     cmd, shapes->v[i], MINFER_MAX_RANK);
             return CLI_USAGE;
         }

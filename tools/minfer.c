@@ -129,7 +129,18 @@ static int dispatch(int argc, char **argv) {
         return cmd_optimize(argc - 2, argv + 2);
     if (strcmp(cmd, "compile") == 0)
         return cmd_compile(argc - 2, argv + 2);
-    if (cmd[0] == '-')
+    static const char *const commands[] = {"run",       "test",     "info",    "bench",
+                                            "providers", "plugins",  "optimize", "compile",
+                                            "help",      "version"};
+    static const char *const options[] = {"help", "version", "opt-level", "plugin", "scheduler",
+                                           "inter-op-threads"};
+    const char *near = cmd[0] == '-'
+                           ? cli_suggest(cmd + strspn(cmd, "-"), options, sizeof options / sizeof *options)
+                           : cli_suggest(cmd, commands, sizeof commands / sizeof *commands);
+    if (near)
+        fprintf(stderr, "minfer: unknown %s '%s'; did you mean '%s%s'? (try 'minfer --help')\n",
+                cmd[0] == '-' ? "option" : "command", cmd, cmd[0] == '-' ? "--" : "", near);
+    else if (cmd[0] == '-')
         fprintf(stderr, "minfer: unknown option '%s' (try 'minfer --help')\n", cmd);
     else
         fprintf(stderr, "minfer: unknown command '%s' (try 'minfer --help')\n", cmd);
