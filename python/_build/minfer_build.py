@@ -27,6 +27,7 @@ import glob
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -179,8 +180,12 @@ class _Link:
             self.copies.append((p, "minfer/minfer/providers/" + os.path.basename(p)))
         for p in plugins:
             self.copies.append((p, "minfer/minfer/plugins/" + os.path.basename(p)))
-        self.info = "carries its own libminfer (%s): providers %s; plugins %s" % (
-            origin,
+        # The CLI, for python3 -m minfer (run with the package's libminfer).
+        cli = os.path.join(build_dir, "tools", "minfer")
+        if os.access(cli, os.X_OK):
+            self.copies.append((cli, "minfer/bin/minfer"))
+        self.info = "carries its own libminfer (%s)%s: providers %s; plugins %s" % (
+            origin, " and the minfer CLI" if os.access(cli, os.X_OK) else "",
             ", ".join(os.path.basename(p) for p in providers),
             ", ".join(os.path.basename(p) for p in plugins) or "none",
         )
@@ -247,7 +252,8 @@ def _write_wheel(wheel_directory, files):
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
         for path, data, executable in files:
             info = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = (0o755 if executable else 0o644) << 16
+            # The file type too: pip keeps the x bits only of what reads as a regular file.
+            info.external_attr = (stat.S_IFREG | (0o755 if executable else 0o644)) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(info, data)
     return name

@@ -1,4 +1,13 @@
-"""python3 -m minfer run|bench|info: the CLI's commands on the Python side.
+"""python3 -m minfer: the `minfer` command line, the same program.
+
+It runs the minfer CLI that goes with this package, with every command and
+option (test, run, info, bench, providers, plugins, optimize, compile;
+--dim, --shape, --json, ...; `minfer --help`, README.md "The minfer command"), its output and
+exit codes: the one the package carries (a pip install from a build
+directory: minfer/bin/minfer, run against the package's libminfer), the
+build tree's (build/tools/minfer beside build/python), else `minfer` on PATH
+(the Debian package minfer-tools). Without any of them it falls back on the
+Python commands below (another command says why it is missing):
 
     python3 -m minfer run MODEL [--inputs DIR] [--outputs DIR] [--providers LIST]
     python3 -m minfer bench MODEL [--runs N] [--warmup N] [--providers LIST] [--threads N]
@@ -11,6 +20,7 @@ success, 1 on a failure (one line on stderr), 2 on a usage error.
 
 import argparse
 import os
+import shutil
 import sys
 import time
 
@@ -128,7 +138,58 @@ def cmd_info(args):
     return 0
 
 
+def _cli():
+    """The minfer CLI for this package and the environment to run it in, or None."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ)
+    bundled = os.path.join(here, "bin", "minfer")
+    if os.access(bundled, os.X_OK):
+        # Its libminfer is the package's (minfer/libminfer.so.0), with its providers and plugins.
+        env["LD_LIBRARY_PATH"] = here + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+        return bundled, env
+    build_tree = os.path.join(os.path.dirname(os.path.dirname(here)), "tools", "minfer")
+    if os.path.basename(os.path.dirname(here)) == "python" and os.access(build_tree, os.X_OK):
+        return build_tree, env
+    on_path = shutil.which("minfer")
+    if on_path:
+        return on_path, env
+    return None, env
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    cli, env = _cli()
+    if cli is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Python ignores SIGPIPE, and an ignored signal stays ignored across
+        # exec: give the CLI the default a shell gives it, so that a reader
+        # that goes away (| head) ends it quietly.
+        import signal
+
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.execve(cli, ["minfer", *argv], env)
+    if not argv or argv[0] not in ("run", "bench", "info"):
+        print("python3 -m minfer: the minfer CLI is not installed (the Debian package minfer-tools, or "
+              "pip install from a build directory, carries it): Python's run, bench and info only",
+              file=sys.stderr)
+    return python_main(argv)
+
+
+def python_main(argv=None):
+    """The Python commands (run, bench, info) for when no CLI is installed."""
+    try:
+        code = _python_main(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # A reader that went away (| head) is not an error to report.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _python_main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m minfer", description="minfer from Python")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -156,7 +217,9 @@ def main(argv=None):
         parser.error("--runs must be at least 1 and --warmup at least 0")
     try:
         return args.fn(args)
-    except (minfer.Fail, OSError) as e:
+    except BrokenPipeError:
+        raise  # python_main: a reader that went away is no failure to report
+    except (minfer.Error, OSError) as e:
         print("minfer %s: %s" % (args.command, e), file=sys.stderr)
         return 1
 

@@ -15,7 +15,7 @@
 #     tree (MINFER_BUILD_DIR): the package holds its own libminfer, providers
 #     and plugins, says so (get_build_info), names MIT in its metadata, and
 #     runs a model with com.microsoft ops (the contrib plugin, found with no
-#     option) on the fast CPU path;
+#     option) on the fast CPU path; python3 -m minfer is the CLI it carries;
 #  3. the same against the unpacked libminfer-dev through pkg-config.
 # A copy of python/ and include/ is built, so the source tree stays clean.
 set -euo pipefail
@@ -149,6 +149,14 @@ want = np.array([v * 0.5 * (1 + erf(v / 2 ** 0.5)) for v in x.ravel()], np.float
 np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
 print("ok: com.microsoft Gelu on", sess.get_providers(), "|", info)
 EOF
+
+# python3 -m minfer is the CLI the package carries, run on the package's libminfer.
+out=$(cd "$tmp" && PATH=/usr/bin:/bin "$tmp/venv/bin/python" -m minfer providers 2>&1) ||
+    fail "python3 -m minfer providers (pip): $out"
+[[ $out == *"$tmp/venv/"*"libminfer_provider_cpu.so"* ]] ||
+    fail "python3 -m minfer providers (pip) does not list the package's providers: $out"
+out=$(cd "$tmp" && "$tmp/venv/bin/python" -m minfer bnech x.onnx 2>&1) && fail "a mistyped command succeeded"
+[[ $out == *"did you mean 'bench'"* ]] || fail "python3 -m minfer (pip) is not the CLI: $out"
 
 # ---- 3. pip, against the unpacked libminfer-dev through pkg-config ----------------
 step "pip install ./python (pkg-config minfer)"
