@@ -37,6 +37,8 @@ from ._minfer import (  # noqa: F401  (re-exported: the exception classes)
     RuntimeException,
 )
 
+from ._ortvalue import IOBinding, OrtValue  # noqa: E402
+
 __version__ = _minfer.version()
 
 # Sessions with requests in flight are closed before the interpreter stops:
@@ -851,11 +853,57 @@ class InferenceSession:
         for sequences, None or the value for optionals."""
         if output_names is not None and len(output_names) == 0:
             output_names = None
+        return self._run_into(output_names, input_feed, run_options, None)
+
+    def _run_into(self, output_names, input_feed, run_options, bound):
+        """run(), with bound: per output None or a numpy array the run writes into."""
         if run_options is None:
-            return self._sess.run(output_names, input_feed)
-        if not isinstance(run_options, RunOptions):
+            ro = None
+        elif isinstance(run_options, RunOptions):
+            ro = run_options._ro
+        else:
             raise TypeError("run_options must be a minfer.RunOptions, not %s" % type(run_options).__name__)
-        return self._sess.run(output_names, input_feed, run_options._ro)
+        if bound is None:
+            return self._sess.run(output_names, input_feed, ro)
+        return self._sess.run(output_names, input_feed, ro, bound)
+
+    def io_binding(self):
+        """ONNX Runtime's IOBinding for this session (run_with_iobinding)."""
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding, run_options=None):
+        """Runs with the binding's inputs and outputs: outputs bound to
+        OrtValues or buffers are written into their memory; the binding's
+        get_outputs() has every bound output afterwards."""
+        if not isinstance(iobinding, IOBinding):
+            raise TypeError("run_with_iobinding: iobinding must be an IOBinding, not %s"
+                            % type(iobinding).__name__)
+        if iobinding._session is not self:
+            raise InvalidArgument("run_with_iobinding: the binding belongs to another session")
+        iobinding._run(self, run_options)
+
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
+        """run() with OrtValues in and out: {name: OrtValue} feeds (read in
+        place), a list of OrtValues back, one per name (every output when
+        None or empty)."""
+        if not isinstance(input_dict_ort_values, dict):
+            raise TypeError("run_with_ort_values: the inputs must be a dict of name: OrtValue")
+        feed = {}
+        for name, v in input_dict_ort_values.items():
+            if not isinstance(v, OrtValue):
+                raise TypeError("run_with_ort_values: input '%s' must be an OrtValue, not %s"
+                                % (name, type(v).__name__))
+            feed[name] = v._value
+        if output_names is not None and len(output_names) == 0:
+            output_names = None
+        values = self._run_into(output_names, feed, run_options, None)
+        names = output_names if output_names is not None else [o.name for o in self._outputs]
+        return [self._ortvalue(n, v) for n, v in zip(names, values)]
+
+    def _ortvalue(self, name, value):
+        """An output as an OrtValue, bfloat16 outputs (uint16 bits) typed as such."""
+        bf16 = any(o.name == name and "bfloat16" in o.type for o in self._outputs)
+        return OrtValue(value, 16 if bf16 and isinstance(value, _np.ndarray) else None)
 
     def get_modelmeta(self):
         """The model's producer, graph name, domain, doc strings, version and metadata_props."""

@@ -1336,10 +1336,71 @@ static int feed_make(minfer_session *s, PyObject *dict, feed *f) {
     return 0;
 }
 
-/* run(output_names, feed, run_options=None) -> list */
+/* The declared element type of the output named name (UNDEFINED if none). */
+static minfer_dtype output_dtype(const minfer_session *s, const char *name) {
+    size_t n = minfer_session_output_count(s);
+    for (size_t i = 0; i < n; i++) {
+        minfer_value_info vi;
+        if (minfer_session_output_info(s, i, &vi) == MINFER_OK && strcmp(vi.name, name) == 0)
+            return vi.dtype;
+    }
+    return MINFER_DTYPE_UNDEFINED;
+}
+
+/* A tensor over the memory of arr, a numpy array the run writes output
+ * `name` into (IOBinding's bound outputs): C-contiguous, aligned, writeable,
+ * native byte order, of a numeric or bool type; the run checks its type and
+ * shape against the output's. */
+static int wrap_output(const minfer_session *s, const char *name, PyObject *obj,
+                       minfer_tensor **out) {
+    if (!PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "output '%s': a bound output must be a numpy array, not %s",
+                     name, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    PyArrayObject *arr = (PyArrayObject *)obj;
+    if (!PyArray_IS_C_CONTIGUOUS(arr) || !PyArray_ISALIGNED(arr) || !PyArray_ISWRITEABLE(arr) ||
+        !PyArray_ISNOTSWAPPED(arr)) {
+        PyErr_Format(exc_invalid_argument,
+                     "output '%s': a bound array must be C-contiguous, aligned, writeable and in "
+                     "native byte order (the run writes into its memory)", name);
+        return -1;
+    }
+    minfer_dtype dt = minfer_type_of(PyArray_DESCR(arr));
+    if (dt == MINFER_DTYPE_UNDEFINED || dt == MINFER_DTYPE_STRING) {
+        PyErr_Format(exc_invalid_argument, "output '%s': numpy dtype %R cannot be bound (numbers "
+                     "and bool only)", name, (PyObject *)PyArray_DESCR(arr));
+        return -1;
+    }
+    if (dt == MINFER_DTYPE_UINT16 && output_dtype(s, name) == MINFER_DTYPE_BFLOAT16)
+        dt = MINFER_DTYPE_BFLOAT16; /* its bits, as outputs come out */
+    int rank = PyArray_NDIM(arr);
+    if (rank > MINFER_MAX_RANK) {
+        PyErr_Format(exc_invalid_argument, "output '%s': a bound array of rank %d is above %d",
+                     name, rank, MINFER_MAX_RANK);
+        return -1;
+    }
+    int64_t dims[MINFER_MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        dims[i] = (int64_t)PyArray_DIM(arr, i);
+    size_t nbytes = (size_t)PyArray_NBYTES(arr);
+    minfer_status st = nbytes == 0
+        ? minfer_tensor_create(dt, dims, (size_t)rank, out)
+        : minfer_tensor_wrap(dt, dims, (size_t)rank, PyArray_DATA(arr), nbytes, out);
+    if (st != MINFER_OK) {
+        raise_status(st);
+        return -1;
+    }
+    return 0;
+}
+
+/* run(output_names, feed, run_options=None, outputs=None) -> list. outputs,
+ * if given, has one entry per requested output: None (the session
+ * allocates it) or a numpy array the result is written into (no copy on the
+ * Python side; that very array is the list's entry). */
 static PyObject *Session_run(SessionObject *self, PyObject *args) {
-    PyObject *names_obj, *dict, *ro_obj = Py_None;
-    if (!PyArg_ParseTuple(args, "OO|O", &names_obj, &dict, &ro_obj))
+    PyObject *names_obj, *dict, *ro_obj = Py_None, *bound_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "OO|OO", &names_obj, &dict, &ro_obj, &bound_obj))
         return NULL;
     if (!session_ready(self))
         return NULL;
@@ -1366,12 +1427,34 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
         if (!names_seq)
             return NULL;
     }
-    PyObject *result = NULL;
+    PyObject *result = NULL, *bound = NULL;
     minfer_tensor **outs = PyMem_Calloc((size_t)(n_out ? n_out : 1), sizeof *outs);
     feed f;
     if (!outs) {
         PyErr_NoMemory();
         goto done;
+    }
+    if (bound_obj != Py_None) {
+        /* A snapshot (the list may change while the run goes on); it holds
+         * the arrays whose memory the run writes. */
+        bound = PySequence_Tuple(bound_obj);
+        if (!bound)
+            goto done;
+        if (PyTuple_GET_SIZE(bound) != n_out) {
+            PyErr_Format(exc_invalid_argument, "run: %zd bound outputs for %zd requested outputs",
+                         PyTuple_GET_SIZE(bound), n_out);
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < n_out; i++) {
+            PyObject *a = PyTuple_GET_ITEM(bound, i);
+            if (a == Py_None)
+                continue;
+            minfer_value_info vi;
+            const char *oname = out_names ? out_names[i]
+                : minfer_session_output_info(self->s, (size_t)i, &vi) == MINFER_OK ? vi.name : "?";
+            if (wrap_output(self->s, oname, a, &outs[i]) < 0)
+                goto done;
+        }
     }
     if (feed_make(self->s, dict, &f) < 0)
         goto done;
@@ -1397,6 +1480,16 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
     }
     result = PyList_New(n_out);
     for (Py_ssize_t i = 0; i < n_out; i++) {
+        PyObject *a = bound ? PyTuple_GET_ITEM(bound, i) : Py_None;
+        if (a != Py_None) { /* written in place: the array itself */
+            minfer_tensor_free(outs[i]);
+            outs[i] = NULL;
+            if (result) {
+                Py_INCREF(a);
+                PyList_SET_ITEM(result, i, a);
+            }
+            continue;
+        }
         PyObject *v = result ? from_owned(outs[i]) : NULL;
         if (!v) {
             if (!result)
@@ -1408,6 +1501,9 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
         outs[i] = NULL;
     }
 done:
+    for (Py_ssize_t i = 0; outs && i < n_out; i++)
+        minfer_tensor_free(outs[i]); /* wraps of bound arrays, on a failure */
+    Py_XDECREF(bound);
     PyMem_Free(outs);
     PyMem_Free(out_names);
     Py_XDECREF(names_seq);
@@ -1899,7 +1995,8 @@ static PyMethodDef Session_methods[] = {
     {"close", (PyCFunction)Session_close, METH_NOARGS,
      "frees the session now; requests in flight end cancelled"},
     {"run", (PyCFunction)Session_run_held, METH_VARARGS,
-     "run(output_names or None, {name: value}, run_options=None) -> list of values"},
+     "run(output_names or None, {name: value}, run_options=None, outputs=None) -> list of "
+     "values; outputs: per requested output None or a numpy array written in place"},
     {"prepare", (PyCFunction)Session_prepare_held, METH_O,
      "prepare({name: array}): plan for these shapes without running"},
     {"providers", (PyCFunction)Session_providers_held, METH_NOARGS,

@@ -86,7 +86,7 @@ for want in "libminfer0 (= $version)" "python3 (>= " "python3-numpy" "python3-nu
     [[ $deps == *"$want"* ]] || fail "python3-minfer does not depend on $want"
 done
 files=$(dpkg-deb -c "$pydeb" | awk '$1 !~ /^d/ {print $6}')
-for f in minfer/__init__.py minfer/__main__.py minfer/capi/onnxruntime_pybind11_state.py; do
+for f in minfer/__init__.py minfer/__main__.py minfer/_ortvalue.py minfer/capi/onnxruntime_pybind11_state.py; do
     grep -q "/dist-packages/$f\$" <<<"$files" || fail "python3-minfer lacks $f: $files"
 done
 grep -q '/dist-packages/minfer/_minfer\.cpython-.*\.so$' <<<"$files" ||
