@@ -3,11 +3,91 @@
  * ranks, fixed and symbolic dimensions, and the input-shape signature the
  * plan cache is keyed by.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "exec/exec.h"
+
+/* For each value, its place among the graph inputs (-1: not an input);
+ * for each input k and dimension d of a symbolic name, the first
+ * (input, dimension) with that name, as k2 * MINFER_MAX_RANK + d2, when
+ * that is an earlier input k2 < k (-1: none; the dimensions of one input
+ * are not compared with each other). One block: pos[n_values], then
+ * first[n_inputs * RANK].
+ * With it a run's check is linear in the inputs: a name is found by the
+ * graph's hash, a symbolic size compared with its first occurrence's
+ * (a scan of every earlier input made 100k inputs take a minute a run). */
+typedef struct input_index {
+    int *pos;
+    int32_t *first;
+} input_index;
+
+static size_t hash_name(const char *s) { return (size_t)XXH3_64bits(s, strlen(s)); }
+
+static input_index *index_make(const mf_graph *g) {
+    size_t n_first = g->n_inputs * MINFER_MAX_RANK, cap = 16;
+    while (cap < 2 * n_first)
+        cap *= 2;
+    input_index *ix = malloc(sizeof *ix + g->n_values * sizeof(int) + n_first * sizeof(int32_t));
+    int32_t *table = malloc(cap * sizeof *table); /* encoded first occurrences, -1 empty */
+    if (!ix || !table) {
+        free(ix);
+        free(table);
+        return NULL;
+    }
+    ix->pos = (int *)(void *)(ix + 1);
+    ix->first = (int32_t *)(void *)(ix->pos + g->n_values);
+    for (size_t v = 0; v < g->n_values; v++)
+        ix->pos[v] = -1;
+    for (size_t i = 0; i < cap; i++)
+        table[i] = -1;
+    for (size_t k = 0; k < g->n_inputs; k++) {
+        const mf_value *v = &g->values[g->inputs[k]];
+        ix->pos[g->inputs[k]] = (int)k;
+        for (int d = 0; d < MINFER_MAX_RANK; d++) {
+            int32_t *f = &ix->first[k * MINFER_MAX_RANK + (size_t)d];
+            *f = -1;
+            if (d >= v->rank || !v->dim_params[d])
+                continue;
+            size_t h = hash_name(v->dim_params[d]) & (cap - 1);
+            for (;; h = (h + 1) & (cap - 1)) {
+                int32_t e = table[h];
+                if (e < 0) {
+                    table[h] = (int32_t)(k * MINFER_MAX_RANK + (size_t)d);
+                    break;
+                }
+                const mf_value *w = &g->values[g->inputs[e / MINFER_MAX_RANK]];
+                if (strcmp(w->dim_params[e % MINFER_MAX_RANK], v->dim_params[d]) == 0) {
+                    /* within one input a name is not checked (as before) */
+                    *f = (size_t)e / MINFER_MAX_RANK < k ? e : -1;
+                    break;
+                }
+            }
+        }
+    }
+    free(table);
+    return ix;
+}
+
+/* The graph's index, made once; concurrent first runs race to publish it
+ * and the losers free theirs. NULL when out of memory. */
+static const input_index *index_of(mf_graph *g) {
+    input_index *ix = __atomic_load_n((input_index **)&g->input_index, __ATOMIC_ACQUIRE);
+    if (ix)
+        return ix;
+    if (g->n_inputs > (size_t)INT32_MAX / MINFER_MAX_RANK || !(ix = index_make(g)))
+        return NULL;
+    void *expected = NULL;
+    if (!__atomic_compare_exchange_n(&g->input_index, &expected, ix, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        free(ix);
+        ix = expected;
+    }
+    return ix;
+}
 
 /* A declared shape as `minfer info` shows it: "[N,3,224,224]", symbolic
  * dimensions by name. */
@@ -32,15 +112,18 @@ minfer_status mf_run_check_inputs(minfer_session *s, const char *const *names,
                                   const minfer_tensor **bound, int64_t *sig, size_t *sig_len) {
     const mf_graph *g = s->g;
     char a[160], b[160];
+    const input_index *ix = index_of(s->g);
+    if (!ix)
+        return mf_error(MINFER_ERR_NOMEM, "%s: run: out of memory indexing %zu inputs", s->errctx,
+                        g->n_inputs);
     for (size_t k = 0; k < g->n_inputs; k++)
         bound[k] = NULL;
     for (size_t i = 0; i < n; i++) {
         if (!names[i] || !inputs[i])
             return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input %zu has a NULL name or tensor",
                             s->errctx, i);
-        size_t k = 0;
-        while (k < g->n_inputs && strcmp(g->values[g->inputs[k]].name, names[i]) != 0)
-            k++;
+        int vi = mf_graph_find(g, names[i]);
+        size_t k = vi >= 0 && ix->pos[vi] >= 0 ? (size_t)ix->pos[vi] : g->n_inputs;
         if (k == g->n_inputs) {
             char list[512] = "";
             size_t used = 0;
@@ -51,7 +134,6 @@ minfer_status mf_run_check_inputs(minfer_session *s, const char *const *names,
                     break;
                 used += (size_t)w;
             }
-            int vi = mf_graph_find(g, names[i]);
             return mf_error(MINFER_ERR_NOT_FOUND,
                             "%s: run: '%s' is not an input of the model%s (inputs: %s)",
                             s->errctx, names[i],
@@ -110,22 +192,26 @@ minfer_status mf_run_check_inputs(minfer_session *s, const char *const *names,
             return mf_error(MINFER_ERR_SHAPE, "%s: run: input '%s' expects shape %s, got %s",
                             s->errctx, v->name, declared_shape_str(v, a, sizeof a),
                             mf_shape_str(t->view.dims, t->view.rank, b, sizeof b));
-        /* The same symbolic name must mean the same size everywhere. */
+        /* The same symbolic name must mean the same size everywhere: each
+         * occurrence equals the first in an earlier input. */
         for (int d = 0; v->rank >= 0 && d < v->rank; d++) {
-            if (!v->dim_params[d])
+            int32_t e = ix->first[k * MINFER_MAX_RANK + (size_t)d];
+            if (e < 0)
                 continue;
-            for (size_t k2 = 0; k2 < k; k2++) {
-                const mf_value *v2 = &g->values[g->inputs[k2]];
-                for (int d2 = 0; d2 < v2->rank; d2++)
-                    if (v2->dim_params[d2] && strcmp(v2->dim_params[d2], v->dim_params[d]) == 0 &&
-                        bound[k2]->view.dims[d2] != t->view.dims[d])
-                        return mf_error(MINFER_ERR_SHAPE,
-                                        "%s: run: input '%s' dimension %d ('%s') is %lld but "
-                                        "input '%s' gives '%s' as %lld",
-                                        s->errctx, v->name, d, v->dim_params[d],
-                                        (long long)t->view.dims[d], v2->name, v->dim_params[d],
-                                        (long long)bound[k2]->view.dims[d2]);
-            }
+            size_t k2 = (size_t)e / MINFER_MAX_RANK;
+            int d2 = e % MINFER_MAX_RANK;
+            const mf_value *v2 = &g->values[g->inputs[k2]];
+            const minfer_tensor *t2 = bound[k2];
+            /* a sequence or optional input has no dims to compare */
+            if (t2->view.kind != MINFER_VALUE_TENSOR || d2 >= t2->view.rank)
+                continue;
+            if (t2->view.dims[d2] != t->view.dims[d])
+                return mf_error(MINFER_ERR_SHAPE,
+                                "%s: run: input '%s' dimension %d ('%s') is %lld but "
+                                "input '%s' gives '%s' as %lld",
+                                s->errctx, v->name, d, v->dim_params[d],
+                                (long long)t->view.dims[d], v2->name, v->dim_params[d],
+                                (long long)t2->view.dims[d2]);
         }
         sig[pos++] = t->view.dtype;
         sig[pos++] = t->view.rank;

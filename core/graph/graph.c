@@ -110,6 +110,7 @@ void mf_graph_free(mf_graph *g) {
         g->blob_release(g->blob, g->blob_size);
     if (g->blob_fd_set)
         close(g->blob_fd);
+    free(g->input_index);
     free(g);
 }
 

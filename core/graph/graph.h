@@ -121,6 +121,9 @@ struct mf_graph {
      * into SIGBUS (docs/reliability.md). Closed by mf_graph_free. */
     int blob_fd;
     int blob_fd_set;
+    /* What a run's input check looks up (exec/run_inputs.c), made by the
+     * first run and published atomically; freed by mf_graph_free. */
+    void *input_index;
     int compiled_level;
     /* The compiled file's pre-packed constants (its PACK section, an
      * mf_mfc_packs of load/mfc.h), given back by mf_graph_free through

@@ -260,7 +260,7 @@ static uint64_t place_in_order(mf_plan_item *items, const size_t *order, size_t 
 }
 
 /* Orders tried by mf_plan_greedy; the first is TFLite's. */
-enum { BY_SIZE, BY_AREA, BY_SPAN, BY_FIRST, N_ORDERS };
+enum { BY_SIZE, BY_AREA, BY_SPAN, BY_FIRST, N_ORDERS, BY_LAST = N_ORDERS };
 
 /* 1 if item i goes before item j in order `how`; ties fall back to larger,
  * then earlier, then index, so every order is total and deterministic. */
@@ -282,6 +282,10 @@ static int before(const mf_plan_item *items, int how, size_t i, size_t j) {
     case BY_FIRST:
         if (x->first != y->first)
             return x->first < y->first;
+        break;
+    case BY_LAST: /* the sweep's frees (not one of the orders tried) */
+        if (x->last != y->last)
+            return x->last < y->last;
         break;
     default:
         break;
@@ -311,6 +315,209 @@ static void sort_order(const mf_plan_item *items, int how, size_t *order, size_t
     }
 }
 
+/* ---- a sweep for graphs with many buffers alive at once --------------------
+ *
+ * First fit over the placed neighbours costs O(K) for K pairs of buffers
+ * alive together: a graph with n buffers alive at once is O(n^2) per order
+ * (a 417 KB model took 15-37 s to create). Past a budget of pairs,
+ * mf_plan_greedy places the items in order of first use instead, as an
+ * allocator would: the free space below the arena's top is a set of free
+ * intervals in a treap by offset, each node keeping the longest interval
+ * of its subtree, so the lowest interval that fits is found in O(log n).
+ * Before an item is placed, the items whose last step is before its first
+ * are freed (their interval merged with its free neighbours; one touching
+ * the top lowers the top). O(n log n) in all; it is first fit in order of
+ * first use, the fourth of the orders the pair-by-pair planner tries. */
+typedef struct free_node {
+    uint64_t off, len, max_len;
+    uint32_t pri;
+    int32_t l, r;
+} free_node;
+
+typedef struct free_set {
+    free_node *nodes;
+    int32_t *spare; /* recycled node indices */
+    size_t n_nodes, n_spare;
+    uint32_t seed;
+} free_set;
+
+static uint64_t max_len(const free_set *fs, int32_t t) { return t < 0 ? 0 : fs->nodes[t].max_len; }
+
+static void pull(free_set *fs, int32_t t) {
+    free_node *x = &fs->nodes[t];
+    uint64_t m = x->len, a = max_len(fs, x->l), b = max_len(fs, x->r);
+    x->max_len = m > a ? (m > b ? m : b) : (a > b ? a : b);
+}
+
+/* Splits t into offsets < key (*a) and >= key (*b). */
+static void fs_split(free_set *fs, int32_t t, uint64_t key, int32_t *a, int32_t *b) {
+    if (t < 0) {
+        *a = *b = -1;
+        return;
+    }
+    if (fs->nodes[t].off < key) {
+        fs_split(fs, fs->nodes[t].r, key, &fs->nodes[t].r, b);
+        *a = t;
+    } else {
+        fs_split(fs, fs->nodes[t].l, key, a, &fs->nodes[t].l);
+        *b = t;
+    }
+    pull(fs, t);
+}
+
+static int32_t fs_merge(free_set *fs, int32_t a, int32_t b) {
+    if (a < 0)
+        return b;
+    if (b < 0)
+        return a;
+    if (fs->nodes[a].pri > fs->nodes[b].pri) {
+        fs->nodes[a].r = fs_merge(fs, fs->nodes[a].r, b);
+        pull(fs, a);
+        return a;
+    }
+    fs->nodes[b].l = fs_merge(fs, a, fs->nodes[b].l);
+    pull(fs, b);
+    return b;
+}
+
+static int32_t fs_new(free_set *fs, uint64_t off, uint64_t len) {
+    int32_t t = fs->n_spare ? fs->spare[--fs->n_spare] : (int32_t)fs->n_nodes++;
+    fs->seed ^= fs->seed << 13;
+    fs->seed ^= fs->seed >> 17;
+    fs->seed ^= fs->seed << 5;
+    fs->nodes[t] = (free_node){off, len, len, fs->seed, -1, -1};
+    return t;
+}
+
+/* The lowest-offset interval of at least len bytes, or -1. */
+static int32_t fs_first_fit(const free_set *fs, int32_t t, uint64_t len) {
+    while (t >= 0 && fs->nodes[t].max_len >= len) {
+        const free_node *x = &fs->nodes[t];
+        if (max_len(fs, x->l) >= len)
+            t = x->l;
+        else if (x->len >= len)
+            return t;
+        else
+            t = x->r;
+    }
+    return -1;
+}
+
+static int32_t fs_edge(const free_set *fs, int32_t t, int right) {
+    while (t >= 0 && (right ? fs->nodes[t].r : fs->nodes[t].l) >= 0)
+        t = right ? fs->nodes[t].r : fs->nodes[t].l;
+    return t;
+}
+
+/* Frees [off, off + len) below *top: merged with the free intervals it
+ * touches, or given to the top when it reaches it. */
+static void fs_free(free_set *fs, int32_t *root, uint64_t *top, uint64_t off, uint64_t len) {
+    int32_t a, b, m;
+    fs_split(fs, *root, off, &a, &b);
+    int32_t pred = fs_edge(fs, a, 1), succ = fs_edge(fs, b, 0);
+    if (pred >= 0 && fs->nodes[pred].off + fs->nodes[pred].len == off) {
+        off = fs->nodes[pred].off;
+        len += fs->nodes[pred].len;
+        fs_split(fs, a, off, &a, &m); /* m is pred alone */
+        fs->spare[fs->n_spare++] = m;
+    }
+    if (succ >= 0 && off + len == fs->nodes[succ].off) {
+        len += fs->nodes[succ].len;
+        fs_split(fs, b, fs->nodes[succ].off + 1, &m, &b); /* m is succ alone */
+        fs->spare[fs->n_spare++] = m;
+    }
+    if (off + len == *top) {
+        *top = off;
+        *root = fs_merge(fs, a, b);
+        return;
+    }
+    *root = fs_merge(fs, fs_merge(fs, a, fs_new(fs, off, len)), b);
+}
+
+/* Takes len bytes from the lowest free interval that holds them, else from
+ * the top; returns the offset. */
+static uint64_t fs_take(free_set *fs, int32_t *root, uint64_t *top, uint64_t len) {
+    int32_t t = fs_first_fit(fs, *root, len);
+    if (t < 0) {
+        uint64_t at = *top;
+        *top += len;
+        return at;
+    }
+    uint64_t at = fs->nodes[t].off, rest = fs->nodes[t].len - len;
+    int32_t a, b, m;
+    fs_split(fs, *root, at, &a, &b);
+    fs_split(fs, b, at + 1, &m, &b);
+    fs->spare[fs->n_spare++] = m;
+    if (rest)
+        b = fs_merge(fs, fs_new(fs, at + len, rest), b);
+    *root = fs_merge(fs, a, b);
+    return at;
+}
+
+/* Past this many pairs of buffers alive together, mf_plan_greedy sweeps. */
+#define SWEEP_PAIRS ((uint64_t)1 << 22)
+
+/* Pairs of items alive at once, counted up to cap (sorting the first and
+ * last steps: O(n log n)). */
+static uint64_t alive_pairs(const mf_plan_item *items, size_t n, uint64_t cap) {
+    int32_t *f = mf_malloc(2 * n * sizeof *f);
+    if (!f)
+        return cap;
+    int32_t *l = f + n;
+    for (size_t i = 0; i < n; i++) {
+        f[i] = items[i].first;
+        l[i] = items[i].last;
+    }
+    qsort(f, n, sizeof *f, step_cmp);
+    qsort(l, n, sizeof *l, step_cmp);
+    uint64_t pairs = 0;
+    size_t ended = 0;
+    for (size_t i = 0; i < n && pairs < cap; i++) {
+        while (ended < n && l[ended] < f[i])
+            ended++;
+        pairs += i - (ended < i ? ended : i); /* started before it, not ended */
+    }
+    free(f);
+    return pairs;
+}
+
+/* First fit in order of first use with the free-interval treap; order and
+ * tmp have room for n. */
+static uint64_t plan_sweep(mf_plan_item *items, size_t n, uint64_t align, size_t *order,
+                           size_t *tmp) {
+    free_set fs = {mf_malloc((n + 2) * sizeof *fs.nodes), mf_malloc((n + 2) * sizeof *fs.spare),
+                   0, 0, 2463534242u};
+    size_t *by_last = mf_malloc(n * sizeof *by_last);
+    if (!fs.nodes || !fs.spare || !by_last) {
+        free(fs.nodes);
+        free(fs.spare);
+        free(by_last);
+        return UINT64_MAX;
+    }
+    sort_order(items, BY_LAST, by_last, tmp, n);
+    sort_order(items, BY_FIRST, order, tmp, n);
+    int32_t root = -1;
+    uint64_t top = 0, arena = 0;
+    size_t freed = 0;
+    for (size_t k = 0; k < n; k++) {
+        mf_plan_item *it = &items[order[k]];
+        for (; freed < n && items[by_last[freed]].last < it->first; freed++) {
+            const mf_plan_item *o = &items[by_last[freed]];
+            uint64_t len = align_up(o->size, align);
+            if (len)
+                fs_free(&fs, &root, &top, o->offset, len);
+        }
+        uint64_t len = align_up(it->size, align);
+        it->offset = len ? fs_take(&fs, &root, &top, len) : 0;
+        if (it->offset + len > arena)
+            arena = it->offset + len;
+    }
+    free(by_last);
+    free(fs.nodes);
+    free(fs.spare);
+    return arena;
+}
+
 /* Greedy by size, as TFLite does; and because it is a heuristic, the same
  * first-fit placement in three other orders (by size x lifetime, by
  * lifetime, by first use), keeping the smallest arena. Each order costs
@@ -320,6 +527,12 @@ static void sort_order(const mf_plan_item *items, int how, size_t *order, size_t
 uint64_t mf_plan_greedy(mf_plan_item *items, size_t n, uint64_t align) {
     if (n == 0)
         return 0;
+    if (alive_pairs(items, n, SWEEP_PAIRS) >= SWEEP_PAIRS) {
+        size_t *order = mf_malloc(2 * n * sizeof *order);
+        uint64_t arena = order ? plan_sweep(items, n, align, order, order + n) : UINT64_MAX;
+        free(order);
+        return arena;
+    }
     size_t *order = mf_malloc(3 * n * sizeof *order);
     near_item *near = mf_malloc(2 * n * sizeof *near);
     live_index ix;

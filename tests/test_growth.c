@@ -1,0 +1,229 @@
+/*
+ * Work that must grow linearly (or n log n) with the graph (issue 39): a
+ * model of N graph inputs x_i [N-symbolic], each through a Neg, all joined
+ * by a tree of Concats (64 inputs a node at most), so N buffers are alive at once (the planner) and a run
+ * checks N inputs sharing one symbolic dimension (the input check). A run
+ * with 4N inputs must cost less than 8x what N cost (linear: 4x; the
+ * quadratic check it replaced: 16x), creation less than 10x (it is linear
+ * but its passes over the nodes leave the caches between 2000 and 8000
+ * nodes: x6-7 measured; the planner, its quadratic part, is timed alone
+ * below). Times are the best of
+ * five tries, compared in one process, alternating, so a loaded machine
+ * slows both sides alike, and the 2x margin either way absorbs its noise;
+ * the sizes are large enough (tens of ms) for the ratio to be measured,
+ * small enough for the test to take ~2 s.
+ *   test_growth [N]
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "fuzz/onnx_build.h"
+#include "minfer/minfer.h"
+#include "plan/planner.h"
+
+#define T_FLOAT ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+
+static size_t base_n = 2000;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+typedef struct model {
+    size_t n;
+    uint8_t *bytes;
+    size_t len;
+    char **names;
+    minfer_tensor **inputs;
+} model;
+
+/* Joins names[0..n) (each a space-free value name) into "out" with a tree
+ * of Concats of at most 64 inputs each (a node takes at most 64), so the
+ * n values stay alive until their Concat runs. */
+static void concat_tree(Onnx__GraphProto *g, char **names, size_t n, int *uniq) {
+    while (n > 1) {
+        size_t groups = (n + 63) / 64;
+        for (size_t k = 0; k < groups; k++) {
+            size_t lo = k * 64, hi = lo + 64 < n ? lo + 64 : n;
+            char *in = malloc((hi - lo) * 24 + 1), *at = in;
+            assert_non_null(in);
+            for (size_t i = lo; i < hi; i++)
+                at += sprintf(at, "%s%s", i > lo ? " " : "", names[i]);
+            char out[32];
+            if (groups == 1)
+                snprintf(out, sizeof out, "z");
+            else
+                snprintf(out, sizeof out, "c%d", (*uniq)++);
+            Onnx__NodeProto *c = ob_node(g, "Concat", in, out);
+            ob_attr_int(c, "axis", 0);
+            free(in);
+            free(names[k]);
+            names[k] = strdup(out);
+            for (size_t i = lo + (k == 0); i < hi; i++)
+                if (i >= groups) {
+                    free(names[i]);
+                    names[i] = NULL;
+                }
+        }
+        n = groups;
+    }
+}
+
+static void model_make(model *m, size_t n) {
+    m->n = n;
+    Onnx__ModelProto *mp = ob_model(13);
+    Onnx__GraphProto *g = mp->graph;
+    char **ys = calloc(n, sizeof *ys);
+    m->names = calloc(n, sizeof *m->names);
+    m->inputs = calloc(n, sizeof *m->inputs);
+    assert_non_null(ys);
+    /* every Neg before any Concat: all n outputs alive at once */
+    for (size_t i = 0; i < n; i++) {
+        char x[32], y[32];
+        snprintf(x, sizeof x, "x%zu", i);
+        snprintf(y, sizeof y, "y%zu", i);
+        ob_input(g, x, T_FLOAT, 1, (const int64_t[]){-1});
+        ob_node(g, "Neg", x, y);
+        ys[i] = strdup(y);
+        m->names[i] = strdup(x);
+        assert_int_equal(minfer_tensor_create(MINFER_DTYPE_FLOAT, (const int64_t[]){1}, 1,
+                                              &m->inputs[i]),
+                         MINFER_OK);
+        *(float *)minfer_tensor_data(m->inputs[i]) = (float)i;
+    }
+    int uniq = 0;
+    concat_tree(g, ys, n, &uniq);
+    free(ys[0]);
+    free(ys);
+    ob_output(g, "z", T_FLOAT);
+    m->bytes = ob_finish(mp, &m->len);
+}
+
+static void model_free(model *m) {
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->names[i]);
+        minfer_tensor_free(m->inputs[i]);
+    }
+    free(m->names);
+    free(m->inputs);
+    free(m->bytes);
+}
+
+/* Creates a session (its time into *create_ms), runs it (*run_ms: the
+ * best of three runs) and checks z. */
+static void measure(const model *m, double *create_ms, double *run_ms) {
+    minfer_options *opt = NULL;
+    assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+    assert_int_equal(minfer_options_set_providers_str(opt, "cpu"), MINFER_OK);
+    assert_int_equal(minfer_options_set_threads(opt, 1), MINFER_OK);
+    minfer_session *s = NULL;
+    double t = now_ms();
+    minfer_status st = minfer_session_create_from_memory(m->bytes, m->len, opt, &s);
+    *create_ms = now_ms() - t;
+    minfer_options_free(opt);
+    if (st != MINFER_OK)
+        fail_msg("create (%zu inputs): %s", m->n, minfer_last_error());
+    *run_ms = 1e300;
+    for (int r = 0; r < 3; r++) {
+        minfer_tensor *out = NULL;
+        t = now_ms();
+        st = minfer_session_run(s, (const char *const *)m->names,
+                                (const minfer_tensor *const *)m->inputs, m->n, NULL, &out, 1);
+        double ms = now_ms() - t;
+        if (st != MINFER_OK)
+            fail_msg("run (%zu inputs): %s", m->n, minfer_last_error());
+        if (ms < *run_ms)
+            *run_ms = ms;
+        assert_int_equal(minfer_tensor_numel(out), (int64_t)m->n);
+        const float *z = minfer_tensor_data(out);
+        for (size_t i = 0; i < m->n; i++)
+            assert_true(z[i] == -(float)i);
+        minfer_tensor_free(out);
+    }
+    minfer_session_free(s);
+}
+
+static void test_creation_and_runs_grow_linearly(void **state) {
+    (void)state;
+    model small, big;
+    model_make(&small, base_n);
+    model_make(&big, 4 * base_n);
+    double c1 = 1e300, c2 = 1e300, r1 = 1e300, r2 = 1e300;
+    for (int k = 0; k < 5; k++) { /* alternating, the best of each */
+        double c, r;
+        measure(&small, &c, &r);
+        c1 = c < c1 ? c : c1;
+        r1 = r < r1 ? r : r1;
+        measure(&big, &c, &r);
+        c2 = c < c2 ? c : c2;
+        r2 = r < r2 ? r : r2;
+    }
+    printf("inputs %zu -> %zu: create %.1f -> %.1f ms (x%.2f), run %.2f -> %.2f ms (x%.2f)\n",
+           small.n, big.n, c1, c2, c2 / c1, r1, r2, r2 / r1);
+    model_free(&small);
+    model_free(&big);
+    if (c2 > 10 * c1)
+        fail_msg("creation grows faster than linearly: x%.2f for 4x the inputs", c2 / c1);
+    if (r2 > 8 * r1)
+        fail_msg("a run grows faster than linearly: x%.2f for 4x the inputs", r2 / r1);
+}
+
+/* The planner alone: n buffers, each alive with about n/2 others (far past
+ * the pair budget at which mf_plan_greedy stops visiting pairs), placed in
+ * milliseconds; 4n must cost less than 8x n (the pair-by-pair planner:
+ * 16x, seconds at 16000). */
+static double plan_ms(size_t n, uint64_t *arena) {
+    mf_plan_item *it = calloc(n, sizeof *it);
+    assert_non_null(it);
+    uint64_t seed = 7;
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        it[i].size = 64 + (seed >> 40) % 4096;
+        it[i].first = (int)i;
+        it[i].last = (int)(i + n / 2);
+    }
+    double t = now_ms();
+    *arena = mf_plan_greedy(it, n, 64);
+    t = now_ms() - t;
+    for (size_t i = 0; i < n; i++)
+        assert_true(it[i].offset + it[i].size <= *arena);
+    free(it);
+    return t;
+}
+
+static void test_planner_grows_n_log_n(void **state) {
+    (void)state;
+    size_t n = 2 * base_n;
+    double p1 = 1e300, p2 = 1e300;
+    uint64_t a1 = 0, a2 = 0;
+    for (int k = 0; k < 5; k++) {
+        double t = plan_ms(n, &a1);
+        p1 = t < p1 ? t : p1;
+        t = plan_ms(4 * n, &a2);
+        p2 = t < p2 ? t : p2;
+    }
+    printf("planner %zu -> %zu buffers: %.2f -> %.2f ms (x%.2f), arenas %llu, %llu bytes\n", n,
+           4 * n, p1, p2, p2 / p1, (unsigned long long)a1, (unsigned long long)a2);
+    if (p2 > 8 * p1)
+        fail_msg("the planner grows faster than n log n: x%.2f for 4x the buffers", p2 / p1);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1)
+        base_n = (size_t)strtoull(argv[1], NULL, 10);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_creation_and_runs_grow_linearly),
+        cmocka_unit_test(test_planner_grows_n_log_n),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
