@@ -134,12 +134,13 @@ def ms_model(nodes, feeds, inits, outs):
     return m
 
 
-def qlinear_binary(op, dt, shape_b):
-    a = q8((2, 3, 4, 5), dt)
+def qlinear_binary(op, dt, shape_b, shape_a=(2, 3, 4, 5), scales=None):
+    a = q8(shape_a, dt)
     b = q8(shape_b, dt)
-    inits = [("as", np.float32(0.0173)), ("az", q8((), dt)), ("b", b),
-             ("bs", np.float32(0.0411)), ("bz", q8((), dt)),
-             ("cs", np.float32(0.0537 if op == "QLinearAdd" else 0.231)), ("cz", q8((), dt))]
+    sa, sb, sc = scales or (0.0173, 0.0411, 0.0537 if op == "QLinearAdd" else 0.231)
+    inits = [("as", np.float32(sa)), ("az", q8((), dt)), ("b", b),
+             ("bs", np.float32(sb)), ("bz", q8((), dt)),
+             ("cs", np.float32(sc)), ("cz", q8((), dt))]
     n = helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["c"],
                          domain="com.microsoft")
     return ms_model([n], [("a", a)], inits, [("c", T[np.dtype(dt)])]), [("a", a)]
@@ -154,12 +155,42 @@ def qlinear_gap(dt, channels_last):
     return ms_model([n], [("x", x)], inits, [("y", T[np.dtype(dt)])]), [("x", x)]
 
 
-# com.microsoft QOperator ops of the contrib plugin, zero steps off on these
-# data (ORT's x86 kernels vectorise QLinearAdd with their own rounding of
-# the scale ratios, so other data could put a tie a step apart).
+def qlinearadd_grid(dt, form, scales, zps):
+    """QLinearAdd on every pair (a, b) of the type's values: a 256 x 256 grid
+    as two full tensors, or with B ('inner_b') or A ('inner_a') one value per
+    row (broadcast along the last axis), or B one scalar."""
+    v = np.arange(0, 256) if dt == np.uint8 else np.arange(-128, 128)
+    col, row = v.astype(dt).reshape(1, 256), v.astype(dt).reshape(256, 1)
+    a, b = {"full": (np.broadcast_to(col, (256, 256)).copy(), np.broadcast_to(row, (256, 256)).copy()),
+            "inner_b": (np.broadcast_to(col, (256, 256)).copy(), row),
+            "inner_a": (row, np.broadcast_to(col, (256, 256)).copy()),
+            "scalar_b": (np.broadcast_to(col, (256, 256)).copy(), v[97:98].astype(dt))}[form]
+    (sa, sb, sc), (za, zb, zc) = scales, zps
+    inits = [("as", np.float32(sa)), ("az", dt(za)), ("b", b), ("bs", np.float32(sb)),
+             ("bz", dt(zb)), ("cs", np.float32(sc)), ("cz", dt(zc))]
+    n = helper.make_node("QLinearAdd", ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["c"],
+                         domain="com.microsoft")
+    return ms_model([n], [("a", a)], inits, [("c", T[np.dtype(dt)])]), [("a", a)]
+
+
+# A MobileNet V2's residual Add (quantize_static, MinMax): ORT's x86 kernel
+# computes fma(a, sa/sc, fma(b, sb/sc, zc - (sa/sc za + sb/sc zb))) in float,
+# a last bit from (sa (a - za) + sb (b - zb)) / sc on two of these 65536
+# pairs, a tie apart: one step there, 15 steps at the network's output.
+MBV2 = ((0.04724602, 0.03807073, 0.05645178), (127, 138, 132))
+MBV2_S8 = ((0.04724602, 0.03807073, 0.05645178), (-1, 10, 4))
+
+# com.microsoft QOperator ops of the contrib plugin against ORT's x86 kernels,
+# zero steps off: QLinearAdd in every operand form of ORT's broadcast loop
+# (both spans, B a scalar or one value per innermost run, A so: swapped).
 CONTRIB = {
     "qlinearadd_u8": lambda: qlinear_binary("QLinearAdd", np.uint8, (2, 3, 4, 5)),
     "qlinearadd_s8_broadcast": lambda: qlinear_binary("QLinearAdd", np.int8, (1, 3, 1, 5)),
+    "qlinearadd_u8_grid": lambda: qlinearadd_grid(np.uint8, "full", *MBV2),
+    "qlinearadd_s8_grid": lambda: qlinearadd_grid(np.int8, "full", *MBV2_S8),
+    "qlinearadd_u8_grid_inner_b": lambda: qlinearadd_grid(np.uint8, "inner_b", *MBV2),
+    "qlinearadd_u8_grid_inner_a": lambda: qlinearadd_grid(np.uint8, "inner_a", *MBV2),
+    "qlinearadd_s8_grid_scalar_b": lambda: qlinearadd_grid(np.int8, "scalar_b", *MBV2_S8),
     "qlinearmul_u8_broadcast": lambda: qlinear_binary("QLinearMul", np.uint8, (5,)),
     "qlinearmul_s8": lambda: qlinear_binary("QLinearMul", np.int8, (2, 3, 4, 5)),
     "qlinear_gap_u8": lambda: qlinear_gap(np.uint8, 0),

@@ -5,8 +5,17 @@
  * int8, with per-tensor scales and zero points. Each follows the order of
  * operations of ORT's MLAS kernels (qladd.cpp, qlmul.cpp,
  * qlgavgpool.cpp), in float:
- *   QLinearAdd  c = round_half_even(clamp((sa (a - za) + sb (b - zb)) / sc,
- *               qmin - zc, qmax - zc)) + zc;
+ *   QLinearAdd  as MLAS's AVX2 kernel (qladd_avx2.cpp), the one ORT runs on
+ *               x86-64: with the float ratios ra = sa / sc, rb = sb / sc and
+ *               k = zc - (ra za + rb zb), c = saturate(round_half_even(
+ *               fma(a, ra, fma(b, rb, k)))) on the raw a and b; where B is
+ *               one value along the innermost run (a scalar, or broadcast
+ *               along the last axis) k takes b first, k' = k + b rb, and
+ *               c = fma(a, ra, k'); where A is, A and B swap roles, as ORT's
+ *               broadcast loop passes the scalar as B. These differ from
+ *               (sa (a - za) + sb (b - zb)) / sc in the last bit, enough to
+ *               move a tie: one step on an element, which a MobileNet V2
+ *               carries to 15 steps at its output.
  *   QLinearMul  c = saturate(round_half_even(float((a - za) (b - zb)) *
  *               (sa * sb / sc)) + zc);
  *   QLinearGlobalAveragePool  the int32 sum of a channel's image less
@@ -179,20 +188,32 @@ static minfer_status binary_compute(compute_args *a, int mul) {
         ay *= dy;
     }
     float ratio = p.sa * p.sb / p.sc;
-    float lo = (float)((t == MINFER_DTYPE_UINT8 ? 0 : -128) - p.zc);
-    float hi = (float)((t == MINFER_DTYPE_UINT8 ? 255 : 127) - p.zc);
+    /* QLinearAdd: which operand is one value along the innermost run */
+    int32_t inner = r - 1;
+    while (inner > 0 && d[inner] == 1)
+        inner--;
+    int scalar_b = numel(y) == 1 || (r > 0 && sy[inner] == 0 && sx[inner] != 0);
+    int scalar_a = !scalar_b && (numel(x) == 1 || (r > 0 && sx[inner] == 0 && sy[inner] != 0));
+    float ra = p.sa / p.sc, rb = p.sb / p.sc;
+    if (scalar_a) { /* ORT passes the scalar as B: the ratios swap roles */
+        float f = ra;
+        ra = rb;
+        rb = f;
+    }
+    float fixed = (float)p.zc - (ra * (float)(scalar_a ? p.zb : p.za) +
+                                 rb * (float)(scalar_a ? p.za : p.zb));
     int64_t idx[MINFER_MAX_RANK] = {0};
     size_t ox = 0, oy = 0;
     for (size_t i = 0; i < n; i++) {
-        int32_t va = qget(x->data, t, ox) - p.za, vb = qget(y->data, t, oy) - p.zb;
+        int32_t qa = qget(x->data, t, ox), qb = qget(y->data, t, oy);
         int32_t c;
         if (mul) {
-            c = round_i32((float)(va * vb) * ratio) + p.zc;
+            c = round_i32((float)((qa - p.za) * (qb - p.zb)) * ratio) + p.zc;
         } else {
-            float f = (p.sa * (float)va + p.sb * (float)vb) / p.sc;
-            f = f > lo ? f : lo;
-            f = f < hi ? f : hi;
-            c = round_i32(f) + p.zc;
+            float va = (float)(scalar_a ? qb : qa), vb = (float)(scalar_a ? qa : qb);
+            float f = scalar_a || scalar_b ? fmaf(va, ra, fixed + vb * rb)
+                                           : fmaf(va, ra, fmaf(vb, rb, fixed));
+            c = round_i32(f);
         }
         qput(o->data, t, i, c);
         for (int32_t k = r - 1; k >= 0; k--) {
