@@ -10,11 +10,12 @@
  *     Reshape chains, Cast and Transpose pairs, BatchNormalization
  *     folding, zero Pads into Conv and AveragePool, one-input Concats),
  *     repeated until a round changes nothing (at most 8 rounds);
- *  2. for level >= 2, the fusions (LayerNorm, RMSNorm, Gelu, Pow(x, 2) as
+ *  2. for level >= 2, the fusions (QDQ groups into integer ops, LayerNorm, RMSNorm, Gelu, Pow(x, 2) as
  *     a Mul, rotary embeddings, constant Where masks as Adds, Attention,
  *     MatMul, Gemm, Gelu
  *     into MatMul/Gemm, BatchNormalization + Relu as a depthwise Conv,
- *     Conv), then the basic passes once more;
+ *     Conv), then the basic passes once more; until then constant folding
+ *     leaves DequantizeLinear nodes alone, for the QDQ fusion;
  *  3. unreferenced initializers are dropped and the graph is finalized.
  *
  * A pass marks the nodes it removes dead and edits the rest in place: a
@@ -58,6 +59,7 @@ static const pass_entry basic_passes[] = {
 };
 
 static const pass_entry fusion_passes[] = {
+    {"qdq_fuse", mf_pass_qdq_fuse},
     {"fuse_layernorm", mf_pass_fuse_layernorm},
     {"fuse_rmsnorm", mf_pass_fuse_rmsnorm},
     {"fuse_gelu", mf_pass_fuse_gelu},
@@ -183,6 +185,7 @@ minfer_status mf_optimize_gated(mf_graph *g, const mf_opt_ctx *ctx, const mf_opt
     o.gate = gate && gate->supports ? gate : NULL;
     if ((st = mf_opt_reindex(&o)) != MINFER_OK)
         goto done;
+    o.keep_dequantize = local.level >= 2;
     for (int round = 0; round < MAX_ROUNDS; round++) {
         size_t total = 0;
         if ((st = run_passes(&o, basic_passes, sizeof basic_passes / sizeof basic_passes[0], 0,
@@ -194,8 +197,10 @@ minfer_status mf_optimize_gated(mf_graph *g, const mf_opt_ctx *ctx, const mf_opt
     if (local.level >= 2) {
         size_t total = 0;
         if ((st = run_passes(&o, fusion_passes, sizeof fusion_passes / sizeof fusion_passes[0], 1,
-                             &total)) != MINFER_OK ||
-            (st = run_passes(&o, basic_passes, sizeof basic_passes / sizeof basic_passes[0], 0,
+                             &total)) != MINFER_OK)
+            goto done;
+        o.keep_dequantize = 0;
+        if ((st = run_passes(&o, basic_passes, sizeof basic_passes / sizeof basic_passes[0], 0,
                              &total)) != MINFER_OK)
             goto done;
     }

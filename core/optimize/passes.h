@@ -67,6 +67,9 @@ typedef struct mf_opt {
     int saved_at[4];
     int n_saved;
     int save_failed; /* a node that cannot be copied: the fusion is kept unasked */
+    /* Level 2, until the fusions ran: constant folding leaves DequantizeLinear
+     * nodes alone, for the QDQ fusions (passes_quant.c) to find. */
+    int keep_dequantize;
 } mf_opt;
 
 /* One pass: returns an error only for a real failure (out of memory);
@@ -187,5 +190,6 @@ minfer_status mf_pass_where_mask(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_attention(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_matmul_gelu(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_rotary(mf_opt *o, size_t *fired);
+minfer_status mf_pass_qdq_fuse(mf_opt *o, size_t *fired);         /* passes_quant.c */
 
 #endif

@@ -393,7 +393,8 @@ minfer_status mf_pass_fold_constants(mf_opt *o, size_t *fired) {
     for (size_t k = 0; k < g->n_nodes; k++) {
         int i = g->order[k];
         const mf_node *n = &g->nodes[i];
-        if (!live(o, (size_t)i) || !foldable(o, n) || known_too_big(o, n))
+        if (!live(o, (size_t)i) || !foldable(o, n) || known_too_big(o, n) ||
+            (o->keep_dequantize && mf_opt_is(g, i, "DequantizeLinear")))
             continue;
         minfer_tensor *outs[64] = {0};
         st = o->ctx->eval_node(o->ctx->user, g, i, outs);

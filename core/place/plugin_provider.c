@@ -204,6 +204,12 @@ static int needs_discovery(const mf_graph *g, const plugin_ctx *c) {
     for (size_t i = 0; i < g->n_nodes; i++) {
         const mf_node *n = &g->nodes[i];
         const char *d = n->domain ? n->domain : "";
+        /* A QDQ model: the optimizer's QDQ fusion (passes_quant.c) makes
+         * com.microsoft QLinearAdd and the like, as ONNX Runtime runs it,
+         * which a plugin serves. */
+        if (!d[0] && strcmp(n->op_type, "DequantizeLinear") == 0 &&
+            !mf_plugin_find(c->libs, c->n_libs, "com.microsoft", "QLinearAdd", 1, NULL))
+            return 1;
         if (strcmp(d, "ai.onnx.ml") == 0 || strcmp(d, "minfer") == 0 ||
             strcmp(d, "ai.onnx.preview.training") == 0 || (!d[0] && mf_infer_known(d, n->op_type)))
             continue;
