@@ -607,6 +607,38 @@ static void test_cpu_older_host_declines_strings(void **state) {
     dlclose(l.handle);
 }
 
+/* The one table of fused activations: names, parameter counts, defaults. */
+static void test_activations(void **state) {
+    (void)state;
+    minfer_kit_act k;
+    char why[128];
+    assert_int_equal(minfer_kit_act_parse("", NULL, 0, &k, why, sizeof why), 0);
+    assert_int_equal(k.kind, MINFER_KIT_ACT_NONE);
+    assert_int_equal(minfer_kit_act_parse(NULL, NULL, 0, &k, why, sizeof why), 0);
+    assert_int_equal(k.kind, MINFER_KIT_ACT_NONE);
+    assert_int_equal(minfer_kit_act_parse("Clip", NULL, 0, &k, why, sizeof why), 0);
+    assert_int_equal(k.kind, MINFER_KIT_ACT_CLIP);
+    assert_true(k.p[0] == -FLT_MAX && k.p[1] == FLT_MAX && k.is_default);
+    const float one[] = {-1.0f};
+    assert_int_equal(minfer_kit_act_parse("Clip", one, 1, &k, why, sizeof why), 0);
+    assert_true(k.p[0] == -1.0f && k.p[1] == FLT_MAX && !k.is_default && k.n_given == 1);
+    assert_int_equal(minfer_kit_act_parse("LeakyRelu", NULL, 0, &k, why, sizeof why), 0);
+    assert_true(k.kind == MINFER_KIT_ACT_LEAKYRELU && k.p[0] == 0.01f);
+    assert_int_equal(minfer_kit_act_parse("HardSigmoid", NULL, 0, &k, why, sizeof why), 0);
+    assert_true(k.p[0] == 0.2f && k.p[1] == 0.5f);
+    assert_int_equal(minfer_kit_act_parse("HardSwish", NULL, 0, &k, why, sizeof why), 0);
+    assert_true(k.kind == MINFER_KIT_ACT_HARDSWISH && k.is_default);
+    const float two[] = {0.5f, 0.25f};
+    assert_int_equal(minfer_kit_act_parse("Relu", two, 1, &k, why, sizeof why), -1);
+    assert_non_null(strstr(why, "activation 'Relu': 1 activation_params, it takes 0"));
+    assert_int_equal(minfer_kit_act_parse("Swish", NULL, 0, &k, why, sizeof why), -1);
+    assert_non_null(strstr(why, "'Swish'"));
+    const char *names[] = {"Relu", "Sigmoid", "Tanh", "Silu", "Gelu", "GeluTanh", "Elu",
+                           "Selu", "Softsign", "Exp", "Log", "Sqrt", "Abs"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_int_equal(minfer_kit_act_parse(names[i], NULL, 0, &k, NULL, 0), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup_by_opset),
@@ -620,6 +652,7 @@ int main(void) {
         cmocka_unit_test(test_half_round_trip),
         cmocka_unit_test(test_half_rounding),
         cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_activations),
         cmocka_unit_test(test_cpu_older_host_runs),
         cmocka_unit_test(test_cpu_older_host_declines_strings),
     };

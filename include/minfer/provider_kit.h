@@ -39,6 +39,7 @@
 #ifndef MINFER_PROVIDER_KIT_H
 #define MINFER_PROVIDER_KIT_H
 
+#include <float.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -593,6 +594,97 @@ static inline uint16_t minfer_float_to_bf16(float f) {
         return (uint16_t)((u >> 16) | 0x40u);
     u += 0x7fffu + ((u >> 16) & 1u);
     return (uint16_t)(u >> 16);
+}
+
+/* ---- Fused activations ------------------------------------------------------ */
+
+/* The activation a fused node's "activation" attribute names (minfer's
+ * FusedConv, FusedGemm and FusedMatMul, which core/optimize writes;
+ * com.microsoft's FusedConv and FusedGemm), its "activation_params" the
+ * parameters: one table of names, parameter counts and defaults (the ONNX
+ * op's attribute defaults; HardSwish as x * HardSigmoid(x; 1/6, 1/2)) for
+ * every provider and plugin. Each computes the kinds it has and declines
+ * the others. */
+enum {
+    MINFER_KIT_ACT_NONE, /* "" */
+    MINFER_KIT_ACT_RELU,
+    MINFER_KIT_ACT_LEAKYRELU,   /* alpha = 0.01 */
+    MINFER_KIT_ACT_CLIP,        /* min = -FLT_MAX, max = FLT_MAX */
+    MINFER_KIT_ACT_SIGMOID,
+    MINFER_KIT_ACT_TANH,
+    MINFER_KIT_ACT_HARDSIGMOID, /* alpha = 0.2, beta = 0.5 */
+    MINFER_KIT_ACT_HARDSWISH,   /* alpha = 1/6, beta = 0.5 */
+    MINFER_KIT_ACT_SILU,
+    MINFER_KIT_ACT_GELU,        /* erf form */
+    MINFER_KIT_ACT_GELU_TANH,   /* tanh approximation ("GeluTanh") */
+    MINFER_KIT_ACT_ELU,         /* alpha = 1 */
+    MINFER_KIT_ACT_SELU,        /* alpha = 1.67326..., gamma = 1.05070... */
+    MINFER_KIT_ACT_SOFTSIGN,
+    MINFER_KIT_ACT_EXP,
+    MINFER_KIT_ACT_LOG,
+    MINFER_KIT_ACT_SQRT,
+    MINFER_KIT_ACT_ABS
+};
+
+typedef struct minfer_kit_act {
+    int kind;      /* MINFER_KIT_ACT_* */
+    float p[2];    /* its parameters: those given, the defaults after them */
+    size_t n_given; /* how many activation_params gave */
+    int is_default; /* every parameter is the default (a fixed kernel may compute it) */
+} minfer_kit_act;
+
+/* Reads name (NULL or "": none) with n params into *out: 0, or -1 for a
+ * name the table does not have or more params than the activation takes
+ * (the reason, "activation 'X': ...", in why). */
+static inline int minfer_kit_act_parse(const char *name, const float *params, size_t n,
+                                       minfer_kit_act *out, char *why, size_t why_size) {
+    static const struct {
+        const char *name;
+        int kind;
+        size_t n_params;
+        float d0, d1;
+    } table[] = {
+        {"", MINFER_KIT_ACT_NONE, 0, 0, 0},
+        {"Relu", MINFER_KIT_ACT_RELU, 0, 0, 0},
+        {"LeakyRelu", MINFER_KIT_ACT_LEAKYRELU, 1, 0.01f, 0},
+        {"Clip", MINFER_KIT_ACT_CLIP, 2, -FLT_MAX, FLT_MAX},
+        {"Sigmoid", MINFER_KIT_ACT_SIGMOID, 0, 0, 0},
+        {"Tanh", MINFER_KIT_ACT_TANH, 0, 0, 0},
+        {"HardSigmoid", MINFER_KIT_ACT_HARDSIGMOID, 2, 0.2f, 0.5f},
+        {"HardSwish", MINFER_KIT_ACT_HARDSWISH, 2, 1.0f / 6.0f, 0.5f},
+        {"Silu", MINFER_KIT_ACT_SILU, 0, 0, 0},
+        {"Gelu", MINFER_KIT_ACT_GELU, 0, 0, 0},
+        {"GeluTanh", MINFER_KIT_ACT_GELU_TANH, 0, 0, 0},
+        {"Elu", MINFER_KIT_ACT_ELU, 1, 1.0f, 0},
+        {"Selu", MINFER_KIT_ACT_SELU, 2, 1.67326319217681884765625f,
+         1.05070102214813232421875f},
+        {"Softsign", MINFER_KIT_ACT_SOFTSIGN, 0, 0, 0},
+        {"Exp", MINFER_KIT_ACT_EXP, 0, 0, 0},
+        {"Log", MINFER_KIT_ACT_LOG, 0, 0, 0},
+        {"Sqrt", MINFER_KIT_ACT_SQRT, 0, 0, 0},
+        {"Abs", MINFER_KIT_ACT_ABS, 0, 0, 0},
+    };
+    if (!name)
+        name = "";
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (strcmp(name, table[i].name) != 0)
+            continue;
+        if (n > table[i].n_params) {
+            if (why && why_size)
+                snprintf(why, why_size, "activation '%s': %zu activation_params, it takes %zu",
+                         name, n, table[i].n_params);
+            return -1;
+        }
+        out->kind = table[i].kind;
+        out->p[0] = n > 0 ? params[0] : table[i].d0;
+        out->p[1] = n > 1 ? params[1] : table[i].d1;
+        out->n_given = n;
+        out->is_default = out->p[0] == table[i].d0 && out->p[1] == table[i].d1;
+        return 0;
+    }
+    if (why && why_size)
+        snprintf(why, why_size, "activation '%s' is not one minfer knows", name);
+    return -1;
 }
 
 #ifdef __cplusplus

@@ -61,34 +61,24 @@ minfer_status check_in(compute_args *a, size_t i, int32_t dtype, int rmin, int r
 /* ---- Activations ---- */
 
 int act_parse(const char *name, const float *p, size_t np, act *out) {
-    act f = {ACT_NONE, 0, 0, 0};
-    if (!name || !name[0])
-        f.kind = ACT_NONE;
-    else if (!strcmp(name, "Relu"))
-        f.kind = ACT_RELU;
-    else if (!strcmp(name, "LeakyRelu"))
-        f = (act){ACT_LEAKYRELU, np > 0 ? p[0] : 0.01f, 0, 0};
-    else if (!strcmp(name, "Tanh"))
-        f.kind = ACT_TANH;
-    else if (!strcmp(name, "Sigmoid"))
-        f.kind = ACT_SIGMOID;
-    else if (!strcmp(name, "Clip")) {
-        if (np < 2)
-            return -1;
-        f = (act){ACT_CLIP, p[0], p[1], 0};
-    } else if (!strcmp(name, "HardSigmoid"))
-        f = (act){ACT_HARDSIGMOID, np > 0 ? p[0] : 0.2f, np > 1 ? p[1] : 0.5f, 0};
-    else if (!strcmp(name, "HardSwish"))
-        f = (act){ACT_HARDSWISH, np > 0 ? p[0] : 1.0f / 6.0f, np > 1 ? p[1] : 0.5f, 0};
-    else if (!strcmp(name, "Elu"))
-        f = (act){ACT_ELU, np > 0 ? p[0] : 1.0f, 0, 0};
-    else if (!strcmp(name, "Selu"))
-        f = (act){ACT_SELU, np > 0 ? p[0] : 1.67326319217681884765625f,
-                  np > 1 ? p[1] : 1.05070102214813232421875f, 0};
-    else if (!strcmp(name, "Softsign"))
-        f.kind = ACT_SOFTSIGN;
-    else
+    minfer_kit_act k;
+    if (minfer_kit_act_parse(name, p, np, &k, NULL, 0) != 0)
         return -1;
+    act f = {ACT_NONE, k.p[0], k.p[1], 0};
+    switch (k.kind) {
+    case MINFER_KIT_ACT_NONE: f.kind = ACT_NONE; break;
+    case MINFER_KIT_ACT_RELU: f.kind = ACT_RELU; break;
+    case MINFER_KIT_ACT_LEAKYRELU: f.kind = ACT_LEAKYRELU; break;
+    case MINFER_KIT_ACT_TANH: f.kind = ACT_TANH; break;
+    case MINFER_KIT_ACT_SIGMOID: f.kind = ACT_SIGMOID; break;
+    case MINFER_KIT_ACT_CLIP: f.kind = ACT_CLIP; break;
+    case MINFER_KIT_ACT_HARDSIGMOID: f.kind = ACT_HARDSIGMOID; break;
+    case MINFER_KIT_ACT_HARDSWISH: f.kind = ACT_HARDSWISH; break;
+    case MINFER_KIT_ACT_ELU: f.kind = ACT_ELU; break;
+    case MINFER_KIT_ACT_SELU: f.kind = ACT_SELU; break;
+    case MINFER_KIT_ACT_SOFTSIGN: f.kind = ACT_SOFTSIGN; break;
+    default: return -1; /* ORT's fused kernels have no other */
+    }
     *out = f;
     return 0;
 }

@@ -114,7 +114,8 @@ typedef struct act {
     enum act_kind kind;
     float p0, p1, p2;
 } act;
-/* Parses activation name into an act; -1 for an unknown name. */
+/* Parses activation name (the kit's table, minfer_kit_act_parse) into an
+ * act; -1 for a name it does not have or ORT's fused kernels do not. */
 int act_parse(const char *name, const float *params, size_t n_params, act *out);
 void act_apply(const act *f, float *x, size_t n);
 

@@ -32,43 +32,43 @@ typedef struct fused_act {
     float a, b;
 } fused_act;
 
-/* Reads activation / activation_params; -1 with a reason for a bad one. */
+/* Reads activation / activation_params (the kit's table); -1 with a reason
+ * for one the table does not have or these kernels do not compute. */
 static int read_act(const minfer_host_api *api, const minfer_node_desc *n, fused_act *act,
                     const char **why) {
-    static const struct {
-        const char *name;
-        int kind;
-        size_t n_params;
-        float a, b;
-    } table[] = {{"", ACT_NONE, 0, 0, 0},           {"Relu", ACT_RELU, 0, 0, 0},
-                 {"Clip", ACT_CLIP, 2, 0, 0},        {"Sigmoid", ACT_SIGMOID, 0, 0, 0},
-                 {"HardSigmoid", ACT_HARDSIGMOID, 2, 0.2f, 0.5f},
-                 {"HardSwish", ACT_HARDSWISH, 0, 0, 0}, {"Silu", ACT_SILU, 0, 0, 0},
-                 {"LeakyRelu", ACT_LEAKYRELU, 1, 0.01f, 0}, {"Tanh", ACT_TANH, 0, 0, 0},
-                 {"Gelu", ACT_GELU, 0, 0, 0},        {"GeluTanh", ACT_GELU_TANH, 0, 0, 0}};
-    const char *name = "";
-    size_t len = 0, count = 0;
     const float *params = NULL;
-    api->attr_string(n, "activation", &name, &len);
-    api->attr_floats(n, "activation_params", &params, &count);
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        if (strcmp(name, table[i].name) != 0)
-            continue;
-        act->kind = table[i].kind;
-        act->a = table[i].a;
-        act->b = table[i].b;
-        if (count != table[i].n_params && !(count == 0 && table[i].kind != ACT_CLIP)) {
-            *why = "activation_params has the wrong number of values";
+    size_t count = minfer_kit_attr_floats_ref(api, n, "activation_params", &params);
+    minfer_kit_act k;
+    if (minfer_kit_act_parse(minfer_kit_attr_str(api, n, "activation", ""), params, count, &k,
+                             NULL, 0) != 0) {
+        *why = "unknown activation, or more activation_params than it takes";
+        return -1;
+    }
+    act->a = k.p[0];
+    act->b = k.p[1];
+    switch (k.kind) {
+    case MINFER_KIT_ACT_NONE: act->kind = ACT_NONE; break;
+    case MINFER_KIT_ACT_RELU: act->kind = ACT_RELU; break;
+    case MINFER_KIT_ACT_CLIP: act->kind = ACT_CLIP; break;
+    case MINFER_KIT_ACT_SIGMOID: act->kind = ACT_SIGMOID; break;
+    case MINFER_KIT_ACT_HARDSIGMOID: act->kind = ACT_HARDSIGMOID; break;
+    case MINFER_KIT_ACT_SILU: act->kind = ACT_SILU; break;
+    case MINFER_KIT_ACT_LEAKYRELU: act->kind = ACT_LEAKYRELU; break;
+    case MINFER_KIT_ACT_TANH: act->kind = ACT_TANH; break;
+    case MINFER_KIT_ACT_GELU: act->kind = ACT_GELU; break;
+    case MINFER_KIT_ACT_GELU_TANH: act->kind = ACT_GELU_TANH; break;
+    case MINFER_KIT_ACT_HARDSWISH:
+        if (!k.is_default) { /* the kernel is ONNX's HardSwish */
+            *why = "HardSwish with activation_params other than 1/6, 0.5";
             return -1;
         }
-        if (count > 0)
-            act->a = params[0];
-        if (count > 1)
-            act->b = params[1];
-        return 0;
+        act->kind = ACT_HARDSWISH;
+        break;
+    default:
+        *why = "an activation the fused kernels do not compute";
+        return -1;
     }
-    *why = "unknown activation";
-    return -1;
+    return 0;
 }
 
 /* Gelu in double, as the unfused kernel below computes it: the fused and

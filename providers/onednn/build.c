@@ -678,47 +678,43 @@ typedef struct act_alg {
     float alpha, beta;
 } act_alg;
 
-/* The oneDNN eltwise ops (at most 2) computing an ONNX/minfer activation;
- * -1 for one oneDNN cannot express. */
+/* The oneDNN eltwise ops (at most 2) computing an ONNX/minfer activation
+ * (the kit's table: names, parameters, defaults); -1 for one oneDNN cannot
+ * express. */
 static int act_algs(const char *act, const float *p, size_t np, act_alg out[2]) {
-#define P(i, d) (np > (i) ? p[i] : (d))
-    if (!strcmp(act, "Relu"))
-        out[0] = (act_alg){dnnl_eltwise_relu, 0.0f, 0.0f};
-    else if (!strcmp(act, "LeakyRelu"))
-        out[0] = (act_alg){dnnl_eltwise_relu, P(0, 0.01f), 0.0f};
-    else if (!strcmp(act, "Clip"))
-        out[0] = (act_alg){dnnl_eltwise_clip_v2, P(0, -FLT_MAX), P(1, FLT_MAX)};
-    else if (!strcmp(act, "Sigmoid"))
-        out[0] = (act_alg){dnnl_eltwise_logistic, 0.0f, 0.0f};
-    else if (!strcmp(act, "Tanh"))
-        out[0] = (act_alg){dnnl_eltwise_tanh, 0.0f, 0.0f};
-    else if (!strcmp(act, "Elu"))
-        out[0] = (act_alg){dnnl_eltwise_elu, P(0, 1.0f), 0.0f};
-    else if (!strcmp(act, "HardSwish"))
+    minfer_kit_act k;
+    if (minfer_kit_act_parse(act, p, np, &k, NULL, 0) != 0)
+        return -1;
+    float a = k.p[0], b = k.p[1];
+    switch (k.kind) {
+    case MINFER_KIT_ACT_RELU: out[0] = (act_alg){dnnl_eltwise_relu, 0.0f, 0.0f}; break;
+    case MINFER_KIT_ACT_LEAKYRELU: out[0] = (act_alg){dnnl_eltwise_relu, a, 0.0f}; break;
+    case MINFER_KIT_ACT_CLIP: out[0] = (act_alg){dnnl_eltwise_clip_v2, a, b}; break;
+    case MINFER_KIT_ACT_SIGMOID: out[0] = (act_alg){dnnl_eltwise_logistic, 0.0f, 0.0f}; break;
+    case MINFER_KIT_ACT_TANH: out[0] = (act_alg){dnnl_eltwise_tanh, 0.0f, 0.0f}; break;
+    case MINFER_KIT_ACT_ELU: out[0] = (act_alg){dnnl_eltwise_elu, a, 0.0f}; break;
+    case MINFER_KIT_ACT_HARDSWISH:
+        if (!k.is_default) /* oneDNN 2.6's hardswish is ONNX's, no parameters */
+            return -1;
         out[0] = (act_alg){dnnl_eltwise_hardswish, 0.0f, 0.0f};
-    else if (!strcmp(act, "Silu"))
-        out[0] = (act_alg){dnnl_eltwise_swish, 1.0f, 0.0f};
-    else if (!strcmp(act, "Exp"))
-        out[0] = (act_alg){dnnl_eltwise_exp, 0.0f, 0.0f};
-    else if (!strcmp(act, "Log"))
-        out[0] = (act_alg){dnnl_eltwise_log, 0.0f, 0.0f};
-    else if (!strcmp(act, "Sqrt"))
-        out[0] = (act_alg){dnnl_eltwise_sqrt, 0.0f, 0.0f};
-    else if (!strcmp(act, "Abs"))
-        out[0] = (act_alg){dnnl_eltwise_abs, 0.0f, 0.0f};
-    else if (!strcmp(act, "Gelu"))
-        out[0] = (act_alg){dnnl_eltwise_gelu_erf, 0.0f, 0.0f};
-    else if (!strcmp(act, "GeluTanh"))
+        break;
+    case MINFER_KIT_ACT_SILU: out[0] = (act_alg){dnnl_eltwise_swish, 1.0f, 0.0f}; break;
+    case MINFER_KIT_ACT_EXP: out[0] = (act_alg){dnnl_eltwise_exp, 0.0f, 0.0f}; break;
+    case MINFER_KIT_ACT_LOG: out[0] = (act_alg){dnnl_eltwise_log, 0.0f, 0.0f}; break;
+    case MINFER_KIT_ACT_SQRT: out[0] = (act_alg){dnnl_eltwise_sqrt, 0.0f, 0.0f}; break;
+    case MINFER_KIT_ACT_ABS: out[0] = (act_alg){dnnl_eltwise_abs, 0.0f, 0.0f}; break;
+    case MINFER_KIT_ACT_GELU: out[0] = (act_alg){dnnl_eltwise_gelu_erf, 0.0f, 0.0f}; break;
+    case MINFER_KIT_ACT_GELU_TANH:
         out[0] = (act_alg){dnnl_eltwise_gelu_tanh, 0.0f, 0.0f};
-    else if (!strcmp(act, "HardSigmoid")) {
+        break;
+    case MINFER_KIT_ACT_HARDSIGMOID:
         /* oneDNN 2.6 has no hardsigmoid: alpha*x + beta, then clip to [0, 1]. */
-        out[0] = (act_alg){dnnl_eltwise_linear, P(0, 0.2f), P(1, 0.5f)};
+        out[0] = (act_alg){dnnl_eltwise_linear, a, b};
         out[1] = (act_alg){dnnl_eltwise_clip_v2, 0.0f, 1.0f};
         return 2;
-    } else
-        return -1;
+    default: return -1; /* none (the caller skips it), Selu, Softsign */
+    }
     return 1;
-#undef P
 }
 
 minfer_status dnn_append_eltwise(dnn_b *b, dnnl_post_ops_t po, const char *act,

@@ -155,42 +155,38 @@ minfer_status ocl_check_size(ocl_prep *p, const minfer_value_desc *d) {
     return MINFER_OK;
 }
 
+/* The fused activation (the kit's table) as the kernels' act codes. */
 minfer_status ocl_parse_activation(ocl_prep *p, int *act, float *a, float *b) {
-    static const struct {
-        const char *name;
-        int code;
-        int nparams;
-        float da, db;
-    } acts[] = {
-        {"", OCL_ACT_NONE, 0, 0, 0},
-        {"Relu", OCL_ACT_RELU, 0, 0, 0},
-        {"Clip", OCL_ACT_CLIP, 2, -3.402823466e38f, 3.402823466e38f},
-        {"Sigmoid", OCL_ACT_SIGMOID, 0, 0, 0},
-        {"HardSigmoid", OCL_ACT_HARDSIGMOID, 2, 0.2f, 0.5f},
-        {"HardSwish", OCL_ACT_HARDSWISH, 0, 0, 0},
-        {"Silu", OCL_ACT_SILU, 0, 0, 0},
-        {"LeakyRelu", OCL_ACT_LEAKYRELU, 1, 0.01f, 0},
-        {"Tanh", OCL_ACT_TANH, 0, 0, 0},
-        /* fuse_matmul_gelu's; the kernels' act1/actv have both forms */
-        {"Gelu", OCL_ACT_GELU, 0, 0, 0},
-        {"GeluTanh", OCL_ACT_GELU_TANH, 0, 0, 0},
-    };
-    const char *name = ocl_attr_str(p, "activation", "");
     const float *params = NULL;
-    size_t np = 0;
-    if (!p->ctx->api->attr_floats(p->node, "activation_params", &params, &np))
-        np = 0;
-    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
-        if (strcmp(acts[i].name, name) != 0)
-            continue;
-        *act = acts[i].code;
-        *a = np > 0 ? params[0] : acts[i].da;
-        *b = np > 1 ? params[1] : acts[i].db;
-        if (acts[i].nparams == 2 && np == 1)
-            return ocl_decline(p, "activation %s needs 2 activation_params", name);
-        return MINFER_OK;
+    size_t np = minfer_kit_attr_floats_ref(p->ctx->api, p->node, "activation_params", &params);
+    const char *name = ocl_attr_str(p, "activation", "");
+    minfer_kit_act k;
+    char why[128];
+    if (minfer_kit_act_parse(name, params, np, &k, why, sizeof why) != 0)
+        return ocl_decline(p, "%s", why);
+    *a = k.p[0];
+    *b = k.p[1];
+    switch (k.kind) {
+    case MINFER_KIT_ACT_NONE: *act = OCL_ACT_NONE; break;
+    case MINFER_KIT_ACT_RELU: *act = OCL_ACT_RELU; break;
+    case MINFER_KIT_ACT_CLIP: *act = OCL_ACT_CLIP; break;
+    case MINFER_KIT_ACT_SIGMOID: *act = OCL_ACT_SIGMOID; break;
+    case MINFER_KIT_ACT_HARDSIGMOID: *act = OCL_ACT_HARDSIGMOID; break;
+    case MINFER_KIT_ACT_SILU: *act = OCL_ACT_SILU; break;
+    case MINFER_KIT_ACT_LEAKYRELU: *act = OCL_ACT_LEAKYRELU; break;
+    case MINFER_KIT_ACT_TANH: *act = OCL_ACT_TANH; break;
+    /* fuse_matmul_gelu's; the kernels' act1/actv have both forms */
+    case MINFER_KIT_ACT_GELU: *act = OCL_ACT_GELU; break;
+    case MINFER_KIT_ACT_GELU_TANH: *act = OCL_ACT_GELU_TANH; break;
+    case MINFER_KIT_ACT_HARDSWISH:
+        if (!k.is_default) /* the kernels' HardSwish is ONNX's */
+            return ocl_decline(p, "activation HardSwish with activation_params %g, %g",
+                               (double)k.p[0], (double)k.p[1]);
+        *act = OCL_ACT_HARDSWISH;
+        break;
+    default: return ocl_decline(p, "activation '%s' not supported", name);
     }
-    return ocl_decline(p, "activation '%s' not supported", name);
+    return MINFER_OK;
 }
 
 minfer_status ocl_upload(ocl_prep *p, int slot, const void *data, size_t bytes) {
