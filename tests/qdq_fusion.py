@@ -127,6 +127,15 @@ def binary(op, dt=np.uint8, bdt=None):
     return g.model(o, 0.0219 if op == "Add" else 0.0093, 110 if dt == np.uint8 else 1, dt)
 
 
+def matmul(dt=np.uint8, bdt=np.int8, per_column=False):
+    g = G((2, 24, 64))
+    a = g.qdq("x", XS, XZ if dt == np.uint8 else -8, dt)
+    b, _ = g.weight((64, 48), bdt, per_column, 1)
+    o = g.name("mm")
+    g.nodes.append(helper.make_node("MatMul", [a, b], [o]))
+    return g.model(o, 0.0513, 100 if dt == np.uint8 else 3, dt)
+
+
 def gap(dt=np.uint8):
     g = G((4, 64, 7, 7))
     x = g.qdq("x", XS, XZ if dt == np.uint8 else 0, dt)
@@ -167,6 +176,10 @@ FUSE = {
     "conv_relu_s8": (lambda: conv(np.int8, relu=True, yz=-128), {"QLinearConv"},
                      {"Conv", "Relu"}),
     "conv_s8s8_perchannel": (lambda: conv(np.int8, per_channel=True), {"QLinearConv"}, {"Conv"}),
+    "matmul_u8s8": (lambda: matmul(), {"QLinearMatMul"}, {"MatMul"}),
+    "matmul_u8s8_percolumn": (lambda: matmul(per_column=True), {"QLinearMatMul"}, {"MatMul"}),
+    "matmul_s8s8_percolumn": (lambda: matmul(np.int8, per_column=True), {"QLinearMatMul"},
+                              {"MatMul"}),
     "add_u8": (lambda: binary("Add"), {"QLinearAdd"}, {"Add"}),
     "add_s8": (lambda: binary("Add", np.int8), {"QLinearAdd"}, {"Add"}),
     "mul_u8": (lambda: binary("Mul"), {"QLinearMul"}, {"Mul"}),
@@ -183,6 +196,7 @@ KEEP = {
     "conv_two_readers": (lambda: conv(extra_reader=True), {"Conv"}, {"QLinearConv"}),
     "conv_relu_not_redundant": (lambda: conv(relu=True, yz=3), {"FusedConv"}, {"QLinearConv"}),
     "add_u8_s8": (lambda: binary("Add", np.uint8, np.int8), {"Add"}, {"QLinearAdd"}),
+    "matmul_s8u8": (lambda: matmul(np.int8, np.uint8), {"MatMul"}, {"QLinearMatMul"}),
     "movers_other_scales": (lambda: movers(same=False), {"MaxPool"}, set()),
 }
 NO_ORT = {

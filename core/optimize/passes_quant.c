@@ -8,6 +8,7 @@
  * conditions (qdq_selectors.cc):
  *
  *  qdq_fuse  DQ(x), DQ(w) [, DQ(b)] -> Conv [-> Relu] -> Q  => QLinearConv
+ *            DQ(a), DQ(b) -> MatMul [-> Relu] -> Q          => QLinearMatMul
  *            DQ(a), DQ(b) -> Add|Mul [-> Relu] -> Q         => com.microsoft QLinearAdd|QLinearMul
  *            DQ(x) -> GlobalAveragePool -> Q      => com.microsoft QLinearGlobalAveragePool
  *            DQ(x) -> Reshape|Flatten|Transpose|Squeeze|Unsqueeze|MaxPool|Gather|Expand|
@@ -21,7 +22,8 @@
  * integer types of the inputs and of the output are the same (uint8 or
  * int8), an int8 activation takes int8 weights; scales and zero points are
  * one value each (per tensor), but a Conv's weights may have one per output
- * channel (axis 0); zero points are given. A Conv's bias is int32 with zero
+ * channel (axis 0) and a MatMul's 2-D B one per column (axis 1); zero
+ * points are given. A Conv's bias is int32 with zero
  * points 0 and the scale x_scale * w_scale (what the integer op assumes: a
  * bias quantized otherwise stays unfused). The fused node takes the last
  * node's place and writes the QuantizeLinear's output; the DequantizeLinear
@@ -222,6 +224,30 @@ static minfer_status fuse_conv(mf_opt *o, int i, int *fused) {
     return commit(o, i, q, relu, ins, has_b ? 9 : 8, "", "QLinearConv", fused);
 }
 
+/* MatMul: B per tensor, or per column (a 2-D B, a 1-D scale of its N
+ * columns along axis 1), as QLinearMatMul takes it. */
+static minfer_status fuse_matmul(mf_opt *o, int i, int *fused) {
+    const mf_node *n = &o->g->nodes[i];
+    qval a, b, y;
+    *fused = 0;
+    if (n->n_inputs != 2 || !from_dq(o, n->inputs[0], &a) || !from_dq(o, n->inputs[1], &b))
+        return MINFER_OK;
+    int relu, q = to_q_relu(o, n->outputs[0], &y, &relu);
+    if (q < 0 || !is_q8(a.dtype) || !is_q8(b.dtype) || y.dtype != a.dtype ||
+        (a.dtype == MINFER_DTYPE_INT8 && b.dtype != MINFER_DTYPE_INT8) || !per_tensor(o, &a) ||
+        !per_tensor(o, &y))
+        return MINFER_OK;
+    const mf_vinfo *bi = mf_opt_info(o, b.q);
+    int64_t nb = count_of(o, b.scale);
+    int axis = b.axis < 0 ? b.axis + bi->rank : b.axis;
+    if (count_of(o, b.zp) != nb ||
+        !(nb == 1 || (bi->rank == 2 && axis == 1 && nb == mf_opt_dim(bi, 1) &&
+                      mf_opt_info(o, b.scale)->rank == 1)))
+        return MINFER_OK;
+    int ins[8] = {a.q, a.scale, a.zp, b.q, b.scale, b.zp, y.scale, y.zp};
+    return commit(o, i, q, relu, ins, 8, "", "QLinearMatMul", fused);
+}
+
 static minfer_status fuse_binary(mf_opt *o, int i, int *fused) {
     const mf_node *n = &o->g->nodes[i];
     qval a, b, y;
@@ -289,6 +315,8 @@ minfer_status mf_pass_qdq_fuse(mf_opt *o, size_t *fired) {
             continue;
         if (mf_opt_is(g, i, "Conv") && n->n_outputs == 1)
             st = fuse_conv(o, i, &fused);
+        else if (mf_opt_is(g, i, "MatMul") && n->n_outputs == 1)
+            st = fuse_matmul(o, i, &fused);
         else if ((mf_opt_is(g, i, "Add") || mf_opt_is(g, i, "Mul")) && n->n_outputs == 1)
             st = fuse_binary(o, i, &fused);
         else if (mf_opt_is(g, i, "GlobalAveragePool") && n->n_outputs == 1)
