@@ -280,11 +280,86 @@ static void test_half_io(void **state) {
     minfer_builder_free(b);
 }
 
+/* A float16 graph at optimization level >= 1 on a list with the CPU
+ * provider is computed in float between its float16 edges, as ONNX
+ * Runtime computes it (core/optimize/passes_half.c); level 0 rounds each
+ * node. m = x * c, y = m - d with x = c = 1 + 2^-10, d = 1 + 2^-9: in
+ * float m = 1 + 2^-9 + 2^-20 and y = 2^-20 (a float16 subnormal); rounded
+ * per node m is 1 + 2^-9 and y 0. m is also a graph output: it is given
+ * rounded, while y is computed from the float m. */
+static void half_chain(const char *providers, int level, float want_m, float want_y) {
+    minfer_graph_builder *b = NULL;
+    const int64_t d[] = {2};
+    assert_ok(minfer_builder_create(17, &b));
+    assert_ok(minfer_builder_add_input(b, "x", MINFER_DTYPE_FLOAT16, d, 1, NULL));
+    minfer_tensor *c = NULL, *dd = NULL;
+    assert_ok(minfer_tensor_create(MINFER_DTYPE_FLOAT16, d, 1, &c));
+    assert_ok(minfer_tensor_create(MINFER_DTYPE_FLOAT16, d, 1, &dd));
+    uint16_t *cd = minfer_tensor_data(c), *ddd = minfer_tensor_data(dd);
+    for (int i = 0; i < 2; i++) {
+        cd[i] = minfer_float_to_half(1.0f + 1.0f / 1024);
+        ddd[i] = minfer_float_to_half(1.0f + 1.0f / 512);
+    }
+    assert_ok(minfer_builder_add_initializer(b, "c", c));
+    assert_ok(minfer_builder_add_initializer(b, "d", dd));
+    minfer_tensor_free(c);
+    minfer_tensor_free(dd);
+    const char *mul_in[] = {"x", "c"}, *m = "m", *sub_in[] = {"m", "d"}, *y = "y";
+    assert_ok(minfer_builder_add_node(b, "Mul", NULL, "mul", mul_in, 2, &m, 1, NULL));
+    assert_ok(minfer_builder_add_node(b, "Sub", NULL, "sub", sub_in, 2, &y, 1, NULL));
+    assert_ok(minfer_builder_add_output(b, "y"));
+    assert_ok(minfer_builder_add_output(b, "m"));
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    assert_ok(minfer_options_create(&opt));
+    assert_ok(minfer_options_set_providers_str(opt, providers));
+    assert_ok(minfer_options_set_optimization_level(opt, level));
+    if (minfer_session_create_from_builder(b, opt, &s) != MINFER_OK)
+        fail_msg("%s level %d: %s", providers, level, minfer_last_error());
+    minfer_options_free(opt);
+    minfer_builder_free(b);
+    minfer_tensor *x = NULL, *outs[2] = {NULL, NULL};
+    assert_ok(minfer_tensor_create(MINFER_DTYPE_FLOAT16, d, 1, &x));
+    uint16_t *xd = minfer_tensor_data(x);
+    xd[0] = xd[1] = minfer_float_to_half(1.0f + 1.0f / 1024);
+    const char *in = "x";
+    const minfer_tensor *feeds[] = {x};
+    if (minfer_session_run(s, &in, feeds, 1, NULL, outs, 2) != MINFER_OK)
+        fail_msg("%s level %d: %s", providers, level, minfer_last_error());
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(minfer_tensor_dtype(outs[k]), MINFER_DTYPE_FLOAT16);
+        const uint16_t *o = minfer_tensor_data(outs[k]);
+        float want = k == 0 ? want_y : want_m;
+        for (int i = 0; i < 2; i++)
+            if (minfer_half_to_float(o[i]) != want)
+                fail_msg("%s level %d: %s[%d] = %.10g, want %.10g", providers, level,
+                         k == 0 ? "y" : "m", i, (double)minfer_half_to_float(o[i]),
+                         (double)want);
+    }
+    minfer_tensor_free(x);
+    minfer_tensor_free(outs[0]);
+    minfer_tensor_free(outs[1]);
+    minfer_session_free(s);
+}
+
+static void test_half_computed_in_float(void **state) {
+    (void)state;
+    const float m = 1.0f + 1.0f / 512, y = 1.0f / (1024.0f * 1024.0f);
+    half_chain("cpu", 0, m, 0.0f); /* each node rounded */
+    half_chain("cpu", 1, m, y);
+    half_chain("cpu", 3, m, y);
+#ifdef TEST_HAVE_ONEDNN
+    half_chain("onednn,cpu", 3, m, y);
+    half_chain("onednn", 3, m, 0.0f); /* no CPU provider for the Casts: as written */
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_float16),
         cmocka_unit_test(test_bfloat16),
         cmocka_unit_test(test_half_io),
+        cmocka_unit_test(test_half_computed_in_float),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@
  * passes in passes_*.c (all declared in passes.h).
  *
  * mf_optimize runs, for level >= 1:
- *  1. the basic passes in order (Constant nodes to initializers, Identity
+ *  1. the basic passes in order (Constant nodes to initializers, float16
+ *     computed in float when the session asks (ctx->half_as_float), Identity
  *     and Dropout removal, dead nodes, shape subgraphs, constant folding,
  *     Reshape chains, Cast and Transpose pairs, BatchNormalization
  *     folding, zero Pads into Conv and AveragePool, one-input Concats),
@@ -45,6 +46,7 @@ typedef struct pass_entry {
 
 static const pass_entry basic_passes[] = {
     {"constant_nodes", mf_pass_constant_nodes},
+    {"half_as_float", mf_pass_half_as_float},
     {"identity_removal", mf_pass_identity},
     {"dead_nodes", mf_pass_dead_nodes},
     {"fold_shapes", mf_pass_fold_shapes},

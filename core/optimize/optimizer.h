@@ -3,7 +3,7 @@
  * before shape inference and provider assignment.
  *
  *     mf_opt_report rep;
- *     mf_opt_ctx ctx = {3, eval_node, eval_user, 1 << 20, &rep};
+ *     mf_opt_ctx ctx = {3, eval_node, eval_user, 1 << 20, &rep, 0};
  *     if (mf_optimize(g, &ctx, "model.onnx") != MINFER_OK)
  *         ... minfer_last_error() says which pass failed and why ...
  *
@@ -58,6 +58,10 @@ typedef struct mf_opt_ctx {
     void *user;
     uint64_t fold_max_bytes; /* size cap for any folded constant; 0: 1 MiB */
     mf_opt_report *report;   /* may be NULL */
+    /* 1: float16 nodes are computed in float between the graph's float16
+     * edges, as ONNX Runtime's CPU provider computes them (passes_half.c);
+     * a session whose providers all compute on the CPU asks for it. */
+    int half_as_float;
 } mf_opt_ctx;
 
 /* Rewrites g in place; on return g is finalized (mf_graph_finalize: fresh order). */

@@ -217,7 +217,7 @@ minfer_status minfer_compile_model(const char *model_path, const char *out_path,
         }
         mf_opt_report rep;
         memset(&rep, 0, sizeof rep);
-        mf_opt_ctx ctx = {level, ev ? mf_evaluator_eval_node : NULL, ev, (uint64_t)1 << 20, &rep};
+        mf_opt_ctx ctx = {level, ev ? mf_evaluator_eval_node : NULL, ev, (uint64_t)1 << 20, &rep, 0};
         if ((st = mf_optimize(g, &ctx, model_path)) != MINFER_OK)
             goto done;
     }

@@ -326,6 +326,22 @@ static int any_provider_runs(void *user, const minfer_node_desc *node, char *why
     return 0;
 }
 
+/* 1 when the CPU provider is in the session's list and no provider
+ * computes on a GPU: float16 is then computed in float, as ONNX Runtime's
+ * CPU provider does (passes_half.c; the CPU provider runs the Casts at the
+ * float16 edges); a GPU computes in half where it has it, and a list
+ * without the CPU provider ("onednn" alone) runs the nodes as written. */
+static int half_as_float(const minfer_session *s) {
+    char dev[256];
+    int cpu = 0;
+    for (size_t p = 0; p < s->n_provs; p++) {
+        if (mf_provider_device(&s->provs[p], dev, sizeof dev) == MINFER_DEVICE_GPU)
+            return 0;
+        cpu |= strcmp(s->provs[p].name, "cpu") == 0;
+    }
+    return cpu;
+}
+
 /* Graph optimization before shape inference and placement (optimizer.c).
  * Constant folding runs nodes on a private CPU provider instance; a fusion
  * is applied only when a provider of the session runs the fused node. */
@@ -353,7 +369,8 @@ static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
     mf_opt_report report;
     memset(&report, 0, sizeof report);
     eval_user eu = {s, ev};
-    mf_opt_ctx ctx = {level, ev ? eval_checked : NULL, &eu, (uint64_t)1 << 20, &report};
+    mf_opt_ctx ctx = {level, ev ? eval_checked : NULL, &eu, (uint64_t)1 << 20, &report, 0};
+    ctx.half_as_float = half_as_float(s);
     mf_opt_gate gate = {any_provider_runs, s};
     minfer_status st = mf_optimize_gated(s->g, &ctx, &gate, s->errctx);
     mf_evaluator_close(ev);
