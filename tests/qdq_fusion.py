@@ -94,7 +94,7 @@ XS, XZ = 0.0173, 120
 
 
 def conv(dt=np.uint8, wdt=np.int8, per_channel=False, axis=0, group=1, bias=True,
-         scale_off=1.0, extra_reader=False, relu=False, yz=None):
+         scale_off=1.0, extra_reader=False, relu=False, yz=None, clip=None, ys=0.0731):
     g = G((1, 16, 24, 24))
     xz = XZ if dt == np.uint8 else -8
     x = g.qdq("x", XS, xz, dt)
@@ -110,9 +110,14 @@ def conv(dt=np.uint8, wdt=np.int8, per_channel=False, axis=0, group=1, bias=True
         r = g.name("relu")
         g.nodes.append(helper.make_node("Relu", [c], [r]))
         c = r
+    if clip:  # ReLU6 the Q makes redundant, or not
+        r = g.name("clip")
+        g.nodes.append(helper.make_node("Clip", [c, g.const(np.float32(clip[0]), "lo"),
+                                                 g.const(np.float32(clip[1]), "hi")], [r]))
+        c = r
     if yz is None:
         yz = 100 if dt == np.uint8 else 3
-    return g.model(c, 0.0731, yz, dt)
+    return g.model(c, ys, yz, dt)
 
 
 def binary(op, dt=np.uint8, bdt=None):
@@ -175,6 +180,8 @@ FUSE = {
     "conv_relu_u8": (lambda: conv(relu=True, yz=0), {"QLinearConv"}, {"Conv", "Relu"}),
     "conv_relu_s8": (lambda: conv(np.int8, relu=True, yz=-128), {"QLinearConv"},
                      {"Conv", "Relu"}),
+    "conv_relu6_u8": (lambda: conv(clip=(0, 6), ys=np.float32(6) / 255, yz=0), {"QLinearConv"},
+                      {"Conv", "Clip"}),
     "conv_s8s8_perchannel": (lambda: conv(np.int8, per_channel=True), {"QLinearConv"}, {"Conv"}),
     "matmul_u8s8": (lambda: matmul(), {"QLinearMatMul"}, {"MatMul"}),
     "matmul_u8s8_percolumn": (lambda: matmul(per_column=True), {"QLinearMatMul"}, {"MatMul"}),
@@ -195,6 +202,8 @@ KEEP = {
     "conv_s8u8": (lambda: conv(np.int8, np.uint8), {"Conv"}, {"QLinearConv"}),
     "conv_two_readers": (lambda: conv(extra_reader=True), {"Conv"}, {"QLinearConv"}),
     "conv_relu_not_redundant": (lambda: conv(relu=True, yz=3), {"FusedConv"}, {"QLinearConv"}),
+    "conv_clip_not_redundant": (lambda: conv(clip=(0, 3), ys=np.float32(6) / 255, yz=0),
+                                {"FusedConv"}, {"QLinearConv"}),
     "add_u8_s8": (lambda: binary("Add", np.uint8, np.int8), {"Add"}, {"QLinearAdd"}),
     "matmul_s8u8": (lambda: matmul(np.int8, np.uint8), {"MatMul"}, {"QLinearMatMul"}),
     "movers_other_scales": (lambda: movers(same=False), {"MaxPool"}, set()),

@@ -7,9 +7,9 @@
  * so matching ONNX Runtime takes the same fusions, under its selector's
  * conditions (qdq_selectors.cc):
  *
- *  qdq_fuse  DQ(x), DQ(w) [, DQ(b)] -> Conv [-> Relu] -> Q  => QLinearConv
- *            DQ(a), DQ(b) -> MatMul [-> Relu] -> Q          => QLinearMatMul
- *            DQ(a), DQ(b) -> Add|Mul [-> Relu] -> Q         => com.microsoft QLinearAdd|QLinearMul
+ *  qdq_fuse  DQ(x), DQ(w) [, DQ(b)] -> Conv [-> Relu|Clip] -> Q  => QLinearConv
+ *            DQ(a), DQ(b) -> MatMul [-> Relu|Clip] -> Q          => QLinearMatMul
+ *            DQ(a), DQ(b) -> Add|Mul [-> Relu|Clip] -> Q         => com.microsoft QLinearAdd|Mul
  *            DQ(x) -> GlobalAveragePool -> Q      => com.microsoft QLinearGlobalAveragePool
  *            DQ(x) -> Reshape|Flatten|Transpose|Squeeze|Unsqueeze|MaxPool|Gather|Expand|
  *                     Tile -> Q, DQ and Q of the same scale and zero point
@@ -17,8 +17,8 @@
  *
  * Every input the op takes quantized comes from a DequantizeLinear, the op's
  * output is read by one QuantizeLinear alone and is no graph output (or by
- * a Relu so read, when the Q's zero point is the type's least value: the Q
- * clamps as the Relu would, and the Relu goes too); the
+ * a Relu or Clip so read that the Q clamps as it would: to_q_relu; it goes
+ * too); the
  * integer types of the inputs and of the output are the same (uint8 or
  * int8), an int8 activation takes int8 weights; scales and zero points are
  * one value each (per tensor), but a Conv's weights may have one per output
@@ -34,6 +34,7 @@
  * DequantizeLinear is still there to fuse. Each fusion asks the session's
  * providers (gate.c): a fused node none of them runs stays unfused.
  */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -107,22 +108,66 @@ static int to_q(mf_opt *o, int v, qval *out) {
 static const void *const_data(mf_opt *o, int v);
 static int32_t int_at(const void *p, int32_t dtype, int64_t i);
 
-/* to_q, also through a Relu the QuantizeLinear makes redundant (its zero
- * point the type's least value, so negatives saturate to real 0 anyway), as
- * ORT's selector takes it: *relu its node, else -1. */
-static int to_q_relu(mf_opt *o, int v, qval *out, int *relu) {
+/* x / scale rounded to an int32 as ORT's IsClipMadeRedundantByQ converts it
+ * on x86-64: a value out of range (an unbounded Clip's FLT_MAX / scale is
+ * infinite) or NaN gives INT32_MIN. */
+static int64_t q_of(float x, float scale) {
+    double r = rint((double)(x / scale));
+    return r >= -2147483648.0 && r < 2147483648.0 ? (int64_t)r : INT32_MIN;
+}
+
+/* A Clip's constant bounds (attributes before opset 11, else inputs 1 and 2,
+ * each an absent input or a one-element float initializer): 1 and *lo, *hi. */
+static int clip_bounds(mf_opt *o, const mf_node *n, float *lo, float *hi) {
+    *lo = -FLT_MAX;
+    *hi = FLT_MAX;
+    if (n->opset < 11) {
+        *lo = mf_attr_float(n, "min", *lo);
+        *hi = mf_attr_float(n, "max", *hi);
+        return n->n_inputs == 1;
+    }
+    for (size_t k = 1; k < n->n_inputs; k++) {
+        double d;
+        if (n->inputs[k] < 0)
+            continue;
+        if (k > 2 || !mf_opt_scalar(o, n->inputs[k], &d) ||
+            mf_opt_const(o, n->inputs[k])->view.dtype != MINFER_DTYPE_FLOAT)
+            return 0;
+        *(k == 1 ? lo : hi) = (float)d;
+    }
+    return 1;
+}
+
+/* to_q, also through a Relu or Clip the QuantizeLinear makes redundant, as
+ * ORT's selector takes it (IsClipMadeRedundantByQ): a Relu when the Q's zero
+ * point is the type's least value (negatives saturate to real 0 anyway), a
+ * Clip when its bounds, quantized with the Q's scale and zero point, hold
+ * the type's whole range. *act its node, else -1. A Relu or Clip the Q does
+ * not make redundant: -1, nothing fuses (nor in ORT). */
+static int to_q_relu(mf_opt *o, int v, qval *out, int *act) {
     const mf_graph *g = o->g;
     int c = mf_opt_single_consumer(o, v);
-    *relu = -1;
-    if (c < 0 || !mf_opt_is(g, c, "Relu") || g->nodes[c].n_inputs != 1 ||
-        g->nodes[c].n_outputs != 1 || g->nodes[c].outputs[0] < 0)
+    *act = -1;
+    int relu = c >= 0 && mf_opt_is(g, c, "Relu") && g->nodes[c].n_inputs == 1;
+    int clip = c >= 0 && mf_opt_is(g, c, "Clip") && g->nodes[c].n_inputs >= 1 &&
+               g->nodes[c].inputs[0] == v;
+    if ((!relu && !clip) || g->nodes[c].n_outputs != 1 || g->nodes[c].outputs[0] < 0)
         return to_q(o, v, out);
     int q = to_q(o, g->nodes[c].outputs[0], out);
     const void *z = q >= 0 ? const_data(o, out->zp) : NULL;
-    if (!z || count_of(o, out->zp) != 1 ||
-        int_at(z, out->dtype, 0) != (out->dtype == MINFER_DTYPE_UINT8 ? 0 : -128))
+    const float *sp = q >= 0 ? const_data(o, out->scale) : NULL;
+    if (!z || !sp || count_of(o, out->zp) != 1 || count_of(o, out->scale) != 1)
         return -1;
-    *relu = c;
+    int32_t zp = int_at(z, out->dtype, 0);
+    int32_t tmin = out->dtype == MINFER_DTYPE_UINT8 ? 0 : -128;
+    int32_t tmax = out->dtype == MINFER_DTYPE_UINT8 ? 255 : 127;
+    if (relu && zp != tmin)
+        return -1;
+    float lo, hi;
+    if (clip && (!clip_bounds(o, &g->nodes[c], &lo, &hi) ||
+                 !(q_of(lo, *sp) + zp <= tmin && q_of(hi, *sp) + zp >= tmax)))
+        return -1;
+    *act = c;
     return q;
 }
 
@@ -287,8 +332,9 @@ static minfer_status drop_pair(mf_opt *o, int i, int *fused) {
     const mf_node *n = &o->g->nodes[i];
     qval x, y, other;
     *fused = 0;
+    int indices = n->n_outputs > 1 && n->outputs[1] >= 0;
     if (n->n_inputs < 1 || !from_dq(o, n->inputs[0], &x) ||
-        (mf_opt_is(o->g, i, "MaxPool") && (n->opset < 12 || (n->n_outputs > 1 && n->outputs[1] >= 0))))
+        (mf_opt_is(o->g, i, "MaxPool") && (n->opset < 12 || indices)))
         return MINFER_OK;
     for (size_t k = 1; k < n->n_inputs; k++)
         if (from_dq(o, n->inputs[k], &other))
