@@ -442,24 +442,67 @@ const mf_attr *mf_node_attr(const mf_node *n, const char *name) {
     return NULL;
 }
 
-int64_t mf_attr_int(const mf_node *n, const char *name, int64_t def) {
+static _Thread_local struct {
+    int set;
+    char msg[448];
+} mismatch;
+
+static const char *attr_type_name(int t) {
+    static const char *const names[] = {"undefined", "float",   "int",     "string",
+                                        "tensor",    "graph",   "floats",  "ints",
+                                        "strings",   "tensors", "graphs",  "sparse tensor",
+                                        "sparse tensors", "type proto"};
+    return t >= 0 && t < (int)(sizeof names / sizeof *names) ? names[t] : "unknown";
+}
+
+void mf_attr_mismatch(const char *node, const char *op_type, const char *name, int want,
+                      int found) {
+    if (mismatch.set)
+        return;
+    mismatch.set = 1;
+    snprintf(mismatch.msg, sizeof mismatch.msg,
+             "node '%s' (op %s): attribute '%s' must be of type %s, but the model gives %s",
+             node ? node : "", op_type ? op_type : "?", name ? name : "?", attr_type_name(want),
+             attr_type_name(found));
+}
+
+void mf_attr_mismatch_clear(void) { mismatch.set = 0; }
+
+minfer_status mf_attr_mismatch_take(const char *errctx) {
+    if (!mismatch.set)
+        return MINFER_OK;
+    mismatch.set = 0;
+    return mf_error(MINFER_ERR_TYPE, "%s: %s", errctx ? errctx : "", mismatch.msg);
+}
+
+/* n's attribute name if it has type `type`; another type is noted. */
+static const mf_attr *typed_attr(const mf_node *n, const char *name, int type) {
     const mf_attr *a = mf_node_attr(n, name);
-    return a && a->type == MINFER_ATTR_INT ? a->i : def;
+    if (a && a->type != type) {
+        mf_attr_mismatch(n->name, n->op_type, name, type, a->type);
+        return NULL;
+    }
+    return a;
+}
+
+int64_t mf_attr_int(const mf_node *n, const char *name, int64_t def) {
+    const mf_attr *a = typed_attr(n, name, MINFER_ATTR_INT);
+    return a ? a->i : def;
 }
 
 float mf_attr_float(const mf_node *n, const char *name, float def) {
-    const mf_attr *a = mf_node_attr(n, name);
-    return a && a->type == MINFER_ATTR_FLOAT ? a->f : def;
+    const mf_attr *a = typed_attr(n, name, MINFER_ATTR_FLOAT);
+    return a ? a->f : def;
 }
 
 const char *mf_attr_string(const mf_node *n, const char *name, const char *def) {
-    const mf_attr *a = mf_node_attr(n, name);
-    return a && a->type == MINFER_ATTR_STRING ? a->s : def;
+    const mf_attr *a = typed_attr(n, name, MINFER_ATTR_STRING);
+    return a ? a->s : def;
 }
 
 size_t mf_attr_ints(const mf_node *n, const char *name, const int64_t **out) {
-    const mf_attr *a = mf_node_attr(n, name);
-    if (!a || a->type != MINFER_ATTR_INTS) {
+    const mf_attr *a = typed_attr(n, name, MINFER_ATTR_INTS);
+    if (!a) {
         *out = NULL;
         return 0;
     }

@@ -179,6 +179,20 @@ size_t mf_attr_ints(const mf_node *n, const char *name, const int64_t **out);
 
 void mf_attr_clear(mf_attr *a);
 
+/* An attribute read as another type than the model gives it (a string
+ * `alpha`, an int Elu `alpha`, a string Flatten `axis`) is an error, not
+ * the reader's default: every reader (mf_attr_int/_float/_string/_ints
+ * here, minfer_host_api.attr_* in host_attrs.c, which providers and
+ * provider_kit.h read through) notes the first such read of this thread,
+ * naming node, attribute, expected and found type, and answers "absent".
+ * Session creation and each plan's build clear the note first and fail
+ * with it after (mf_attr_mismatch_take: MINFER_ERR_TYPE with errctx, or
+ * MINFER_OK when there was none). */
+void mf_attr_mismatch(const char *node, const char *op_type, const char *name, int want,
+                      int found);
+void mf_attr_mismatch_clear(void);
+minfer_status mf_attr_mismatch_take(const char *errctx);
+
 /* Loading (onnx_load.c): parses a serialized ModelProto. model_dir is where
  * external data files are looked up (may be NULL: current directory);
  * errctx names the model in messages; limits (NULL: the defaults) cap the

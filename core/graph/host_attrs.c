@@ -3,11 +3,18 @@
 #include "graph/graph.h"
 #include "util/internal.h"
 
+/* The attribute, when it has type `type` (0: any); one of another type is
+ * noted as an error (mf_attr_mismatch, graph.h) and read as absent. */
 static const mf_attr *find_attr(const minfer_node_desc *n, const char *name, int type) {
     if (!n || !n->host_node || !name)
         return NULL;
-    const mf_attr *a = mf_node_attr(n->host_node, name);
-    return a && (type == 0 || a->type == type) ? a : NULL;
+    const mf_node *node = n->host_node;
+    const mf_attr *a = mf_node_attr(node, name);
+    if (a && type && a->type != type) {
+        mf_attr_mismatch(node->name, node->op_type, name, type, a->type);
+        return NULL;
+    }
+    return a;
 }
 
 static int attr_type(const minfer_node_desc *n, const char *name) {

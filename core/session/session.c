@@ -424,6 +424,8 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_create: out is NULL");
     }
     *out = NULL;
+    if (!parent)
+        mf_attr_mismatch_clear();
     /* Free-dimension overrides make the declared shapes what every later
      * step (inference, placement, the build plan) sees. */
     if (!parent && (st = mf_apply_dim_overrides(g, opt, errctx)) != MINFER_OK) {
@@ -537,7 +539,7 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     if ((st = assign_nodes(s)) != MINFER_OK)
         goto fail;
     phase(s, "assign providers", t, mf_now_ms() - t);
-    if ((st = make_infos(s)) != MINFER_OK)
+    if ((st = make_infos(s)) != MINFER_OK || (st = mf_attr_mismatch_take(errctx)) != MINFER_OK)
         goto fail;
     if (graph_inputs_static(g)) {
         int64_t *sig = mf_malloc((g->n_inputs * (MINFER_MAX_RANK + 2) + 1) * sizeof *sig);

@@ -68,7 +68,8 @@ minfer_status cpu_prepare_dropout(cpu_prep *p) {
     dropout_state *st = cpu_state(p, sizeof *st);
     if (!st)
         return MINFER_ERR_NOMEM;
-    st->seed = (uint64_t)cpu_attr_float(p, "seed", 0.0f) * 2654435761u + 0x9e3779b97f4a7c15u;
+    /* Dropout's seed is an int (ONNX); RandomNormal's and the others' a float */
+    st->seed = (uint64_t)cpu_attr_int(p, "seed", 0) * 2654435761u + 0x9e3779b97f4a7c15u;
     if (minfer_kit_output_wanted(n, 1)) {
         int32_t mt = n->outputs[1].dtype;
         if (mt && !(CPU_T(mt) & (CPU_T_NUM | CPU_T_BOOL)))
