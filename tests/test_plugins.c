@@ -11,6 +11,8 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "minfer/builder.h"
 #include "test_util.h"
@@ -394,6 +396,119 @@ static void test_unserved_op(void **state) {
     minfer_builder_free(b);
 }
 
+/* ---- a hostile plugin (tests/fake_plugins/fphostile.c, issue 39) -------- */
+
+/* The last error is a printable string of bounded length naming the node
+ * and the plugin. */
+static void assert_clean_error(void) {
+    const char *e = minfer_last_error();
+    size_t n = strnlen(e, 4096);
+    assert_true(n < 4096);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)e[i] < 0x20)
+            fail_msg("control byte 0x%02x at %zu of the message: %s", (unsigned char)e[i], i, e);
+    assert_error_mentions("the_node");
+    assert_error_mentions("fphostile");
+}
+
+static void test_hostile_plugin(void **state) {
+    (void)state;
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    int64_t dims[2] = {2, 3};
+    const char *in_names[] = {"x"}, *out_names[] = {"y"};
+    minfer_tensor *x = NULL, *y = NULL;
+    assert_ok(minfer_tensor_wrap(MINFER_DTYPE_FLOAT, dims, 2, (void *)X, sizeof X, &x));
+
+    /* register_ops creating sessions: refused with plugins, no deadlock
+     * (the test's timeout catches one) */
+    assert_int_equal(setenv("FPH_REENTER", "1", 1), 0);
+    assert_ok(minfer_options_create(&opt));
+    assert_ok(minfer_options_add_plugin(opt, FAKE("fphostile")));
+    minfer_graph_builder *b = one_op("NoAlloc", "com.fake", -1.0f);
+    assert_ok(minfer_session_create_from_builder(b, opt, &s));
+    assert_int_equal(unsetenv("FPH_REENTER"), 0);
+    minfer_session_free(s);
+    minfer_builder_free(b);
+    void *h = dlopen(FAKE("fphostile"), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    assert_non_null(h);
+    int *reenter = dlsym(h, "fph_reenter_status"), *plain = dlsym(h, "fph_reenter_plain");
+    const char *reenter_error = dlsym(h, "fph_reenter_error");
+    assert_non_null(reenter);
+    assert_non_null(plain);
+    assert_int_equal(*reenter, MINFER_ERR_INVALID_ARG);
+    assert_non_null(strstr(reenter_error, "register_ops may not"));
+    assert_int_equal(*plain, MINFER_OK);
+
+    /* an error buffer filled without a NUL: read within it, control bytes
+     * replaced (ASan: no read past the host's buffer) */
+    b = one_op("NoNulInfer", "com.fake", -1.0f);
+    assert_int_equal(minfer_session_create_from_builder(b, opt, &s), MINFER_ERR_TYPE);
+    assert_clean_error();
+    assert_error_mentions("AAAAAA");
+    minfer_builder_free(b);
+    b = one_op("NoNulCompute", "com.fake", -1.0f);
+    assert_ok(minfer_session_create_from_builder(b, opt, &s));
+    assert_int_equal(minfer_session_run(s, in_names, (const minfer_tensor *const *)&x, 1,
+                                        out_names, &y, 1),
+                     MINFER_ERR_RUNTIME);
+    assert_null(y);
+    assert_clean_error();
+    minfer_session_free(s);
+    minfer_builder_free(b);
+
+    /* an output left unallocated: an error naming node, plugin and output */
+    b = one_op("NoAlloc", "com.fake", -1.0f);
+    assert_ok(minfer_session_create_from_builder(b, opt, &s));
+    assert_int_not_equal(minfer_session_run(s, in_names, (const minfer_tensor *const *)&x, 1,
+                                            out_names, &y, 1),
+                         MINFER_OK);
+    assert_null(y);
+    assert_clean_error();
+    assert_error_mentions("unallocated");
+    minfer_session_free(s);
+
+    /* three sessions, each loading and releasing it: one constructor run */
+    for (int i = 0; i < 3; i++) {
+        assert_ok(minfer_session_create_from_builder(b, opt, &s));
+        minfer_session_free(s);
+    }
+    int *constructed = dlsym(h, "fph_constructed");
+    assert_non_null(constructed);
+    assert_int_equal(*constructed, 1);
+    dlclose(h);
+    minfer_builder_free(b);
+    minfer_tensor_free(x);
+    minfer_options_free(opt);
+}
+
+/* A plugin in a directory every user may write is refused by name. */
+static void test_writable_directory_refused(void **state) {
+    (void)state;
+    char dir[] = "/tmp/minfer-plugin-dir-XXXXXX", path[128], cmd[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/libminfer_plugin_fpops.so", dir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", FAKE("fpops"), path);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(chmod(dir, 0777), 0);
+    minfer_options *opt = NULL;
+    minfer_session *s = NULL;
+    assert_ok(minfer_options_create(&opt));
+    /* checked when it is added (the library is loaded then) */
+    assert_int_equal(minfer_options_add_plugin(opt, path), MINFER_ERR_PROVIDER);
+    assert_error_mentions("writable by every user");
+    assert_error_mentions(dir);
+    assert_int_equal(chmod(dir, 0755), 0);
+    assert_ok(minfer_options_add_plugin(opt, path));
+    minfer_graph_builder *b = one_op("AddOne", "com.fake", -1.0f);
+    assert_ok(minfer_session_create_from_builder(b, opt, &s));
+    minfer_session_free(s);
+    minfer_builder_free(b);
+    minfer_options_free(opt);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_env(void **state) {
     (void)state;
     minfer_session *s = NULL;
@@ -502,6 +617,8 @@ int main(void) {
         cmocka_unit_test(test_discovered),
         cmocka_unit_test(test_unserved_op),
         cmocka_unit_test(test_env),
+        cmocka_unit_test(test_hostile_plugin),
+        cmocka_unit_test(test_writable_directory_refused),
         cmocka_unit_test(test_between_onednn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

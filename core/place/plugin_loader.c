@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "place/plugin_loader.h"
@@ -32,6 +33,20 @@ struct mf_plugin_lib {
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static mf_plugin_lib *loaded; /* every library with refs > 0 */
+/* Set on the thread running a plugin's register_ops, which holds
+ * reg_lock: a session created from there would wait for that lock
+ * forever, so what takes it refuses instead (mf_plugin_acquire) or finds
+ * no plugin op (find_loaded). */
+static _Thread_local int registering;
+
+void mf_plugin_text(char *msg, size_t size) {
+    if (!size)
+        return;
+    msg[size - 1] = '\0'; /* the plugin may have filled it without a NUL */
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+}
 
 /* ---- search path ---------------------------------------------------------- */
 
@@ -76,9 +91,12 @@ char **mf_plugin_search_path(void) {
         char *copy = mf_strdup(env);
         if (!copy)
             goto oom;
+        /* Only absolute directories: a relative one (or an empty entry,
+         * which the dynamic loader reads as ".") would depend on the
+         * working directory. */
         for (char *save = NULL, *tok = strtok_r(copy, ":", &save); tok;
              tok = strtok_r(NULL, ":", &save))
-            if (tok[0] && push(&list, &n, tok) != 0) {
+            if (tok[0] == '/' && push(&list, &n, tok) != 0) {
                 free(copy);
                 goto oom;
             }
@@ -164,6 +182,8 @@ static minfer_status resolve(const char *path_or_name, char *path, size_t size) 
             return mf_error(MINFER_ERR_NOT_FOUND, "plugin %s: no such file", path_or_name);
         return MINFER_OK;
     }
+    /* A bare name is looked up in the search path only (never in the
+     * working directory); a relative path with a '/' is the caller's. */
     for (const char *p = path_or_name; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
             return mf_error(MINFER_ERR_INVALID_ARG,
@@ -272,7 +292,10 @@ static minfer_status register_op(minfer_plugin_registry *reg, const minfer_plugi
 
 static void reg_set_error(minfer_plugin_registry *reg, const char *message) {
     mf_plugin_lib *lib = (mf_plugin_lib *)reg;
-    snprintf(lib->reg_error, sizeof lib->reg_error, "%s", message ? message : "");
+    /* at most the buffer's length of the plugin's text, NUL or not */
+    snprintf(lib->reg_error, sizeof lib->reg_error, "%.*s", (int)sizeof lib->reg_error - 1,
+             message ? message : "");
+    mf_plugin_text(lib->reg_error, sizeof lib->reg_error);
 }
 
 static void lib_free(mf_plugin_lib *lib) {
@@ -290,6 +313,26 @@ static void lib_free(mf_plugin_lib *lib) {
 /* The info prefix every ABI-1 plugin must fill. */
 #define MIN_INFO_SIZE (offsetof(minfer_plugin_info, register_ops) + sizeof(void *))
 
+/* A library file or directory that other users may write is refused: any
+ * of them could put code into this process (the dynamic loader's own
+ * search skips nothing, so minfer checks before dlopen). */
+static minfer_status writable_by_others(const char *path) {
+    char dir[PATH_MAX + 256];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    struct stat st;
+    if (stat(path, &st) == 0 && (st.st_mode & S_IWOTH))
+        return mf_error(MINFER_ERR_PROVIDER,
+                        "plugin %s: refused: the file is writable by every user", path);
+    if (slash && stat(dir, &st) == 0 && (st.st_mode & S_IWOTH))
+        return mf_error(MINFER_ERR_PROVIDER,
+                        "plugin %s: refused: its directory %s is writable by every user", path,
+                        dir);
+    return MINFER_OK;
+}
+
 /* Opens and registers the file at path (resolved); reg_lock held. */
 static minfer_status load(const char *path, mf_plugin_lib **out) {
     minfer_status st;
@@ -298,10 +341,13 @@ static minfer_status load(const char *path, mf_plugin_lib **out) {
         free(lib);
         return mf_error(MINFER_ERR_NOMEM, "out of memory loading plugin %s", path);
     }
-    /* MINFER_KEEP_PROVIDERS=1 keeps libraries mapped for leak reports, as
-     * for providers. */
-    lib->handle =
-        dlopen(path, RTLD_NOW | RTLD_LOCAL | (mf_env_keep_providers() ? RTLD_NODELETE : 0));
+    if ((st = writable_by_others(path)) != MINFER_OK)
+        goto fail;
+    /* A plugin library stays mapped once loaded (RTLD_NODELETE): its
+     * constructors run once a process, however many sessions load and
+     * release it (they ran at every session's load). Its ops are
+     * registered again by the next session that loads it. */
+    lib->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!lib->handle) {
         const char *e = dlerror();
         st = mf_error(MINFER_ERR_PROVIDER, "plugin %s: cannot load: %s", path,
@@ -367,7 +413,9 @@ static minfer_status load(const char *path, mf_plugin_lib **out) {
         .set_error = reg_set_error,
     };
     mf_error_clear();
+    registering = 1;
     st = info->register_ops(&host, (minfer_plugin_registry *)lib);
+    registering = 0;
     if (st != MINFER_OK) {
         if (lib->reg_error[0])
             mf_error(st, "%s", lib->reg_error);
@@ -396,6 +444,11 @@ minfer_status mf_plugin_acquire(const char *path_or_name, mf_plugin_lib **out) {
     *out = NULL;
     if (!path_or_name)
         return mf_error(MINFER_ERR_INVALID_ARG, "plugin: NULL path or name");
+    if (registering)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "plugin %s: a plugin's register_ops may not load plugins or create "
+                        "sessions (the plugin registry is locked while it registers)",
+                        path_or_name);
     if ((st = resolve(path_or_name, path, sizeof path)) != MINFER_OK)
         return st;
     if (!realpath(path, real))
@@ -464,7 +517,7 @@ const minfer_plugin_op *mf_plugin_find(mf_plugin_lib *const *libs, size_t n, con
 static const minfer_plugin_op *find_loaded(const mf_node *node, mf_plugin_lib **owner) {
     const minfer_plugin_op *op = NULL;
     *owner = NULL;
-    if (!node->domain || is_reserved_domain(node->domain))
+    if (!node->domain || is_reserved_domain(node->domain) || registering)
         return NULL;
     pthread_mutex_lock(&reg_lock);
     for (mf_plugin_lib *l = loaded; l && !op; l = l->next)
@@ -538,6 +591,7 @@ minfer_status mf_plugin_infer(const mf_node *node, const minfer_tensor_view *in,
         .tensor_view_size = sizeof(minfer_tensor_view),
     };
     st = op->infer(op->op_data, &args);
+    mf_plugin_text(msg, sizeof msg);
     for (size_t j = 0; st == MINFER_OK && j < n_out; j++) {
         if (!vd[n_in + j].present)
             continue;
@@ -556,8 +610,8 @@ minfer_status mf_plugin_infer(const mf_node *node, const minfer_tensor_view *in,
             }
     }
     if (st != MINFER_OK && err && err_size)
-        snprintf(err, err_size, "plugin '%s' (%s): %s", lib->name, lib->path,
-                 msg[0] ? msg : minfer_status_str(st));
+        snprintf(err, err_size, "plugin '%s' (%s): %s infer: %s", lib->name, lib->path,
+                 node->op_type, msg[0] ? msg : minfer_status_str(st));
     free(vd);
     mf_plugin_release(lib);
     return st;

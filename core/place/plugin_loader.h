@@ -80,4 +80,9 @@ int mf_plugin_is_provider(const mf_provider_inst *p);
 mf_provider_inst *mf_plugin_folder(mf_provider_inst *provs, size_t n,
                                    const minfer_node_desc *desc);
 
+/* Makes a plugin's message buffer of size bytes a string fit to print: a
+ * NUL at its end (a plugin may fill it without one) and '?' for control
+ * bytes. */
+void mf_plugin_text(char *msg, size_t size);
+
 #endif

@@ -67,11 +67,13 @@ static int supports(void *ctx, const minfer_node_desc *n, char *why, size_t why_
     return 0;
 }
 
-/* "plugin 'NAME' (FILE): MESSAGE" as the last error; returns st. */
-static minfer_status fail(const plugin_node *pn, minfer_status st, const char *what,
-                          const char *msg) {
+/* "plugin 'NAME' (FILE): OP WHAT: MESSAGE" as the last error (msg is the
+ * plugin's buffer of size bytes, NUL-terminated here); returns st. */
+static minfer_status fail(const plugin_node *pn, minfer_status st, const char *what, char *msg,
+                          size_t size) {
     if (st == MINFER_OK) /* a status out of the enum's range is still a failure */
         st = MINFER_ERR_RUNTIME;
+    mf_plugin_text(msg, size);
     return mf_error(st, "plugin '%s' (%s): %s %s: %s", mf_plugin_lib_name(pn->lib),
                     mf_plugin_lib_path(pn->lib), pn->op->op_type, what,
                     msg[0] ? msg : minfer_status_str(st));
@@ -104,7 +106,7 @@ static minfer_status prepare(void *ctx, const minfer_node_desc *n, minfer_node_p
         };
         minfer_status st = op->create(op->op_data, &args, &pn->state);
         if (st != MINFER_OK) {
-            fail(pn, st, "create", msg);
+            fail(pn, st, "create", msg, sizeof msg);
             free(pn);
             return st == MINFER_OK ? MINFER_ERR_RUNTIME : st;
         }
@@ -146,7 +148,22 @@ static minfer_status execute(void *ctx, void *node_state, const minfer_exec_args
     };
     minfer_status st = pn->op->compute(pn->op->op_data, pn->state, &args);
     if (st != MINFER_OK)
-        return fail(pn, st, "compute", msg);
+        return fail(pn, st, "compute", msg, sizeof msg);
+    /* Every output the node has must be allocated (alloc_output) or
+     * planned: else the next node would read a value that is not there. */
+    for (size_t j = 0; j < a->n_outputs && a->node && j < a->node->n_outputs; j++) {
+        const minfer_tensor_view *o =
+            (const minfer_tensor_view *)(const void *)((const char *)a->outputs +
+                                                        j * args.tensor_view_size);
+        if (!a->node->outputs[j].present)
+            continue;
+        if (o->rank < 0 || o->rank > MINFER_MAX_RANK || (!o->data && o->nbytes)) {
+            snprintf(msg, sizeof msg, "returned OK but left output %zu ('%s') unallocated "
+                     "(rank %d): it must call alloc_output", j,
+                     a->node->outputs[j].name ? a->node->outputs[j].name : "", (int)o->rank);
+            return fail(pn, MINFER_ERR_RUNTIME, "compute", msg, sizeof msg);
+        }
+    }
     return MINFER_OK;
 }
 

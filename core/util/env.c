@@ -6,7 +6,10 @@
 #include "util/env.h"
 
 static const char *get(const char *name) {
-    const char *v = getenv(name);
+    /* secure_getenv: nothing from the environment in a setuid or setgid
+     * process (AT_SECURE), as the dynamic loader ignores LD_LIBRARY_PATH:
+     * MINFER_PROVIDER_PATH and MINFER_PLUGIN_PATH name code to load. */
+    const char *v = secure_getenv(name);
     return v && v[0] ? v : NULL;
 }
 
@@ -72,7 +75,7 @@ static const struct {
 
 void mf_env_check(const mf_logger *lg) {
     for (size_t i = 0; i < sizeof checked / sizeof checked[0]; i++) {
-        const char *v = getenv(checked[i].name);
+        const char *v = secure_getenv(checked[i].name);
         int ok = !v || !v[0];
         for (size_t k = 0; !ok && k < 10 && checked[i].values[k]; k++)
             ok = strcmp(v, checked[i].values[k]) == 0;

@@ -25,7 +25,7 @@ const char *mf_env_profile(void);
 long mf_env_spin_us(long dflt);
 /* MINFER_PROVIDER_PATH: colon-separated directories, or NULL. */
 const char *mf_env_provider_path(void);
-/* MINFER_KEEP_PROVIDERS=1 -> 1 (provider and plugin libraries stay mapped). */
+/* MINFER_KEEP_PROVIDERS=1 -> 1 (provider libraries stay mapped; plugins always do). */
 int mf_env_keep_providers(void);
 /* MINFER_PLUGINS: plugin names or paths, comma-separated, or NULL. */
 const char *mf_env_plugins(void);
