@@ -116,6 +116,17 @@ out=$(run optimize --level 1 "$m" -o "$tmp/opt.onnx" 2>&1 >/dev/null)
 [[ $? -eq 1 && $out == *"it exists (--force replaces it)"* ]] || bad "optimize over an existing file: '$out'"
 run optimize --level 1 --force "$m" -o "$tmp/opt.onnx" >/dev/null || bad "optimize --force failed"
 
+# compile -o naming its own source (by another path too): refused, --force
+# or not, the model untouched (it was overwritten by its compiled form)
+cp "$m" "$tmp/self.onnx"
+sum=$(cksum <"$tmp/self.onnx")
+out=$(run compile --providers cpu --force "$tmp/self.onnx" -o "$tmp/self.onnx" 2>&1 >/dev/null)
+[[ $? -eq 1 && $out == *"it is the model being compiled"* && $(cksum <"$tmp/self.onnx") == "$sum" ]] ||
+    bad "compile -o its own source: '$out'"
+out=$(run compile --providers cpu --force "$tmp/self.onnx" -o "$tmp/./self.onnx" 2>&1 >/dev/null)
+[[ $? -eq 1 && $out == *"it is the model being compiled"* && $(cksum <"$tmp/self.onnx") == "$sum" ]] ||
+    bad "compile -o its own source by another path: '$out'"
+
 run info --providers cpu --dot "$tmp/g.dot" "$m" >/dev/null || bad "info --dot failed"
 out=$(run info --providers cpu --dot "$tmp/g.dot" "$m" 2>&1 >/dev/null)
 [[ $? -eq 1 && $out == *"cannot write the graph to"*"it exists"* ]] || bad "info --dot over an existing file: '$out'"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "minfer/compile.h"
@@ -73,6 +74,15 @@ int cmd_compile(int argc, char **argv) {
     if (threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &threads)))
         goto done;
     rc = CLI_FAIL;
+    /* -o naming the model itself (by any path: same device and inode)
+     * would replace the source with its compiled form, --force or not. */
+    struct stat src_st, out_st;
+    if (stat(pos[0], &src_st) == 0 && stat(out, &out_st) == 0 && src_st.st_dev == out_st.st_dev &&
+        src_st.st_ino == out_st.st_ino) {
+        fprintf(stderr, "minfer compile: cannot write the compiled model to '%s': it is the model "
+                        "being compiled ('%s')\n", out, pos[0]);
+        goto done;
+    }
     /* minfer_compile_model reads it (core/session/compile.c); this process
      * has no other thread yet. */
     if (no_pack && setenv("MINFER_COMPILE_PACK", "0", 1) != 0) {

@@ -584,8 +584,12 @@ static void sect_name(uint32_t id, char out[8]) {
  * when info is not NULL, its header fields. */
 static minfer_status check_layout(mfc_ctx *c, uint8_t *data, size_t size, rd *sec, rd *pack,
                                   minfer_compiled_info *info) {
-    if (size < 16 || memcmp(data, MFC_MAGIC, MFC_MAGIC_LEN) != 0)
+    if (size < MFC_MAGIC_LEN || memcmp(data, MFC_MAGIC, MFC_MAGIC_LEN) != 0)
         return fail(c, MINFER_ERR_MODEL, NULL, "header: not a compiled minfer model (no magic)");
+    if (size < MFC_HEADER_SIZE)
+        return fail(c, MINFER_ERR_MODEL, NULL,
+                    "header: truncated: %zu bytes, where the header alone is %d", size,
+                    MFC_HEADER_SIZE);
     if (le32(data + 12) != MFC_ENDIAN_MARK)
         return fail(c, MINFER_ERR_MODEL, NULL,
                     "header: endianness mark is %08x, not %08x: the file was written "

@@ -109,6 +109,14 @@ def _options_string(options):
     for key, value in options.items():
         if isinstance(value, bool):
             value = int(value)
+        key, value = str(key), str(value)
+        # The string has no escapes: a ',' would add a key, an '=' in a key
+        # would split it elsewhere, a NUL would cut the string in C.
+        if not key or any(c in key for c in ",=\0") or any(c in value for c in ",\0"):
+            raise InvalidArgument(
+                "provider option %r=%r: keys cannot be empty or hold ',', '=' or NUL, values "
+                "cannot hold ',' or NUL (the options are passed as 'key=value,key=value')"
+                % (key, value))
         parts.append("%s=%s" % (key, value))
     return ",".join(parts)
 

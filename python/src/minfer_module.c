@@ -1049,7 +1049,12 @@ static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
         } else if (strcmp(key, "micro_batch") == 0) {
             st = minfer_options_set_micro_batch(opt, (int64_t)x);
         } else if (strcmp(key, "inter_op_threads") == 0) {
-            st = minfer_options_set_inter_op_threads(opt, (int)(x < 0 || x > 4096 ? -1 : x));
+            if (x < 0 || x > 1024) { /* the C setter's range: say the value given */
+                PyErr_Format(exc_invalid_argument, "inter_op_threads %lld: use 0 (one per pool "
+                             "thread) to 1024", x);
+                return -1;
+            }
+            st = minfer_options_set_inter_op_threads(opt, (int)x);
         } else if (strcmp(key, "plan_cache_size") == 0) {
             st = minfer_options_set_plan_cache_size(opt, x < 0 ? 0 : (size_t)x);
         } else if (strcmp(key, "strict_placement") == 0) {

@@ -119,3 +119,91 @@ def test_lone_surrogate_is_an_invalid_argument(tmp_path):
         s.run(None, {"A": a, "S\ud800": np.array(["a", "b"], dtype=object)})
     out = s.run(None, {"A": a, "S": np.array(["a", "b"], dtype=object)})
     assert np.array_equal(out[0], a)
+
+
+def _random_value(rng):
+    """A random thing to feed an input declared float [1, 10]."""
+    kind = rng.integers(0, 12)
+    dtypes = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_, np.float16,
+              np.complex64, object, np.str_]
+    if kind == 0:
+        return None
+    if kind == 1:
+        return [[float(x) for x in range(10)]]
+    if kind == 2:
+        return "not an array"
+    if kind == 3:
+        return int(rng.integers(-5, 5))
+    dt = dtypes[rng.integers(0, len(dtypes))]
+    rank = int(rng.integers(0, 4)) if kind != 4 else 32
+    shape = (1, 10) if kind in (5, 6, 7, 8) else tuple(int(d) for d in rng.integers(0, 3, size=rank))
+    base = np.ones(shape, dtype=np.float64)
+    if dt is np.str_:
+        a = base.astype(np.str_)
+    else:
+        a = base.astype(dt)
+    if kind == 6 and a.ndim == 2:  # non-contiguous: a transposed view of [10, 1]
+        a = np.ones((10, 1), dtype=a.dtype).T
+    elif kind == 7:  # read-only
+        a = a.copy()
+        a.setflags(write=False)
+    elif kind == 8 and a.dtype.kind in "fiu" and a.dtype.itemsize > 1:  # non-native byte order
+        a = a.astype(a.dtype.newbyteorder())
+    elif kind == 9:  # unaligned float32 [1, 10]
+        raw = np.zeros(41, np.uint8)
+        a = raw[1:].view(np.float32).reshape(1, 10)
+    return a
+
+
+def test_random_feeds_end_in_a_result_or_an_exception(add_model):
+    """A property test: 600 random feeds (dtypes, ranks 0..32, empty dims,
+    non-contiguous, read-only, byte-swapped, unaligned arrays, lists,
+    scalars, None, strings, missing, extra and renamed keys) each end in
+    outputs equal to A + B or in one of the binding's exceptions."""
+    rng = np.random.default_rng(39)
+    s = _minfer.Session(add_model)
+    ok = raised = 0
+    for _ in range(600):
+        feed = {}
+        for name in ("A", "B"):
+            r = rng.integers(0, 10)
+            if r == 0:
+                continue  # missing
+            key = name if r != 1 else name + "x"  # a wrong name
+            feed[key] = _random_value(rng) if rng.integers(0, 3) else np.ones((1, 10), np.float32)
+        if rng.integers(0, 8) == 0:
+            feed["extra"] = np.ones(1, np.float32)
+        names = None if rng.integers(0, 4) else (["C"] if rng.integers(0, 2) else ["nope"])
+        try:
+            out = s.run(names, feed)
+        except (minfer.Error, TypeError, ValueError, OverflowError, UnicodeError) as e:
+            assert str(e), "an exception without a message"
+            raised += 1
+            continue
+        a = np.asarray(feed["A"], dtype=np.float32)
+        b = np.asarray(feed["B"], dtype=np.float32)
+        assert np.array_equal(out[0], a + b)
+        ok += 1
+    print("random feeds: %d results, %d exceptions" % (ok, raised))
+    assert ok > 0 and raised > 0
+
+
+def test_provider_option_with_a_comma_adds_no_key(add_model):
+    """Option values are joined as "k=v,k=v" with no escapes: a ',' in a
+    value (or ',', '=' in a key) is refused, naming it, instead of adding a
+    key the caller did not write."""
+    for opts in ({"device": "0,evil=1"}, {"a,b": "1"}, {"a=b": "1"}, {"": "1"}):
+        with pytest.raises(minfer.InvalidArgument, match="provider option"):
+            minfer.InferenceSession(add_model, providers=[("cpu", opts)])
+
+
+def test_inter_op_threads_out_of_range_names_the_value(add_model):
+    """inter_op_threads over the C setter's 1024 (4097 was sent on as -1 and
+    reported as -1) is an InvalidArgument naming the value given."""
+    so = minfer.SessionOptions()
+    so.inter_op_num_threads = 5000
+    so.execution_mode = minfer.ExecutionMode.ORT_PARALLEL
+    with pytest.raises(minfer.InvalidArgument, match="5000"):
+        minfer.InferenceSession(add_model, sess_options=so, providers=["cpu"])
+    so.inter_op_num_threads = 2
+    minfer.InferenceSession(add_model, sess_options=so, providers=["cpu"])
