@@ -792,6 +792,23 @@ static void packs_free(void *vp) {
     free(p);
 }
 
+/* One PACK entry's sort key: node, provider, place in the file. */
+typedef struct pack_order {
+    size_t node;
+    const char *provider;
+    size_t k;
+} pack_order;
+
+static int pack_order_cmp(const void *a, const void *b) {
+    const pack_order *x = a, *y = b;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    int c = strcmp(x->provider, y->provider);
+    if (c)
+        return c;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
 /* The section's index (mfc_write.c's put_packs) checked against the graph
  * and the section, into g->packs; info gets the blob count, bytes and the
  * first tag. */
@@ -871,20 +888,43 @@ static void get_packs(mfc_ctx *c, rd *r, mf_graph *g, minfer_compiled_info *info
         free(node_of);
         return;
     }
-    /* Sorted by node, then provider (an insertion sort: the writer emits
-     * them in node order already). */
-    for (size_t k = 1; k < p->n; k++)
-        for (size_t j = k; j > 0 && (node_of[j - 1] > node_of[j] ||
-                                     (node_of[j - 1] == node_of[j] &&
-                                      strcmp(p->provider[j - 1], p->provider[j]) > 0));
-             j--) {
-#define SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
-            SWAP(size_t, node_of[j - 1], node_of[j]);
-            SWAP(minfer_packed_const, p->blob[j - 1], p->blob[j]);
-            SWAP(char *, p->provider[j - 1], p->provider[j]);
-            SWAP(char *, p->node[j - 1], p->node[j]);
-#undef SWAP
-        }
+    /* Sorted by node, then provider, then file order: a qsort of the
+     * entries' indices (an insertion sort here was quadratic in a hostile
+     * file's entries, which may share one blob: 250k of them in reverse
+     * node order fit in 10 MB), then the arrays permuted into that order. */
+    pack_order *ord = mf_malloc((p->n + 1) * sizeof *ord);
+    minfer_packed_const *blob = mf_malloc((p->n + 1) * sizeof *blob);
+    char **prov = mf_malloc((p->n + 1) * sizeof *prov), **name = mf_malloc((p->n + 1) * sizeof *name);
+    size_t *nodes = mf_malloc((p->n + 1) * sizeof *nodes);
+    if (!ord || !blob || !prov || !name || !nodes) {
+        free(ord);
+        free(blob);
+        free(prov);
+        free(name);
+        free(nodes);
+        packs_free(p);
+        free(node_of);
+        fail(c, MINFER_ERR_NOMEM, NULL, "out of memory");
+        return;
+    }
+    for (size_t k = 0; k < p->n; k++)
+        ord[k] = (pack_order){node_of[k], p->provider[k], k};
+    qsort(ord, p->n, sizeof *ord, pack_order_cmp);
+    for (size_t k = 0; k < p->n; k++) {
+        blob[k] = p->blob[ord[k].k];
+        prov[k] = p->provider[ord[k].k];
+        name[k] = p->node[ord[k].k];
+        nodes[k] = node_of[ord[k].k];
+    }
+    free(ord);
+    free(p->blob);
+    free(p->provider);
+    free(p->node);
+    free(node_of);
+    p->blob = blob;
+    p->provider = prov;
+    p->node = name;
+    node_of = nodes;
     for (size_t i = 0, k = 0; i <= g->n_nodes; i++) {
         while (k < p->n && node_of[k] < i)
             k++;
