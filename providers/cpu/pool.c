@@ -93,14 +93,15 @@ static void clip_taps(int64_t start, int64_t k, int64_t dil, int64_t lo, int64_t
             for (size_t oh = 0; oh < g->out[1]; oh++)                                      \
                 for (size_t ow = 0; ow < g->out[2]; ow++) {                                \
                     size_t o[3] = {od, oh, ow};                                            \
-                    int64_t f[3], c[3], padded = 1;                                        \
+                    int64_t f[3], c[3];                                                    \
+                    double padded = 1; /* up to (2^31)^3 taps: a double, not int64 */     \
                     for (int i = 0; i < 3; i++) {                                          \
                         int64_t st0 = (int64_t)o[i] * g->stride[i] - g->pad[i], pf, pc;    \
                         clip_taps(st0, (int64_t)g->k[i], g->dil[i], 0, (int64_t)g->in[i],  \
                                   &f[i], &c[i]);                                           \
                         clip_taps(st0, (int64_t)g->k[i], g->dil[i], -g->pad[i],            \
                                   (int64_t)g->in[i] + g->pad_end[i], &pf, &pc);            \
-                        padded *= pc;                                                      \
+                        padded *= (double)pc;                                              \
                         f[i] = st0 + f[i] * g->dil[i];                                     \
                     }                                                                      \
                     ACC acc = (ACC)0;                                                         \
@@ -122,8 +123,10 @@ static void clip_taps(int64_t start, int64_t k, int64_t dil, int64_t lo, int64_t
                     if (j->st->is_max) {                                                   \
                         y[oi] = (T)acc;                                                    \
                     } else {                                                               \
-                        int64_t cnt = j->st->count_include_pad ? padded : c[0] * c[1] * c[2]; \
-                        y[oi] = cnt > 0 ? (T)(acc / (ACC)cnt) : (T)0;                      \
+                        double cnt = j->st->count_include_pad                              \
+                                         ? padded                                          \
+                                         : (double)c[0] * (double)c[1] * (double)c[2];     \
+                        y[oi] = cnt > 0 ? (T)((double)acc / cnt) : (T)0;                   \
                     }                                                                      \
                 }                                                                          \
     }
