@@ -19,7 +19,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 rm -rf "$work"
-for t in model tensor builder graph mfc; do mkdir -p "$work/$t/corpus" "$work/$t/crashes"; done
+for t in model tensor builder graph mfc mfc_struct; do mkdir -p "$work/$t/corpus" "$work/$t/crashes"; done
 
 # model: the node test models, the cases' small models, and skeletons
 # of the shared models.
@@ -46,9 +46,11 @@ done
 grep -v '^#' "$src/tests/onnx_node_cases.txt" | awk 'NF && NR % 4 == 0' |
   while read -r name; do [ -f "$nodes/$name/model.onnx" ] && echo "$nodes/$name/model.onnx"; done > "$work/mfc/models.txt"
 FUZZ_MFC_SEEDS="$work/mfc/corpus" FUZZ_MFC_MODELS="$work/mfc/models.txt" "$build/tests/fuzz/fuzz_mfc"
+# mfc_struct (the section-by-section mutator) starts from the same files.
+cp "$work/mfc/corpus"/* "$work/mfc_struct/corpus/"
 
 status=0
-for t in model tensor builder graph; do
+for t in model tensor builder graph mfc mfc_struct; do
   bin=$build/tests/fuzz/fuzz_$t
   reg=$here/regressions/$t
   if [ -d "$reg" ] && [ -n "$(ls -A "$reg" 2>/dev/null)" ]; then
@@ -61,7 +63,7 @@ for t in model tensor builder graph; do
   # target instead of a time limit, so a CI run explores exactly what a run
   # here explored and cannot fail on a machine's speed or luck.
   if [ "${FUZZ_DETERMINISTIC:-0}" = 1 ]; then
-    case $t in model|mfc) n=60000 ;; tensor) n=3000000 ;; graph) n=20000 ;; *) n=150000 ;; esac
+    case $t in model) n=60000 ;; mfc|mfc_struct) n=20000 ;; tensor) n=3000000 ;; graph) n=20000 ;; *) n=150000 ;; esac
     limit="-seed=1 -runs=$n"
   else
     limit="-max_total_time=$secs"
