@@ -3,8 +3,9 @@
  * model of N graph inputs x_i [N-symbolic], each through a Neg, all joined
  * by a tree of Concats (64 inputs a node at most), so N buffers are alive at once (the planner) and a run
  * checks N inputs sharing one symbolic dimension (the input check). A run
- * with 4N inputs must cost less than 8x what N cost (linear: 4x; the
- * quadratic check it replaced: 16x). Creation is printed, not asserted: its
+ * with 4N inputs must cost less than 12x what N cost (linear: 4x, measured
+ * x4-6 alone and x8 beside other tests; the quadratic check it replaced:
+ * x15-31). Creation is printed, not asserted: its
  * passes are linear loops over nodes and values whose working set leaves
  * the caches between 2000 and 16000 nodes, x5-8 for 4x alone and x15-19
  * beside two other tests (the planner, its quadratic part, is timed alone
@@ -173,13 +174,13 @@ static void test_creation_and_runs_grow_linearly(void **state) {
            small.n, big.n, c1, c2, c2 / c1, r1, r2, r2 / r1);
     model_free(&small);
     model_free(&big);
-    if (r2 > 8 * r1)
+    if (r2 > 12 * r1)
         fail_msg("a run grows faster than linearly: x%.2f for 4x the inputs", r2 / r1);
 }
 
 /* One value fanned out to n consumers: x -> n Negs -> a tree of Concats
- * -> z (a run returns at most 256 outputs). A run under 8x for 4n against
- * n; creation printed (above). */
+ * -> z (a run returns at most 256 outputs). A run under 12x for 4n
+ * against n; creation printed (above). */
 static double fan_measure(size_t n, double *run_ms) {
     Onnx__ModelProto *mp = ob_model(13);
     Onnx__GraphProto *g = mp->graph;
@@ -249,7 +250,7 @@ static void test_fan_out_grows_linearly(void **state) {
     }
     printf("fan-out %zu -> %zu consumers: create %.1f -> %.1f ms (x%.2f), run %.2f -> "
            "%.2f ms (x%.2f)\n", base_n, 4 * base_n, c1, c2, c2 / c1, r1, r2, r2 / r1);
-    if (r2 > 8 * r1)
+    if (r2 > 12 * r1)
         fail_msg("a run grows faster than linearly: x%.2f for 4x the consumers", r2 / r1);
 }
 
