@@ -141,6 +141,16 @@ def matmul(dt=np.uint8, bdt=np.int8, per_column=False):
     return g.model(o, 0.0513, 100 if dt == np.uint8 else 3, dt)
 
 
+def gemm(dt=np.uint8, per_column=False, trans_b=1, bias=True):
+    g = G((24, 64))
+    a = g.qdq("x", XS, XZ if dt == np.uint8 else -8, dt)
+    b, ws = g.weight((48, 64) if trans_b else (64, 48), np.int8, per_column, 0 if trans_b else 1)
+    ins = [a, b] + ([g.bias(XS, ws, 48)] if bias else [])
+    o = g.name("gemm")
+    g.nodes.append(helper.make_node("Gemm", ins, [o], transB=trans_b))
+    return g.model(o, 0.0513, 100 if dt == np.uint8 else 3, dt)
+
+
 def gap(dt=np.uint8):
     g = G((4, 64, 7, 7))
     x = g.qdq("x", XS, XZ if dt == np.uint8 else 0, dt)
@@ -187,6 +197,10 @@ FUSE = {
     "matmul_u8s8_percolumn": (lambda: matmul(per_column=True), {"QLinearMatMul"}, {"MatMul"}),
     "matmul_s8s8_percolumn": (lambda: matmul(np.int8, per_column=True), {"QLinearMatMul"},
                               {"MatMul"}),
+    "gemm_u8s8_transb": (lambda: gemm(), {"QGemm"}, {"Gemm"}),
+    "gemm_u8s8_percolumn_transb": (lambda: gemm(per_column=True), {"QGemm"}, {"Gemm"}),
+    "gemm_s8s8_percolumn": (lambda: gemm(np.int8, True, 0), {"QGemm"}, {"Gemm"}),
+    "gemm_u8s8_nobias": (lambda: gemm(bias=False), {"QGemm"}, {"Gemm"}),
     "add_u8": (lambda: binary("Add"), {"QLinearAdd"}, {"Add"}),
     "add_s8": (lambda: binary("Add", np.int8), {"QLinearAdd"}, {"Add"}),
     "mul_u8": (lambda: binary("Mul"), {"QLinearMul"}, {"Mul"}),

@@ -9,8 +9,8 @@ rounding ties and past saturation. ORT runs each on its CPU kernels;
 `minfer test --atol 0 --rtol 0` must give the same numbers: zero steps off
 on every element. A step off would show as a difference of one.
 
-Also the contrib plugin's QLinearAdd, QLinearMul and
-QLinearGlobalAveragePool (com.microsoft) against ORT's, zero steps off.
+Also the contrib plugin's QLinearAdd, QLinearMul, QLinearGlobalAveragePool
+and QGemm (com.microsoft) against ORT's, zero steps off.
 Also whole models quantized dynamically as ORT's quantize_dynamic does
 (quantize_dynamic.py: DynamicQuantizeLinear + ConvInteger per Conv) from
 the shared models given: ORT's outputs on data set 0 at rtol 1e-3 / atol
@@ -146,6 +146,24 @@ def qlinear_binary(op, dt, shape_b, shape_a=(2, 3, 4, 5), scales=None):
     return ms_model([n], [("a", a)], inits, [("c", T[np.dtype(dt)])]), [("a", a)]
 
 
+def qgemm(bdt, float_y, trans_a=0, c_shape=(7,)):
+    """com.microsoft QGemm as quantize_static's QOperator form writes it for
+    a Gemm: per-column b_scale, int32 C broadcast, a quantized or float Y."""
+    a = q8((5, 11) if trans_a else (11, 5), np.uint8)
+    b = q8((7, 5), bdt)
+    inits = [("as", np.float32(0.0173)), ("az", np.uint8(121)), ("b", b),
+             ("bs", rng.uniform(0.002, 0.02, 7).astype(np.float32)), ("bz", q8((7,), bdt)),
+             ("c", rng.integers(-900, 900, size=c_shape).astype(np.int32))]
+    ins = ["a", "as", "az", "b", "bs", "bz", "c"]
+    if not float_y:
+        inits += [("ys", np.float32(0.0311)), ("yz", np.uint8(117))]
+        ins += ["ys", "yz"]
+    n = helper.make_node("QGemm", ins, ["y"], domain="com.microsoft", transA=trans_a, transB=1,
+                         alpha=0.75)
+    out = TensorProto.FLOAT if float_y else TensorProto.UINT8
+    return ms_model([n], [("a", a)], inits, [("y", out)]), [("a", a)]
+
+
 def qlinear_gap(dt, channels_last):
     x = q8((2, 7, 5, 3) if channels_last else (2, 3, 7, 5), dt)
     inits = [("xs", np.float32(0.0219)), ("xz", q8((), dt)), ("ys", np.float32(0.0137)),
@@ -193,6 +211,9 @@ CONTRIB = {
     "qlinearadd_s8_grid_scalar_b": lambda: qlinearadd_grid(np.int8, "scalar_b", *MBV2_S8),
     "qlinearmul_u8_broadcast": lambda: qlinear_binary("QLinearMul", np.uint8, (5,)),
     "qlinearmul_s8": lambda: qlinear_binary("QLinearMul", np.int8, (2, 3, 4, 5)),
+    "qgemm_u8s8": lambda: qgemm(np.int8, False),
+    "qgemm_u8u8_transa_cmatrix": lambda: qgemm(np.uint8, False, 1, (11, 7)),
+    "qgemm_u8s8_float_y": lambda: qgemm(np.int8, True, 0, (1, 7)),
     "qlinear_gap_u8": lambda: qlinear_gap(np.uint8, 0),
     "qlinear_gap_s8_nhwc": lambda: qlinear_gap(np.int8, 1),
 }

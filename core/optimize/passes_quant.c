@@ -9,6 +9,7 @@
  *
  *  qdq_fuse  DQ(x), DQ(w) [, DQ(b)] -> Conv [-> Relu|Clip] -> Q  => QLinearConv
  *            DQ(a), DQ(b) -> MatMul [-> Relu|Clip] -> Q          => QLinearMatMul
+ *            DQ(a), DQ(b) [, DQ(c)] -> Gemm [-> Relu|Clip] -> Q  => com.microsoft QGemm
  *            DQ(a), DQ(b) -> Add|Mul [-> Relu|Clip] -> Q         => com.microsoft QLinearAdd|Mul
  *            DQ(x) -> GlobalAveragePool -> Q      => com.microsoft QLinearGlobalAveragePool
  *            DQ(x) -> Reshape|Flatten|Transpose|Squeeze|Unsqueeze|MaxPool|Gather|Expand|
@@ -293,6 +294,38 @@ static minfer_status fuse_matmul(mf_opt *o, int i, int *fused) {
     return commit(o, i, q, relu, ins, 8, "", "QLinearMatMul", fused);
 }
 
+/* Gemm: com.microsoft QGemm, B per tensor or per column of op(B) (axis 0
+ * of a transposed B, else 1), an int32 C of N values with beta 1. */
+static minfer_status fuse_gemm(mf_opt *o, int i, int *fused) {
+    const mf_node *n = &o->g->nodes[i];
+    qval a, b, c, y;
+    int has_c = n->n_inputs == 3 && n->inputs[2] >= 0;
+    *fused = 0;
+    if (n->n_inputs < 2 || n->n_inputs > 3 || !from_dq(o, n->inputs[0], &a) ||
+        !from_dq(o, n->inputs[1], &b) || (has_c && !from_dq(o, n->inputs[2], &c)) ||
+        (has_c && mf_attr_float(n, "beta", 1.0f) != 1.0f))
+        return MINFER_OK;
+    int act, q = to_q_relu(o, n->outputs[0], &y, &act);
+    if (q < 0 || !is_q8(a.dtype) || !is_q8(b.dtype) || y.dtype != a.dtype ||
+        (a.dtype == MINFER_DTYPE_INT8 && b.dtype != MINFER_DTYPE_INT8) || !per_tensor(o, &a) ||
+        !per_tensor(o, &y))
+        return MINFER_OK;
+    const mf_vinfo *bi = mf_opt_info(o, b.q);
+    int tb = mf_attr_int(n, "transB", 0) != 0;
+    int64_t cols = bi->rank == 2 ? mf_opt_dim(bi, tb ? 0 : 1) : -1, nb = count_of(o, b.scale);
+    int axis = b.axis < 0 ? b.axis + bi->rank : b.axis;
+    if (cols < 1 || count_of(o, b.zp) != nb ||
+        !(nb == 1 || (nb == cols && axis == (tb ? 0 : 1) && mf_opt_info(o, b.scale)->rank == 1)))
+        return MINFER_OK;
+    if (has_c && !bias_fits(o, &a, &b, &c, cols))
+        return MINFER_OK;
+    int ins[9] = {a.q, a.scale, a.zp, b.q, b.scale, b.zp, has_c ? c.q : -1, y.scale, y.zp};
+    minfer_status st = commit(o, i, q, act, ins, 9, "com.microsoft", "QGemm", fused);
+    if (st == MINFER_OK && *fused)
+        mf_opt_drop_attr(o, i, "beta"); /* QGemm has none (ORT's schema refuses it) */
+    return st;
+}
+
 static minfer_status fuse_binary(mf_opt *o, int i, int *fused) {
     const mf_node *n = &o->g->nodes[i];
     qval a, b, y;
@@ -361,6 +394,8 @@ minfer_status mf_pass_qdq_fuse(mf_opt *o, size_t *fired) {
             continue;
         if (mf_opt_is(g, i, "Conv") && n->n_outputs == 1)
             st = fuse_conv(o, i, &fused);
+        else if (mf_opt_is(g, i, "Gemm") && n->n_outputs == 1)
+            st = fuse_gemm(o, i, &fused);
         else if (mf_opt_is(g, i, "MatMul") && n->n_outputs == 1)
             st = fuse_matmul(o, i, &fused);
         else if ((mf_opt_is(g, i, "Add") || mf_opt_is(g, i, "Mul")) && n->n_outputs == 1)

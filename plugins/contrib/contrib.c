@@ -319,6 +319,7 @@ static const minfer_plugin_op ops[] = {
     OPS(MS, "QLinearAdd", qlinear_add, DET),
     OPS(MS, "QLinearMul", qlinear_mul, DET),
     OPS(MS, "QLinearGlobalAveragePool", qlinear_gap, DET),
+    OPS(MS, "QGemm", qgemm, DET),
     OPS(NCHWC, "ReorderInput", reorder_input, DET),
     OPS(NCHWC, "ReorderOutput", reorder_output, DET),
     OPC(NCHWC, "Conv", nchwc_conv, DET),

@@ -164,6 +164,7 @@ OP_DECL_STATE(matmul_nbits);
 OP_DECL(qlinear_add);
 OP_DECL(qlinear_mul);
 OP_DECL(qlinear_gap);
+OP_DECL(qgemm);
 
 /* The NCHWc block size ONNX Runtime's MLAS uses on this CPU (16 with
  * AVX-512F, else 8): models ORT optimized at level 'all' hold weights

@@ -313,3 +313,135 @@ minfer_status qlinear_gap_compute(void *op, void *state, compute_args *a) {
         }
     return MINFER_OK;
 }
+
+/* QGemm: A, a_scale, a_zero_point, B, b_scale, b_zero_point (one, or one per
+ * column of op(B)), C (int32, optional), y_scale, y_zero_point (optional:
+ * without them Y is float); alpha, transA, transB. As ORT's kernel
+ * (quant_gemm.cc): the int32 sums of (a - za)(b - zb) start from C
+ * broadcast to [M, N]; a quantized Y is requantized as MlasRequantizeOutput
+ * does with the multiplier (alpha a_scale b_scale[n]) / y_scale, a float Y
+ * is that sum times alpha a_scale b_scale[n]. */
+typedef struct qgemm_dims {
+    int64_t m, n, k;
+    int ta, tb;
+} qgemm_dims;
+
+static int qgemm_shape(const minfer_host_api *api, const minfer_node_desc *node, int32_t ra,
+                       const int64_t *da, int32_t rb, const int64_t *db, qgemm_dims *g) {
+    g->ta = minfer_kit_attr_int(api, node, "transA", 0) != 0;
+    g->tb = minfer_kit_attr_int(api, node, "transB", 0) != 0;
+    if (ra != 2 || rb != 2)
+        return -1;
+    g->m = da[g->ta ? 1 : 0];
+    g->k = da[g->ta ? 0 : 1];
+    g->n = db[g->tb ? 0 : 1];
+    int64_t kb = db[g->tb ? 1 : 0];
+    return g->k >= 0 && kb >= 0 && g->k != kb ? -1 : 0;
+}
+
+minfer_status qgemm_infer(void *op, infer_args *a) {
+    (void)op;
+    const minfer_value_desc *x = din(a->node, 0), *w = din(a->node, 3);
+    minfer_status st;
+    if (!x->present || !w->present)
+        return FAIL(a, MINFER_ERR_MODEL, "QGemm: inputs A and B are required");
+    if ((x->dtype && !is_q8(x->dtype)) || (w->dtype && !is_q8(w->dtype)))
+        return FAIL(a, MINFER_ERR_TYPE, "QGemm: A and B must be uint8 or int8");
+    if ((st = want_params(a, 1, x->dtype)) != MINFER_OK)
+        return st;
+    int quant_y = has_in(a->node, 8);
+    if (has_in(a->node, 7) != quant_y)
+        return FAIL(a, MINFER_ERR_UNSUPPORTED, "QGemm: y_scale and y_zero_point go together "
+                    "(both for a quantized Y, neither for a float Y)");
+    if (quant_y && (st = want_params(a, 7, 0)) != MINFER_OK)
+        return st;
+    if (has_in(a->node, 6) && (st = want_type(a, 6, MINFER_DTYPE_INT32)) != MINFER_OK)
+        return st;
+    int32_t yt = quant_y ? din(a->node, 8)->dtype : MINFER_DTYPE_FLOAT;
+    if (quant_y && yt && !is_q8(yt))
+        return FAIL(a, MINFER_ERR_TYPE, "QGemm: y_zero_point must be uint8 or int8");
+    minfer_tensor_view *o = &OUTV(a, 0);
+    if (x->rank < 0 || w->rank < 0) {
+        out_shape(o, yt, -1, NULL);
+        return MINFER_OK;
+    }
+    qgemm_dims g;
+    if (qgemm_shape(a->api, a->node, x->rank, x->dims, w->rank, w->dims, &g))
+        return FAIL(a, MINFER_ERR_SHAPE, "QGemm: A and B must be matrices of matching K");
+    int64_t d[2] = {g.m, g.n};
+    out_shape(o, yt, 2, d);
+    return MINFER_OK;
+}
+
+minfer_status qgemm_compute(void *op, void *state, compute_args *a) {
+    (void)op, (void)state;
+    const minfer_tensor_view *x = vin(a, 0), *w = vin(a, 3);
+    minfer_tensor_view *o = &OUTV(a, 0);
+    if (a->n_outputs < 1 || !x->data || !w->data || !is_q8(x->dtype) || !is_q8(w->dtype))
+        return FAIL(a, MINFER_ERR_MODEL, "QGemm: A and B (uint8 or int8) are required");
+    qgemm_dims g;
+    if (qgemm_shape(a->api, a->node, x->rank, x->dims, w->rank, w->dims, &g) ||
+        o->rank != 2 || o->dims[0] != g.m || o->dims[1] != g.n)
+        return FAIL(a, MINFER_ERR_SHAPE, "QGemm: A, B and Y do not make a [M, K] x [K, N] product");
+    float sa, sy = 1;
+    int32_t za, zy = 0;
+    minfer_status st;
+    if ((st = read_param(a, 1, x->dtype, &sa, &za)) != MINFER_OK)
+        return st;
+    int quant_y = a->n_inputs > 8 && vin(a, 8)->data;
+    if (quant_y && (!is_q8(o->dtype) || (st = read_param(a, 7, o->dtype, &sy, &zy)) != MINFER_OK))
+        return st ? st : FAIL(a, MINFER_ERR_TYPE, "QGemm: a quantized Y must be uint8 or int8");
+    if (!quant_y && o->dtype != MINFER_DTYPE_FLOAT)
+        return FAIL(a, MINFER_ERR_TYPE, "QGemm: Y without y_zero_point is float");
+    const minfer_tensor_view *vs = vin(a, 4), *vz = vin(a, 5);
+    size_t ns = vs->data ? numel(vs) : 0, nz = a->n_inputs > 5 && vz->data ? numel(vz) : 0;
+    size_t N = (size_t)g.n, M = (size_t)g.m, K = (size_t)g.k;
+    if (vs->dtype != MINFER_DTYPE_FLOAT || (ns != 1 && ns != N) || (nz && nz != ns) ||
+        (nz && vz->dtype != w->dtype))
+        return FAIL(a, MINFER_ERR_SHAPE, "QGemm: b_scale and b_zero_point must be one value or "
+                    "one per column (N = %zu), b_zero_point of B's type", N);
+    const minfer_tensor_view *c = a->n_inputs > 6 ? vin(a, 6) : NULL;
+    size_t cn = c && c->data ? numel(c) : 0;
+    int64_t c0 = c && c->rank >= 1 ? c->dims[0] : 1, c1 = c && c->rank == 2 ? c->dims[1] : 1;
+    if (cn && (c->dtype != MINFER_DTYPE_INT32 || c->rank > 2 ||
+               !(cn == 1 || (c->rank == 1 && cn == N) ||
+                 (c->rank == 2 && (c0 == 1 || c0 == g.m) && (c1 == 1 || c1 == g.n)))))
+        return FAIL(a, MINFER_ERR_SHAPE, "QGemm: C must be int32 broadcasting to [M, N]");
+    if (M * N != 0 && !o->data)
+        return FAIL(a, MINFER_ERR_MODEL, "QGemm: output Y has no storage");
+    float alpha = minfer_kit_attr_float(a->api, a->node, "alpha", 1.0f);
+    int32_t qmin = o->dtype == MINFER_DTYPE_UINT8 ? 0 : -128;
+    int32_t qmax = o->dtype == MINFER_DTYPE_UINT8 ? 255 : 127;
+    float lo = (float)(qmin - zy), hi = (float)(qmax - zy);
+    for (size_t j = 0; j < N; j++) {
+        float sb = ((const float *)vs->data)[ns == 1 ? 0 : j];
+        int32_t zb = nz ? qget(vz->data, w->dtype, nz == 1 ? 0 : j) : 0;
+        float scale = alpha * sa * sb;
+        if (quant_y)
+            scale /= sy;
+        for (size_t i = 0; i < M; i++) {
+            int32_t acc = 0;
+            if (cn) {
+                size_t ci = cn == 1 ? 0
+                            : c->rank == 1 ? j
+                                           : (c0 == 1 ? 0 : i) * (size_t)c1 + (c1 == 1 ? 0 : j);
+                acc = ((const int32_t *)c->data)[ci];
+            }
+            uint32_t sum = (uint32_t)acc;
+            for (size_t k = 0; k < K; k++) {
+                int32_t va = qget(x->data, x->dtype, g.ta ? k * M + i : i * K + k) - za;
+                int32_t vb = qget(w->data, w->dtype, g.tb ? j * K + k : k * N + j) - zb;
+                sum += (uint32_t)(va * vb);
+            }
+            float f = (float)(int32_t)sum * scale;
+            if (!quant_y) {
+                ((float *)o->data)[i * N + j] = f;
+                continue;
+            }
+            f = f > lo ? f : lo;
+            f = f < hi ? f : hi;
+            qput(o->data, o->dtype, i * N + j, round_i32(f) + zy);
+        }
+    }
+    return MINFER_OK;
+}
