@@ -192,7 +192,7 @@ minfer_status minfer_compile_model(const char *model_path, const char *out_path,
             break;
         used += (size_t)k;
     }
-    const char *pack_env = getenv("MINFER_COMPILE_PACK");
+    const char *pack_env = secure_getenv("MINFER_COMPILE_PACK");
     if ((!pack_env || strcmp(pack_env, "0") != 0) &&
         (st = gather_packs(s, &ps, model_path)) != MINFER_OK)
         goto done;

@@ -169,7 +169,7 @@ minfer_status minfer_options_set_inter_op_threads(minfer_options *opt, int threa
  * names (numbers) is an error naming it, not a silent default. */
 minfer_status mf_options_schedule(const minfer_options *opt, const char *errctx, int *scheduler,
                                   int *inter_op) {
-    const char *e = getenv("MINFER_SCHEDULER");
+    const char *e = secure_getenv("MINFER_SCHEDULER");
     *scheduler = MINFER_SCHED_SEQUENTIAL;
     *inter_op = 0;
     if (opt && opt->scheduler >= 0)
@@ -185,7 +185,7 @@ minfer_status mf_options_schedule(const minfer_options *opt, const char *errctx,
                             "pipeline)",
                             errctx, e);
     }
-    e = getenv("MINFER_INTER_OP_THREADS");
+    e = secure_getenv("MINFER_INTER_OP_THREADS");
     if (opt && opt->inter_op >= 0)
         *inter_op = opt->inter_op;
     else if (e && e[0]) {
