@@ -207,18 +207,17 @@ static minfer_status check_declared(minfer_session *s, int i, size_t o, const mf
     return MINFER_OK;
 }
 
-minfer_status mf_plan_infer(minfer_session *s, mf_plan *p) {
+/* in[] and out[] hold as many views as the graph's largest node has inputs
+ * and outputs. */
+static minfer_status plan_infer(minfer_session *s, mf_plan *p, minfer_tensor_view *in,
+                                minfer_tensor_view *out) {
     const mf_graph *g = s->g;
     char lbl[512], err[1024];
-    minfer_tensor_view in[MF_MAX_NODE_IO], out[MF_MAX_NODE_IO];
     for (size_t k = 0; k < g->n_nodes; k++) {
         int i = g->order[k];
         const mf_node *n = &g->nodes[i];
         mf_nplan *ns = &p->nodes[i];
         minfer_status st;
-        if (n->n_inputs > MF_MAX_NODE_IO || n->n_outputs > MF_MAX_NODE_IO)
-            return mf_error(MINFER_ERR_LIMIT, "%s: %s has more than %d inputs or outputs",
-                            s->errctx, mf_node_label(n, i, lbl, sizeof lbl), MF_MAX_NODE_IO);
         int all_known = 1, any_dynamic = 0;
         for (size_t j = 0; j < n->n_inputs; j++) {
             int vi = n->inputs[j];
@@ -324,6 +323,23 @@ minfer_status mf_plan_infer(minfer_session *s, mf_plan *p) {
             return st;
     }
     return MINFER_OK;
+}
+
+minfer_status mf_plan_infer(minfer_session *s, mf_plan *p) {
+    size_t most = 1;
+    for (size_t i = 0; i < s->g->n_nodes; i++) {
+        const mf_node *n = &s->g->nodes[i];
+        most = n->n_inputs > most ? n->n_inputs : most;
+        most = n->n_outputs > most ? n->n_outputs : most;
+    }
+    minfer_tensor_view in_s[MF_MAX_NODE_IO], out_s[MF_MAX_NODE_IO];
+    minfer_tensor_view *in = mf_io_scratch(in_s, most, sizeof *in);
+    minfer_tensor_view *out = mf_io_scratch(out_s, most, sizeof *out);
+    minfer_status st = in && out ? plan_infer(s, p, in, out)
+                                 : mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+    mf_io_scratch_free(in, in_s);
+    mf_io_scratch_free(out, out_s);
+    return st;
 }
 
 /* ---- pass 3: preparation ------------------------------------------------ */

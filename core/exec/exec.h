@@ -20,12 +20,25 @@
 #ifndef MINFER_CORE_EXEC_H
 #define MINFER_CORE_EXEC_H
 
+#include <stdlib.h>
+
 #include "plan/plan.h"
 
-/* Fixed per-node arrays on the stack hold this many inputs or outputs; a
- * node with more is an error naming it (MINFER_ERR_LIMIT), never a
- * truncation. */
+/* A node has no fixed limit on its inputs and outputs (an exported If
+ * returns 70 values): the per-node arrays of the run path live on the
+ * stack for up to MF_MAX_NODE_IO entries, the common case, and on the heap
+ * beyond (mf_io_scratch). Folding and FLOP estimates skip a larger node. */
 #define MF_MAX_NODE_IO 64
+
+/* stack (MF_MAX_NODE_IO entries of es bytes) when n fits, else n entries
+ * from the heap (NULL when that fails); mf_io_scratch_free gives it back. */
+static inline void *mf_io_scratch(void *stack, size_t n, size_t es) {
+    return n <= MF_MAX_NODE_IO ? stack : mf_malloc((n ? n : 1) * es);
+}
+static inline void mf_io_scratch_free(void *p, void *stack) {
+    if (p != stack)
+        free(p);
+}
 
 /* ---- What a run may still spend (budget.c) ------------------------------
  *

@@ -245,14 +245,18 @@ minfer_status mf_run_node_once(const mf_provider_inst *pi, const minfer_node_des
                                minfer_tensor_view *out, size_t n_out, mf_run *run,
                                mf_node_step *step) {
     const minfer_provider *vt = pi->vt;
-    int32_t inplace[MF_MAX_NODE_IO];
-    uint64_t layouts[MF_MAX_NODE_IO];
+    int32_t inplace_s[MF_MAX_NODE_IO];
+    uint64_t layouts_s[MF_MAX_NODE_IO];
+    int32_t *inplace = mf_io_scratch(inplace_s, n_out, sizeof *inplace);
+    uint64_t *layouts = mf_io_scratch(layouts_s, n_out, sizeof *layouts);
     void *state = NULL, *work = NULL;
     minfer_status st = MINFER_OK;
     *step = MF_NODE_OK;
-    if (n_out > MF_MAX_NODE_IO) {
+    if (!inplace || !layouts) {
+        mf_io_scratch_free(inplace, inplace_s);
+        mf_io_scratch_free(layouts, layouts_s);
         *step = MF_NODE_PREPARE;
-        return mf_error(MINFER_ERR_LIMIT, "more than %d outputs", MF_MAX_NODE_IO);
+        return mf_error(MINFER_ERR_NOMEM, "out of memory for %zu outputs", n_out);
     }
     for (size_t o = 0; o < n_out; o++) {
         inplace[o] = -1;
@@ -263,6 +267,8 @@ minfer_status mf_run_node_once(const mf_provider_inst *pi, const minfer_node_des
     if (MF_VT_HAS(vt, prepare_node) &&
         (st = vt->prepare_node(pi->ctx, desc, &prep, &state)) != MINFER_OK) {
         *step = MF_NODE_PREPARE;
+        mf_io_scratch_free(inplace, inplace_s);
+        mf_io_scratch_free(layouts, layouts_s);
         return st;
     }
     if (prep.workspace_bytes && !(work = mf_alloc_host(prep.workspace_bytes))) {
@@ -280,5 +286,7 @@ minfer_status mf_run_node_once(const mf_provider_inst *pi, const minfer_node_des
     if (state && MF_VT_HAS(vt, release_node))
         vt->release_node(pi->ctx, state);
     free(work);
+    mf_io_scratch_free(inplace, inplace_s);
+    mf_io_scratch_free(layouts, layouts_s);
     return st;
 }

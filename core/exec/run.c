@@ -171,7 +171,10 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
     char lbl[512], err[1024] = "";
     minfer_status st;
     /* Contents of known inputs help inference (a Reshape's target). */
-    minfer_tensor_view inf_in[MF_MAX_NODE_IO];
+    minfer_tensor_view inf_s[MF_MAX_NODE_IO];
+    minfer_tensor_view *inf_in = mf_io_scratch(inf_s, n->n_inputs, sizeof *inf_in);
+    if (!inf_in)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
     for (size_t j = 0; j < n->n_inputs; j++) {
         inf_in[j] = in[j];
         if (n->inputs[j] >= 0 && p->vals[n->inputs[j]].dom != 0 &&
@@ -179,6 +182,7 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
             inf_in[j].data = NULL; /* device memory: not readable here */
     }
     st = mf_infer_node(n, inf_in, n->n_inputs, out, n->n_outputs, err, sizeof err);
+    mf_io_scratch_free(inf_in, inf_s);
     if (st != MINFER_OK)
         return mf_error(st, "%s: %s: %s", s->errctx, mf_node_label(n, i, lbl, sizeof lbl),
                         err[0] ? err : minfer_status_str(st));
@@ -258,10 +262,15 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
 static minfer_status run_core_node(minfer_session *s, mf_exec_ctx *c, mf_budget *b, int i,
                                    const minfer_tensor_view *in, minfer_tensor_view *out) {
     const mf_node *n = &s->g->nodes[i];
-    minfer_tensor *made[MF_MAX_NODE_IO];
+    minfer_tensor *made_s[MF_MAX_NODE_IO];
+    minfer_tensor **made = mf_io_scratch(made_s, n->n_outputs, sizeof *made);
+    if (!made)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
     minfer_status st = mf_core_exec(s, b, i, in, made);
-    if (st != MINFER_OK)
+    if (st != MINFER_OK) {
+        mf_io_scratch_free(made, made_s);
         return st;
+    }
     for (size_t o = 0; o < n->n_outputs; o++) {
         int vi = n->outputs[o];
         minfer_tensor *t = made[o];
@@ -285,6 +294,7 @@ static minfer_status run_core_node(minfer_session *s, mf_exec_ctx *c, mf_budget 
         }
         out[o] = *view;
     }
+    mf_io_scratch_free(made, made_s);
     return MINFER_OK;
 }
 
@@ -515,12 +525,12 @@ static void profile_node(minfer_session *s, const mf_plan *p, int i, double t0,
 /* Step k (node i): copies, the node (core, dynamic or planned), then the
  * checks and the budget, and run-time storage that died here (the
  * parallel scheduler is handed it: exec/sched.h). */
-static minfer_status run_step(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                              mf_budget *b, int k) {
+static minfer_status run_step_in(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+                                 mf_budget *b, int k, minfer_tensor_view *in,
+                                 minfer_tensor_view *out) {
     int i = s->g->order[k];
     const mf_node *n = &s->g->nodes[i];
     const mf_nplan *ns = &p->nodes[i];
-    minfer_tensor_view in[MF_MAX_NODE_IO], out[MF_MAX_NODE_IO];
     minfer_status st;
     if ((st = mf_budget_time(b, s, i)) != MINFER_OK ||
         (st = run_copies(s, p, c, r, k)) != MINFER_OK)
@@ -553,6 +563,21 @@ static minfer_status run_step(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_
             free_dyn(c, (size_t)u);
     }
     return MINFER_OK;
+}
+
+/* run_step_in with the step's views on the stack, or on the heap for a node
+ * with more than MF_MAX_NODE_IO inputs or outputs. */
+static minfer_status run_step(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
+                              mf_budget *b, int k) {
+    const mf_node *n = &s->g->nodes[s->g->order[k]];
+    minfer_tensor_view in_s[MF_MAX_NODE_IO], out_s[MF_MAX_NODE_IO];
+    minfer_tensor_view *in = mf_io_scratch(in_s, n->n_inputs, sizeof *in);
+    minfer_tensor_view *out = mf_io_scratch(out_s, n->n_outputs, sizeof *out);
+    minfer_status st = in && out ? run_step_in(s, p, c, r, b, k, in, out)
+                                 : mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+    mf_io_scratch_free(in, in_s);
+    mf_io_scratch_free(out, out_s);
+    return st;
 }
 
 /* Runs plan p in context c: the views, every step that is not folded, then

@@ -92,7 +92,9 @@ static minfer_status build_subgraphs(minfer_session *s, const minfer_options *op
             }
             sg->inputs = inputs;
             /* The outer-scope values become inputs, typed as the parent
-             * knows them; shapes vary from run to run. */
+             * knows them, with its rank (a tensor's rank is the same in
+             * every run, so providers can take the body's nodes at
+             * creation); dims vary from run to run. */
             for (size_t c = 0; c < sg->n_captures; c++) {
                 mf_value *v = &sg->values[sg->captures[c]];
                 int pv = n->inputs[sg->capture_slot[c]];
@@ -100,7 +102,13 @@ static minfer_status build_subgraphs(minfer_session *s, const minfer_options *op
                 v->kind = pview->kind;
                 v->contained = v->kind == MINFER_VALUE_OPTIONAL ? (int32_t)pview->layout : 0;
                 v->dtype = pview->dtype;
-                v->rank = -1;
+                v->rank = v->kind == MINFER_VALUE_TENSOR && pview->rank >= 0 &&
+                                  pview->rank <= MINFER_MAX_RANK
+                              ? pview->rank
+                              : -1;
+                for (int d = 0; d < v->rank; d++) {
+                    v->dims[d] = -1;
+                }
                 v->is_input = 1;
                 sg->inputs[sg->n_inputs++] = sg->captures[c];
                 sub->slot[c] = sg->capture_slot[c];

@@ -1269,23 +1269,18 @@ minfer_status cpu_prepare_split(cpu_prep *p) {
     return MINFER_OK;
 }
 
-minfer_status cpu_compute_split(const cpu_exec *e) {
+/* sizes: room for one entry per output. */
+static minfer_status split_into(const cpu_exec *e, const minfer_tensor_view *x, int axis,
+                                int64_t *sizes) {
     const split_state *st = e->state;
-    const minfer_tensor_view *x = input0(e), *sv = cpu_input(e, 1);
-    if (!x)
-        return MINFER_ERR_RUNTIME;
+    const minfer_tensor_view *sv = cpu_input(e, 1);
     size_t nout = e->args->n_outputs;
-    int axis = minfer_kit_axis(st->axis, x->rank);
-    if (axis < 0)
-        return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range", (long long)st->axis);
-    int64_t dim = x->dims[axis], sizes[64];
-    if (nout > 64)
-        return cpu_fail(e, MINFER_ERR_LIMIT, "more than 64 outputs");
+    int64_t dim = x->dims[axis];
     if (st->has_split) {
         memcpy(sizes, st->split, nout * sizeof sizes[0]);
     } else if (sv && sv->data) {
         size_t cnt;
-        minfer_status s = cpu_read_ints(e, sv, "split", sizes, 64, &cnt);
+        minfer_status s = cpu_read_ints(e, sv, "split", sizes, nout, &cnt);
         if (s)
             return s;
         if (cnt != nout)
@@ -1332,4 +1327,23 @@ minfer_status cpu_compute_split(const cpu_exec *e) {
         at += row;
     }
     return MINFER_OK;
+}
+
+minfer_status cpu_compute_split(const cpu_exec *e) {
+    const split_state *st = e->state;
+    const minfer_tensor_view *x = input0(e);
+    if (!x)
+        return MINFER_ERR_RUNTIME;
+    int axis = minfer_kit_axis(st->axis, x->rank);
+    if (axis < 0)
+        return cpu_fail(e, MINFER_ERR_SHAPE, "axis %lld out of range", (long long)st->axis);
+    size_t nout = e->args->n_outputs;
+    int64_t sizes_s[64];
+    int64_t *sizes = nout <= 64 ? sizes_s : malloc(nout * sizeof *sizes);
+    if (!sizes)
+        return cpu_fail(e, MINFER_ERR_NOMEM, "out of memory for %zu outputs", nout);
+    minfer_status s = split_into(e, x, axis, sizes);
+    if (sizes != sizes_s)
+        free(sizes);
+    return s;
 }
