@@ -386,7 +386,8 @@ static int parse_args(int argc, char **argv, char **pos, bench_args *a, int *hel
         return CLI_USAGE;
     }
     a->model = pos[0];
-    if ((threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &a->threads))) ||
+    if ((threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, MINFER_MAX_THREADS,
+                                          &a->threads))) ||
         (runs_s && (rc = cli_parse_int(CMD, "--runs", runs_s, 1, 1000000, &a->runs))) ||
         (warm_s && (rc = cli_parse_int(CMD, "--warmup", warm_s, 0, 1000000, &a->warmup))) ||
         (conc_s &&

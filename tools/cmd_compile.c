@@ -71,7 +71,8 @@ int cmd_compile(int argc, char **argv) {
         rc = CLI_USAGE;
         goto done;
     }
-    if (threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &threads)))
+    if (threads_s &&
+        (rc = cli_parse_int(CMD, "--threads", threads_s, 0, MINFER_MAX_THREADS, &threads)))
         goto done;
     rc = CLI_FAIL;
     /* -o naming the model itself (by any path: same device and inode)

@@ -745,7 +745,8 @@ int cmd_test(int argc, char **argv) {
     }
     if ((rtol_s && (rc = cli_parse_double(CMD, "--rtol", rtol_s, &cfg.rtol))) ||
         (atol_s && (rc = cli_parse_double(CMD, "--atol", atol_s, &cfg.atol))) ||
-        (threads_s && (rc = cli_parse_int(CMD, "--threads", threads_s, 0, 1024, &threads))))
+        (threads_s &&
+         (rc = cli_parse_int(CMD, "--threads", threads_s, 0, MINFER_MAX_THREADS, &threads))))
         goto done;
     cfg.verbose = verbose;
     cfg.json = json;

@@ -115,9 +115,10 @@ minfer_status minfer_options_set_providers_str(minfer_options *opt, const char *
 }
 
 minfer_status minfer_options_set_threads(minfer_options *opt, int threads) {
-    if (!opt || threads < 0 || threads > 1024)
+    if (!opt || threads < 0 || threads > MINFER_MAX_THREADS)
         return mf_error(MINFER_ERR_INVALID_ARG,
-                        "minfer_options_set_threads: thread count %d is not in 0..1024", threads);
+                        "minfer_options_set_threads: thread count %d is not in 0..%d", threads,
+                        MINFER_MAX_THREADS);
     opt->threads = threads;
     return MINFER_OK;
 }
@@ -156,10 +157,10 @@ minfer_status minfer_options_set_scheduler(minfer_options *opt, minfer_scheduler
 }
 
 minfer_status minfer_options_set_inter_op_threads(minfer_options *opt, int threads) {
-    if (!opt || threads < 0 || threads > 1024)
+    if (!opt || threads < 0 || threads > MINFER_MAX_THREADS)
         return mf_error(MINFER_ERR_INVALID_ARG,
-                        "minfer_options_set_inter_op_threads: thread count %d is not in 0..1024",
-                        threads);
+                        "minfer_options_set_inter_op_threads: thread count %d is not in 0..%d",
+                        threads, MINFER_MAX_THREADS);
     opt->inter_op = threads;
     return MINFER_OK;
 }
@@ -191,10 +192,10 @@ minfer_status mf_options_schedule(const minfer_options *opt, const char *errctx,
     else if (e && e[0]) {
         char *end;
         long v = strtol(e, &end, 10);
-        if (*end || v < 0 || v > 1024)
+        if (*end || v < 0 || v > MINFER_MAX_THREADS)
             return mf_error(MINFER_ERR_INVALID_ARG,
-                            "%s: MINFER_INTER_OP_THREADS='%s' is not a thread count in 0..1024",
-                            errctx, e);
+                            "%s: MINFER_INTER_OP_THREADS='%s' is not a thread count in 0..%d",
+                            errctx, e, MINFER_MAX_THREADS);
         *inter_op = (int)v;
     }
     return MINFER_OK;

@@ -204,8 +204,13 @@ MINFER_API minfer_status minfer_options_set_providers(minfer_options *opt,
                                                       const char *const *names, size_t count);
 /* The same as a comma-separated string: "opencl,cpu". */
 MINFER_API minfer_status minfer_options_set_providers_str(minfer_options *opt, const char *list);
-/* Threads for the session's pool; 0 (default) means one per CPU the process
- * may run on (its affinity mask, as taskset or a cpuset sets it), at most 64. */
+/* The most threads a count may ask for, here and in
+ * minfer_options_set_inter_op_threads (also the CLI's --threads and
+ * Python's intra_op_num_threads). */
+#define MINFER_MAX_THREADS 1024
+/* Threads for the session's pool, 0..MINFER_MAX_THREADS; 0 (default) means
+ * one per CPU the process may run on (its affinity mask, as taskset or a
+ * cpuset sets it), at most 64. */
 MINFER_API minfer_status minfer_options_set_threads(minfer_options *opt, int threads);
 /* Messages at or below this level go to stderr (default WARN, or MINFER_LOG). */
 MINFER_API minfer_status minfer_options_set_log_level(minfer_options *opt, minfer_log_level level);

@@ -1035,8 +1035,9 @@ static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
         if (x == -1 && PyErr_Occurred())
             return -1;
         if (strcmp(key, "threads") == 0) {
-            if (x < 0 || x > 4096) {
-                PyErr_Format(exc_invalid_argument, "threads %lld: use 0 (one per CPU) to 4096", x);
+            if (x < 0 || x > MINFER_MAX_THREADS) {
+                PyErr_Format(exc_invalid_argument, "threads %lld: use 0 (one per CPU) to %d", x,
+                             MINFER_MAX_THREADS);
                 return -1;
             }
             st = minfer_options_set_threads(opt, (int)x);
@@ -1049,9 +1050,9 @@ static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
         } else if (strcmp(key, "micro_batch") == 0) {
             st = minfer_options_set_micro_batch(opt, (int64_t)x);
         } else if (strcmp(key, "inter_op_threads") == 0) {
-            if (x < 0 || x > 1024) { /* the C setter's range: say the value given */
+            if (x < 0 || x > MINFER_MAX_THREADS) { /* the C setter's range: say the value given */
                 PyErr_Format(exc_invalid_argument, "inter_op_threads %lld: use 0 (one per pool "
-                             "thread) to 1024", x);
+                             "thread) to %d", x, MINFER_MAX_THREADS);
                 return -1;
             }
             st = minfer_options_set_inter_op_threads(opt, (int)x);

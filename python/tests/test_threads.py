@@ -67,3 +67,15 @@ def test_gil_released_during_run():
     finally:
         sys.setswitchinterval(old)
     assert counted >= 3, counted
+
+
+def test_one_thread_limit(add_model):
+    """The C API's limit, MINFER_MAX_THREADS (1024), as the CLI's --threads."""
+    so = minfer.SessionOptions()
+    so.intra_op_num_threads = 1025
+    with pytest.raises(minfer.InvalidArgument, match="0 \\(one per CPU\\) to 1024"):
+        minfer.InferenceSession(add_model, so, providers=["cpu"])
+    so.intra_op_num_threads = 2
+    so.add_session_config_entry("minfer.inter_op_threads", "1025")
+    with pytest.raises(minfer.InvalidArgument, match="inter_op_threads 1025: .* to 1024"):
+        minfer.InferenceSession(add_model, so, providers=["cpu"])
