@@ -8,6 +8,7 @@
 #  3. message slips: --opt-level 7, an input file holding another name, a
 #     shape error names symbolic dims as info does, a wrong output name;
 #  4. bench prints one latency, the providers used, threads and shapes;
+#     progress on a terminal only;
 #  5. an unknown provider name is an error listing what is installed;
 #     `providers` names devices (and --json); a provider on a CPU device
 #     is not in the default order; bad MINFER_* values warn once;
@@ -130,6 +131,14 @@ grep -Eq '^latency: +min [0-9.]+ ms, median [0-9.]+ ms, p90 [0-9.]+ ms, mean [0-
 grep -Eq '^providers used: +cpu \([0-9]+ nodes\)$' <<<"$out" || bad "bench providers used: $out"
 grep -q '^threads: *2$' <<<"$out" || bad "bench threads: $out"
 grep -q '^inputs: *input float \[1,3,224,224\]$' <<<"$out" || bad "bench inputs: $out"
+# Progress on a terminal only (script(1) gives it one), erased before the figures.
+err=$("$cli" bench --providers cpu --threads 2 --runs 3 --warmup 1 "$squeeze" 2>&1 >/dev/null)
+[[ $err != *"minfer bench: warming up"* && $err != *"minfer bench: timing"* ]] || bad "bench progress without a terminal: $err"
+if command -v script >/dev/null; then
+    tty=$(script -qec "'$cli' bench --providers cpu --threads 1 --runs 30 --warmup 1 '$squeeze'" /dev/null 2>&1)
+    grep -aq 'minfer bench: timing: [0-9]*/30 runs' <<<"$tty" || bad "bench progress on a terminal: $tty"
+    grep -aq '^latency: ' <<<"${tty//$'\r'/$'\n'}" || bad "bench figures on a terminal: $tty"
+fi
 echo "bench report: ok"
 
 # ---- 5. defaults: provider names, devices, environment ---------------------------------

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -44,8 +45,8 @@ static void print_help(void) {
            "                    (repeatable; e.g. --dim seq=128)\n"
            "  --shape IN=DIMS   fix input IN's shape, e.g. --shape input=1x3x224x224\n"
            "  --json            print one JSON object (to standard output)\n"
-           "  --profile FILE    write a Chrome trace-event JSON profile to FILE (open it in\n"
-           "                    Perfetto or chrome://tracing) and print time per op type\n"
+           "  --profile FILE    write a profile to FILE (ONNX Runtime's JSON array of trace\n"
+           "                    events; Perfetto opens it) and print time per op type\n"
            "  --force           replace the --profile file if it exists\n"
            "  --check-nan       fail naming the first node whose float output has a NaN/Inf\n"
            "  --versus S        also time a second session of the model under scheduler S\n"
@@ -135,6 +136,42 @@ static op_row *op_profile(const minfer_session *s, size_t *n_rows, double *total
 
 static double gflops(const op_row *r) {
     return r->total_ms > 0 ? r->flops_x_runs / (r->total_ms * 1e6) : 0;
+}
+
+/* Progress, when stderr is a terminal: after half a second of warm-up or
+ * timing, one line saying the phase and the runs done, redrawn at most 5
+ * times a second and erased before the figures print. Runs from several
+ * callers show the phase only. */
+static struct {
+    int on, shown;
+    const char *phase;
+    double start, last;
+} progress;
+
+static void progress_phase(const char *phase) {
+    progress.phase = phase;
+    progress.start = progress.last = now_ms();
+}
+
+static void progress_show(int done, int total) {
+    if (!progress.on)
+        return;
+    double t = now_ms();
+    if (t - progress.start < 500 || (progress.shown && t - progress.last < 200))
+        return;
+    if (total > 0)
+        fprintf(stderr, "\rminfer bench: %s: %d/%d runs\033[K", progress.phase, done, total);
+    else
+        fprintf(stderr, "\rminfer bench: %s ...\033[K", progress.phase);
+    fflush(stderr);
+    progress.shown = 1;
+    progress.last = t;
+}
+
+static void progress_end(void) {
+    if (progress.shown)
+        fputs("\r\033[K", stderr);
+    progress.shown = 0;
 }
 
 /* --concurrency N: one of N callers running the session at once, each
@@ -292,6 +329,10 @@ typedef struct side {
 static minfer_status side_run(side *sd, const char **names, minfer_tensor **ins, size_t n_in,
                               size_t n_out, int runs, int concurrency, double *lat,
                               double *wall_ms) {
+    if (concurrency > 1) {
+        progress.start -= 500; /* no count to wait for */
+        progress_show(0, 0);
+    }
     if (sd->pipelined && concurrency > 1)
         return run_async(sd->s, names, ins, n_in, runs * concurrency, concurrency, lat, wall_ms);
     if (concurrency > 1)
@@ -312,6 +353,7 @@ static minfer_status side_run(side *sd, const char **names, minfer_tensor **ins,
         *wall_ms += t;
         if (st != MINFER_OK)
             return st;
+        progress_show(i + 1, runs);
     }
     return MINFER_OK;
 }
@@ -916,8 +958,16 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "minfer bench: out of memory\n");
         goto done;
     }
-    if ((st = load_inputs(&b)) != MINFER_OK || (st = open_sides(&b, opt)) != MINFER_OK ||
-        (st = warm_up(&b)) != MINFER_OK || (st = time_runs(&b)) != MINFER_OK) {
+    progress.on = isatty(STDERR_FILENO);
+    if ((st = load_inputs(&b)) == MINFER_OK && (st = open_sides(&b, opt)) == MINFER_OK) {
+        progress_phase("warming up");
+        if ((st = warm_up(&b)) == MINFER_OK) {
+            progress_phase("timing");
+            st = time_runs(&b);
+        }
+    }
+    progress_end();
+    if (st != MINFER_OK) {
         fprintf(stderr, "minfer bench: %s\n", cli_error(st));
         goto done;
     }

@@ -31,8 +31,8 @@ static void print_help(void) {
            "  --dim NAME=N      set the symbolic dimension NAME of every input to N\n"
            "                    (repeatable; e.g. --dim batch=8)\n"
            "  --shape IN=DIMS   fix input IN's shape, e.g. --shape input=1x3x224x224\n"
-           "  --profile FILE    write a Chrome trace-event JSON profile (build phases and\n"
-           "                    every node) to FILE; open it in Perfetto or chrome://tracing\n"
+           "  --profile FILE    write a profile (build phases and every node) to FILE, in\n"
+           "                    ONNX Runtime's JSON array of trace events; Perfetto opens it\n"
            "  --check-nan       fail naming the first node whose float output has a NaN/Inf\n"
            "  --strict          fail if any node falls back past the first provider\n"
            "  -h, --help        show this help\n");
