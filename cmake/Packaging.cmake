@@ -300,6 +300,14 @@ foreach(_name IN LISTS _minfer_providers)
     "minfer ${_name} execution provider\nThe ${_name} provider library for minfer, found by libminfer at run time\nin <libdir>/${MINFER_INSTALL_PROVIDER_SUBDIR}; sessions use it when their provider\nlist names it.")
 endforeach()
 
+# libminfer0 alone runs everything on the naive reference provider: it
+# recommends the fast CPU path (apt installs Recommends by default), and the
+# CLI says so when the reference provider runs a whole model
+# (tools/cli_util.c, cli_note_reference).
+if("onednn" IN_LIST _minfer_providers)
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "minfer-provider-onednn")
+endif()
+
 # minfer-plugin-NAME: each custom-operator plugin (minfer_add_plugin,
 # plugins/CMakeLists.txt), found by libminfer at run time in
 # <libdir>/minfer/plugins with no environment set (docs/plugins.md).

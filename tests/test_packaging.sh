@@ -43,7 +43,10 @@
 #  5. the whole root still works after being moved;
 #  6. after the opencl package (or, if no opencl was built, another provider
 #     package) is removed, `minfer providers` no longer lists it and
-#     MINFER_PROVIDERS=opencl,cpu still runs the model on cpu with a warning.
+#     MINFER_PROVIDERS=opencl,cpu still runs the model on cpu with a warning;
+#  7. with every provider package removed (libminfer0 alone), `minfer run`
+#     says once that the reference provider runs the whole model and names
+#     minfer-provider-onednn; not when --providers cpu asked for it.
 set -euo pipefail
 
 if [[ $# -ne 6 ]]; then
@@ -139,6 +142,11 @@ others=()
 for p in "${built_providers[@]}"; do
     [[ $p == cpu ]] || others+=("$p")
 done
+# libminfer0 alone is the naive provider: it recommends the fast CPU path.
+if [[ " ${others[*]} " == *" onednn "* ]]; then
+    [[ $(dpkg-deb -f "$(deb_of libminfer0)" Recommends) == "minfer-provider-onednn" ]] ||
+        fail "libminfer0 does not recommend minfer-provider-onednn"
+fi
 expected=(libminfer0 libminfer-dev minfer-tools)
 for p in "${others[@]}"; do
     expected+=("minfer-provider-${p//_/-}")
@@ -493,5 +501,20 @@ MINFER_PROVIDERS=opencl,cpu "$minfer" run "$model/model.onnx" --inputs "$model/t
 grep -q "warn.*opencl" "$tmp/run.log" || { cat "$tmp/run.log" >&2; fail "no warning about opencl"; }
 echo "MINFER_PROVIDERS=opencl,cpu: $(grep -m1 'warn.*opencl' "$tmp/run.log")"
 [[ -f $tmp/o/output_0.pb ]] || fail "the run wrote no output"
+
+# ---- 7. libminfer0 alone: the CLI says once that the naive provider runs it all ------
+step "libminfer0 without a fast provider"
+for p in "${others[@]}"; do
+    deb=$(deb_of "minfer-provider-${p//_/-}") || continue
+    while read -r f; do rm -f "$root/$f"; done < <(files_of "$deb")
+done
+"$minfer" run "$model/model.onnx" --inputs "$model/test_data_set_0" >/dev/null 2>"$tmp/alone.log" ||
+    { cat "$tmp/alone.log" >&2; fail "libminfer0 alone does not run the model"; }
+[[ $(grep -c "note: the naive reference provider 'cpu' runs the whole model" "$tmp/alone.log") == 1 ]] ||
+    { cat "$tmp/alone.log" >&2; fail "no single note that the reference provider runs everything"; }
+grep -q "minfer-provider-onednn" "$tmp/alone.log" || fail "the note does not name minfer-provider-onednn"
+"$minfer" run "$model/model.onnx" --providers cpu --inputs "$model/test_data_set_0" >/dev/null 2>"$tmp/alone.log"
+grep -q "note: " "$tmp/alone.log" && fail "a note for --providers cpu, which asked for it: $(cat "$tmp/alone.log")"
+echo "libminfer0 alone: $(grep -c . "$tmp/alone.log") lines on stderr with --providers cpu, one note without"
 
 echo "packaging: all checks passed"

@@ -48,6 +48,11 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double *ou
 /* Session options from --providers (may be NULL) and --threads (-1: unset). */
 minfer_status cli_make_options(const char *providers, int threads, minfer_options **out);
 
+/* Says once per process, on stderr, when the naive reference provider runs
+ * every node of s because no faster CPU provider (oneDNN) is installed;
+ * nothing when the command or MINFER_PROVIDERS chose the providers. */
+void cli_note_reference(const minfer_session *s);
+
 /* minfer_last_error() (or the status text) folded onto one line. Static. */
 const char *cli_error(minfer_status st);
 

@@ -228,7 +228,11 @@ int cli_check_plugins(void) {
     return rc;
 }
 
+/* Whether the command named its providers (--providers), for cli_note_reference. */
+static int providers_named;
+
 minfer_status cli_make_options(const char *providers, int threads, minfer_options **out) {
+    providers_named = providers != NULL;
     minfer_options *opt = NULL;
     minfer_status st = minfer_options_create(&opt);
     if (st == MINFER_OK && providers)
@@ -249,6 +253,32 @@ minfer_status cli_make_options(const char *providers, int threads, minfer_option
     }
     *out = opt;
     return st;
+}
+
+void cli_note_reference(const minfer_session *s) {
+    static int said;
+    const char *env = getenv("MINFER_PROVIDERS");
+    if (said || !s || providers_named || (env && env[0]))
+        return; /* providers chosen by the user: what they asked for */
+    for (size_t i = 0; i < minfer_session_provider_count(s); i++)
+        if (strcmp(minfer_session_provider_name(s, i), "onednn") == 0)
+            return;
+    size_t n = minfer_session_node_count(s), on_cpu = 0;
+    for (size_t i = 0; i < n; i++) {
+        minfer_node_placement p;
+        if (minfer_session_node_placement(s, i, &p) != MINFER_OK || !p.provider)
+            return;
+        if (strcmp(p.provider, "cpu") == 0)
+            on_cpu++;
+        else if (strcmp(p.provider, "core") != 0 && strcmp(p.provider, "(constant)") != 0)
+            return; /* another provider runs part of it */
+    }
+    if (on_cpu == 0)
+        return;
+    said = 1;
+    fprintf(stderr, "minfer: note: the naive reference provider 'cpu' runs the whole model; the "
+                    "fast CPU path, the oneDNN provider, is not installed (Debian: "
+                    "minfer-provider-onednn; 'minfer providers' lists what loads)\n");
 }
 
 const char *cli_error(minfer_status st) {

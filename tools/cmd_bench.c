@@ -908,6 +908,7 @@ static int open_session(const bench_args *a, minfer_options **opt, cli_out *prof
         return CLI_FAIL;
     }
     b->create_ms = now_ms() - t0;
+    cli_note_reference(b->sides[0].s);
     return cli_check_shapes(CMD, b->sides[0].s, &a->shapes);
 }
 

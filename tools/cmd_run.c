@@ -188,6 +188,7 @@ int cmd_run(int argc, char **argv) {
         fail("%s", cli_error(st));
         goto done;
     }
+    cli_note_reference(s);
     if ((rc = cli_check_shapes(CMD, s, &shapes)) != 0)
         goto done;
     rc = CLI_FAIL;

@@ -589,6 +589,7 @@ static void run_case(const test_cfg *cfg, const char *dir, tally *t) {
             t->failed += n;
         goto done;
     }
+    cli_note_reference(s);
     test_cfg case_cfg = *cfg;
     case_cfg.random_op = random_op(s);
     for (size_t i = 0; i < n; i++) {
