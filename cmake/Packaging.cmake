@@ -229,8 +229,16 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS "${_minfer_lib_dir}")
 file(WRITE ${PROJECT_BINARY_DIR}/debian-runtime/shlibs
   "libminfer ${PROJECT_VERSION_MAJOR} ${MINFER_DEB_RUNTIME} (>= ${PROJECT_VERSION})\n")
 file(WRITE ${PROJECT_BINARY_DIR}/debian-runtime/triggers "activate-noawait ldconfig\n")
+# DEBIAN/symbols (cmake/libminfer0.symbols): every symbol libminfer.so.0
+# exports, with the version that brought it, so that dpkg-shlibdeps gives
+# a program the lowest libminfer0 with what it uses. A new public function
+# gets a line with the version it first ships in; tests/test_packaging.sh
+# fails naming any symbol the library and the file disagree on.
+configure_file(${CMAKE_CURRENT_LIST_DIR}/libminfer0.symbols
+  ${PROJECT_BINARY_DIR}/debian-runtime/symbols COPYONLY)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA
-  ${PROJECT_BINARY_DIR}/debian-runtime/shlibs ${PROJECT_BINARY_DIR}/debian-runtime/triggers)
+  ${PROJECT_BINARY_DIR}/debian-runtime/shlibs ${PROJECT_BINARY_DIR}/debian-runtime/symbols
+  ${PROJECT_BINARY_DIR}/debian-runtime/triggers)
 
 # Per package: its Debian control fields and /usr/share/doc/<package>/
 # copyright (DEP-5, cmake/copyright.in) and changelog.Debian.gz (Debian

@@ -29,7 +29,9 @@
 #     a DEP-5 copyright file and changelog.Debian.gz per package, libraries
 #     in the multiarch libdir, no RPATH/RUNPATH in any ELF file, no empty
 #     directory, docs whose relative links resolve, and `lintian` with no
-#     error on any package;
+#     error on any package and, with --display-info, no hardening tag, no
+#     .comment section, no ldconfig in a maintainer script, a symbols file
+#     for libminfer0 listing exactly what libminfer.so.0 exports;
 #  1b. minfer-tools' man pages (one per command `minfer --help` lists) render
 #     with `man -l` without warnings, and its bash completion completes the
 #     commands, their options and provider names;
@@ -278,12 +280,37 @@ if command -v apt-get >/dev/null; then
 fi
 
 # Lintian, Debian's package checker: errors fail, warnings are printed
-# (e.g. initial-upload-closes-no-bugs: these are not uploads to Debian;
-# maintscript-calls-ldconfig: CPack's postinst beside the ldconfig trigger).
+# (initial-upload-closes-no-bugs: these are not uploads to Debian). With
+# --display-info: no hardening tag (dpkg-buildflags' flags, cmake/Hardening.cmake,
+# when the build has them), no .comment section, no ldconfig call in a
+# maintainer script, a symbols file (cmake/DebFixup.cmake, Packaging.cmake).
 step "lintian"
-lintian --fail-on error --tag-display-limit 0 "$tmp"/pkgs/*.deb >"$tmp/lintian.log" 2>&1 ||
+lintian --fail-on error --display-info --tag-display-limit 0 "$tmp"/pkgs/*.deb >"$tmp/lintian.log" 2>&1 ||
     { cat "$tmp/lintian.log" >&2; fail "lintian reports errors"; }
 grep -v 'root privileges' "$tmp/lintian.log" || true
+for tag in binary-has-unneeded-section maintscript-calls-ldconfig no-symbols-control-file; do
+    grep -q " $tag" "$tmp/lintian.log" && fail "lintian: $tag"
+done
+if grep -q '^MINFER_HARDENING:BOOL=ON' "$build/CMakeCache.txt" && command -v dpkg-buildflags >/dev/null &&
+    ! grep -q '^CMAKE_C_FLAGS:.*sanitize' "$build/CMakeCache.txt" &&
+    grep -Eq '^CMAKE_BUILD_TYPE:STRING=(Release|RelWithDebInfo|MinSizeRel)$' "$build/CMakeCache.txt"; then
+    grep -q ' hardening-' "$tmp/lintian.log" && fail "lintian: $(grep ' hardening-' "$tmp/lintian.log" | head -3)"
+fi
+
+# The symbols file lists exactly what libminfer.so.0 exports.
+mkdir -p "$tmp/symcheck"
+dpkg-deb -x "$(deb_of libminfer0)" "$tmp/symcheck"
+dpkg-deb -e "$(deb_of libminfer0)" "$tmp/symcheck/DEBIAN"
+lib=$(find "$tmp/symcheck" -name 'libminfer.so.0.*' | head -1)
+[[ -f $tmp/symcheck/DEBIAN/symbols ]] || fail "libminfer0 has no DEBIAN/symbols"
+exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" || $2 == "D" || $2 == "B" || $2 == "R" {print $3}' | sort)
+listed=$(awk '/^ /{sub(/@.*/, "", $1); print $1}' "$tmp/symcheck/DEBIAN/symbols" | sort)
+missing=$(comm -23 <(echo "$exported") <(echo "$listed"))
+extra=$(comm -13 <(echo "$exported") <(echo "$listed"))
+[[ -z $missing ]] || fail "cmake/libminfer0.symbols lacks exported symbol(s) (add ' NAME@Base VERSION'): $missing"
+[[ -z $extra ]] || fail "cmake/libminfer0.symbols lists symbol(s) libminfer.so.0 does not export: $extra"
+rm -rf "$tmp/symcheck"
+echo "symbols: $(wc -l <<<"$listed") exported functions, all in DEBIAN/symbols"
 
 # ---- 2. install into a fresh root and use it --------------------------------------
 step "install into $root"
