@@ -210,7 +210,8 @@ MINFER_API minfer_status minfer_options_set_providers_str(minfer_options *opt, c
 #define MINFER_MAX_THREADS 1024
 /* Threads for the session's pool, 0..MINFER_MAX_THREADS; 0 (default) means
  * one per CPU the process may run on (its affinity mask, as taskset or a
- * cpuset sets it), at most 64. */
+ * cpuset sets it, lowered to its cgroup's CPU quota rounded up, as
+ * `docker run --cpus=2` sets it), at most 64. */
 MINFER_API minfer_status minfer_options_set_threads(minfer_options *opt, int threads);
 /* Messages at or below this level go to stderr (default WARN, or MINFER_LOG). */
 MINFER_API minfer_status minfer_options_set_log_level(minfer_options *opt, minfer_log_level level);
