@@ -96,9 +96,29 @@ done
 grep -q not_a_case <<<"$out" && bad "a folder that is no case was measured: $out"
 grep -q "ORT RSS: the peer" <<<"$out" && bad "the note says no ORT RSS though it was reported"
 
+# --load N: N busy processes beside both runtimes while measuring (the
+# stand-in peer counts them), all gone when the script ends.
+cat >"$tmp/fake-ort-load" <<'EOF2'
+#!/usr/bin/env bash
+pgrep -fc "^sh -c while :; do :; done$" >>"$FAKE_DIR/busy"
+exec "$FAKE_DIR/fake-ort" "$@"
+EOF2
+chmod +x "$tmp/fake-ort-load"
+rm -f "$tmp/spin" "$tmp/nospin" "$tmp/busy"
+before=$(pgrep -fc "^sh -c while :; do :; done$")
+out=$(bash "$script" --minfer "$cli" --providers cpu --runs 2 --rounds 3 --threads 1 --load 3 \
+    --ort "$tmp/fake-ort-load" "$case" 2>"$tmp/err")
+rc=$?
+((rc == 0)) || bad "--load 3: exit $rc: $(cat "$tmp/err")"
+grep -q '^--load 3: 3 busy processes' <<<"$out" || bad "--load 3 does not say so: $out"
+busy=$(sort -u "$tmp/busy" | tr '\n' ' ')
+[[ $busy == "$((before + 3)) " ]] || bad "--load 3: the peer saw $busy busy processes, want $((before + 3))"
+after=$(pgrep -fc "^sh -c while :; do :; done$")
+((after == before)) || bad "--load 3: $((after - before)) busy processes left after the script"
+
 # Refused: no directory, a folder without cases, bad counts, unknown options.
 for args in "" "$tmp/folder/not_a_case" "--runs 0 $case" "--rounds x $case" \
-    "--threads 1,0 $case" "--bogus $case"; do
+    "--threads 1,0 $case" "--bogus $case" "--load 65 $case" "--load -1 $case"; do
     # shellcheck disable=SC2086 # the words are the arguments
     bash "$script" --minfer "$cli" --ort "$tmp/fake-ort" $args >/dev/null 2>"$tmp/err"
     rc=$?

@@ -23,6 +23,10 @@
 #   --rounds R        alternating rounds (default $ROUNDS, else 3)
 #   --threads LIST    thread counts, e.g. "1 2 4" or 1,2,4 (default $THREADS, else "1 2")
 #   --ort PATH        the peer (default $ORT_BENCH, else ../shared/peer/ort-bench)
+#   --load N          N busy processes of its own (spinning loops, 0..64) run
+#                     beside both runtimes for the whole measurement, started
+#                     before the first round and stopped on exit (issue 37:
+#                     speed on a busy machine); the table's header says N
 # The older form still works: tools/bench-vs-ort.sh [MINFER_CLI] [MODELS_DIR]
 # [PROVIDERS] [RUNS] (defaults: build/tools/minfer, ../shared/models,
 # onednn,cpu, 20), thread counts from THREADS.
@@ -37,6 +41,7 @@ runs=20
 rounds=${ROUNDS:-3}
 threads_list=${THREADS:-1 2}
 ort=${ORT_BENCH:-$here/../shared/peer/ort-bench}
+load=0
 dirs=()
 
 # The usage lines of the header above; exits with $1.
@@ -56,7 +61,7 @@ if [[ $# -eq 0 || ($1 != -* && -f $1 && -x $1) ]]; then
 else
     while (($#)); do
         case $1 in
-        --minfer | --providers | --runs | --rounds | --threads | --ort)
+        --minfer | --providers | --runs | --rounds | --threads | --ort | --load)
             (($# >= 2)) || die "$1 takes a value"
             case $1 in
             --minfer) minfer=$2 ;;
@@ -65,6 +70,7 @@ else
             --rounds) rounds=$2 ;;
             --threads) threads_list=$2 ;;
             --ort) ort=$2 ;;
+            --load) load=$2 ;;
             esac
             shift 2
             ;;
@@ -80,6 +86,7 @@ fi
 threads_list=${threads_list//,/ }
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "--runs takes a positive count, not '$runs'"
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds takes a positive count, not '$rounds'"
+[[ $load =~ ^[0-9]+$ ]] && ((load <= 64)) || die "--load takes a count of busy processes, 0 to 64, not '$load'"
 for t in $threads_list; do
     [[ $t =~ ^[1-9][0-9]*$ ]] || die "thread counts are positive integers, not '$t'"
 done
@@ -127,8 +134,10 @@ mib() { [[ -n $1 ]] && awk -v v="$1" 'BEGIN { printf "%.1f", v / 1048576 }' || p
 
 tmpd=$(mktemp -d)
 busy_pid=
+load_pids=()
 cleanup() {
     [[ -z $busy_pid ]] || kill "$busy_pid" 2>/dev/null
+    ((${#load_pids[@]} == 0)) || kill "${load_pids[@]}" 2>/dev/null
     rm -rf "$tmpd"
 }
 trap cleanup EXIT
@@ -136,6 +145,17 @@ if [[ -n ${BUSY_CPU:-} ]]; then
     taskset -c "$BUSY_CPU" sh -c 'while :; do :; done' &
     busy_pid=$!
     echo "a busy loop holds CPU $BUSY_CPU while measuring"
+fi
+if ((load > 0)); then
+    # Busy processes the scheduler may put on any CPU, as other work on a
+    # shared machine is; each ends with this script (the trap) or after a
+    # day at most, should the script be killed with SIGKILL.
+    for ((i = 0; i < load; i++)); do
+        timeout 86400 sh -c 'while :; do :; done' &
+        load_pids+=($!)
+    done
+    echo "--load $load: $load busy processes run beside both runtimes"
+    sleep 1
 fi
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "minfer providers: $providers; $rounds alternating rounds of $runs runs per figure" \
