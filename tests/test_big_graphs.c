@@ -35,7 +35,7 @@ static int teardown(void **state) {
 static void fold_chain(size_t n, mf_opt_report *rep) {
     mf_graph *g = big_graph("const-chain", n);
     assert_non_null(g);
-    mf_opt_ctx ctx = {3, mf_evaluator_eval_node, ev, 1 << 20, rep, 0};
+    mf_opt_ctx ctx = {3, mf_evaluator_eval_node, ev, 1 << 20, rep, 0, NULL};
     assert_ok(mf_optimize(g, &ctx, "const-chain"));
     assert_int_equal(rep->nodes_before, n);
     assert_int_equal(g->n_nodes, 1);
@@ -68,7 +68,7 @@ static void test_identity_chain(void **state) {
     mf_opt_report rep;
     mf_graph *g = big_graph("identity-chain", 32000);
     assert_non_null(g);
-    mf_opt_ctx ctx = {3, mf_evaluator_eval_node, ev, 1 << 20, &rep, 0};
+    mf_opt_ctx ctx = {3, mf_evaluator_eval_node, ev, 1 << 20, &rep, 0, NULL};
     assert_ok(mf_optimize(g, &ctx, "identity-chain"));
     assert_int_equal(g->n_nodes, 1);
     assert_string_equal(g->nodes[0].op_type, "Relu");
@@ -86,7 +86,7 @@ static void test_fusion_chain_linear_work(void **state) {
     enum { N = 2000 };
     mf_graph *g = big_graph("matmul-chain", N);
     assert_non_null(g);
-    mf_opt_ctx ctx = {3, mf_evaluator_eval_node, ev, 1 << 20, &rep, 0};
+    mf_opt_ctx ctx = {3, mf_evaluator_eval_node, ev, 1 << 20, &rep, 0, NULL};
     assert_ok(mf_optimize(g, &ctx, "matmul-chain"));
     assert_int_equal(g->n_nodes, N);
     for (size_t i = 0; i < g->n_nodes; i++)

@@ -206,7 +206,7 @@ static size_t optimize_and_compare(mf_graph *g, int level, const char *pass) {
     mf_opt_report rep;
     assert_ok(mf_graph_finalize(g, "test"));
     minfer_tensor *want = run_graph(g);
-    mf_opt_ctx ctx = {level, mf_evaluator_eval_node, ev, 1 << 20, &rep, 0};
+    mf_opt_ctx ctx = {level, mf_evaluator_eval_node, ev, 1 << 20, &rep, 0, NULL};
     assert_ok(mf_optimize(g, &ctx, "test"));
     minfer_tensor *got = run_graph(g);
     assert_int_equal(minfer_tensor_numel(want), minfer_tensor_numel(got));
@@ -766,7 +766,7 @@ static void test_level0_untouched(void **state) {
     size_t before = 0;
     assert_ok(mf_graph_finalize(g, "test"));
     before = g->n_nodes;
-    mf_opt_ctx ctx = {0, mf_evaluator_eval_node, ev, 0, NULL, 0};
+    mf_opt_ctx ctx = {0, mf_evaluator_eval_node, ev, 0, NULL, 0, NULL};
     assert_ok(mf_optimize(g, &ctx, "test"));
     assert_int_equal(g->n_nodes, before);
     mf_graph_free(g);

@@ -249,7 +249,7 @@ static void test_capture_survives_fusion(void **state) {
     mf_graph *g = control_graph();
     assert_ok(mf_save_onnx_memory(g, &before, &before_size));
     assert_ok(mf_evaluator_open(&ev));
-    mf_opt_ctx ctx = {2, mf_evaluator_eval_node, ev, 1 << 20, &rep, 0};
+    mf_opt_ctx ctx = {2, mf_evaluator_eval_node, ev, 1 << 20, &rep, 0, NULL};
     assert_ok(mf_optimize(g, &ctx, "test"));
     mf_evaluator_close(ev);
 

@@ -82,6 +82,52 @@ static void test_older_vtable_runs(void **state) {
     minfer_session_free(s);
 }
 
+/* fakeold splits its Add with the host-taking parallel_for and claims
+ * nothing: a provider built before the run-taking members. On 2 threads,
+ * under each scheduler (the pipeline's through the asynchronous API, as
+ * its requests run), every run computes the sum. */
+static void test_older_host_members_every_scheduler(void **state) {
+    (void)state;
+    const minfer_scheduler scheds[3] = {MINFER_SCHED_SEQUENTIAL, MINFER_SCHED_PARALLEL,
+                                        MINFER_SCHED_PIPELINE};
+    const int64_t dims[] = {2, 3};
+    const float x[] = {-2, 2, 0, 0.5f, -0.5f, 3};
+    const float want[] = {0, 1, 1, 0, 0.5f, 2};
+    for (int k = 0; k < 3; k++) {
+        minfer_graph_builder *b = add_relu_graph();
+        minfer_options *opt = NULL;
+        minfer_session *s = NULL;
+        assert_ok(minfer_options_create(&opt));
+        assert_ok(minfer_options_set_providers_str(opt, "fakeold,cpu"));
+        assert_ok(minfer_options_set_threads(opt, 2));
+        assert_ok(minfer_options_set_scheduler(opt, scheds[k]));
+        assert_ok(minfer_session_create_from_builder(b, opt, &s));
+        minfer_options_free(opt);
+        minfer_builder_free(b);
+        assert_string_equal(placement_of(s, "add_node"), "fakeold");
+        minfer_tensor *tx = NULL, *y = NULL;
+        assert_ok(minfer_tensor_create(MINFER_DTYPE_FLOAT, dims, 2, &tx));
+        memcpy(minfer_tensor_data(tx), x, sizeof x);
+        const char *names[] = {"x"};
+        const minfer_tensor *ins[] = {tx};
+        for (int run = 0; run < 40; run++) {
+            if (scheds[k] == MINFER_SCHED_PIPELINE) {
+                minfer_request *req = NULL;
+                assert_ok(minfer_session_submit(s, names, ins, 1, NULL, NULL, &req));
+                assert_ok(minfer_request_wait(req, &y, 1));
+                minfer_request_free(req);
+            } else {
+                assert_ok(minfer_session_run(s, names, ins, 1, NULL, &y, 1));
+            }
+            assert_tensor_f32(y, dims, 2, want);
+            minfer_tensor_free(y);
+            y = NULL;
+        }
+        minfer_tensor_free(tx);
+        minfer_session_free(s);
+    }
+}
+
 static void test_abi1_refused_clearly(void **state) {
     (void)state;
     minfer_session *s = NULL;
@@ -100,6 +146,7 @@ static void test_abi1_refused_clearly(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_older_vtable_runs),
+        cmocka_unit_test(test_older_host_members_every_scheduler),
         cmocka_unit_test(test_abi1_refused_clearly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -185,16 +185,18 @@ typedef struct shared_run {
 
 static void share_chunk(void *arg, size_t begin, size_t end) {
     shared_run *sr = arg;
+    int w = (int)begin;
     assert_int_equal(end - begin, 1); /* one chunk per thread */
-    mf_share_enter(sr->share, (int)begin);
-    if (begin == 0) {
-        uint64_t r0, w0, r1, w1;
-        mf_share_account(&r0, &w0);
+    mf_lane lane; /* this thread's place in the share */
+    mf_lane_init(&lane, sr->pool);
+    lane.share = sr->share;
+    lane.index = w;
+    mf_share_begin(sr->share, w);
+    if (w == 0) {
         for (int k = 0; k < sr->rounds; k++)
-            mf_pool_parallel_for(sr->pool, sr->n, sr->grain, sr->fn, sr->arg);
-        mf_share_account(&r1, &w1);
-        sr->region = r1 - r0;
-        sr->work = w1 - w0;
+            mf_lane_parallel_for(&lane, sr->n, sr->grain, sr->fn, sr->arg);
+        sr->region = lane.region_ns;
+        sr->work = lane.work_ns;
         atomic_store(&sr->owner_done, 1);
         mf_share_notify(sr->share);
     } else {
@@ -202,11 +204,10 @@ static void share_chunk(void *arg, size_t begin, size_t end) {
             unsigned seen = mf_share_events(sr->share);
             if (atomic_load(&sr->owner_done))
                 break;
-            if (!mf_share_help(sr->share))
-                mf_share_wait(sr->share, seen);
+            if (!mf_share_help(sr->share, w))
+                mf_share_wait(sr->share, w, seen);
         }
     }
-    mf_share_leave();
 }
 
 static uint64_t last_region, last_work; /* of the last call of shared */
@@ -297,7 +298,7 @@ static void test_share_helps(void **state) {
     mf_pool_free(p);
 }
 
-/* The owner's account of a published parallel_for (mf_share_account, what
+/* The owner's account of a published parallel_for (the lane's region_ns and work_ns, what
  * the parallel scheduler measures a step's intra-op efficiency with): the
  * wall time from publishing to the last chunk, and the chunks' time on
  * every thread. Chunk 1 sleeps 2 ms on the helper while chunk 0 waits for

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "diag/diag.h"
 #include "util/fileio.h"
@@ -38,13 +39,7 @@ double mf_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int mf_thread_id(void) {
-    static atomic_int next = 1;
-    static _Thread_local int id;
-    if (!id)
-        id = atomic_fetch_add(&next, 1);
-    return id;
-}
+int mf_thread_id(void) { return (int)gettid(); }
 
 mf_trace *mf_trace_new(double t0_ms) {
     mf_trace *t = mf_calloc(1, sizeof *t);

@@ -22,7 +22,7 @@ typedef struct mf_trace_event {
 typedef struct mf_trace mf_trace;
 
 double mf_now_ms(void);
-/* A small stable id for the calling thread (1, 2, ...). */
+/* The calling thread's id (the kernel's thread id: what top -H and perf show). */
 int mf_thread_id(void);
 /* A trace whose time zero is t0_ms (mf_now_ms() clock). */
 mf_trace *mf_trace_new(double t0_ms);

@@ -79,7 +79,7 @@ static minfer_status fold_node(minfer_session *s, mf_plan *p, int i, int *done) 
         vs->view.nbytes = bytes;
         out[o] = vs->view;
     }
-    mf_run rc = {s, p, i, out, n->n_outputs, NULL, NULL, NULL, 0, 0, NULL, NULL};
+    mf_run rc = {s, p, i, out, n->n_outputs, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL};
     st = mf_run_node_once(ev, &ns->desc, in, n->n_inputs, out, n->n_outputs, &rc, &step);
     mf_run_free_temps(&rc);
     if (st != MINFER_OK) {
@@ -268,7 +268,7 @@ static minfer_status plan_infer(minfer_session *s, mf_plan *p, minfer_tensor_vie
             }
             continue;
         }
-        st = mf_infer_node(n, in, n->n_inputs, out, n->n_outputs, err, sizeof err);
+        st = mf_place_infer(n, in, n->n_inputs, out, n->n_outputs, err, sizeof err);
         if (st != MINFER_OK)
             return mf_error(st, "%s: %s: %s", s->errctx, mf_node_label(n, i, lbl, sizeof lbl),
                             err[0] ? err : minfer_status_str(st));
@@ -370,7 +370,8 @@ static minfer_status prepare_on(minfer_session *s, mf_plan *p, int i, int prov) 
 /* Node i's provider could not prepare it: the next provider that supports
  * it takes it (place/place.c), its outputs move to that provider's memory
  * domain, and it is prepared there, in turn, until one succeeds. */
-static minfer_status prepare_node(minfer_session *s, mf_plan *p, int i) {
+static minfer_status prepare_node(minfer_session *s, mf_plan *p, int i,
+                                  const minfer_run_options *ro) {
     const mf_node *n = &s->g->nodes[i];
     mf_nplan *ns = &p->nodes[i];
     char lbl[512], why[1024];
@@ -382,7 +383,7 @@ static minfer_status prepare_node(minfer_session *s, mf_plan *p, int i) {
         int failed = ns->prov, next;
         const char *msg = minfer_last_error();
         snprintf(why, sizeof why, "%s", msg && msg[0] ? msg : minfer_status_str(st));
-        if ((st = mf_place_fallback(s, i, failed, &ns->desc, st, why, &next)) != MINFER_OK)
+        if ((st = mf_place_fallback(s, i, failed, &ns->desc, st, why, ro, &next)) != MINFER_OK)
             return st;
         ns->prov = next;
         int dom = mf_dom_of_prov(s, next);
@@ -406,7 +407,7 @@ static minfer_status prepare_node(minfer_session *s, mf_plan *p, int i) {
 }
 
 /* Pass 3: prepare every node that runs from the plan's steps. */
-static minfer_status prepare_nodes(minfer_session *s, mf_plan *p) {
+static minfer_status prepare_nodes(minfer_session *s, mf_plan *p, const minfer_run_options *ro) {
     const mf_graph *g = s->g;
     char lbl[512];
     minfer_status st;
@@ -423,7 +424,7 @@ static minfer_status prepare_nodes(minfer_session *s, mf_plan *p) {
                             "%s: %s was folded at build but not for these input shapes",
                             s->errctx, mf_node_label(&g->nodes[i], i, lbl, sizeof lbl));
         if ((st = mf_weights_materialize(s, p, i)) != MINFER_OK ||
-            (st = prepare_node(s, p, i)) != MINFER_OK ||
+            (st = prepare_node(s, p, i, ro)) != MINFER_OK ||
             (st = mf_weights_release_packed(s, p, i)) != MINFER_OK)
             return st;
     }
@@ -457,7 +458,7 @@ static void estimate_flops(minfer_session *s, mf_plan *p) {
 }
 
 minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_len,
-                            mf_plan **out) {
+                            const minfer_run_options *ro, mf_plan **out) {
     minfer_status st;
     const mf_graph *g = s->g;
     *out = NULL;
@@ -513,7 +514,7 @@ minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_le
         return st;
     }
     p->t_infer_ms = mf_now_ms() - t;
-    if ((st = mf_plan_storage(s, p)) != MINFER_OK || (st = prepare_nodes(s, p)) != MINFER_OK ||
+    if ((st = mf_plan_storage(s, p)) != MINFER_OK || (st = prepare_nodes(s, p, ro)) != MINFER_OK ||
         (st = mf_attr_mismatch_take(s->errctx)) != MINFER_OK ||
         (st = mf_plan_memory(s, p)) != MINFER_OK) {
         mf_plan_free(s, p);

@@ -196,7 +196,7 @@ bad_node:
 
 /* Runs subgraph session k of node i on its formal inputs and the node's
  * captured inputs; out receives its outputs (owned). */
-static minfer_status run_sub(minfer_session *s, mf_budget *b, int i, size_t k,
+static minfer_status run_sub(minfer_session *s, mf_budget *b, mf_lane *lane, int i, size_t k,
                              const minfer_tensor *const *formal, const minfer_tensor_view *node_in,
                              minfer_tensor **out) {
     const mf_core_sub *sub = &s->subs[2 * i + k];
@@ -249,7 +249,7 @@ static minfer_status run_sub(minfer_session *s, mf_budget *b, int i, size_t k,
     }
     for (size_t o = 0; o < cg->n_outputs; o++)
         out[o] = NULL;
-    st = b->run_sub(child, b, names, ins, n_in, out, cg->n_outputs);
+    st = b->run_sub(child, b, lane, names, ins, n_in, out, cg->n_outputs);
 done:
     if (names != names_stack) {
         free(names);
@@ -266,7 +266,7 @@ static minfer_status op_if(core_call *cc) {
     if (!mf_cv_present(cc, 0) || mf_cv_scalar_bool(&cc->in[0], &cond) != MINFER_OK)
         return FAIL(cc, MINFER_ERR_TYPE, "the condition must be a bool tensor of one element");
     /* the branch session's messages name the node and the branch */
-    minfer_status st = run_sub(cc->s, cc->b, cc->i, cond ? 0 : 1, NULL, cc->in, cc->out);
+    minfer_status st = run_sub(cc->s, cc->b, cc->lane, cc->i, cond ? 0 : 1, NULL, cc->in, cc->out);
     if (st != MINFER_OK)
         return st;
     /* A branch must give what the graph declares for the If's outputs (and
@@ -353,7 +353,7 @@ static minfer_status op_loop(core_call *cc) {
         bin[1] = cond_t;
         for (size_t k = 0; k < n_carried; k++)
             bin[2 + k] = carried[k];
-        if ((st = run_sub(s, cc->b, cc->i, 0, bin, cc->in, bout)) != MINFER_OK) {
+        if ((st = run_sub(s, cc->b, cc->lane, cc->i, 0, bin, cc->in, bout)) != MINFER_OK) {
             mf_error_prefix(st, "iteration %lld", (long long)it);
             goto done;
         }
@@ -504,7 +504,7 @@ static minfer_status scan_once(core_call *cc, const minfer_tensor *const *state,
             bin[k] = cur[k];
         for (size_t j = 0; j < m; j++)
             bin[n_state + j] = slices[j];
-        st = run_sub(s, cc->b, cc->i, 0, bin, cc->in, bout);
+        st = run_sub(s, cc->b, cc->lane, cc->i, 0, bin, cc->in, bout);
         mf_cv_free_all(slices, m);
         if (st != MINFER_OK) {
             mf_error_prefix(st, "iteration %lld", (long long)t);
@@ -722,7 +722,7 @@ static minfer_status op_sequence_map(core_call *cc) {
             const minfer_tensor *q = mf_cv_seq_in(cc, j);
             bin[j] = q ? q->items[e] : mf_cv_handle(&cc->in[j], &tmps[j]);
         }
-        if ((st = run_sub(s, cc->b, cc->i, 0, bin, cc->in, bout)) != MINFER_OK) {
+        if ((st = run_sub(s, cc->b, cc->lane, cc->i, 0, bin, cc->in, bout)) != MINFER_OK) {
             mf_error_prefix(st, "element %zu", e);
             goto fail;
         }
@@ -751,11 +751,12 @@ fail:
     return st;
 }
 
-minfer_status mf_core_exec(minfer_session *s, mf_budget *b, int i, const minfer_tensor_view *in,
-                           minfer_tensor **out) {
+minfer_status mf_core_exec(minfer_session *s, mf_budget *b, mf_lane *lane, int i,
+                           const minfer_tensor_view *in, minfer_tensor **out) {
     core_call cc;
     cc.s = s;
     cc.b = b;
+    cc.lane = lane;
     cc.i = i;
     cc.n = &s->g->nodes[i];
     cc.in = in;

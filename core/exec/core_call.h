@@ -14,6 +14,7 @@
 typedef struct core_call {
     minfer_session *s;
     mf_budget *b; /* the run's */
+    mf_lane *lane; /* the calling thread's, which the subgraphs' nodes run on */
     int i;
     const mf_node *n;
     const minfer_tensor_view *in;

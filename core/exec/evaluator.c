@@ -95,7 +95,7 @@ minfer_status mf_evaluator_eval_node(void *user, const mf_graph *g, int node,
         in_desc[k].const_nbytes = t->view.nbytes;
         in_desc[k].present = 1;
     }
-    st = mf_infer_node(n, in, n->n_inputs, out, n->n_outputs, err, sizeof err);
+    st = mf_place_infer(n, in, n->n_inputs, out, n->n_outputs, err, sizeof err);
     if (st != MINFER_OK)
         return mf_error(st, "evaluator: %s: %s", n->op_type, err);
     for (size_t k = 0; k < n->n_outputs; k++) {
@@ -125,7 +125,7 @@ minfer_status mf_evaluator_eval_node(void *user, const mf_graph *g, int node,
         st = mf_error(MINFER_ERR_UNSUPPORTED, "evaluator: %s", err);
         goto done;
     }
-    mf_run run = {NULL, NULL, node, out, n->n_outputs, NULL, NULL, NULL, 0, 0, NULL, g};
+    mf_run run = {NULL, NULL, node, out, n->n_outputs, NULL, NULL, NULL, 0, 0, NULL, g, NULL};
     mf_node_step step;
     st = mf_run_node_once(&ev->cpu, &desc, in, n->n_inputs, out, n->n_outputs, &run, &step);
     /* Storage alloc_output made replaces what the output had. */

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "plan/plan.h"
+#include "exec/threadpool.h"
 
 /* A node has no fixed limit on its inputs and outputs (an exported If
  * returns 70 values): the per-node arrays of the run path live on the
@@ -52,7 +53,7 @@ typedef struct mf_budget mf_budget;
  * scheduler (run.c) hands its own entry point down, so the core ops
  * (control.c) call the scheduler that calls them through this pointer
  * and not by name. */
-typedef minfer_status (*mf_run_sub_fn)(minfer_session *sub, mf_budget *b,
+typedef minfer_status (*mf_run_sub_fn)(minfer_session *sub, mf_budget *b, mf_lane *lane,
                                         const char *const *input_names,
                                         const minfer_tensor *const *inputs, size_t n_inputs,
                                         minfer_tensor **outputs, size_t n_outputs);
@@ -99,6 +100,8 @@ typedef struct mf_run {
     size_t n_temps, cap_temps;
     mf_budget *budget;           /* the run's (charge_work), or NULL at build */
     const mf_graph *g;           /* when s is NULL: the node's graph */
+    mf_lane *lane;               /* the thread's place in the run (exec/threadpool.h):
+                                    what run_parallel_for splits over; NULL at build */
 } mf_run;
 int mf_run_track(mf_run *r, void *ptr);
 /* As mf_run_track, for storage of `strings` string elements (0: none). */
@@ -139,7 +142,7 @@ minfer_status mf_plan_infer(minfer_session *s, mf_plan *p);
 /* Builds a concrete plan for input shapes sig (kind << 8 | dtype, rank,
  * dims... per input). Called with the session lock held. */
 minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_len,
-                            mf_plan **out);
+                            const minfer_run_options *ro, mf_plan **out);
 
 /* ---- Ops the core runs (control.c): control flow (If, Loop, Scan,
  * SequenceMap), sequences and optionals. Their values live on the host;
@@ -150,8 +153,8 @@ minfer_status mf_core_infer(minfer_session *s, int i, const minfer_tensor_view *
                             minfer_tensor_view *out, char *err, size_t err_size);
 /* Runs core node i on host inputs; out[o] receives an owned value (tensor,
  * sequence or optional) for every output the node has. */
-minfer_status mf_core_exec(minfer_session *s, mf_budget *b, int i, const minfer_tensor_view *in,
-                           minfer_tensor **out);
+minfer_status mf_core_exec(minfer_session *s, mf_budget *b, mf_lane *lane, int i,
+                           const minfer_tensor_view *in, minfer_tensor **out);
 /* Which subgraph attributes node n has (then/else, or body): their count. */
 size_t mf_core_sub_names(const mf_node *n, const char **names);
 /* Checks that subgraph sg (attribute attr) fits node i's inputs and outputs. */
@@ -170,15 +173,24 @@ minfer_status mf_run_check_inputs(minfer_session *s, const char *const *names,
                                   const minfer_tensor **bound, int64_t *sig, size_t *sig_len);
 
 /* The plan for a signature, built if missing, with a reference held until
- * mf_plan_release. */
+ * mf_plan_release; a build logs with the run's options ro (NULL: none). */
 minfer_status mf_plan_acquire(minfer_session *s, const int64_t *sig, size_t sig_len,
-                              mf_plan **out);
+                              const minfer_run_options *ro, mf_plan **out);
 void mf_plan_release(minfer_session *s, mf_plan *p);
 void mf_exec_ctx_free(minfer_session *s, mf_exec_ctx *c);
 /* minfer_session_run for a subgraph session, spending the parent run's
- * budget (an mf_run_sub_fn). */
-minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, const char *const *input_names,
+ * budget, its nodes on the calling thread's lane (an mf_run_sub_fn). */
+minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, mf_lane *lane,
+                                 const char *const *input_names,
                                  const minfer_tensor *const *inputs, size_t n_inputs,
                                  minfer_tensor **outputs, size_t n_outputs);
+/* minfer_session_run_with_options for a request of the pipeline
+ * scheduler: ticket (exec/pipeline.h) says which, NULL none. */
+typedef struct mf_pipe_ticket mf_pipe_ticket;
+minfer_status mf_session_run_ticket(minfer_session *s, const minfer_run_options *ro,
+                                    mf_pipe_ticket *ticket, const char *const *input_names,
+                                    const minfer_tensor *const *inputs, size_t n_inputs,
+                                    const char *const *output_names, minfer_tensor **outputs,
+                                    size_t n_outputs);
 
 #endif

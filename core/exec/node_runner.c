@@ -20,7 +20,6 @@
 
 #include "exec/exec.h"
 #include "exec/pipeline.h"
-#include "exec/threadpool.h"
 #include "exec/weights.h"
 #include "load/mfc.h"
 
@@ -123,23 +122,60 @@ static void host_set_error(void *host, const char *fmt, ...) {
 
 static int host_num_threads(void *host) {
     const minfer_session *s = host;
-    if (mf_intra_pool) /* a pipeline stage's share of the threads */
-        return mf_pool_threads(mf_intra_pool);
     if (s && s->scheduler == MINFER_SCHED_PIPELINE) /* what its providers are set up for */
         return mf_pipe_stage_threads(s);
     return s ? mf_pool_threads(s->pool) : 1;
 }
 
+/* The host-taking parallel_for and claim_threads know no run: the
+ * session's pool when no run holds it, else serially (its busy lock);
+ * claims above 1 only under the sequential scheduler (minfer/provider.h). */
 static void host_parallel_for(void *host, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
     minfer_session *s = host;
-    mf_pool_parallel_for(mf_intra_pool ? mf_intra_pool : s ? s->pool : NULL, n, grain, fn, arg);
+    mf_pool_parallel_for(s ? s->pool : NULL, n, grain, fn, arg);
 }
 
-/* minfer_host_api.claim_threads: the scheduler running this thread decides
- * (exec/threadpool.h); a pipeline stage's pool bounds it. */
 static int host_claim_threads(void *host, int want) {
     minfer_session *s = host;
-    return mf_claim_threads(mf_intra_pool ? mf_intra_pool : s ? s->pool : NULL, want);
+    if (want <= 1 || !s || s->scheduler != MINFER_SCHED_SEQUENTIAL)
+        return 1;
+    int n = mf_pool_threads(s->pool);
+    return n < want ? n : want;
+}
+
+/* The run-taking forms: the lane of the thread running the node, which
+ * its scheduler set up (exec/threadpool.h). A run without a lane (a node
+ * evaluated at build) splits over the session's pool. */
+static int run_num_threads(void *run) {
+    const mf_run *r = run;
+    if (!r)
+        return 1;
+    if (r->lane)
+        return mf_lane_threads(r->lane);
+    return r->s ? mf_pool_threads(r->s->pool) : 1;
+}
+
+static void run_parallel_for(void *run, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
+    mf_run *r = run;
+    if (r && r->lane)
+        mf_lane_parallel_for(r->lane, n, grain, fn, arg);
+    else
+        mf_pool_parallel_for(r && r->s ? r->s->pool : NULL, n, grain, fn, arg);
+}
+
+static int run_claim_threads(void *run, int want) {
+    mf_run *r = run;
+    return mf_lane_claim(r ? r->lane : NULL, want);
+}
+
+static void run_log(void *run, int level, const char *fmt, ...) {
+    const mf_run *r = run;
+    va_list ap;
+    if (!r || !r->s) /* the stand-alone evaluator says nothing */
+        return;
+    va_start(ap, fmt);
+    mf_logv_run(&r->s->log, r->budget ? r->budget->ro : NULL, level, fmt, ap);
+    va_end(ap);
 }
 
 static minfer_status host_alloc_output(void *run, size_t index, int32_t rank, const int64_t *dims) {
@@ -236,6 +272,10 @@ void mf_host_api_init(minfer_host_api *api) {
     api->packed_consts = host_packed_consts;
     api->claim_threads = host_claim_threads;
     api->const_consumed = host_const_consumed;
+    api->run_num_threads = run_num_threads;
+    api->run_parallel_for = run_parallel_for;
+    api->run_claim_threads = run_claim_threads;
+    api->run_log = run_log;
 }
 
 /* ---- one node ------------------------------------------------------------ */

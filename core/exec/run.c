@@ -181,7 +181,7 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
             p->vals[n->inputs[j]].where == MF_W_ARENA)
             inf_in[j].data = NULL; /* device memory: not readable here */
     }
-    st = mf_infer_node(n, inf_in, n->n_inputs, out, n->n_outputs, err, sizeof err);
+    st = mf_place_infer(n, inf_in, n->n_inputs, out, n->n_outputs, err, sizeof err);
     mf_io_scratch_free(inf_in, inf_s);
     if (st != MINFER_OK)
         return mf_error(st, "%s: %s: %s", s->errctx, mf_node_label(n, i, lbl, sizeof lbl),
@@ -259,14 +259,14 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
 
 /* Runs node i in the core (control flow, sequences, optionals) and keeps
  * its outputs as the run's storage of those values. */
-static minfer_status run_core_node(minfer_session *s, mf_exec_ctx *c, mf_budget *b, int i,
-                                   const minfer_tensor_view *in, minfer_tensor_view *out) {
+static minfer_status run_core_node(minfer_session *s, mf_exec_ctx *c, mf_budget *b, mf_run *r,
+                                   int i, const minfer_tensor_view *in, minfer_tensor_view *out) {
     const mf_node *n = &s->g->nodes[i];
     minfer_tensor *made_s[MF_MAX_NODE_IO];
     minfer_tensor **made = mf_io_scratch(made_s, n->n_outputs, sizeof *made);
     if (!made)
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
-    minfer_status st = mf_core_exec(s, b, i, in, made);
+    minfer_status st = mf_core_exec(s, b, r->lane, i, in, made);
     if (st != MINFER_OK) {
         mf_io_scratch_free(made, made_s);
         return st;
@@ -541,7 +541,7 @@ static minfer_status run_step_in(minfer_session *s, mf_plan *p, mf_exec_ctx *c, 
     r->n_outputs = n->n_outputs;
     double t0 = s->trace ? mf_now_ms() : 0;
     if (ns->core)
-        st = run_core_node(s, c, b, i, in, out);
+        st = run_core_node(s, c, b, r, i, in, out);
     else if (ns->dynamic)
         st = run_dynamic_node(s, p, c, i, r, in, out);
     else
@@ -583,14 +583,15 @@ static minfer_status run_step(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_
 /* Runs plan p in context c: the views, every step that is not folded, then
  * a synchronize of each device provider. */
 static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                             mf_budget *b, const minfer_tensor *const *bound) {
+                             mf_budget *b, mf_pipe_ticket *ticket,
+                             const minfer_tensor *const *bound) {
     const mf_graph *g = s->g;
     minfer_status st;
     if ((st = bind_views(s, p, c, bound)) != MINFER_OK)
         return st;
     r->views = c->views;
-    if (mf_pipe_bound(s)) { /* a request of the pipeline scheduler (session/async.c) */
-        if ((st = mf_sched_pipeline_run(s, p, c, r, b, run_step)) != MINFER_OK)
+    if (ticket) { /* a request of the pipeline scheduler (session/async.c) */
+        if ((st = mf_sched_pipeline_run(s, p, c, r, b, ticket, run_step)) != MINFER_OK)
             return st;
     } else if (p->conc) {
         if ((st = mf_sched_parallel_run(s, p, c, r, b, run_step)) != MINFER_OK)
@@ -684,7 +685,7 @@ static minfer_status deliver_output(minfer_session *s, const mf_plan *p, mf_exec
 
 /* Finds or builds the plan for sig; returns it with a reference held. */
 minfer_status mf_plan_acquire(minfer_session *s, const int64_t *sig, size_t sig_len,
-                                  mf_plan **out) {
+                              const minfer_run_options *ro, mf_plan **out) {
     minfer_status st = MINFER_OK;
     pthread_mutex_lock(&s->lock);
     mf_plan *p = NULL;
@@ -695,9 +696,9 @@ minfer_status mf_plan_acquire(minfer_session *s, const int64_t *sig, size_t sig_
             break;
         }
     if (!p) {
-        mf_log(s, MINFER_LOG_INFO, "%s: new input shapes; building a plan", s->errctx);
+        mf_log_ro(s, ro, MINFER_LOG_INFO, "%s: new input shapes; building a plan", s->errctx);
         double t0 = mf_now_ms();
-        if ((st = mf_plan_build(s, sig, sig_len, &p)) != MINFER_OK) {
+        if ((st = mf_plan_build(s, sig, sig_len, ro, &p)) != MINFER_OK) {
             pthread_mutex_unlock(&s->lock);
             return st;
         }
@@ -705,7 +706,8 @@ minfer_status mf_plan_acquire(minfer_session *s, const int64_t *sig, size_t sig_
         const char *names[3] = {"plan: infer shapes", "plan: prepare", "plan: memory"};
         double durs[3] = {p->t_infer_ms, p->t_prepare_ms, p->t_plan_ms}, at = t0;
         for (int k = 0; k < 3; k++) {
-            mf_log(s, MINFER_LOG_INFO, "%s: %-16s %8.2f ms", s->errctx, names[k], durs[k]);
+            mf_log_ro(s, ro, MINFER_LOG_INFO, "%s: %-16s %8.2f ms", s->errctx, names[k],
+                      durs[k]);
             mf_trace_add(s->trace, names[k], "build", at, durs[k], NULL);
             at += durs[k];
         }
@@ -769,7 +771,7 @@ minfer_status minfer_session_prepare(minfer_session *s, const char *const *input
     if ((st = mf_run_check_inputs(s, input_names, inputs, n_inputs, bound, sig, &sig_len)) !=
         MINFER_OK)
         goto done;
-    if ((st = mf_plan_acquire(s, sig, sig_len, &p)) != MINFER_OK)
+    if ((st = mf_plan_acquire(s, sig, sig_len, NULL, &p)) != MINFER_OK)
         goto done;
     mf_plan_release(s, p);
 done:
@@ -781,7 +783,10 @@ done:
 }
 
 /* A run spending budget b (the caller's own, or its parent run's). */
-static minfer_status run_budget(minfer_session *s, mf_budget *b, const char *const *input_names,
+/* One run of s spending budget b: its nodes on lane (NULL: a lane of its
+ * own on the session's pool), through the pipeline when ticket is set. */
+static minfer_status run_budget(minfer_session *s, mf_budget *b, mf_lane *lane,
+                                mf_pipe_ticket *ticket, const char *const *input_names,
                                 const minfer_tensor *const *inputs, size_t n_inputs,
                                 const char *const *output_names, minfer_tensor **outputs,
                                 size_t n_outputs) {
@@ -796,7 +801,12 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, const char *con
     minfer_status st = MINFER_OK;
     mf_plan *p = NULL;
     mf_exec_ctx *c = NULL;
-    mf_run r = {s, NULL, -1, NULL, 0, NULL, NULL, NULL, 0, 0, b, NULL};
+    mf_lane own;
+    if (!lane) {
+        mf_lane_init(&own, s->pool);
+        lane = &own;
+    }
+    mf_run r = {s, NULL, -1, NULL, 0, NULL, NULL, NULL, 0, 0, b, NULL, lane};
 
     if (!output_names && n_outputs != g->n_outputs)
         return mf_error(MINFER_ERR_INVALID_ARG,
@@ -837,7 +847,7 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, const char *con
     if ((st = mf_run_check_inputs(s, input_names, inputs, n_inputs, bound, sig, &sig_len)) !=
         MINFER_OK)
         goto done;
-    if ((st = mf_plan_acquire(s, sig, sig_len, &p)) != MINFER_OK)
+    if ((st = mf_plan_acquire(s, sig, sig_len, b->ro, &p)) != MINFER_OK)
         goto done;
     r.p = p;
 
@@ -853,7 +863,7 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, const char *con
     if ((st = ctx_fit(s, c, p)) != MINFER_OK)
         goto done;
     double t_run = mf_now_ms();
-    st = execute(s, p, c, &r, b, bound);
+    st = execute(s, p, c, &r, b, ticket, bound);
     for (size_t o = 0; st == MINFER_OK && o < n_outputs; o++) {
         /* delivering copies: a body passing a large value through costs
          * a copy per iteration */
@@ -909,20 +919,27 @@ minfer_status minfer_session_run_with_options(minfer_session *s, const minfer_ru
                                               const minfer_tensor *const *inputs, size_t n_inputs,
                                               const char *const *output_names,
                                               minfer_tensor **outputs, size_t n_outputs) {
+    return mf_session_run_ticket(s, ro, NULL, input_names, inputs, n_inputs, output_names,
+                                 outputs, n_outputs);
+}
+
+minfer_status mf_session_run_ticket(minfer_session *s, const minfer_run_options *ro,
+                                    mf_pipe_ticket *ticket, const char *const *input_names,
+                                    const minfer_tensor *const *inputs, size_t n_inputs,
+                                    const char *const *output_names, minfer_tensor **outputs,
+                                    size_t n_outputs) {
     if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && !outputs))
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_run: NULL argument");
     mf_budget b;
     mf_budget_init(&b, s, ro, mf_session_run_sub);
-    const minfer_run_options *outer = mf_current_run;
-    mf_current_run = ro;
-    minfer_status st =
-        run_budget(s, &b, input_names, inputs, n_inputs, output_names, outputs, n_outputs);
-    mf_current_run = outer;
-    return st;
+    return run_budget(s, &b, NULL, ticket, input_names, inputs, n_inputs, output_names, outputs,
+                      n_outputs);
 }
 
-minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, const char *const *input_names,
+minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, mf_lane *lane,
+                                 const char *const *input_names,
                                  const minfer_tensor *const *inputs, size_t n_inputs,
                                  minfer_tensor **outputs, size_t n_outputs) {
-    return run_budget(s, b, input_names, inputs, n_inputs, NULL, outputs, n_outputs);
+    return run_budget(s, b, lane, NULL, input_names, inputs, n_inputs, NULL, outputs,
+                      n_outputs);
 }

@@ -119,6 +119,7 @@ struct sched {
     const mf_conc *cc;
     mf_share *share;
     mf_run *runs;        /* per pool thread */
+    mf_lane *lanes;      /* per pool thread: its runs' lane while steps run at once */
     worker *workers;     /* per pool thread */
     int threads;
     int inter_op;        /* threads that start steps */
@@ -327,13 +328,13 @@ static void run_one(sched *q, mf_run *r, worker *me, int shared) {
     me->step = k;
     me->claimed = 1;
     pthread_mutex_unlock(&q->lock);
-    unsigned published = mf_share_published();
-    uint64_t region0, work0, region1, work1, t0 = now_ns();
-    mf_share_account(&region0, &work0);
+    mf_lane *l = r->lane;
+    unsigned published = l->published;
+    uint64_t region0 = l->region_ns, work0 = l->work_ns, t0 = now_ns();
     minfer_status st = q->step(q->s, q->p, q->c, r, q->b, k);
     uint64_t wall = now_ns() - t0;
-    mf_share_account(&region1, &work1);
-    int split = mf_share_published() != published || me->claimed > 1;
+    uint64_t region1 = l->region_ns, work1 = l->work_ns;
+    int split = l->published != published || me->claimed > 1;
     if (shared && st == MINFER_OK) {
         atomic_store_explicit(&q->cc->serial[k], !split, memory_order_relaxed);
         /* its work on one thread: its wall time outside parallel_for plus
@@ -374,11 +375,9 @@ static void run_chunk(void *arg, size_t begin, size_t end) {
     int w = (int)begin, alone = end - begin > 1;
     mf_run *r = &q->runs[w];
     worker *me = &q->workers[w];
-    const minfer_run_options *outer = mf_current_run;
-    mf_current_run = q->b->ro;
-    if (!alone) {
-        mf_share_enter(q->share, w);
-        mf_claim_set(claim, me);
+    if (!alone) { /* this thread's place in the share, claims through the queue */
+        r->lane = &q->lanes[w];
+        mf_share_begin(q->share, w);
     }
     pthread_mutex_lock(&q->lock);
     for (;;) {
@@ -398,16 +397,11 @@ static void run_chunk(void *arg, size_t begin, size_t end) {
         }
         unsigned seen = mf_share_events(q->share);
         pthread_mutex_unlock(&q->lock);
-        if (!mf_share_help(q->share))
-            mf_share_wait(q->share, seen);
+        if (!mf_share_help(q->share, w))
+            mf_share_wait(q->share, w, seen);
         pthread_mutex_lock(&q->lock);
     }
     pthread_mutex_unlock(&q->lock);
-    if (!alone) {
-        mf_claim_set(NULL, NULL);
-        mf_share_leave();
-    }
-    mf_current_run = outer;
 }
 
 int mf_sched_pick(unsigned n, uint64_t par_ns, uint64_t seq_ns) {
@@ -468,14 +462,16 @@ static minfer_status run_queue(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf
     q.running = mf_malloc(((size_t)threads + 1) * sizeof *q.running);
     q.runs = mf_calloc((size_t)threads + 1, sizeof *q.runs);
     q.workers = mf_calloc((size_t)threads + 1, sizeof *q.workers);
+    q.lanes = mf_calloc((size_t)threads + 1, sizeof *q.lanes);
     q.share = mf_share_create(s->pool);
     q.threads = threads;
-    if (!q.deps || !q.ready || !q.running || !q.runs || !q.workers || !q.share) {
+    if (!q.deps || !q.ready || !q.running || !q.runs || !q.workers || !q.lanes || !q.share) {
         free(q.deps);
         free(q.ready);
         free(q.running);
         free(q.runs);
         free(q.workers);
+        free(q.lanes);
         mf_share_free(q.share);
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
     }
@@ -498,6 +494,11 @@ static minfer_status run_queue(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf
         q.workers[w].q = &q;
         q.workers[w].step = -1;
         q.workers[w].claimed = 1;
+        mf_lane_init(&q.lanes[w], s->pool);
+        q.lanes[w].share = q.share;
+        q.lanes[w].index = w;
+        q.lanes[w].claim = claim;
+        q.lanes[w].claim_ctx = &q.workers[w];
     }
     b->lock = &budget_lock;
     mf_pool_parallel_for(s->pool, (size_t)threads, 1, run_chunk, &q);
@@ -519,5 +520,6 @@ static minfer_status run_queue(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf
     free(q.running);
     free(q.runs);
     free(q.workers);
+    free(q.lanes);
     return st;
 }

@@ -27,8 +27,6 @@
 #include "exec/threadpool.h"
 #include "plan/plan_stages.h"
 
-_Thread_local mf_pool *mf_intra_pool;
-
 struct mf_pipe {
     int stages;
     mf_pool **pools;  /* per stage */
@@ -46,14 +44,6 @@ struct mf_pipe {
     size_t m_n;
     uint64_t m_runs;
 };
-
-/* The calling thread's binding. */
-static _Thread_local struct {
-    mf_pipe *q;
-    const minfer_session *s;
-    uint64_t seq;
-    int passed; /* stages left behind */
-} bound;
 
 mf_pipe *mf_pipe_create(int stages, int threads) {
     mf_pipe *q = mf_calloc(1, sizeof *q);
@@ -152,15 +142,10 @@ int mf_pipe_stages(const mf_pipe *q) {
     return q->stages;
 }
 
-void mf_pipe_bind(mf_pipe *q, minfer_session *s, uint64_t seq) {
-    bound.q = q;
-    bound.s = s;
-    bound.seq = seq;
-    bound.passed = 0;
-}
-
-int mf_pipe_bound(const minfer_session *s) {
-    return bound.q && bound.s == s;
+void mf_pipe_ticket_init(mf_pipe_ticket *t, mf_pipe *q, uint64_t seq) {
+    t->q = q;
+    t->seq = seq;
+    t->passed = 0;
 }
 
 static void enter(mf_pipe *q, int j, uint64_t seq) {
@@ -170,32 +155,32 @@ static void enter(mf_pipe *q, int j, uint64_t seq) {
     pthread_mutex_unlock(&q->lock);
 }
 
-static void leave(mf_pipe *q, int j) {
+static void leave(mf_pipe_ticket *t, int j) {
+    mf_pipe *q = t->q;
     pthread_mutex_lock(&q->lock);
     q->turn[j]++;
     pthread_cond_broadcast(&q->cv[j]);
     pthread_mutex_unlock(&q->lock);
-    bound.passed = j + 1;
+    t->passed = j + 1;
 }
 
-void mf_pipe_unbind(void) {
-    mf_pipe *q = bound.q;
+void mf_pipe_ticket_end(mf_pipe_ticket *t) {
+    mf_pipe *q = t->q;
     if (!q)
         return;
-    for (int j = bound.passed; j < q->stages; j++) {
-        enter(q, j, bound.seq);
-        leave(q, j);
+    for (int j = t->passed; j < q->stages; j++) {
+        enter(q, j, t->seq);
+        leave(t, j);
     }
-    bound.q = NULL;
-    bound.s = NULL;
+    t->q = NULL;
 }
 
 minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                                    mf_budget *b, mf_step_fn step) {
-    mf_pipe *q = bound.q;
+                                    mf_budget *b, mf_pipe_ticket *tk, mf_step_fn step) {
+    mf_pipe *q = tk->q;
     size_t n = s->g->n_nodes;
     minfer_status st = MINFER_OK;
-    if (bound.passed != 0)
+    if (tk->passed != 0)
         return mf_error(MINFER_ERR_RUNTIME, "%s: pipeline: a request ran twice", s->errctx);
     int *cut = mf_malloc(((size_t)q->stages + 1) * sizeof *cut);
     double *work = mf_malloc((n + 1) * sizeof *work), *t = mf_calloc(n + 1, sizeof *t);
@@ -206,9 +191,10 @@ minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
     }
     mf_plan_stages(s, p, q->stages, mf_pipe_measured(q, p, work, n) ? work : NULL, cut);
+    mf_pool *outside = r->lane->pool;
     for (int j = 0; j < q->stages && st == MINFER_OK; j++) {
-        enter(q, j, bound.seq);
-        mf_intra_pool = q->pools[j];
+        enter(q, j, tk->seq);
+        r->lane->pool = q->pools[j]; /* the stage's nodes split over its own pool */
         int alone = mf_pool_threads(q->pools[j]) == 1;
         for (int k = cut[j]; k < cut[j + 1] && st == MINFER_OK; k++)
             if (!p->nodes[s->g->order[k]].folded) {
@@ -216,8 +202,8 @@ minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
                 st = step(s, p, c, r, b, k);
                 t[k] = (alone ? thread_cpu_ms() : mf_now_ms()) - t0;
             }
-        mf_intra_pool = NULL;
-        leave(q, j);
+        r->lane->pool = outside;
+        leave(tk, j);
     }
     if (st == MINFER_OK)
         add_measured(q, p, t, n);

@@ -80,9 +80,19 @@ struct mf_pool {
      * chunk of this one. */
     atomic_uint_fast64_t *chunk_state;
     atomic_size_t finished;
+    /* Per thread index of a share of this pool: whether that thread spins
+     * before it sleeps in mf_share_wait (share_spins), decided as a worker
+     * decides between jobs (worker_main), by whether it kept pace with the
+     * clock since it last slept. Kept here, so the verdict carries over
+     * from run to run; one thread at a time works as an index. */
+    struct pace *pace;
 };
 
-static _Thread_local int in_pool_task;
+struct pace {
+    uint64_t wall0, cpu0;
+    unsigned waits, quiet;
+    int slept;
+};
 
 /* One thread's published parallel_for (threadpool.h, sharing). */
 typedef struct share_slot {
@@ -108,22 +118,6 @@ struct mf_share {
     uint64_t spin_ns;
 };
 
-static _Thread_local mf_share *my_share;
-static _Thread_local int my_index;
-static _Thread_local int in_share_chunk;
-static _Thread_local unsigned my_published;
-static _Thread_local uint64_t my_region_ns, my_work_ns; /* mf_share_account */
-
-/* Whether this thread spins before it sleeps in mf_share_wait: as a
- * worker decides between jobs (worker_main), by whether it kept pace with
- * the clock since it last slept; thread-local, so the verdict carries over
- * from run to run. */
-static _Thread_local struct {
-    uint64_t wall0, cpu0;
-    unsigned waits, quiet;
-    int slept;
-} my_pace = {0, 0, 0, 0, 1};
-
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -144,7 +138,6 @@ static uint64_t now_ns(void) {
  * others in turn. */
 static void run_chunks(mf_pool *p, const mf_job *j, size_t home) {
     size_t ran = 0, n_chunks = j->n_chunks;
-    in_pool_task = 1;
     for (size_t k = 0; k < n_chunks; k++) {
         size_t c = (home + k) % n_chunks;
         uint_fast64_t free_state = (uint_fast64_t)j->gen << 1;
@@ -155,7 +148,6 @@ static void run_chunks(mf_pool *p, const mf_job *j, size_t home) {
         j->fn(j->arg, b, e);
         ran++;
     }
-    in_pool_task = 0;
     if (ran && atomic_fetch_add(&p->finished, ran) + ran == n_chunks) {
         pthread_mutex_lock(&p->lock);
         pthread_cond_broadcast(&p->done);
@@ -252,6 +244,13 @@ mf_pool *mf_pool_create(int threads) {
     p->cpus = mf_cpus_usable();
     long us = mf_env_spin_us(DEFAULT_SPIN_US);
     p->spin_ns = (uint64_t)us * 1000u;
+    p->pace = mf_calloc((size_t)p->threads, sizeof *p->pace);
+    if (!p->pace) {
+        free(p);
+        return NULL;
+    }
+    for (int i = 0; i < p->threads; i++)
+        p->pace[i].slept = 1;
     pthread_mutex_init(&p->lock, NULL);
     pthread_mutex_init(&p->busy, NULL);
     pthread_cond_init(&p->wake, NULL);
@@ -292,6 +291,7 @@ void mf_pool_free(mf_pool *p) {
     free(p->workers);
     free(p->worker_args);
     free((void *)p->chunk_state);
+    free(p->pace);
     pthread_mutex_destroy(&p->lock);
     pthread_mutex_destroy(&p->busy);
     pthread_cond_destroy(&p->wake);
@@ -346,15 +346,10 @@ void mf_share_free(mf_share *sh) {
     free(sh);
 }
 
-void mf_share_enter(mf_share *sh, int index) {
-    my_share = sh;
-    my_index = index;
-    my_pace.slept = 1; /* what it did before is not this run's pace */
+void mf_share_begin(mf_share *sh, int index) {
+    if (sh->pool && index >= 0 && index < sh->pool->threads)
+        sh->pool->pace[index].slept = 1;
 }
-
-void mf_share_leave(void) { my_share = NULL; }
-
-unsigned mf_share_published(void) { return my_published; }
 
 unsigned mf_share_events(mf_share *sh) { return atomic_load(&sh->events); }
 
@@ -370,28 +365,31 @@ void mf_share_notify(mf_share *sh) {
     }
 }
 
-static int share_spins(void) {
-    if (my_pace.quiet) {
-        my_pace.quiet--;
+static int share_spins(struct pace *pc) {
+    if (pc->quiet) {
+        pc->quiet--;
         return 0;
     }
-    if (++my_pace.waits % SAMPLE_EVERY == 0 || my_pace.slept) {
+    if (++pc->waits % SAMPLE_EVERY == 0 || pc->slept) {
         uint64_t wall = now_ns(), cpu = thread_cpu_ns();
-        if (!my_pace.slept && wall - my_pace.wall0 < SAMPLE_MIN_NS)
+        if (!pc->slept && wall - pc->wall0 < SAMPLE_MIN_NS)
             return 1; /* a window too short to tell: keep it open */
-        if (!my_pace.slept && (cpu - my_pace.cpu0) * 8 < (wall - my_pace.wall0) * 7)
-            my_pace.quiet = QUIET_JOBS;
-        my_pace.slept = 0;
-        my_pace.wall0 = wall;
-        my_pace.cpu0 = cpu;
+        if (!pc->slept && (cpu - pc->cpu0) * 8 < (wall - pc->wall0) * 7)
+            pc->quiet = QUIET_JOBS;
+        pc->slept = 0;
+        pc->wall0 = wall;
+        pc->cpu0 = cpu;
     }
-    return !my_pace.quiet;
+    return !pc->quiet;
 }
 
 void mf_share_quiet(mf_share *sh, int on) { atomic_store(&sh->quiet, on); }
 
-void mf_share_wait(mf_share *sh, unsigned seen) {
-    if (sh->spin_ns && !atomic_load_explicit(&sh->quiet, memory_order_relaxed) && share_spins()) {
+void mf_share_wait(mf_share *sh, int index, unsigned seen) {
+    struct pace *pc = sh->pool && index >= 0 && index < sh->pool->threads
+                          ? &sh->pool->pace[index] : NULL;
+    if (pc && sh->spin_ns && !atomic_load_explicit(&sh->quiet, memory_order_relaxed) &&
+        share_spins(pc)) {
         uint64_t until = now_ns() + sh->spin_ns;
         for (;;) {
             for (int i = 0; i < 64; i++) {
@@ -407,7 +405,8 @@ void mf_share_wait(mf_share *sh, unsigned seen) {
     atomic_fetch_add(&sh->sleepers, 1);
     while (atomic_load(&sh->events) == seen) {
         pthread_cond_wait(&sh->wake, &sh->wait_lock);
-        my_pace.slept = 1;
+        if (pc)
+            pc->slept = 1;
     }
     atomic_fetch_sub(&sh->sleepers, 1);
     pthread_mutex_unlock(&sh->wait_lock);
@@ -418,21 +417,14 @@ static uint64_t run_one(const mf_job *j, size_t c) {
     size_t b = c * j->chunk;
     size_t e = b + j->chunk < j->n ? b + j->chunk : j->n;
     uint64_t t = now_ns();
-    in_share_chunk = 1;
     j->fn(j->arg, b, e);
-    in_share_chunk = 0;
     return now_ns() - t;
 }
 
-void mf_share_account(uint64_t *region_ns, uint64_t *work_ns) {
-    *region_ns = my_region_ns;
-    *work_ns = my_work_ns;
-}
-
-int mf_share_help(mf_share *sh) {
+int mf_share_help(mf_share *sh, int index) {
     if (atomic_load(&sh->n_published) == 0)
         return 0;
-    int me = my_share == sh ? my_index : 0;
+    int me = index >= 0 && index < sh->n ? index : 0;
     pthread_mutex_lock(&sh->lock);
     for (int k = 1; k <= sh->n; k++) {
         share_slot *sl = &sh->slot[(me + k) % sh->n];
@@ -457,12 +449,13 @@ int mf_share_help(mf_share *sh) {
     return 0;
 }
 
-/* parallel_for on a thread of share sh: publish, run what is left, wait
- * for the chunks helpers took. */
-static void share_for(mf_share *sh, size_t n, size_t chunks, minfer_range_fn fn, void *arg) {
-    share_slot *sl = &sh->slot[my_index];
+/* parallel_for on lane l, a thread of a share: publish, run what is left,
+ * wait for the chunks helpers took. */
+static void share_for(mf_lane *l, size_t n, size_t chunks, minfer_range_fn fn, void *arg) {
+    mf_share *sh = l->share;
+    share_slot *sl = &sh->slot[l->index];
     mf_job job;
-    my_published++;
+    l->published++;
     job.fn = fn;
     job.arg = arg;
     job.n = n;
@@ -483,7 +476,7 @@ static void share_for(mf_share *sh, size_t n, size_t chunks, minfer_range_fn fn,
     size_t ran = 0;
     uint64_t t0 = now_ns(), own = 0;
     for (size_t t = 0; t < job.n_chunks; t++) {
-        size_t c = ((size_t)my_index + t) % job.n_chunks;
+        size_t c = ((size_t)l->index + t) % job.n_chunks;
         unsigned char free_flag = 0;
         if (!atomic_compare_exchange_strong(&sl->taken[c], &free_flag, 1))
             continue;
@@ -499,12 +492,12 @@ static void share_for(mf_share *sh, size_t n, size_t chunks, minfer_range_fn fn,
             unsigned seen = mf_share_events(sh);
             if (atomic_load(&sl->done) == job.n_chunks)
                 break;
-            mf_share_wait(sh, seen);
+            mf_share_wait(sh, l->index, seen);
         }
     }
     /* every helper added its time before counting its chunk done */
-    my_region_ns += now_ns() - t0;
-    my_work_ns += own + atomic_load(&sl->chunk_ns);
+    l->region_ns += now_ns() - t0;
+    l->work_ns += own + atomic_load(&sl->chunk_ns);
 }
 
 void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
@@ -513,14 +506,9 @@ void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn
     if (grain == 0)
         grain = 1;
     size_t max_chunks = (n + grain - 1) / grain;
-    if (p && p->n_workers > 0 && max_chunks >= 2 && my_share && my_share->pool == p &&
-        !in_share_chunk) {
-        size_t chunks = (size_t)p->n_workers + 1; /* as below: the same ranges */
-        share_for(my_share, n, chunks < max_chunks ? chunks : max_chunks, fn, arg);
-        return;
-    }
-    if (!p || p->n_workers == 0 || max_chunks < 2 || in_pool_task ||
-        pthread_mutex_trylock(&p->busy) != 0) {
+    /* A call from inside a chunk of this pool's job finds busy held (by
+     * the job's caller, on this thread or another) and runs serially. */
+    if (!p || p->n_workers == 0 || max_chunks < 2 || pthread_mutex_trylock(&p->busy) != 0) {
         fn(arg, 0, n);
         return;
     }
@@ -564,25 +552,50 @@ void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn
     pthread_mutex_unlock(&p->busy);
 }
 
-/* ---- Thread claims ------------------------------------------------------ */
+/* ---- Lanes ---------------------------------------------------------------- */
 
-static _Thread_local mf_claim_fn claim_fn;
-static _Thread_local void *claim_ctx;
-
-void mf_claim_set(mf_claim_fn fn, void *ctx) {
-    claim_fn = fn;
-    claim_ctx = ctx;
+void mf_lane_init(mf_lane *l, mf_pool *p) {
+    l->pool = p;
+    l->share = NULL;
+    l->index = 0;
+    l->claim = NULL;
+    l->claim_ctx = NULL;
+    atomic_init(&l->busy, 0);
+    l->published = 0;
+    l->region_ns = l->work_ns = 0;
 }
 
-int mf_claim_threads(const mf_pool *p, int want) {
-    if (want <= 1)
+void mf_lane_parallel_for(mf_lane *l, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
+    if (n == 0)
+        return;
+    if (grain == 0)
+        grain = 1;
+    /* from inside a chunk of this lane's own call (any thread): serially */
+    if (!l || atomic_load_explicit(&l->busy, memory_order_relaxed)) {
+        fn(arg, 0, n);
+        return;
+    }
+    mf_pool *p = l->pool;
+    size_t max_chunks = (n + grain - 1) / grain;
+    atomic_store_explicit(&l->busy, 1, memory_order_relaxed);
+    if (p && p->n_workers > 0 && max_chunks >= 2 && l->share && l->share->pool == p) {
+        size_t chunks = (size_t)p->n_workers + 1; /* as the pool's: the same ranges */
+        share_for(l, n, chunks < max_chunks ? chunks : max_chunks, fn, arg);
+    } else {
+        mf_pool_parallel_for(p, n, grain, fn, arg);
+    }
+    atomic_store_explicit(&l->busy, 0, memory_order_relaxed);
+}
+
+int mf_lane_claim(mf_lane *l, int want) {
+    if (want <= 1 || !l || atomic_load_explicit(&l->busy, memory_order_relaxed))
         return 1;
-    if (claim_fn) {
-        int n = claim_fn(claim_ctx, want);
+    if (l->claim) {
+        int n = l->claim(l->claim_ctx, want);
         return n < 1 ? 1 : n > want ? want : n;
     }
-    if (in_pool_task || in_share_chunk)
-        return 1;
-    int n = mf_pool_threads(p);
+    int n = mf_pool_threads(l->pool);
     return n < want ? n : want;
 }
+
+int mf_lane_threads(const mf_lane *l) { return l ? mf_pool_threads(l->pool) : 1; }

@@ -539,7 +539,8 @@ static void probe_run(mf_opt *o, int run, const int *order, size_t n_order, prob
             if (!in[k].data && !(in[k].rank >= 0 && mf_opt_numel(&in[k]) == 0))
                 all_known = 0;
         }
-        if (mf_infer_node(n, in, n->n_inputs, out, n->n_outputs, err, sizeof err) != MINFER_OK)
+        if (mf_infer_node_or(n, in, n->n_inputs, out, n->n_outputs, err, sizeof err,
+                             o->ctx->infer_fallback) != MINFER_OK)
             continue; /* unknown from here; the session reports the error */
         int small = 1;
         for (size_t k = 0; k < n->n_outputs; k++) {

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "graph/graph.h"
+#include "shapes/shape_infer.h"
 
 /* ---- The optimizer's interface ----------------------------------------- */
 
@@ -62,6 +63,9 @@ typedef struct mf_opt_ctx {
      * edges, as ONNX Runtime's CPU provider computes them (passes_half.c);
      * a session whose providers all compute on the CPU asks for it. */
     int half_as_float;
+    /* Inference for an op no core rule covers (the custom-operator
+       plugins', place/plugin_loader.c), or NULL: its outputs stay unknown. */
+    mf_infer_fallback_fn infer_fallback;
 } mf_opt_ctx;
 
 /* Rewrites g in place; on return g is finalized (mf_graph_finalize: fresh order). */

@@ -21,6 +21,7 @@
 
 #include "place/place.h"
 #include "place/plugin_loader.h"
+#include "shapes/shape_infer.h"
 #include "util/env.h"
 
 #define DEFAULT_PROVIDERS "onednn,opencl,cpu"
@@ -228,7 +229,8 @@ minfer_status mf_place_check_strict(minfer_session *s) {
 }
 
 minfer_status mf_place_fallback(minfer_session *s, int i, int failed, const minfer_node_desc *desc,
-                                minfer_status st, const char *why, int *next) {
+                                minfer_status st, const char *why, const minfer_run_options *ro,
+                                int *next) {
     const mf_node *n = &s->g->nodes[i];
     char lbl[512], reasons[1536] = "";
     const char *name = s->provs[failed].name;
@@ -242,9 +244,14 @@ minfer_status mf_place_fallback(minfer_session *s, int i, int failed, const minf
         return mf_error(st, "%s: provider '%s' could not prepare %s: %s%s%s", s->errctx, name,
                         lbl, why, reasons[0] ? "; no later provider takes it: " : "",
                         reasons);
-    mf_log(s, MINFER_LOG_WARN,
-           "%s: provider '%s' accepted %s but could not prepare it (%s); it runs on provider "
-           "'%s'",
-           s->errctx, name, lbl, why, s->provs[*next].name);
+    mf_log_ro(s, ro, MINFER_LOG_WARN,
+              "%s: provider '%s' accepted %s but could not prepare it (%s); it runs on "
+              "provider '%s'",
+              s->errctx, name, lbl, why, s->provs[*next].name);
     return MINFER_OK;
+}
+
+minfer_status mf_place_infer(const mf_node *n, const minfer_tensor_view *in, size_t n_in,
+                             minfer_tensor_view *out, size_t n_out, char *err, size_t err_size) {
+    return mf_infer_node_or(n, in, n_in, out, n_out, err, err_size, mf_plugin_infer);
 }

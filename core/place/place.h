@@ -6,7 +6,7 @@
  *     mf_place_node(s, i, &desc);            // s->assign[i], s->declined[i]
  *     mf_place_check_strict(s);
  *     // a prepare that failed on provider j:
- *     mf_place_fallback(s, i, j, &desc, st, why, &next);  // or an error
+ *     mf_place_fallback(s, i, j, &desc, st, why, ro, &next);  // or an error
  */
 #ifndef MINFER_CORE_PLACE_H
 #define MINFER_CORE_PLACE_H
@@ -31,11 +31,18 @@ minfer_status mf_place_check_strict(minfer_session *s);
  * status and message; a provider out of memory or another resource is
  * such a failure too). *next becomes the next provider after it in the list
  * that supports desc, with one warning naming node, op, provider and
- * reason. When there is none, or under strict placement, an error naming
- * the same. Changes nothing in s: the caller records *next where it keeps
- * the node's provider (a plan's own copy). */
+ * reason (logged with the run's options ro, NULL none). When there is
+ * none, or under strict placement, an error naming the same. Changes
+ * nothing in s: the caller records *next where it keeps the node's
+ * provider (a plan's own copy). */
 minfer_status mf_place_fallback(minfer_session *s, int i, int failed, const minfer_node_desc *desc,
-                                minfer_status st, const char *why, int *next);
+                                minfer_status st, const char *why, const minfer_run_options *ro,
+                                int *next);
+
+/* Type and shape inference of node n (shapes/shape_infer.h), asking the
+ * loaded custom-operator plugins for an op no core rule covers. */
+minfer_status mf_place_infer(const mf_node *n, const minfer_tensor_view *in, size_t n_in,
+                             minfer_tensor_view *out, size_t n_out, char *err, size_t err_size);
 
 /* The memory domain of provider prov: 0 (host) for a provider that
  * computes in host memory or for prov < 0, else 1 + prov. */

@@ -427,7 +427,6 @@ static minfer_status load(const char *path, mf_plugin_lib **out) {
         st = mf_error(MINFER_ERR_PROVIDER, "plugin %s registers no op", path);
         goto fail;
     }
-    mf_infer_set_fallback(mf_plugin_infer); /* from now on, inference asks the plugins */
     lib->refs = 1;
     lib->next = loaded;
     loaded = lib;

@@ -87,5 +87,8 @@ struct minfer_session {
 
 /* Logging through the session's logger (s may be NULL: stderr). */
 #define mf_log(s, ...) mf_logf((s) ? &(s)->log : NULL, __VA_ARGS__)
+/* The same for a line of a run with options ro (NULL: none): its level and
+ * tag apply (util/log.h). */
+#define mf_log_ro(s, ro, ...) mf_logf_run((s) ? &(s)->log : NULL, (ro), __VA_ARGS__)
 
 #endif

@@ -219,16 +219,16 @@ static void part_done(minfer_request *p, minfer_status st, const char *err) {
     finish(w, wst, why);
 }
 
-/* Runs request r on the calling worker (bound to the pipe, if any); a
- * failure's message goes to r->err. */
-static minfer_status run_request(minfer_session *s, minfer_request *r) {
+/* Runs request r on the calling worker, through the pipe with ticket t
+ * (NULL: none); a failure's message goes to r->err. */
+static minfer_status run_request(minfer_session *s, minfer_request *r, mf_pipe_ticket *t) {
     minfer_status st;
     if (atomic_load(&r->ro->terminate))
         st = mf_error(MINFER_CANCELLED, "%s: request cancelled before it ran", s->errctx);
     else
-        st = minfer_session_run_with_options(s, r->ro, (const char *const *)r->names,
-                                             (const minfer_tensor *const *)r->ins, r->n_in, NULL,
-                                             r->outs, r->n_outs);
+        st = mf_session_run_ticket(s, r->ro, t, (const char *const *)r->names,
+                                   (const minfer_tensor *const *)r->ins, r->n_in, NULL, r->outs,
+                                   r->n_outs);
     /* the inputs are not needed any more: give their memory back now */
     for (size_t i = 0; i < r->n_in; i++) {
         minfer_tensor_free(r->ins[i]);
@@ -263,11 +263,10 @@ static void *worker_main(void *arg) {
         a->running[w] = r;
         pthread_cond_signal(&a->not_full);
         pthread_mutex_unlock(&a->lock);
-        if (a->pipe)
-            mf_pipe_bind(a->pipe, a->s, seq);
-        minfer_status st = run_request(a->s, r);
-        if (a->pipe)
-            mf_pipe_unbind();
+        mf_pipe_ticket ticket;
+        mf_pipe_ticket_init(&ticket, a->pipe, seq);
+        minfer_status st = run_request(a->s, r, a->pipe ? &ticket : NULL);
+        mf_pipe_ticket_end(&ticket);
         /* requests finish (and call back) one at a time, in submit order */
         pthread_mutex_lock(&a->lock);
         while (a->done_turn != seq)

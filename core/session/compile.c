@@ -15,6 +15,7 @@
 #include "load/mfc.h"
 #include "minfer/compile.h"
 #include "optimize/optimizer.h"
+#include "place/plugin_loader.h"
 #include "place/provider_loader.h"
 #include "place/state.h"
 #include "plan/plan.h"
@@ -101,7 +102,7 @@ static minfer_status gather_packs(minfer_session *s, packs *ps, const char *errc
         for (int d = 0; d < v->rank; d++)
             sig[len++] = v->dims[d] < 0 ? 1 : v->dims[d];
     }
-    minfer_status st = mf_plan_acquire(s, sig, len, &p);
+    minfer_status st = mf_plan_acquire(s, sig, len, NULL, &p);
     free(sig);
     if (st != MINFER_OK) {
         /* Not an error of the model: it is compiled without packed copies. */
@@ -217,7 +218,8 @@ minfer_status minfer_compile_model(const char *model_path, const char *out_path,
         }
         mf_opt_report rep;
         memset(&rep, 0, sizeof rep);
-        mf_opt_ctx ctx = {level, ev ? mf_evaluator_eval_node : NULL, ev, (uint64_t)1 << 20, &rep, 0};
+        mf_opt_ctx ctx = {level, ev ? mf_evaluator_eval_node : NULL, ev, (uint64_t)1 << 20, &rep, 0,
+                          mf_plugin_infer};
         if ((st = mf_optimize(g, &ctx, model_path)) != MINFER_OK)
             goto done;
     }

@@ -13,6 +13,7 @@
 #include "minfer/optimize.h"
 #include "load/onnx_save.h"
 #include "optimize/optimizer.h"
+#include "place/plugin_loader.h"
 #include "util/env.h"
 
 #define FOLD_MAX_BYTES ((uint64_t)1 << 20)
@@ -125,7 +126,8 @@ minfer_status minfer_optimize_model(const char *in_path, const char *out_path, i
     /* Control-flow nodes, sequences and optionals, and the values their
      * subgraphs read, are written back as they are; the rest is optimized
      * (the subgraphs themselves are when a session runs them). */
-    mf_opt_ctx ctx = {level, ev ? mf_evaluator_eval_node : NULL, ev, FOLD_MAX_BYTES, &rep, 0};
+    mf_opt_ctx ctx = {level, ev ? mf_evaluator_eval_node : NULL, ev, FOLD_MAX_BYTES, &rep, 0,
+                      mf_plugin_infer};
     if ((st = mf_optimize(g, &ctx, in_path)) != MINFER_OK)
         goto done;
     if (summary) {

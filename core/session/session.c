@@ -36,6 +36,7 @@
 #include "graph/graph.h"
 #include "load/mfc.h"
 #include "optimize/optimizer.h"
+#include "place/plugin_loader.h"
 #include "session/session.h"
 #include "util/cpus.h"
 #include "util/env.h"
@@ -377,7 +378,8 @@ static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
     mf_opt_report report;
     memset(&report, 0, sizeof report);
     eval_user eu = {s, ev};
-    mf_opt_ctx ctx = {level, ev ? eval_checked : NULL, &eu, (uint64_t)1 << 20, &report, 0};
+    mf_opt_ctx ctx = {level, ev ? eval_checked : NULL, &eu, (uint64_t)1 << 20, &report, 0,
+                      mf_plugin_infer};
     ctx.half_as_float = half_as_float(s);
     mf_opt_gate gate = {any_provider_runs, s};
     minfer_status st = mf_optimize_gated(s->g, &ctx, &gate, s->errctx);
@@ -564,7 +566,7 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
             for (int d = 0; d < v->rank; d++)
                 sig[len++] = v->dims[d];
         }
-        st = mf_plan_acquire(s, sig, len, &p);
+        st = mf_plan_acquire(s, sig, len, NULL, &p);
         free(sig);
         if (st != MINFER_OK)
             goto fail;

@@ -271,12 +271,14 @@ int mf_infer_known(const char *domain, const char *op_type) {
     return find_rule(domain, op_type) != NULL;
 }
 
-static _Atomic(mf_infer_fallback_fn) fallback;
-
-void mf_infer_set_fallback(mf_infer_fallback_fn fn) { atomic_store(&fallback, fn); }
-
 minfer_status mf_infer_node(const mf_node *node, const minfer_tensor_view *in, size_t n_in,
                             minfer_tensor_view *out, size_t n_out, char *err, size_t err_size) {
+    return mf_infer_node_or(node, in, n_in, out, n_out, err, err_size, NULL);
+}
+
+minfer_status mf_infer_node_or(const mf_node *node, const minfer_tensor_view *in, size_t n_in,
+                               minfer_tensor_view *out, size_t n_out, char *err, size_t err_size,
+                               mf_infer_fallback_fn fallback) {
     ictx c;
     const struct rule *rule;
     if (err && err_size)
@@ -312,9 +314,7 @@ minfer_status mf_infer_node(const mf_node *node, const minfer_tensor_view *in, s
     if (node->domain && strcmp(node->domain, "ai.onnx.preview.training") == 0)
         return infer_training(node, in, c.n_in, out, c.n_out, err, err_size);
     rule = find_rule(node->domain, node->op_type);
-    if (!rule) {
-        mf_infer_fallback_fn fb = atomic_load(&fallback);
-        return fb ? fb(node, in, n_in, out, n_out, err, err_size) : MINFER_OK;
-    }
+    if (!rule)
+        return fallback ? fallback(node, in, n_in, out, n_out, err, err_size) : MINFER_OK;
     return rule->fn(&c);
 }

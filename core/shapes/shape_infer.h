@@ -32,13 +32,16 @@ minfer_status mf_infer_node(const mf_node *node, const minfer_tensor_view *in, s
  * "ai.onnx" and NULL all mean the default domain. */
 int mf_infer_known(const char *domain, const char *op_type);
 
-/* Inference for an op no rule covers: a custom-operator plugin's
- * (place/plugin_loader.c installs it when a plugin loads; shapes sit below
- * place, so the call goes through this pointer). Contract as
- * mf_infer_node's; it leaves out unknown for an op no plugin has. */
+/* Inference for an op no rule covers: the custom-operator plugins'
+ * (place/plugin_loader.c's mf_plugin_infer, which the caller passes:
+ * shapes sit below place). Contract as mf_infer_node's; it leaves out
+ * unknown for an op no plugin has. */
 typedef minfer_status (*mf_infer_fallback_fn)(const mf_node *node, const minfer_tensor_view *in,
                                               size_t n_in, minfer_tensor_view *out, size_t n_out,
                                               char *err, size_t err_size);
-void mf_infer_set_fallback(mf_infer_fallback_fn fn);
+/* mf_infer_node, asking fallback (NULL: none) for an op no rule covers. */
+minfer_status mf_infer_node_or(const mf_node *node, const minfer_tensor_view *in, size_t n_in,
+                               minfer_tensor_view *out, size_t n_out, char *err, size_t err_size,
+                               mf_infer_fallback_fn fallback);
 
 #endif

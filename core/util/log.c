@@ -6,8 +6,6 @@
 
 #include "util/log.h"
 
-_Thread_local const minfer_run_options *mf_current_run;
-
 static const char *level_name(int level) {
     static const char *names[] = {"error", "warn", "info", "verbose"};
     return level >= 0 && level <= 3 ? names[level] : "log";
@@ -15,8 +13,8 @@ static const char *level_name(int level) {
 
 /* Inside a run with minfer_run_options, its log level applies and its tag
  * opens the message: "[tag] ...". */
-void mf_logv(const mf_logger *lg, int level, const char *fmt, va_list ap) {
-    const minfer_run_options *ro = mf_current_run;
+void mf_logv_run(const mf_logger *lg, const minfer_run_options *ro, int level, const char *fmt,
+                 va_list ap) {
     int max = ro && ro->log_level >= 0 ? ro->log_level : lg ? lg->level : MINFER_LOG_WARN;
     if (level > max)
         return;
@@ -30,6 +28,18 @@ void mf_logv(const mf_logger *lg, int level, const char *fmt, va_list ap) {
     }
     /* One fprintf, so lines from concurrent runs do not interleave. */
     fprintf(stderr, "minfer %s: %s\n", level_name(level), msg);
+}
+
+void mf_logv(const mf_logger *lg, int level, const char *fmt, va_list ap) {
+    mf_logv_run(lg, NULL, level, fmt, ap);
+}
+
+void mf_logf_run(const mf_logger *lg, const minfer_run_options *ro, int level, const char *fmt,
+                 ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    mf_logv_run(lg, ro, level, fmt, ap);
+    va_end(ap);
 }
 
 void mf_logf(const mf_logger *lg, int level, const char *fmt, ...) {

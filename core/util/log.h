@@ -1,6 +1,7 @@
 /*
  * Logging: one line per message, through the session's callback or to
- * stderr, at the session's level or the running call's.
+ * stderr, at the session's level or the run's (its minfer_run_options,
+ * handed to mf_logf_run: no run lives in the thread).
  *
  *     mf_logger lg = {MINFER_LOG_INFO, NULL, NULL};
  *     mf_logf(&lg, MINFER_LOG_WARN, "provider '%s' skipped: %s", name, why);
@@ -34,13 +35,15 @@ struct minfer_run_options {
     atomic_int terminate;
 };
 
-/* The options of the run this thread is in (NULL outside one): a message
- * takes its log level and opens with "[tag] ". */
-extern _Thread_local const minfer_run_options *mf_current_run;
-
 /* Logs through lg (NULL: stderr at the WARN level). */
 void mf_logf(const mf_logger *lg, int level, const char *fmt, ...) MF_PRINTF(3, 4);
 void mf_logv(const mf_logger *lg, int level, const char *fmt, va_list ap);
+/* As mf_logf, for a line of a run with options ro (NULL: none): the run's
+ * log level applies and the line opens with its tag, "[tag] ". */
+void mf_logf_run(const mf_logger *lg, const minfer_run_options *ro, int level, const char *fmt,
+                 ...) MF_PRINTF(4, 5);
+void mf_logv_run(const mf_logger *lg, const minfer_run_options *ro, int level, const char *fmt,
+                 va_list ap);
 
 /* 1 the first time key is seen in this process, then 0 (thread-safe): for
  * warnings said once. */

@@ -214,10 +214,12 @@ typedef struct minfer_host_api {
     int (*attr_floats)(const minfer_node_desc *node, const char *name, const float **out,
                        size_t *count);
     int (*attr_tensor)(const minfer_node_desc *node, const char *name, minfer_tensor_view *out);
-    /* Threads of the session's pool (>= 1). */
+    /* Threads of the session's pool (>= 1); under the pipeline scheduler,
+     * one stage's share of them. From execute_node: run_num_threads. */
     int (*num_threads)(void *host);
     /* Calls fn(arg, begin, end) over [0, n) split into chunks of at least
-     * grain items across the session's pool; returns when all are done. */
+     * grain items across the session's pool; returns when all are done.
+     * For prepare_node; from execute_node, run_parallel_for (below). */
     void (*parallel_for)(void *host, size_t n, size_t grain, minfer_range_fn fn, void *arg);
     /* For an output whose rank was -1 at execute time: allocates it with
      * this shape and fills args->outputs[index]. The element type is taken
@@ -267,6 +269,23 @@ typedef struct minfer_host_api {
      * nothing is given back before prepare_node returns. */
     void (*const_consumed)(void *host, const minfer_node_desc *node, size_t input,
                            size_t offset, size_t bytes);
+    /* ABI 2, appended: the run-taking forms of num_threads, parallel_for,
+     * claim_threads and log, for execute_node and the calls it makes (run
+     * is minfer_exec_args.run; a plugin's compute has it as args->run).
+     * They split the node's work over what the run's scheduler gives it
+     * (the parallel scheduler's threads, shared with the nodes running
+     * beside it; a pipeline stage's own threads), claim threads from that
+     * scheduler, and log with the run's minfer_run_options (its tag and
+     * level). Call them when MINFER_HOST_HAS says the host has them; the
+     * host-taking members know no run (see providers.md, "Threads"): their
+     * parallel_for splits over the session's pool when no run holds it and
+     * runs serially otherwise, their claim_threads grants more than 1 only
+     * under the sequential scheduler, and their log lines carry no run's
+     * tag. run NULL (a build-time call): the session's pool, no claim. */
+    int (*run_num_threads)(void *run);
+    void (*run_parallel_for)(void *run, size_t n, size_t grain, minfer_range_fn fn, void *arg);
+    int (*run_claim_threads)(void *run, int want);
+    void (*run_log)(void *run, int level, const char *fmt, ...);
 } minfer_host_api;
 
 /* Bytes per element of a minfer_dtype (sizeof(char *) for strings), 0 for

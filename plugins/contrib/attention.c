@@ -59,7 +59,7 @@ static void attn_range(void *arg, size_t i0, size_t i1) {
         const float *q = t->q + bn * t->S * t->H, *k = t->k + bn * t->L * t->H,
                     *v = t->v + bn * t->L * t->Hv;
         float *p = t->p + bn * t->S * t->L;
-        sgemm(NULL, NULL, t->S, t->L, t->H, t->scale, q, t->H, 0, k, t->H, 1, p, t->L, 0);
+        sgemm(NULL, t->S, t->L, t->H, t->scale, q, t->H, 0, k, t->H, 1, p, t->L, 0);
         for (size_t s = 0; s < t->S; s++) {
             float *row = p + s * t->L, mx = -INFINITY, sum = 0;
             for (size_t l = 0; l < t->L; l++) {
@@ -78,7 +78,7 @@ static void attn_range(void *arg, size_t i0, size_t i1) {
                 row[l] /= sum;
         }
         /* out rows for this head are strided by N * Hv. */
-        sgemm(NULL, NULL, t->S, t->Hv, t->L, 1.0f, p, t->L, 0, v, t->Hv, 0,
+        sgemm(NULL, t->S, t->Hv, t->L, 1.0f, p, t->L, 0, v, t->Hv, 0,
               t->out + b * t->S * t->N * t->Hv + n * t->Hv, t->N * t->Hv, 0);
     }
 }
@@ -234,7 +234,7 @@ minfer_status attention_compute(void *op, void *state, compute_args *a) {
     float *qkv = alloc_f(a, mul4(rows, W, 1, 1), &st), *heads_buf = NULL;
     if (!qkv)
         return st;
-    sgemm(a->api, a->host, rows, W, (size_t)x->dims[2], 1.0f, x->data, (size_t)x->dims[2], 0,
+    sgemm(a, rows, W, (size_t)x->dims[2], 1.0f, x->data, (size_t)x->dims[2], 0,
           w->data, W, 0, qkv, W, 0);
     size_t nq = mul4(t.B, t.N, t.S, t.H), nv = mul4(t.B, t.N, t.S, t.Hv),
            np = mul4(t.B, t.N, t.S, t.L);

@@ -252,22 +252,24 @@ static void gemm_range(void *arg, size_t b0, size_t b1) {
     free(panel);
 }
 
-void sgemm(const minfer_host_api *api, void *host, size_t M, size_t N, size_t K, float alpha,
-           const float *A, size_t lda, int trans_a, const float *B, size_t ldb, int trans_b,
-           float *C, size_t ldc, int accumulate) {
+void sgemm(compute_args *a, size_t M, size_t N, size_t K, float alpha, const float *A,
+           size_t lda, int trans_a, const float *B, size_t ldb, int trans_b, float *C, size_t ldc,
+           int accumulate) {
     gemm_job j = {M, N, K, lda, ldb, ldc, alpha, A, B, C, trans_a, trans_b, accumulate};
     if (M == 0 || N == 0)
         return;
     size_t blocks = (M + GEMM_MB - 1) / GEMM_MB;
-    if (api && api->parallel_for && blocks > 1 && (uint64_t)M * N * K > 32768)
-        api->parallel_for(host, blocks, 1, gemm_range, &j);
+    if (a && blocks > 1 && (uint64_t)M * N * K > 32768)
+        par_for(a, blocks, 0, gemm_range, &j);
     else
         gemm_range(&j, 0, blocks);
 }
 
 void par_for(compute_args *a, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
-    if (a->api && a->api->parallel_for && n > grain)
-        a->api->parallel_for(a->host, n, grain, fn, arg);
+    if (a->api && n > grain && MINFER_HOST_HAS(a->api, run_parallel_for))
+        a->api->run_parallel_for(a->run, n, grain ? grain : 1, fn, arg);
+    else if (a->api && a->api->parallel_for && n > grain)
+        a->api->parallel_for(a->host, n, grain ? grain : 1, fn, arg);
     else if (n)
         fn(arg, 0, n);
 }

@@ -121,12 +121,15 @@ void act_apply(const act *f, float *x, size_t n);
 
 /* C[M,N] (ldc) = alpha * A[M,K] B[K,N] + (accumulate ? C : 0), A and B plain
  * row-major with the given leading dimensions; trans_b: B is given as [N,K]
- * (ldb). Rows split over the host's threads when api/host are given. */
-void sgemm(const minfer_host_api *api, void *host, size_t M, size_t N, size_t K, float alpha,
-           const float *A, size_t lda, int trans_a, const float *B, size_t ldb, int trans_b,
-           float *C, size_t ldc, int accumulate);
+ * (ldb). Rows split over the run's threads when a compute's args a are
+ * given (NULL: serially). */
+void sgemm(compute_args *a, size_t M, size_t N, size_t K, float alpha, const float *A,
+           size_t lda, int trans_a, const float *B, size_t ldb, int trans_b, float *C, size_t ldc,
+           int accumulate);
 
-/* Runs fn over [0, n) on the host's pool (serially without one). */
+/* Runs fn over [0, n) on the threads the run gives this node (the host
+ * API's run_parallel_for; with an older host, the session's pool;
+ * serially without either). */
 void par_for(compute_args *a, size_t n, size_t grain, minfer_range_fn fn, void *arg);
 
 /* ---- Ops (infer, compute; optional create / destroy) ---- */

@@ -307,7 +307,7 @@ minfer_status fused_conv_compute(void *op, void *state, compute_args *a) {
                        Mg * osz * sizeof(float));
                 acc = 1;
             }
-            sgemm(a->api, a->host, Mg, osz, Cg * ksz, 1.0f, wp + gi * Mg * Cg * ksz, Cg * ksz, 0,
+            sgemm(a, Mg, osz, Cg * ksz, 1.0f, wp + gi * Mg * Cg * ksz, Cg * ksz, 0,
                   direct ? xg : col, osz, 0, yg, osz, acc);
         }
     free(col);
@@ -422,7 +422,7 @@ minfer_status fused_gemm_compute(void *op, void *state, compute_args *a) {
                 y[i * N + j] = beta * c[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)];
         acc = 1;
     }
-    sgemm(a->api, a->host, M, N, K, alpha, A->data, A->dims[1], ta, B->data, B->dims[1], tb, y, N,
+    sgemm(a, M, N, K, alpha, A->data, A->dims[1], ta, B->data, B->dims[1], tb, y, N,
           acc);
     act_apply(&s->f, y, M * N);
     return MINFER_OK;
@@ -565,7 +565,7 @@ minfer_status fused_matmul_compute(void *op, void *state, compute_args *a) {
             if (ib >= 0 && mb.bd[ib] != 1)
                 offb += idx * (size_t)mb.bs[ib];
         }
-        sgemm(a->api, a->host, M, N, K, alpha, ap + offa, (size_t)ma.ld, ta, bp + offb,
+        sgemm(a, M, N, K, alpha, ap + offa, (size_t)ma.ld, ta, bp + offb,
               (size_t)mb.ld, tb, yp + bi * M * N, N, 0);
     }
     return MINFER_OK;

@@ -294,7 +294,7 @@ static minfer_status nbits_packed(compute_args *a, const nbits_state *s, const f
                 for (size_t i = 0; i < cnt; i++)
                     panel[(k0 + i) * nc + c] = col[i];
             }
-        sgemm(a->api, a->host, M, nc, K, 1.0f, A, K, 0, panel, nc, 0, y + n0, N, 1);
+        sgemm(a, M, nc, K, 1.0f, A, K, 0, panel, nc, 0, y + n0, N, 1);
     }
     free(col);
     free(panel);
@@ -381,7 +381,7 @@ minfer_status matmul_nbits_compute(void *op, void *state, compute_args *a) {
         st = nbits_packed(a, s, A->data, M, y);
         return st;
     }
-    sgemm(a->api, a->host, M, N, K, 1.0f, A->data, K, 0, w, N, 0, y, N, 1);
+    sgemm(a, M, N, K, 1.0f, A->data, K, 0, w, N, 0, y, N, 1);
     free(own);
     return MINFER_OK;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "minfer/plugin.h"
+#include "minfer/provider_kit.h"
 
 /* Per-node state made by create: the parsed attribute. */
 typedef struct swish_state {
@@ -137,7 +138,11 @@ static minfer_status swish_compute(void *op_data, void *state,
         return MINFER_ERR_RUNTIME;
     }
     range_args r = {x->data, y->data, x->dtype, s->alpha};
-    a->api->parallel_for(a->host, bytes / minfer_elem_size(x->dtype), 4096, swish_range, &r);
+    size_t n = bytes / minfer_elem_size(x->dtype);
+    if (MINFER_HOST_HAS(a->api, run_parallel_for)) /* the threads the run gives this node */
+        a->api->run_parallel_for(a->run, n, 4096, swish_range, &r);
+    else
+        a->api->parallel_for(a->host, n, 4096, swish_range, &r);
     return MINFER_OK;
 }
 

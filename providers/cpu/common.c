@@ -222,8 +222,14 @@ minfer_status cpu_read_scalar(const cpu_exec *e, const minfer_tensor_view *v, co
 
 /* ---- Threads ------------------------------------------------------------ */
 
+/* In a compute (ctx->run set) through the run-taking members, which split
+ * over what the run's scheduler gives the node; else (prepare, or an older
+ * host) through the session's. */
 int cpu_threads(const cpu_ctx *ctx) {
-    int n = ctx->api->num_threads ? ctx->api->num_threads(ctx->host) : 1;
+    int n = ctx->run && MINFER_HOST_HAS(ctx->api, run_num_threads)
+                ? ctx->api->run_num_threads(ctx->run)
+            : ctx->api->num_threads ? ctx->api->num_threads(ctx->host)
+                                    : 1;
     return n < 1 ? 1 : n;
 }
 
@@ -234,6 +240,8 @@ void cpu_parallel(const cpu_ctx *ctx, size_t n, size_t grain, minfer_range_fn fn
         grain = 1;
     if (n <= grain || !ctx->api->parallel_for || cpu_threads(ctx) == 1)
         fn(arg, 0, n);
+    else if (ctx->run && MINFER_HOST_HAS(ctx->api, run_parallel_for))
+        ctx->api->run_parallel_for(ctx->run, n, grain, fn, arg);
     else
         ctx->api->parallel_for(ctx->host, n, grain, fn, arg);
 }

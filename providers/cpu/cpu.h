@@ -37,6 +37,10 @@
 typedef struct cpu_ctx {
     const minfer_host_api *api;
     void *host;
+    /* execute_node's run (minfer_exec_args.run), in the copy of the
+     * context a compute works on; NULL in the provider's own (init,
+     * prepare): cpu_parallel then splits over the session's pool */
+    void *run;
 } cpu_ctx;
 
 /* What a kernel's prepare works on. */

@@ -454,7 +454,10 @@ static void cpu_release_node(void *ctx, void *node_state) {
 
 static minfer_status cpu_execute_node(void *vctx, void *node_state,
                                       const minfer_exec_args *args) {
-    cpu_ctx *ctx = vctx;
+    /* The kernels split their work through this run's calls (cpu_parallel). */
+    cpu_ctx run_ctx = *(const cpu_ctx *)vctx;
+    run_ctx.run = args->run;
+    cpu_ctx *ctx = &run_ctx;
     const cpu_node *n = node_state;
     cpu_exec e = {ctx, n ? n->op_state : NULL, args, NULL};
     if (!n)

@@ -155,8 +155,8 @@ minfer_status dnn_concat_copy_run(dnn_ctx *ctx, const dnn_node *nd, const minfer
     size_t items = cp->outer * (size_t)cp->n;
     int threads = ctx->threads;
     if (threads > 1 && cp->outer * cp->row >= COPY_PAR_BYTES && items > 1)
-        ctx->api->parallel_for(ctx->host, items, (items + (size_t)threads - 1) / (size_t)threads,
-                               copy_items, &job);
+        dnn_parallel_for(ctx, a, items, (items + (size_t)threads - 1) / (size_t)threads,
+                         copy_items, &job);
     else
         copy_items(&job, 0, items);
     return MINFER_OK;

@@ -70,6 +70,18 @@ typedef struct dnn_ctx {
     int pack_warned;     /* a stored pack was not used, and the log said why */
 } dnn_ctx;
 
+/* parallel_for from execute_node: through the run (a's run-taking host
+ * member, which splits over what the run's scheduler gives this node),
+ * else, with an older host, through the session. */
+static inline void dnn_parallel_for(const dnn_ctx *ctx, const minfer_exec_args *a, size_t n,
+                                    size_t grain, minfer_range_fn fn, void *arg) {
+    if (MINFER_HOST_HAS(ctx->api, run_parallel_for))
+        ctx->api->run_parallel_for(a->run, n, grain, fn, arg);
+    else
+        ctx->api->parallel_for(ctx->host, n, grain, fn, arg);
+}
+
+
 /* Where a memory's data handle comes from at execute. */
 enum { BIND_FIXED, BIND_INPUT, BIND_OUTPUT, BIND_WS, BIND_SCRATCH };
 

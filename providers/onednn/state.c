@@ -407,7 +407,7 @@ static minfer_status run_split(dnn_ctx *ctx, const dnn_split *sp, const minfer_e
         return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "unexpected arguments for a split node",
                          (long)a->n_inputs);
     split_job job = {ctx, sp, a, ws, 0, MINFER_OK};
-    ctx->api->parallel_for(ctx->host, (size_t)sp->n, 1, run_pieces, &job);
+    dnn_parallel_for(ctx, a, (size_t)sp->n, 1, run_pieces, &job);
     int failed = atomic_load(&job.failed);
     if (failed)
         return exec_fail(ctx, a, job.st, "a piece of the split node failed, piece", failed - 1);
@@ -421,11 +421,17 @@ static minfer_status run_split(dnn_ctx *ctx, const dnn_split *sp, const minfer_e
  * parallel scheduler gives a node running beside others one thread). The
  * claim holds until dnn_execute returns. A node built only for several
  * threads (split=off without a one-thread variant) runs as built. */
-static int fit_claim(const dnn_ctx *ctx, const dnn_state *s, int v) {
+static int fit_claim(const dnn_ctx *ctx, const dnn_state *s, int v, const minfer_exec_args *a) {
     int want = s->v[v]->threads;
-    if (want <= 1 || !MINFER_HOST_HAS(ctx->api, claim_threads))
+    int got;
+    if (want <= 1)
         return v;
-    int got = ctx->api->claim_threads(ctx->host, want);
+    if (MINFER_HOST_HAS(ctx->api, run_claim_threads))
+        got = ctx->api->run_claim_threads(a->run, want);
+    else if (MINFER_HOST_HAS(ctx->api, claim_threads))
+        got = ctx->api->claim_threads(ctx->host, want);
+    else
+        return v;
     if (got < want && s->v[!v] && s->v[!v]->threads <= got)
         return !v;
     return v;
@@ -446,7 +452,7 @@ minfer_status dnn_execute(void *vctx, void *state, const minfer_exec_args *a) {
         st = run_node(ctx, s->v[0], a);
     } else {
         uint64_t k = atomic_fetch_add_explicit(&s->runs, 1, memory_order_relaxed);
-        int v = fit_claim(ctx, s, pick_variant(s, k));
+        int v = fit_claim(ctx, s, pick_variant(s, k), a);
         uint64_t t = now_ns();
         st = run_node(ctx, s->v[v], a);
         t = now_ns() - t;

@@ -109,8 +109,13 @@ static minfer_status example_execute(void *ctx, void *state, const minfer_exec_a
     size_t n = need / sizeof(float);
     relu_job job = {(const float *)((const char *)x->data + x->offset),
                     (float *)((char *)y->data + y->offset)};
-    /* The session's thread pool, never one of our own. */
-    c->api->parallel_for(c->host, n, 4096, k->range, &job);
+    /* The session's threads, never a pool of our own: through the run, so
+     * the scheduler decides how many this node gets (an older host has
+     * only the session-wide parallel_for). */
+    if (MINFER_HOST_HAS(c->api, run_parallel_for))
+        c->api->run_parallel_for(a->run, n, 4096, k->range, &job);
+    else
+        c->api->parallel_for(c->host, n, 4096, k->range, &job);
     return MINFER_OK;
 }
 

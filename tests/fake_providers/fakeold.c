@@ -14,7 +14,10 @@
  *    lacks the last member the host has (as if `layout` had been appended
  *    after it was built). It steps through the host's arrays by the
  *    strides the host gives, so it must work: it runs Add of two float
- *    tensors of one shape, and declines anything else.
+ *    tensors of one shape, and declines anything else. It splits the Add
+ *    with the host-taking parallel_for, as a provider built before the
+ *    run-taking members (run_parallel_for) were appended: the host must
+ *    keep running it correctly under every scheduler.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -82,11 +85,16 @@ typedef struct old_exec_args {
 #endif
 } old_exec_args;
 
-/* The host API up to alloc_output: the members this provider uses. */
+typedef void (*old_range_fn)(void *arg, size_t begin, size_t end);
+
+/* The host API up to parallel_for: the members this provider uses. */
 typedef struct old_host_api {
     uint32_t abi_version, struct_size;
     void (*log)(void *host, int level, const char *fmt, ...);
     void (*set_error)(void *host, const char *fmt, ...);
+    void (*attr[7])(void); /* attr_type .. attr_tensor: not used */
+    int (*num_threads)(void *host);
+    void (*parallel_for)(void *host, size_t n, size_t grain, old_range_fn fn, void *arg);
 } old_host_api;
 
 /* The vtable, ending at execute_node. */
@@ -167,6 +175,17 @@ static int old_supports(void *ctx, const old_node_desc *n, char *why, size_t why
     return 1;
 }
 
+typedef struct add_job {
+    const float *x0, *x1;
+    float *out;
+} add_job;
+
+static void add_range(void *arg, size_t begin, size_t end) {
+    const add_job *j = arg;
+    for (size_t i = begin; i < end; i++)
+        j->out[i] = j->x0[i] + j->x1[i];
+}
+
 static minfer_status old_execute(void *ctx, void *state, const old_exec_args *args) {
     old_ctx *c = ctx;
     (void)state;
@@ -184,8 +203,15 @@ static minfer_status old_execute(void *ctx, void *state, const old_exec_args *ar
     const float *x0 = (const float *)(const void *)((const char *)a->data + a->offset);
     const float *x1 = (const float *)(const void *)((const char *)b->data + b->offset);
     float *out = (float *)(void *)((char *)y->data + y->offset);
-    for (int64_t i = 0; i < n; i++)
-        out[i] = x0[i] + x1[i];
+    add_job job = {x0, x1, out};
+#if FAKE_ABI >= 2
+    if (c->api->struct_size >= offsetof(old_host_api, parallel_for) + sizeof c->api->parallel_for &&
+        c->api->parallel_for) {
+        c->api->parallel_for(c->host, (size_t)n, 1, add_range, &job);
+        return MINFER_OK;
+    }
+#endif
+    add_range(&job, 0, (size_t)n);
     return MINFER_OK;
 }
 

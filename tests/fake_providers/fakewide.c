@@ -48,12 +48,12 @@ static int supports(void *ctx, const minfer_node_desc *n, char *why, size_t why_
 static minfer_status execute(void *ctx, void *state, const minfer_exec_args *a) {
     fake_ctx *c = ctx;
     (void)state;
-    int threads = c->api->num_threads(c->host);
-    if (!MINFER_HOST_HAS(c->api, claim_threads)) {
-        c->api->set_error(c->host, "fakewide: the host has no claim_threads");
+    if (!MINFER_HOST_HAS(c->api, run_claim_threads) || !MINFER_HOST_HAS(c->api, run_num_threads)) {
+        c->api->set_error(c->host, "fakewide: the host has no run_claim_threads");
         return MINFER_ERR_RUNTIME;
     }
-    int got = c->api->claim_threads(c->host, threads);
+    int threads = c->api->run_num_threads(a->run);
+    int got = c->api->run_claim_threads(a->run, threads);
     if (got < 1 || got > threads) {
         c->api->set_error(c->host, "fakewide: claimed %d threads, granted %d", threads, got);
         return MINFER_ERR_RUNTIME;
