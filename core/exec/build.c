@@ -47,13 +47,13 @@ static minfer_status fold_node(minfer_session *s, mf_plan *p, int i, int *done) 
     char why[256], lbl[512];
     mf_node_step step;
     *done = 0;
-    if (!s->eval || n->n_inputs > MF_MAX_NODE_IO || n->n_outputs > MF_MAX_NODE_IO)
+    if (!s->pl->eval || n->n_inputs > MF_MAX_NODE_IO || n->n_outputs > MF_MAX_NODE_IO)
         return MINFER_OK;
     if ((st = mf_plan_node_desc(s, p, i)) != MINFER_OK)
         return st;
-    mf_provider_inst *ev = s->eval;
-    if (!ev->vt->supports_operator(ev->ctx, &ns->desc, why, sizeof why) &&
-        !(ev = mf_plugin_folder(s->provs, s->n_provs, &ns->desc))) /* a deterministic plugin op */
+    mf_provider_inst *ev = s->pl->eval;
+    if (!mf_place_supports(ev, &ns->desc, why, sizeof why) &&
+        !(ev = mf_plugin_folder(s->pl->provs, s->pl->n_provs, &ns->desc))) /* a deterministic plugin op */
         return MINFER_OK;
     for (size_t k = 0; k < n->n_inputs; k++) {
         int vi = n->inputs[k];
@@ -348,7 +348,7 @@ minfer_status mf_plan_infer(minfer_session *s, mf_plan *p) {
  * says why on failure (unprefixed: the caller names node and provider). */
 static minfer_status prepare_on(minfer_session *s, mf_plan *p, int i, int prov) {
     mf_nplan *ns = &p->nodes[i];
-    mf_provider_inst *pi = &s->provs[prov];
+    mf_provider_inst *pi = &s->pl->provs[prov];
     minfer_status st;
     ns->prov = prov;
     /* The descriptor depends on the provider (input layouts it can read). */
@@ -396,7 +396,7 @@ static minfer_status prepare_node(minfer_session *s, mf_plan *p, int i,
         return mf_error(MINFER_ERR_LIMIT,
                         "%s: provider '%s' asks %zu bytes of workspace for %s, above the "
                         "tensor limit of %llu bytes",
-                        s->errctx, s->provs[ns->prov].name, ns->workspace,
+                        s->errctx, s->pl->provs[ns->prov].name, ns->workspace,
                         mf_node_label(n, i, lbl, sizeof lbl),
                         (unsigned long long)s->limits.max_tensor_bytes);
     int dom = mf_dom_of_prov(s, ns->prov);

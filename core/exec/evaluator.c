@@ -20,7 +20,8 @@
 
 struct mf_evaluator {
     minfer_host_api api;
-    mf_provider_inst cpu;
+    mf_provider_inst own;       /* opened here (mf_evaluator_open) */
+    const mf_provider_inst *cpu; /* own, or a session's evaluator (mf_evaluator_on) */
 };
 
 minfer_status mf_evaluator_open(mf_evaluator **out) {
@@ -29,11 +30,22 @@ minfer_status mf_evaluator_open(mf_evaluator **out) {
     if (!ev)
         return mf_error(MINFER_ERR_NOMEM, "evaluator: out of memory");
     mf_host_api_init(&ev->api);
-    minfer_status st = mf_provider_open("cpu", &ev->api, NULL, "", &ev->cpu);
+    minfer_status st = mf_provider_open("cpu", &ev->api, NULL, "", &ev->own);
     if (st != MINFER_OK) {
         free(ev);
         return mf_error_prefix(st, "evaluator");
     }
+    ev->cpu = &ev->own;
+    *out = ev;
+    return MINFER_OK;
+}
+
+minfer_status mf_evaluator_on(const mf_provider_inst *cpu, mf_evaluator **out) {
+    mf_evaluator *ev = mf_calloc(1, sizeof *ev);
+    *out = NULL;
+    if (!ev)
+        return mf_error(MINFER_ERR_NOMEM, "evaluator: out of memory");
+    ev->cpu = cpu;
     *out = ev;
     return MINFER_OK;
 }
@@ -41,7 +53,7 @@ minfer_status mf_evaluator_open(mf_evaluator **out) {
 void mf_evaluator_close(mf_evaluator *ev) {
     if (!ev)
         return;
-    mf_provider_close(&ev->cpu);
+    mf_provider_close(&ev->own); /* nothing when it runs on a session's */
     free(ev);
 }
 
@@ -68,7 +80,6 @@ minfer_status mf_evaluator_eval_node(void *user, const mf_graph *g, int node,
     if (!ev || !g || node < 0 || (size_t)node >= g->n_nodes || !outputs)
         return mf_error(MINFER_ERR_INVALID_ARG, "evaluator: bad arguments");
     const mf_node *n = &g->nodes[node];
-    const minfer_provider *vt = ev->cpu.vt;
     if (n->n_inputs > MF_MAX_NODE_IO || n->n_outputs > MF_MAX_NODE_IO)
         return mf_error(MINFER_ERR_LIMIT, "evaluator: %s has too many inputs or outputs",
                         n->op_type);
@@ -121,13 +132,13 @@ minfer_status mf_evaluator_eval_node(void *user, const mf_graph *g, int node,
     }
     minfer_node_desc desc;
     mf_node_desc_init(&desc, n, in_desc, out_desc);
-    if (!vt->supports_operator(ev->cpu.ctx, &desc, err, sizeof err)) {
+    if (!mf_place_supports(ev->cpu, &desc, err, sizeof err)) {
         st = mf_error(MINFER_ERR_UNSUPPORTED, "evaluator: %s", err);
         goto done;
     }
     mf_run run = {NULL, NULL, node, out, n->n_outputs, NULL, NULL, NULL, 0, 0, NULL, g, NULL};
     mf_node_step step;
-    st = mf_run_node_once(&ev->cpu, &desc, in, n->n_inputs, out, n->n_outputs, &run, &step);
+    st = mf_run_node_once(ev->cpu, &desc, in, n->n_inputs, out, n->n_outputs, &run, &step);
     /* Storage alloc_output made replaces what the output had. */
     for (size_t k = 0; st == MINFER_OK && k < n->n_outputs; k++)
         if (n->outputs[k] >= 0 && out[k].data &&

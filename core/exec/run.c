@@ -45,7 +45,7 @@ static void free_arena(minfer_session *s, mf_exec_ctx *c, size_t d) {
     if (d == 0)
         free(c->arena[d]);
     else
-        s->provs[d - 1].vt->mem_free(s->provs[d - 1].ctx, c->arena[d]);
+        s->pl->provs[d - 1].vt->mem_free(s->pl->provs[d - 1].ctx, c->arena[d]);
     c->arena[d] = NULL;
     c->cap[d] = 0;
 }
@@ -92,7 +92,7 @@ static minfer_status ctx_fit(minfer_session *s, mf_exec_ctx *c, const mf_plan *p
                 return mf_error(MINFER_ERR_NOMEM, "%s: out of memory for a %llu-byte arena",
                                 s->errctx, (unsigned long long)need);
         } else {
-            mf_provider_inst *pi = &s->provs[d - 1];
+            mf_provider_inst *pi = &s->pl->provs[d - 1];
             if ((st = pi->vt->mem_alloc(pi->ctx, need, &c->arena[d])) != MINFER_OK) {
                 c->arena[d] = NULL;
                 return mf_error_prefix(st, "%s: provider '%s' could not allocate a %llu-byte arena",
@@ -130,10 +130,10 @@ static minfer_status copy_value(minfer_session *s, int from_dom, const minfer_te
     size_t plain = mf_view_bytes(src);
     minfer_status st = MINFER_OK;
     if (from_dom == 0) {
-        mf_provider_inst *pi = &s->provs[to_dom - 1];
+        mf_provider_inst *pi = &s->pl->provs[to_dom - 1];
         st = pi->vt->copy_from_host(pi->ctx, src->data, plain, dst);
     } else if (to_dom == 0) {
-        mf_provider_inst *pi = &s->provs[from_dom - 1];
+        mf_provider_inst *pi = &s->pl->provs[from_dom - 1];
         st = pi->vt->copy_to_host(pi->ctx, src, dst->data, dst->nbytes);
     } else {
         /* device to device: through a host staging buffer */
@@ -142,7 +142,7 @@ static minfer_status copy_value(minfer_session *s, int from_dom, const minfer_te
             free(tmp);
             return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
         }
-        mf_provider_inst *a = &s->provs[from_dom - 1], *b = &s->provs[to_dom - 1];
+        mf_provider_inst *a = &s->pl->provs[from_dom - 1], *b = &s->pl->provs[to_dom - 1];
         st = a->vt->copy_to_host(a->ctx, src, tmp, plain);
         if (st == MINFER_OK)
             st = b->vt->copy_from_host(b->ctx, tmp, plain, dst);
@@ -228,21 +228,21 @@ static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx
     /* Run-time shapes live in host memory (the plan copied device inputs
      * to the host): a node assigned to a device provider runs here on the
      * first host provider of the list that takes it, else the evaluator. */
-    mf_provider_inst *pi = &s->provs[prov];
+    mf_provider_inst *pi = &s->pl->provs[prov];
     if (!pi->host_memory) {
         char why[256];
         pi = NULL;
-        for (size_t j = 0; j < s->n_provs && !pi; j++)
-            if (s->provs[j].host_memory &&
-                s->provs[j].vt->supports_operator(s->provs[j].ctx, &desc, why, sizeof why))
-                pi = &s->provs[j];
-        if (!pi && s->eval && s->eval->vt->supports_operator(s->eval->ctx, &desc, why, sizeof why))
-            pi = s->eval;
+        for (size_t j = 0; j < s->pl->n_provs && !pi; j++)
+            if (s->pl->provs[j].host_memory &&
+                mf_place_supports(&s->pl->provs[j], &desc, why, sizeof why))
+                pi = &s->pl->provs[j];
+        if (!pi && s->pl->eval && mf_place_supports(s->pl->eval, &desc, why, sizeof why))
+            pi = s->pl->eval;
         if (!pi)
             return mf_error(MINFER_ERR_UNSUPPORTED,
                             "%s: %s has shapes known only at run time and no host provider "
                             "takes it (provider '%s' computes in device memory)",
-                            s->errctx, mf_node_label(n, i, lbl, sizeof lbl), s->provs[prov].name);
+                            s->errctx, mf_node_label(n, i, lbl, sizeof lbl), s->pl->provs[prov].name);
     }
     mf_node_step step;
     st = mf_run_node_once(pi, &desc, in, n->n_inputs, out, n->n_outputs, r, &step);
@@ -316,7 +316,7 @@ static minfer_status check_nan(minfer_session *s, int i, const minfer_tensor_vie
                 free(tmp);
                 return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
             }
-            mf_provider_inst *pi = &s->provs[vs->dom - 1];
+            mf_provider_inst *pi = &s->pl->provs[vs->dom - 1];
             if (pi->vt->copy_to_host(pi->ctx, v, tmp, bytes) != MINFER_OK)
                 continue;
             data = tmp;
@@ -349,7 +349,7 @@ static json_t *node_args(minfer_session *s, int i, int prov, const minfer_tensor
         json_array_append_new(k < n_in ? ins : outs, mf_trace_type_shape(v));
     }
     return json_pack("{s:o, s:s, s:o, s:o, s:f}", "op", mf_json_str(op), "provider",
-                     prov >= 0                ? s->provs[prov].name
+                     prov >= 0                ? s->pl->provs[prov].name
                      : prov == MF_ASSIGN_CORE ? "core"
                                               : "(constant)",
                      "inputs", ins, "outputs", outs, "flops", flops);
@@ -435,8 +435,8 @@ static minfer_status run_copies(minfer_session *s, mf_plan *p, mf_exec_ctx *c, m
                          json_pack("{s:o, s:I, s:s, s:s}", "value",
                                    mf_json_str(g->values[cp->value].name), "bytes",
                                    (json_int_t)mf_view_bytes(&c->views[cp->value]), "from",
-                                   from ? s->provs[from - 1].vt->memory_domain : "host", "to",
-                                   cp->to_dom ? s->provs[cp->to_dom - 1].vt->memory_domain
+                                   from ? s->pl->provs[from - 1].vt->memory_domain : "host", "to",
+                                   cp->to_dom ? s->pl->provs[cp->to_dom - 1].vt->memory_domain
                                               : "host"));
     }
     return MINFER_OK;
@@ -486,7 +486,7 @@ static minfer_status run_planned_node(minfer_session *s, mf_plan *p, mf_exec_ctx
     const mf_node *n = &s->g->nodes[i];
     const mf_nplan *ns = &p->nodes[i];
     char lbl[512];
-    mf_provider_inst *pi = &s->provs[ns->prov];
+    mf_provider_inst *pi = &s->pl->provs[ns->prov];
     minfer_exec_args args = {sizeof args, r, &ns->desc, in, n->n_inputs, out, n->n_outputs,
                              NULL, 0, 0, sizeof(minfer_tensor_view)};
     if (ns->ws_buffer >= 0) {
@@ -510,7 +510,7 @@ static void profile_node(minfer_session *s, const mf_plan *p, int i, double t0,
     const mf_node *n = &s->g->nodes[i];
     const mf_nplan *ns = &p->nodes[i];
     /* Device work is asynchronous: wait so the event covers it. */
-    mf_provider_inst *pi = ns->prov >= 0 ? &s->provs[ns->prov] : NULL;
+    mf_provider_inst *pi = ns->prov >= 0 ? &s->pl->provs[ns->prov] : NULL;
     if (pi && !pi->host_memory && MF_VT_HAS(pi->vt, synchronize))
         pi->vt->synchronize(pi->ctx);
     double dt = mf_now_ms() - t0;
@@ -602,7 +602,7 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
                 (st = run_step(s, p, c, r, b, (int)k)) != MINFER_OK)
                 return st;
     for (size_t d = 1; d < s->n_domains; d++) {
-        mf_provider_inst *pi = &s->provs[d - 1];
+        mf_provider_inst *pi = &s->pl->provs[d - 1];
         if (!pi->host_memory && MF_VT_HAS(pi->vt, synchronize) &&
             (st = pi->vt->synchronize(pi->ctx)) != MINFER_OK)
             return mf_error_prefix(st, "%s: provider '%s' synchronize", s->errctx, pi->name);
@@ -652,7 +652,7 @@ static minfer_status deliver_output(minfer_session *s, const mf_plan *p, mf_exec
         t = made;
     }
     if (vs->where == MF_W_ARENA && vs->dom != 0) {
-        mf_provider_inst *pi = &s->provs[vs->dom - 1];
+        mf_provider_inst *pi = &s->pl->provs[vs->dom - 1];
         double tc = s->trace ? mf_now_ms() : 0;
         if ((st = pi->vt->copy_to_host(pi->ctx, src, t->view.data, t->view.nbytes)) != MINFER_OK) {
             minfer_tensor_free(made);

@@ -95,6 +95,10 @@ minfer_status mf_optimize_gated(mf_graph *g, const mf_opt_ctx *ctx, const mf_opt
  * tests): opens the CPU provider privately, runs one node serially. */
 typedef struct mf_evaluator mf_evaluator;
 minfer_status mf_evaluator_open(mf_evaluator **out);
+/* The same on a CPU provider instance the caller holds open for longer
+ * (a session's evaluator, place/state.h): nothing is opened. */
+struct mf_provider_inst;
+minfer_status mf_evaluator_on(const struct mf_provider_inst *cpu, mf_evaluator **out);
 void mf_evaluator_close(mf_evaluator *ev);
 /* Matches mf_opt_ctx.eval_node; user is the mf_evaluator. */
 minfer_status mf_evaluator_eval_node(void *user, const mf_graph *g, int node,

@@ -28,9 +28,26 @@
 #define EVAL_PROVIDER "cpu"
 
 int mf_dom_of_prov(const minfer_session *s, int prov) {
-    if (prov < 0 || s->provs[prov].host_memory)
+    if (prov < 0 || s->pl->provs[prov].host_memory)
         return 0;
     return 1 + prov;
+}
+
+void mf_place_close(mf_placement *pl) {
+    if (!pl)
+        return;
+    for (size_t i = 0; i < pl->n_provs; i++)
+        mf_provider_close(&pl->provs[i]);
+    mf_provider_close(&pl->eval_own);
+    free(pl->provs);
+    free(pl);
+}
+
+int mf_place_supports(const mf_provider_inst *pi, const minfer_node_desc *desc, char *why,
+                      size_t why_size) {
+    if (why_size)
+        why[0] = '\0';
+    return pi->vt->supports_operator(pi->ctx, desc, why, why_size);
 }
 
 minfer_status mf_place_open(minfer_session *s, const minfer_options *opt) {
@@ -74,9 +91,9 @@ minfer_status mf_place_open(minfer_session *s, const minfer_options *opt) {
                           s->errctx, names[i], installed, MF_KNOWN_PROVIDERS);
             goto done;
         }
-    s->provs = mf_calloc(n + 1, sizeof *s->provs);
+    s->pl->provs = mf_calloc(n + 1, sizeof *s->pl->provs);
     char **skipped = mf_calloc(n + 1, sizeof *skipped); /* why each one did not load */
-    if (!s->provs || !skipped) {
+    if (!s->pl->provs || !skipped) {
         free(skipped);
         st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
         goto done;
@@ -85,12 +102,12 @@ minfer_status mf_place_open(minfer_session *s, const minfer_options *opt) {
     size_t flen = 0;
     for (size_t i = 0; i < n; i++) {
         int dup = 0;
-        for (size_t j = 0; j < s->n_provs; j++)
-            dup |= strcmp(s->provs[j].name, names[i]) == 0;
+        for (size_t j = 0; j < s->pl->n_provs; j++)
+            dup |= strcmp(s->pl->provs[j].name, names[i]) == 0;
         if (dup)
             continue;
         mf_provider_inst inst;
-        if (mf_provider_open(names[i], &s->api, s, mf_options_provider_options(opt, names[i]), &inst) != MINFER_OK) {
+        if (mf_provider_open(names[i], &s->pl->api, s, mf_options_provider_options(opt, names[i]), &inst) != MINFER_OK) {
             int w = snprintf(failures + flen, sizeof failures - flen, "%s%s", flen ? "; " : "",
                              minfer_last_error());
             if (w > 0 && (size_t)w < sizeof failures - flen)
@@ -111,13 +128,13 @@ minfer_status mf_place_open(minfer_session *s, const minfer_options *opt) {
             mf_provider_close(&inst);
             continue;
         }
-        s->provs[s->n_provs++] = inst;
+        s->pl->provs[s->pl->n_provs++] = inst;
         mf_log(s, MINFER_LOG_INFO, "provider '%s' loaded from %s", inst.name, inst.path);
     }
     /* Providers skipped in a session that still has one: a warning once
      * per process (the default list names providers that may simply not
      * be installed: information). Without any, the error says it all. */
-    for (size_t i = 0; s->n_provs && i < n; i++) {
+    for (size_t i = 0; s->pl->n_provs && i < n; i++) {
         char key[128];
         snprintf(key, sizeof key, "provider:%s", names[i]);
         if (skipped[i] && (from_default || mf_first_time(key)))
@@ -127,7 +144,7 @@ minfer_status mf_place_open(minfer_session *s, const minfer_options *opt) {
     for (size_t i = 0; i < n; i++)
         free(skipped[i]);
     free(skipped);
-    if (s->n_provs == 0) {
+    if (s->pl->n_provs == 0) {
         char joined[512] = "";
         size_t used = 0;
         for (size_t i = 0; i < n; i++) {
@@ -140,23 +157,23 @@ minfer_status mf_place_open(minfer_session *s, const minfer_options *opt) {
                       s->errctx, joined, failures);
         goto done;
     }
-    for (size_t i = 0; i < s->n_provs; i++)
-        if (strcmp(s->provs[i].name, EVAL_PROVIDER) == 0)
-            s->eval = &s->provs[i];
-    if (!s->eval) {
-        if (mf_provider_open(EVAL_PROVIDER, &s->api, s, "", &s->eval_own) == MINFER_OK)
-            s->eval = &s->eval_own;
+    for (size_t i = 0; i < s->pl->n_provs; i++)
+        if (strcmp(s->pl->provs[i].name, EVAL_PROVIDER) == 0)
+            s->pl->eval = &s->pl->provs[i];
+    if (!s->pl->eval) {
+        if (mf_provider_open(EVAL_PROVIDER, &s->pl->api, s, "", &s->pl->eval_own) == MINFER_OK)
+            s->pl->eval = &s->pl->eval_own;
         else
             mf_log(s, MINFER_LOG_INFO,
                     "no '%s' provider for constant folding (%s); shapes that depend on "
                     "computed values are resolved at run time",
                     EVAL_PROVIDER, minfer_last_error());
     }
-    /* Plugin ops: one more provider, last (s->provs has room for it). */
+    /* Plugin ops: one more provider, last (s->pl->provs has room for it). */
     st = mf_plugin_attach(s->g, opt ? (const char *const *)opt->plugins : NULL,
-                          opt ? opt->n_plugins : 0, &s->api, s, s->errctx, &s->provs[s->n_provs]);
-    if (st == MINFER_OK && s->provs[s->n_provs].vt)
-        s->n_provs++;
+                          opt ? opt->n_plugins : 0, &s->pl->api, s, s->errctx, &s->pl->provs[s->pl->n_provs]);
+    if (st == MINFER_OK && s->pl->provs[s->pl->n_provs].vt)
+        s->pl->n_provs++;
 done:
     free(copy);
     if (names != (opt ? opt->providers : NULL))
@@ -172,15 +189,15 @@ static int first_supporting(minfer_session *s, int i, const minfer_node_desc *de
     const mf_node *n = &s->g->nodes[i];
     char lbl[512];
     size_t used = strlen(reasons);
-    for (size_t j = from; j < s->n_provs; j++) {
+    for (size_t j = from; j < s->pl->n_provs; j++) {
         char why[512] = "";
-        if (s->provs[j].vt->supports_operator(s->provs[j].ctx, desc, why, sizeof why))
+        if (mf_place_supports(&s->pl->provs[j], desc, why, sizeof why))
             return (int)j;
         mf_log(s, MINFER_LOG_VERBOSE, "%s: provider '%s' declined: %s",
-               mf_node_label(n, i, lbl, sizeof lbl), s->provs[j].name,
+               mf_node_label(n, i, lbl, sizeof lbl), s->pl->provs[j].name,
                why[0] ? why : "no reason given");
         int w = snprintf(reasons + used, size - used, "%s%s: %s", used ? "; " : "",
-                         s->provs[j].name, why[0] ? why : "declined");
+                         s->pl->provs[j].name, why[0] ? why : "declined");
         if (w > 0 && (size_t)w < size - used)
             used += (size_t)w;
     }
@@ -198,7 +215,7 @@ minfer_status mf_place_node(minfer_session *s, int i, const minfer_node_desc *de
     if (!(s->declined[i] = mf_strdup(reasons)))
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
     mf_log(s, MINFER_LOG_VERBOSE, "%s -> %s", mf_node_label(n, i, lbl, sizeof lbl),
-           s->provs[s->assign[i]].name);
+           s->pl->provs[s->assign[i]].name);
     return MINFER_OK;
 }
 
@@ -211,12 +228,12 @@ minfer_status mf_place_check_strict(minfer_session *s) {
     size_t used = 0, count = 0;
     for (size_t k = 0; k < g->n_nodes; k++) {
         int i = g->order[k];
-        if (s->assign[i] <= 0 || mf_plugin_is_provider(&s->provs[s->assign[i]]))
+        if (s->assign[i] <= 0 || mf_plugin_is_provider(&s->pl->provs[s->assign[i]]))
             continue; /* a plugin's op runs on no other provider */
         count++;
         int w = snprintf(names + used, sizeof names - used, "%s%s (%s: %s)", used ? "; " : "",
                          mf_node_label(&g->nodes[i], i, lbl, sizeof lbl),
-                         s->provs[s->assign[i]].name, s->declined[i]);
+                         s->pl->provs[s->assign[i]].name, s->declined[i]);
         if (w > 0 && (size_t)w < sizeof names - used)
             used += (size_t)w;
     }
@@ -224,7 +241,7 @@ minfer_status mf_place_check_strict(minfer_session *s) {
         return mf_error(MINFER_ERR_PROVIDER,
                         "%s: strict placement: %zu node(s) would fall back past provider "
                         "'%s': %s",
-                        s->errctx, count, s->provs[0].name, names);
+                        s->errctx, count, s->pl->provs[0].name, names);
     return MINFER_OK;
 }
 
@@ -233,7 +250,7 @@ minfer_status mf_place_fallback(minfer_session *s, int i, int failed, const minf
                                 int *next) {
     const mf_node *n = &s->g->nodes[i];
     char lbl[512], reasons[1536] = "";
-    const char *name = s->provs[failed].name;
+    const char *name = s->pl->provs[failed].name;
     *next = -1;
     mf_node_label(n, i, lbl, sizeof lbl);
     if (s->strict)
@@ -247,7 +264,7 @@ minfer_status mf_place_fallback(minfer_session *s, int i, int failed, const minf
     mf_log_ro(s, ro, MINFER_LOG_WARN,
               "%s: provider '%s' accepted %s but could not prepare it (%s); it runs on "
               "provider '%s'",
-              s->errctx, name, lbl, why, s->provs[*next].name);
+              s->errctx, name, lbl, why, s->pl->provs[*next].name);
     return MINFER_OK;
 }
 

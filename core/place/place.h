@@ -1,8 +1,10 @@
 /*
- * Placement: the session's providers and the provider of each node
- * (place/place.c). Included by plan/, exec/ and session/.
+ * Placement: the session tree's providers (mf_placement, place/state.h)
+ * and the provider of each node (place/place.c). Included by plan/, exec/
+ * and session/. Every question to a provider whether it runs a node goes
+ * through mf_place_supports.
  *
- *     mf_place_open(s, opt);                 // s->provs, s->eval
+ *     mf_place_open(s, opt);                 // s->pl->provs, s->pl->eval
  *     mf_place_node(s, i, &desc);            // s->assign[i], s->declined[i]
  *     mf_place_check_strict(s);
  *     // a prepare that failed on provider j:
@@ -14,9 +16,17 @@
 #include "place/state.h"
 
 /* Opens the providers of the preference list (opt's, else MINFER_PROVIDERS,
- * else the default order) into s->provs, and the evaluator (s->eval) used
- * for constant folding. Uses s->api as the host table. */
+ * else the default order) into s->pl->provs, and the evaluator (s->pl->eval) used
+ * for constant folding. Uses s->pl->api as the host table. */
 minfer_status mf_place_open(minfer_session *s, const minfer_options *opt);
+/* Closes the providers and the evaluator of pl and frees it (NULL: nothing). */
+void mf_place_close(mf_placement *pl);
+
+/* Whether provider pi (one of a placement's, or its evaluator) runs the
+ * node desc describes (its supports_operator); why gets its reason when
+ * not. The one place the core asks. */
+int mf_place_supports(const mf_provider_inst *pi, const minfer_node_desc *desc, char *why,
+                      size_t why_size);
 
 /* Assigns node i (described by desc) to the first provider that accepts it,
  * keeping why the earlier ones declined in s->declined[i]; an error naming

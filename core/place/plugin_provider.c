@@ -213,10 +213,11 @@ static minfer_status add_lib(plugin_ctx *c, mf_plugin_lib *lib) {
     return MINFER_OK;
 }
 
-/* 1 when some node of g may need a plugin no held one serves: an op in a
- * domain of its own, or one in the default domain that the core does not
- * know (ONNX Runtime writes SimplifiedLayerNormalization there); then
- * discovery is worth its cost. */
+/* 1 when some node of g or of its subgraphs (which share the session's
+ * placement, this provider included) may need a plugin no held one
+ * serves: an op in a domain of its own, or one in the default domain that
+ * the core does not know (ONNX Runtime writes SimplifiedLayerNormalization
+ * there); then discovery is worth its cost. */
 static int needs_discovery(const mf_graph *g, const plugin_ctx *c) {
     for (size_t i = 0; i < g->n_nodes; i++) {
         const mf_node *n = &g->nodes[i];
@@ -227,6 +228,14 @@ static int needs_discovery(const mf_graph *g, const plugin_ctx *c) {
         if (!d[0] && strcmp(n->op_type, "DequantizeLinear") == 0 &&
             !mf_plugin_find(c->libs, c->n_libs, "com.microsoft", "QLinearAdd", 1, NULL))
             return 1;
+        for (size_t a = 0; a < n->n_attrs; a++) {
+            const mf_attr *at = &n->attrs[a];
+            if (at->g && needs_discovery(at->g, c))
+                return 1;
+            for (size_t k = 0; at->graphs && k < at->count; k++)
+                if (at->graphs[k] && needs_discovery(at->graphs[k], c))
+                    return 1;
+        }
         if (strcmp(d, "ai.onnx.ml") == 0 || strcmp(d, "minfer") == 0 ||
             strcmp(d, "ai.onnx.preview.training") == 0 || (!d[0] && mf_infer_known(d, n->op_type)))
             continue;

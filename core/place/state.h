@@ -40,6 +40,21 @@ typedef struct mf_core_sub {
 /* s->assign[i] for a node the core runs itself (exec/control.c). */
 #define MF_ASSIGN_CORE (-2)
 
+/* The placement (place/place.c): the providers a session computes on, in
+ * preference order, the one constant evaluator (the list's CPU provider,
+ * or one opened for it alone) and the host API table they were given. The
+ * session created by the caller owns it; every subgraph session of its
+ * control-flow nodes, however deeply nested, shares it, so each provider
+ * is opened once per session tree. The providers' host pointer is the
+ * owning session. Read-only once open. */
+typedef struct mf_placement {
+    minfer_host_api api;
+    mf_provider_inst *provs;
+    size_t n_provs;
+    mf_provider_inst eval_own; /* the evaluator when not in the list */
+    mf_provider_inst *eval;    /* NULL: no folding */
+} mf_placement;
+
 struct minfer_session {
     char *errctx;
     mf_graph *g;
@@ -58,12 +73,9 @@ struct minfer_session {
     mf_pool *pool;
     int pool_shared;           /* a subgraph session borrows its parent's pool */
     mf_core_sub *subs;         /* 2 per node (If: then, else; others: body), or NULL */
-    minfer_host_api api;
-    mf_provider_inst *provs;
-    size_t n_provs;
-    size_t n_domains;          /* 1 + n_provs */
-    mf_provider_inst eval_own; /* the evaluator when not in the list */
-    mf_provider_inst *eval;    /* NULL: no folding */
+    mf_placement *pl;          /* its own, or (a subgraph session) its parent's */
+    int pl_shared;
+    size_t n_domains;          /* 1 + pl->n_provs */
     int *assign;               /* node -> provider index; -1 folded at build */
     mf_plan *build;            /* declared-shape plan (inference results) */
     mf_plan **plans;           /* cache of concrete plans */

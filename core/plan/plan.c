@@ -32,9 +32,9 @@
 void mf_plan_release_node(minfer_session *s, mf_plan *p, int i) {
     mf_nplan *ns = &p->nodes[i];
     if (ns->prepared && ns->prov >= 0) {
-        const minfer_provider *vt = s->provs[ns->prov].vt;
+        const minfer_provider *vt = s->pl->provs[ns->prov].vt;
         if (MF_VT_HAS(vt, release_node))
-            vt->release_node(s->provs[ns->prov].ctx, ns->state);
+            vt->release_node(s->pl->provs[ns->prov].ctx, ns->state);
     }
     ns->state = NULL;
     ns->prepared = 0;
@@ -62,7 +62,7 @@ void mf_plan_free(minfer_session *s, mf_plan *p) {
             free(vs->owned);
         }
     for (size_t m = 0; m < p->n_cmirrors; m++) {
-        mf_provider_inst *pi = &s->provs[p->cmirrors[m].dom - 1];
+        mf_provider_inst *pi = &s->pl->provs[p->cmirrors[m].dom - 1];
         if (p->cmirrors[m].buf)
             pi->vt->mem_free(pi->ctx, p->cmirrors[m].buf);
     }
@@ -193,14 +193,14 @@ static int add_buffer(mf_plan *p, size_t *cap, int dom, uint64_t size, int first
 static uint64_t dom_align(const minfer_session *s, int dom) {
     if (dom == 0)
         return MF_HOST_ALIGN;
-    const minfer_provider *vt = s->provs[dom - 1].vt;
+    const minfer_provider *vt = s->pl->provs[dom - 1].vt;
     size_t a = MF_VT_HAS(vt, memory_alignment) ? vt->memory_alignment : 0;
     return a ? a : MF_HOST_ALIGN;
 }
 
 static uint64_t value_bytes(minfer_session *s, int dom, const minfer_tensor_view *v) {
     if (dom > 0) {
-        const mf_provider_inst *pi = &s->provs[dom - 1];
+        const mf_provider_inst *pi = &s->pl->provs[dom - 1];
         if (MF_VT_HAS(pi->vt, tensor_bytes))
             return pi->vt->tensor_bytes(pi->ctx, v);
     }
@@ -305,7 +305,7 @@ static minfer_status mirror_constant(minfer_session *s, mf_plan *p, plan_caps *c
         caps->mirrors = nc;
     }
     mf_cmirror *c = &p->cmirrors[p->n_cmirrors];
-    mf_provider_inst *pi = &s->provs[cdom - 1];
+    mf_provider_inst *pi = &s->pl->provs[cdom - 1];
     c->value = u;
     c->dom = cdom;
     c->bytes = vs->bytes;
@@ -354,7 +354,7 @@ static minfer_status plan_copy(minfer_session *s, mf_plan *p, plan_caps *caps, i
          * in place. Mirrors are never overwritten in place (pass 5),
          * so the reader cannot change the host value. */
         int from_host = vs->where != MF_W_ARENA || vs->dom == 0;
-        cp->alias = from_host && cdom > 0 && s->provs[cdom - 1].host_addressable &&
+        cp->alias = from_host && cdom > 0 && s->pl->provs[cdom - 1].host_addressable &&
                     vs->view.dtype != MINFER_DTYPE_STRING;
         cp->buffer = cp->alias ? -1 : add_buffer(p, &caps->bufs, cdom, cp->bytes, k, k, u);
         if (!cp->alias && cp->buffer < 0)

@@ -685,11 +685,11 @@ minfer_status minfer_session_pipeline_stage(const minfer_session *cs, size_t ind
                 by_prov[pv] += wk;
         }
         int best = -1;
-        for (int pv = 0; pv < 64 && pv < (int)s->n_provs; pv++)
+        for (int pv = 0; pv < 64 && pv < (int)s->pl->n_provs; pv++)
             if (by_prov[pv] > 0 && (best < 0 || by_prov[pv] > by_prov[best]))
                 best = pv;
         if (best >= 0)
-            info.provider = s->provs[best].name;
+            info.provider = s->pl->provs[best].name;
         info.cost_share = total > 0 ? mine / total : 0;
         for (size_t d = 0; d < s->n_domains; d++)
             info.arena_bytes_per_slot += p->arena_bytes[d];

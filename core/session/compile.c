@@ -82,8 +82,8 @@ static void emit_packed(void *arg, const minfer_packed_const *c) {
 static minfer_status gather_packs(minfer_session *s, packs *ps, const char *errctx) {
     const mf_graph *g = s->g;
     size_t exporters = 0;
-    for (size_t j = 0; j < s->n_provs; j++)
-        exporters += MF_VT_HAS(s->provs[j].vt, export_packed) != 0;
+    for (size_t j = 0; j < s->pl->n_provs; j++)
+        exporters += MF_VT_HAS(s->pl->provs[j].vt, export_packed) != 0;
     if (!exporters)
         return MINFER_OK; /* no provider packs anything to store: no plan needed */
     /* The session prepared a plan for inputs of known shape; for others, a
@@ -114,7 +114,7 @@ static minfer_status gather_packs(minfer_session *s, packs *ps, const char *errc
         const mf_nplan *ns = &p->nodes[i];
         if (!ns->prepared || !ns->state || ns->prov < 0)
             continue;
-        mf_provider_inst *pi = &s->provs[ns->prov];
+        mf_provider_inst *pi = &s->pl->provs[ns->prov];
         if (!MF_VT_HAS(pi->vt, export_packed))
             continue;
         ps->node = &s->g->nodes[i];

@@ -12,10 +12,10 @@ minfer_status minfer_session_device_counters(const minfer_session *s, size_t pro
     if (!s || !out || out->struct_size < offsetof(minfer_device_counters, runs))
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_device_counters: NULL "
                         "argument or struct_size too small");
-    if (provider >= s->n_provs)
+    if (provider >= s->pl->n_provs)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_device_counters: provider %zu "
-                        "of %zu", provider, s->n_provs);
-    const mf_provider_inst *pi = &s->provs[provider];
+                        "of %zu", provider, s->pl->n_provs);
+    const mf_provider_inst *pi = &s->pl->provs[provider];
     if (pi->host_memory || !MF_VT_HAS(pi->vt, run_counters))
         return mf_error(MINFER_ERR_UNSUPPORTED, "provider '%s' does not count its runs",
                         pi->name);

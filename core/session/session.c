@@ -224,10 +224,8 @@ void minfer_session_free(minfer_session *s) {
         mf_exec_ctx_free(s, c);
     }
     free_subgraphs(s);
-    for (size_t i = 0; i < s->n_provs; i++)
-        mf_provider_close(&s->provs[i]);
-    mf_provider_close(&s->eval_own);
-    free(s->provs);
+    if (!s->pl_shared)
+        mf_place_close(s->pl);
     if (s->trace && s->profile_path &&
         mf_trace_write(s->trace, s->profile_path) != MINFER_OK)
         mf_log(s, MINFER_LOG_WARN, "%s", minfer_last_error());
@@ -316,15 +314,15 @@ static int any_provider_runs(void *user, const minfer_node_desc *node, char *why
     size_t used = 0;
     if (size)
         why[0] = '\0';
-    for (size_t j = s->n_provs; j-- > 0;) {
+    for (size_t j = s->pl->n_provs; j-- > 0;) {
         char r[512];
-        if (s->provs[j].vt->supports_operator(s->provs[j].ctx, node, r, sizeof r))
+        if (mf_place_supports(&s->pl->provs[j], node, r, sizeof r))
             return 1;
     }
-    for (size_t j = 0; j < s->n_provs && size; j++) {
+    for (size_t j = 0; j < s->pl->n_provs && size; j++) {
         char r[512] = "";
-        s->provs[j].vt->supports_operator(s->provs[j].ctx, node, r, sizeof r);
-        int w = snprintf(why + used, size - used, "%s%s: %s", used ? "; " : "", s->provs[j].name,
+        mf_place_supports(&s->pl->provs[j], node, r, sizeof r);
+        int w = snprintf(why + used, size - used, "%s%s: %s", used ? "; " : "", s->pl->provs[j].name,
                          r[0] ? r : "declined");
         if (w > 0 && (size_t)w < size - used)
             used += (size_t)w;
@@ -343,17 +341,18 @@ static int any_provider_runs(void *user, const minfer_node_desc *node, char *why
 static int half_as_float(const minfer_session *s) {
     char dev[256];
     int cpu = 0;
-    for (size_t p = 0; p < s->n_provs; p++) {
-        if (mf_provider_device(&s->provs[p], dev, sizeof dev) == MINFER_DEVICE_GPU)
+    for (size_t p = 0; p < s->pl->n_provs; p++) {
+        if (mf_provider_device(&s->pl->provs[p], dev, sizeof dev) == MINFER_DEVICE_GPU)
             return 0;
-        cpu |= strcmp(s->provs[p].name, "cpu") == 0;
+        cpu |= strcmp(s->pl->provs[p].name, "cpu") == 0;
     }
     return cpu;
 }
 
 /* Graph optimization before shape inference and placement (optimizer.c).
- * Constant folding runs nodes on a private CPU provider instance; a fusion
- * is applied only when a provider of the session runs the fused node. */
+ * Constant folding runs nodes on the placement's evaluator (the session
+ * tree's one CPU provider instance); a fusion is applied only when a
+ * provider of the session runs the fused node. */
 static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
     int level = opt_level(opt);
     if (s->g->compiled_level) { /* a compiled file: optimized when compiled (docs/format.md) */
@@ -369,9 +368,11 @@ static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
      * subgraphs are optimized as sessions of their own (build_subgraphs). */
     double t = mf_now_ms();
     mf_evaluator *ev = NULL;
-    if (mf_evaluator_open(&ev) != MINFER_OK) {
+    if (!s->pl->eval) {
+        mf_log(s, MINFER_LOG_INFO, "%s: no CPU provider for constant folding", s->errctx);
+    } else if (mf_evaluator_on(s->pl->eval, &ev) != MINFER_OK) {
         ev = NULL;
-        mf_log(s, MINFER_LOG_INFO, "%s: no CPU provider for constant folding: %s", s->errctx,
+        mf_log(s, MINFER_LOG_INFO, "%s: no evaluator for constant folding: %s", s->errctx,
                minfer_last_error());
         mf_error_clear();
     }
@@ -502,12 +503,21 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
         s->inter_op = mf_pool_threads(s->pool);
     s->queue_depth = opt ? opt->queue_depth : 0;
     s->micro_batch = opt ? opt->micro_batch : 0;
-    mf_host_api_init(&s->api);
 
-    t = mf_now_ms();
-    if ((st = mf_place_open(s, opt)) != MINFER_OK)
-        goto fail;
-    phase(s, "load providers", t, mf_now_ms() - t);
+    if (parent) { /* the providers and the evaluator of the session tree */
+        s->pl = parent->pl;
+        s->pl_shared = 1;
+    } else {
+        t = mf_now_ms();
+        if (!(s->pl = mf_calloc(1, sizeof *s->pl))) {
+            st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
+            goto fail;
+        }
+        mf_host_api_init(&s->pl->api);
+        if ((st = mf_place_open(s, opt)) != MINFER_OK)
+            goto fail;
+        phase(s, "load providers", t, mf_now_ms() - t);
+    }
     if ((st = mf_expand_gradients(g, errctx)) != MINFER_OK)
         goto fail;
     if ((st = optimize(s, opt)) != MINFER_OK)
@@ -518,7 +528,7 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
         st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
         goto fail;
     }
-    s->n_domains = 1 + s->n_provs;
+    s->n_domains = 1 + s->pl->n_provs;
     s->build = mf_plan_new(s);
     if (!s->build) {
         st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
@@ -584,11 +594,11 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
             folded += s->assign[i] == -1;
         mf_log(s, MINFER_LOG_INFO, "%s: session built in %.1f ms: %zu nodes (%zu constant)",
                 errctx, mf_now_ms() - t0, g->n_nodes, folded);
-        for (size_t j = 0; j < s->n_provs; j++) {
+        for (size_t j = 0; j < s->pl->n_provs; j++) {
             size_t c = 0;
             for (size_t i = 0; i < g->n_nodes; i++)
                 c += s->assign[i] == (int)j;
-            mf_log(s, MINFER_LOG_INFO, "  %zu nodes on provider '%s'", c, s->provs[j].name);
+            mf_log(s, MINFER_LOG_INFO, "  %zu nodes on provider '%s'", c, s->pl->provs[j].name);
         }
     }
     *out = s;
@@ -786,17 +796,17 @@ minfer_status minfer_session_node_placement(const minfer_session *s, size_t inde
     out->node_name = n->name;
     out->op_type = n->op_type;
     out->domain = n->domain;
-    out->provider = s->assign[i] >= 0                ? s->provs[s->assign[i]].name
+    out->provider = s->assign[i] >= 0                ? s->pl->provs[s->assign[i]].name
                     : s->assign[i] == MF_ASSIGN_CORE ? "core"
                                                      : "(constant)";
     out->declined = s->declined && s->declined[i] ? s->declined[i] : "";
     return MINFER_OK;
 }
 
-size_t minfer_session_provider_count(const minfer_session *s) { return s ? s->n_provs : 0; }
+size_t minfer_session_provider_count(const minfer_session *s) { return s ? s->pl->n_provs : 0; }
 
 const char *minfer_session_provider_name(const minfer_session *s, size_t index) {
-    return s && index < s->n_provs ? s->provs[index].name : NULL;
+    return s && index < s->pl->n_provs ? s->pl->provs[index].name : NULL;
 }
 
 minfer_status minfer_session_create_from_builder(const minfer_graph_builder *b,

@@ -119,8 +119,8 @@ minfer_status mf_write_dot(minfer_session *s, FILE *f) {
                "fontsize=8];\n");
     /* legend */
     fprintf(f, "  subgraph cluster_legend {\n    label=\"providers\"; fontsize=10;\n");
-    for (size_t j = 0; j < s->n_provs; j++)
-        fprintf(f, "    \"legend_%zu\" [label=\"%s\", fillcolor=\"%s\"];\n", j, s->provs[j].name,
+    for (size_t j = 0; j < s->pl->n_provs; j++)
+        fprintf(f, "    \"legend_%zu\" [label=\"%s\", fillcolor=\"%s\"];\n", j, s->pl->provs[j].name,
                 mf_provider_colour((int)j));
     fprintf(f, "    \"legend_const\" [label=\"constant (folded)\", fillcolor=\"%s\", "
                "style=\"rounded,filled,dashed\"];\n  }\n",
@@ -136,7 +136,7 @@ minfer_status mf_write_dot(minfer_session *s, FILE *f) {
         int i = g->order[k];
         const mf_node *n = &g->nodes[i];
         int prov = s->assign[i];
-        const char *pname = prov >= 0                ? s->provs[prov].name
+        const char *pname = prov >= 0                ? s->pl->provs[prov].name
                             : prov == MF_ASSIGN_CORE ? "core"
                                                      : "constant";
         snprintf(b, sizeof b, "n%d", i);
@@ -267,7 +267,7 @@ minfer_status minfer_session_planned_tensor(const minfer_session *cs, size_t ind
             const mf_node *n = &s->g->nodes[-2 - b->value];
             out->name = n->name[0] ? n->name : n->op_type; /* its workspace */
         }
-        out->domain = b->dom == 0 ? "host" : s->provs[b->dom - 1].vt->memory_domain;
+        out->domain = b->dom == 0 ? "host" : s->pl->provs[b->dom - 1].vt->memory_domain;
         out->offset = b->offset;
         out->size = b->size;
         out->first_step = b->first;
