@@ -31,9 +31,6 @@
 #include "place/plugin_loader.h"
 #include "shapes/shape_infer.h"
 
-/* Largest constant (elements over a node's outputs) the folder makes. */
-#define FOLD_MAX_ELEMS 65536
-
 /* ---- pass 1: inference and folding ------------------------------------- */
 
 /* Evaluates node i on the evaluator provider, all inputs known, storing its
@@ -156,13 +153,8 @@ static minfer_status fold_shape_op(minfer_session *s, mf_plan *p, int i, int *do
             return MINFER_OK;
         count = 1;
     } else {
-        int64_t r = x->rank, start = mf_attr_int(n, "start", 0), end = mf_attr_int(n, "end", r);
-        if (start < 0)
-            start += r;
-        if (end < 0)
-            end += r;
-        start = start < 0 ? 0 : start > r ? r : start;
-        end = end < 0 ? 0 : end > r ? r : end;
+        int64_t r = x->rank, start, end;
+        minfer_shape_range(r, mf_attr_int(n, "start", 0), mf_attr_int(n, "end", r), &start, &end);
         for (int64_t d = start; d < end; d++)
             values[count++] = x->dims[d];
     }
@@ -308,16 +300,20 @@ static minfer_status plan_infer(minfer_session *s, mf_plan *p, minfer_tensor_vie
             return st;
         if (done || !all_known)
             continue;
-        int64_t total = 0;
+        uint64_t total = 0; /* bytes over the outputs, saturating */
         for (size_t o = 0; o < n->n_outputs; o++) {
+            const minfer_tensor_view *v = n->outputs[o] >= 0 ? &p->vals[n->outputs[o]].view : NULL;
             int64_t ne = 0;
-            if (n->outputs[o] >= 0 &&
-                minfer_dims_numel(p->vals[n->outputs[o]].view.dims,
-                                  p->vals[n->outputs[o]].view.rank, &ne) == MINFER_OK &&
-                minfer_i64_add(total, ne, &total) != MINFER_OK)
-                total = INT64_MAX;
+            size_t esz = v ? minfer_elem_size(v->dtype) : 0;
+            if (!v)
+                continue;
+            if (minfer_dims_numel(v->dims, v->rank, &ne) != MINFER_OK ||
+                (uint64_t)ne > (UINT64_MAX - total) / (esz ? esz : 1))
+                total = UINT64_MAX;
+            else
+                total += (uint64_t)ne * (esz ? esz : 1);
         }
-        if (total > FOLD_MAX_ELEMS || !deterministic(n))
+        if (total > MF_FOLD_MAX_BYTES || !deterministic(n))
             continue;
         if ((st = fold_node(s, p, i, &done)) != MINFER_OK)
             return st;
@@ -355,13 +351,9 @@ static minfer_status prepare_on(minfer_session *s, mf_plan *p, int i, int prov) 
     if ((st = mf_plan_node_desc(s, p, i)) != MINFER_OK)
         return st;
     minfer_node_prep prep = {sizeof prep, 0, ns->inplace, ns->layouts, ns->packed};
-    if (MF_VT_HAS(pi->vt, prepare_node)) {
-        mf_error_clear();
-        if ((st = pi->vt->prepare_node(pi->ctx, &ns->desc, &prep, &ns->state)) != MINFER_OK) {
-            ns->state = NULL;
-            return st;
-        }
-    }
+    mf_error_clear();
+    if ((st = mf_prov_prepare(pi, &ns->desc, &prep, &ns->state)) != MINFER_OK)
+        return st;
     ns->prepared = 1;
     ns->workspace = prep.workspace_bytes;
     return MINFER_OK;
@@ -480,14 +472,7 @@ minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_le
     p->sig_len = sig_len;
     size_t pos = 0;
     for (size_t k = 0; k < g->n_inputs; k++) {
-        mf_vplan *vs = &p->vals[g->inputs[k]];
-        /* kind << 8 | element type, then rank and dims (rank -1 for a
-         * sequence or optional) */
-        vs->view.kind = (int32_t)(sig[pos] >> 8);
-        vs->view.dtype = (int32_t)(sig[pos++] & 0xff);
-        vs->view.rank = (int32_t)sig[pos++];
-        for (int d = 0; d < vs->view.rank; d++)
-            vs->view.dims[d] = sig[pos++];
+        pos = mf_sig_get(sig, pos, &p->vals[g->inputs[k]].view);
     }
     for (size_t v = 0; v < g->n_values; v++) {
         mf_vplan *vs = &p->vals[v];

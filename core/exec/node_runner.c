@@ -284,7 +284,6 @@ minfer_status mf_run_node_once(const mf_provider_inst *pi, const minfer_node_des
                                const minfer_tensor_view *in, size_t n_in,
                                minfer_tensor_view *out, size_t n_out, mf_run *run,
                                mf_node_step *step) {
-    const minfer_provider *vt = pi->vt;
     int32_t inplace_s[MF_MAX_NODE_IO];
     uint64_t layouts_s[MF_MAX_NODE_IO];
     int32_t *inplace = mf_io_scratch(inplace_s, n_out, sizeof *inplace);
@@ -304,8 +303,7 @@ minfer_status mf_run_node_once(const mf_provider_inst *pi, const minfer_node_des
     }
     minfer_node_prep prep = {sizeof prep, 0, inplace, layouts, NULL};
     mf_error_clear();
-    if (MF_VT_HAS(vt, prepare_node) &&
-        (st = vt->prepare_node(pi->ctx, desc, &prep, &state)) != MINFER_OK) {
+    if ((st = mf_prov_prepare(pi, desc, &prep, &state)) != MINFER_OK) {
         *step = MF_NODE_PREPARE;
         mf_io_scratch_free(inplace, inplace_s);
         mf_io_scratch_free(layouts, layouts_s);
@@ -320,11 +318,11 @@ minfer_status mf_run_node_once(const mf_provider_inst *pi, const minfer_node_des
         minfer_exec_args args = {sizeof args, run, desc, in, n_in, out, n_out,
                                  work, prep.workspace_bytes, 0, sizeof(minfer_tensor_view)};
         mf_error_clear();
-        if ((st = vt->execute_node(pi->ctx, state, &args)) != MINFER_OK)
+        if ((st = mf_prov_execute(pi, state, &args)) != MINFER_OK)
             *step = MF_NODE_EXECUTE;
     }
-    if (state && MF_VT_HAS(vt, release_node))
-        vt->release_node(pi->ctx, state);
+    if (state)
+        mf_prov_release(pi, state);
     free(work);
     mf_io_scratch_free(inplace, inplace_s);
     mf_io_scratch_free(layouts, layouts_s);

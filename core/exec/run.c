@@ -15,6 +15,7 @@
  *     inferred, allocated and prepared here;
  *  5. copies the requested outputs out and returns the context.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ static void free_arena(minfer_session *s, mf_exec_ctx *c, size_t d) {
     if (d == 0)
         free(c->arena[d]);
     else
-        s->pl->provs[d - 1].vt->mem_free(s->pl->provs[d - 1].ctx, c->arena[d]);
+        mf_prov_mem_free(&s->pl->provs[d - 1], c->arena[d]);
     c->arena[d] = NULL;
     c->cap[d] = 0;
 }
@@ -93,7 +94,7 @@ static minfer_status ctx_fit(minfer_session *s, mf_exec_ctx *c, const mf_plan *p
                                 s->errctx, (unsigned long long)need);
         } else {
             mf_provider_inst *pi = &s->pl->provs[d - 1];
-            if ((st = pi->vt->mem_alloc(pi->ctx, need, &c->arena[d])) != MINFER_OK) {
+            if ((st = mf_prov_mem_alloc(pi, need, &c->arena[d])) != MINFER_OK) {
                 c->arena[d] = NULL;
                 return mf_error_prefix(st, "%s: provider '%s' could not allocate a %llu-byte arena",
                                        s->errctx, pi->name, (unsigned long long)need);
@@ -131,10 +132,10 @@ static minfer_status copy_value(minfer_session *s, int from_dom, const minfer_te
     minfer_status st = MINFER_OK;
     if (from_dom == 0) {
         mf_provider_inst *pi = &s->pl->provs[to_dom - 1];
-        st = pi->vt->copy_from_host(pi->ctx, src->data, plain, dst);
+        st = mf_prov_copy_from_host(pi, src->data, plain, dst);
     } else if (to_dom == 0) {
         mf_provider_inst *pi = &s->pl->provs[from_dom - 1];
-        st = pi->vt->copy_to_host(pi->ctx, src, dst->data, dst->nbytes);
+        st = mf_prov_copy_to_host(pi, src, dst->data, dst->nbytes);
     } else {
         /* device to device: through a host staging buffer */
         void *tmp = mf_alloc_host(plain);
@@ -143,9 +144,9 @@ static minfer_status copy_value(minfer_session *s, int from_dom, const minfer_te
             return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
         }
         mf_provider_inst *a = &s->pl->provs[from_dom - 1], *b = &s->pl->provs[to_dom - 1];
-        st = a->vt->copy_to_host(a->ctx, src, tmp, plain);
+        st = mf_prov_copy_to_host(a, src, tmp, plain);
         if (st == MINFER_OK)
-            st = b->vt->copy_from_host(b->ctx, tmp, plain, dst);
+            st = mf_prov_copy_from_host(b, tmp, plain, dst);
     }
     return st;
 }
@@ -317,7 +318,7 @@ static minfer_status check_nan(minfer_session *s, int i, const minfer_tensor_vie
                 return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
             }
             mf_provider_inst *pi = &s->pl->provs[vs->dom - 1];
-            if (pi->vt->copy_to_host(pi->ctx, v, tmp, bytes) != MINFER_OK)
+            if (mf_prov_copy_to_host(pi, v, tmp, bytes) != MINFER_OK)
                 continue;
             data = tmp;
         }
@@ -435,8 +436,8 @@ static minfer_status run_copies(minfer_session *s, mf_plan *p, mf_exec_ctx *c, m
                          json_pack("{s:o, s:I, s:s, s:s}", "value",
                                    mf_json_str(g->values[cp->value].name), "bytes",
                                    (json_int_t)mf_view_bytes(&c->views[cp->value]), "from",
-                                   from ? s->pl->provs[from - 1].vt->memory_domain : "host", "to",
-                                   cp->to_dom ? s->pl->provs[cp->to_dom - 1].vt->memory_domain
+                                   from ? mf_prov_memory_domain(&s->pl->provs[from - 1]) : "host", "to",
+                                   cp->to_dom ? mf_prov_memory_domain(&s->pl->provs[cp->to_dom - 1])
                                               : "host"));
     }
     return MINFER_OK;
@@ -497,7 +498,7 @@ static minfer_status run_planned_node(minfer_session *s, mf_plan *p, mf_exec_ctx
         args.workspace_offset = w.offset;
     }
     mf_error_clear();
-    minfer_status st = pi->vt->execute_node(pi->ctx, ns->state, &args);
+    minfer_status st = mf_prov_execute(pi, ns->state, &args);
     if (st != MINFER_OK)
         return mf_error_prefix(st, "%s: provider '%s' failed on %s", s->errctx, pi->name,
                                mf_node_label(n, i, lbl, sizeof lbl));
@@ -511,8 +512,8 @@ static void profile_node(minfer_session *s, const mf_plan *p, int i, double t0,
     const mf_nplan *ns = &p->nodes[i];
     /* Device work is asynchronous: wait so the event covers it. */
     mf_provider_inst *pi = ns->prov >= 0 ? &s->pl->provs[ns->prov] : NULL;
-    if (pi && !pi->host_memory && MF_VT_HAS(pi->vt, synchronize))
-        pi->vt->synchronize(pi->ctx);
+    if (pi)
+        mf_prov_synchronize(pi);
     double dt = mf_now_ms() - t0;
     mf_trace_add(s->trace, n->name[0] ? n->name : n->op_type, "node", t0, dt,
                  node_args(s, i, ns->prov, in, n->n_inputs, out, n->n_outputs, ns->flops));
@@ -528,10 +529,14 @@ static void profile_node(minfer_session *s, const mf_plan *p, int i, double t0,
 static minfer_status run_step_in(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
                                  mf_budget *b, int k, minfer_tensor_view *in,
                                  minfer_tensor_view *out) {
+    assert(k >= 0 && (size_t)k < s->g->n_nodes);
     int i = s->g->order[k];
     const mf_node *n = &s->g->nodes[i];
     const mf_nplan *ns = &p->nodes[i];
     minfer_status st;
+    /* a folded node has no step; a planned one has its provider's state */
+    assert(!ns->folded);
+    assert(r->lane && r->p == p);
     if ((st = mf_budget_time(b, s, i)) != MINFER_OK ||
         (st = run_copies(s, p, c, r, k)) != MINFER_OK)
         return st;
@@ -603,8 +608,7 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
                 return st;
     for (size_t d = 1; d < s->n_domains; d++) {
         mf_provider_inst *pi = &s->pl->provs[d - 1];
-        if (!pi->host_memory && MF_VT_HAS(pi->vt, synchronize) &&
-            (st = pi->vt->synchronize(pi->ctx)) != MINFER_OK)
+        if ((st = mf_prov_synchronize(pi)) != MINFER_OK)
             return mf_error_prefix(st, "%s: provider '%s' synchronize", s->errctx, pi->name);
     }
     return MINFER_OK;
@@ -654,7 +658,7 @@ static minfer_status deliver_output(minfer_session *s, const mf_plan *p, mf_exec
     if (vs->where == MF_W_ARENA && vs->dom != 0) {
         mf_provider_inst *pi = &s->pl->provs[vs->dom - 1];
         double tc = s->trace ? mf_now_ms() : 0;
-        if ((st = pi->vt->copy_to_host(pi->ctx, src, t->view.data, t->view.nbytes)) != MINFER_OK) {
+        if ((st = mf_prov_copy_to_host(pi, src, t->view.data, t->view.nbytes)) != MINFER_OK) {
             minfer_tensor_free(made);
             return mf_error_prefix(st, "%s: copying output '%s' from provider '%s'", s->errctx,
                                    v->name, pi->name);
@@ -662,7 +666,7 @@ static minfer_status deliver_output(minfer_session *s, const mf_plan *p, mf_exec
         if (s->trace)
             mf_trace_add(s->trace, "copy", "copy", tc, mf_now_ms() - tc,
                          json_pack("{s:o, s:I, s:s, s:s}", "value", mf_json_str(v->name),
-                                   "bytes", (json_int_t)bytes, "from", pi->vt->memory_domain,
+                                   "bytes", (json_int_t)bytes, "from", mf_prov_memory_domain(pi),
                                    "to", "host"));
     } else if (src->dtype == MINFER_DTYPE_STRING) {
         char **dst = t->view.data;
@@ -734,6 +738,8 @@ minfer_status mf_plan_acquire(minfer_session *s, const int64_t *sig, size_t sig_
         s->plans = grown;
         s->plans[s->n_plans++] = p;
     }
+    /* the cache is bounded; only plans runs still hold may push it over */
+    assert(s->n_plans > 0 && s->plans[s->n_plans - 1] && p->concrete);
     p->refs++;
     p->last_used = ++s->tick;
     s->last_plan = p;
@@ -744,6 +750,7 @@ minfer_status mf_plan_acquire(minfer_session *s, const int64_t *sig, size_t sig_
 
 void mf_plan_release(minfer_session *s, mf_plan *p) {
     pthread_mutex_lock(&s->lock);
+    assert(p->refs > 0); /* every release pairs with an acquire */
     p->refs--;
     pthread_mutex_unlock(&s->lock);
 }
@@ -754,7 +761,7 @@ minfer_status minfer_session_prepare(minfer_session *s, const char *const *input
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_prepare: NULL argument");
     const mf_graph *g = s->g;
     const minfer_tensor *bound_stack[MAX_STACK_INPUTS];
-    int64_t sig_stack[MAX_STACK_INPUTS * (MINFER_MAX_RANK + 2)];
+    int64_t sig_stack[MF_SIG_ENTRIES(MAX_STACK_INPUTS)];
     const minfer_tensor **bound = bound_stack;
     int64_t *sig = sig_stack;
     size_t sig_len = 0;
@@ -762,7 +769,7 @@ minfer_status minfer_session_prepare(minfer_session *s, const char *const *input
     mf_plan *p = NULL;
     if (g->n_inputs > MAX_STACK_INPUTS) {
         bound = mf_calloc(g->n_inputs, sizeof *bound);
-        sig = mf_malloc(g->n_inputs * (MINFER_MAX_RANK + 2) * sizeof *sig);
+        sig = mf_malloc(MF_SIG_ENTRIES(g->n_inputs) * sizeof *sig);
         if (!bound || !sig) {
             st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
             goto done;
@@ -792,7 +799,7 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, mf_lane *lane,
                                 size_t n_outputs) {
     const mf_graph *g = s->g;
     const minfer_tensor *bound_stack[MAX_STACK_INPUTS];
-    int64_t sig_stack[MAX_STACK_INPUTS * (MINFER_MAX_RANK + 2)];
+    int64_t sig_stack[MF_SIG_ENTRIES(MAX_STACK_INPUTS)];
     int out_vi[256];
     unsigned char made[256] = {0};
     const minfer_tensor **bound = bound_stack;
@@ -838,7 +845,7 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, mf_lane *lane,
     }
     if (g->n_inputs > MAX_STACK_INPUTS) {
         bound = mf_calloc(g->n_inputs, sizeof *bound);
-        sig = mf_malloc(g->n_inputs * (MINFER_MAX_RANK + 2) * sizeof *sig);
+        sig = mf_malloc(MF_SIG_ENTRIES(g->n_inputs) * sizeof *sig);
         if (!bound || !sig) {
             st = mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
             goto done;

@@ -173,8 +173,8 @@ minfer_status mf_run_check_inputs(minfer_session *s, const char *const *names,
                             v->name, minfer_dtype_name((minfer_dtype)v->dtype),
                             minfer_dtype_name((minfer_dtype)t->view.dtype));
         if (t->view.kind != MINFER_VALUE_TENSOR) {
-            sig[pos++] = (int64_t)t->view.kind << 8 | (t->view.dtype ? t->view.dtype : v->dtype);
-            sig[pos++] = -1;
+            pos = mf_sig_put(sig, pos, t->view.kind, t->view.dtype ? t->view.dtype : v->dtype, -1,
+                             NULL);
             continue;
         }
         /* A scalar input given as one element of any rank ([1], [1,1]) is
@@ -213,10 +213,8 @@ minfer_status mf_run_check_inputs(minfer_session *s, const char *const *names,
                                 (long long)t->view.dims[d], v2->name, v->dim_params[d],
                                 (long long)t2->view.dims[d2]);
         }
-        sig[pos++] = t->view.dtype;
-        sig[pos++] = t->view.rank;
-        for (int d = 0; d < t->view.rank; d++)
-            sig[pos++] = t->view.dims[d];
+        pos = mf_sig_put(sig, pos, MINFER_VALUE_TENSOR, t->view.dtype, t->view.rank,
+                         t->view.dims);
     }
     *sig_len = pos;
     return MINFER_OK;

@@ -83,6 +83,7 @@
  * the same thing from the same inputs; only when it runs changes, and a
  * kernel's parallel_for is cut into the same ranges either way.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -319,6 +320,7 @@ static int claim(void *arg, int want) {
  * leaves with q->lock held. */
 static void run_one(sched *q, mf_run *r, worker *me, int shared) {
     int k = heap_pop(q);
+    assert(q->in_flight < q->threads); /* one step per thread of the job at most */
     q->running[q->in_flight++] = k;
     /* solo: no other step runs at any moment of its run */
     me->solo = q->in_flight == 1;

@@ -18,6 +18,7 @@
  * Results are the sequential scheduler's: the same steps in the same
  * order, in the request's own execution context.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,7 @@ void mf_pipe_ticket_end(mf_pipe_ticket *t) {
 minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
                                     mf_budget *b, mf_pipe_ticket *tk, mf_step_fn step) {
     mf_pipe *q = tk->q;
+    assert(q && r->lane); /* a ticket of a pipe, a run with a lane whose pool a stage swaps */
     size_t n = s->g->n_nodes;
     minfer_status st = MINFER_OK;
     if (tk->passed != 0)

@@ -31,6 +31,7 @@
  * run; a helper counts its chunk done and, when it was the last, wakes the
  * owner. Owners and idle threads wait on one event count per share.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -453,6 +454,7 @@ int mf_share_help(mf_share *sh, int index) {
  * wait for the chunks helpers took. */
 static void share_for(mf_lane *l, size_t n, size_t chunks, minfer_range_fn fn, void *arg) {
     mf_share *sh = l->share;
+    assert(l->index >= 0 && l->index < sh->n); /* one thread per index of the share */
     share_slot *sl = &sh->slot[l->index];
     mf_job job;
     l->published++;

@@ -561,11 +561,9 @@ static void probe_run(mf_opt *o, int run, const int *order, size_t n_order, prob
             n->outputs[0] >= 0 && in[0].rank >= 0 && small) {
             probe_val *pv = &vals[n->outputs[0]];
             int64_t cnt = pv->view.rank == 1 ? pv->view.dims[0] : -1;
-            int64_t r = in[0].rank, start = mf_attr_int(n, "start", 0), end = mf_attr_int(n, "end", r);
-            start = start < 0 ? start + r : start;
-            end = end < 0 ? end + r : end;
-            start = start < 0 ? 0 : start > r ? r : start;
-            end = end < 0 ? 0 : end > r ? r : end;
+            int64_t r = in[0].rank, start, end;
+            minfer_shape_range(r, mf_attr_int(n, "start", 0), mf_attr_int(n, "end", r), &start,
+                               &end);
             int ok = end - start == cnt && pv->view.dtype == MINFER_DTYPE_INT64;
             for (int64_t d = start; ok && d < end; d++)
                 ok = in[0].dims[d] >= 0;

@@ -37,7 +37,6 @@
 #include "optimize/passes.h"
 
 #define MAX_ROUNDS 8
-#define DEFAULT_FOLD_BYTES ((uint64_t)1 << 20)
 
 typedef struct pass_entry {
     const char *name;
@@ -168,7 +167,7 @@ minfer_status mf_optimize_gated(mf_graph *g, const mf_opt_ctx *ctx, const mf_opt
         errctx = "<model>";
     local = *ctx;
     if (!local.fold_max_bytes)
-        local.fold_max_bytes = DEFAULT_FOLD_BYTES;
+        local.fold_max_bytes = MF_FOLD_MAX_BYTES;
     if (local.report) {
         local.report->n_passes = 0;
         local.report->analysis_nodes = local.report->evaluations = 0;

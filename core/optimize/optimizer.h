@@ -3,7 +3,7 @@
  * before shape inference and provider assignment.
  *
  *     mf_opt_report rep;
- *     mf_opt_ctx ctx = {3, eval_node, eval_user, 1 << 20, &rep, 0};
+ *     mf_opt_ctx ctx = {3, eval_node, eval_user, MF_FOLD_MAX_BYTES, &rep, 0, NULL};
  *     if (mf_optimize(g, &ctx, "model.onnx") != MINFER_OK)
  *         ... minfer_last_error() says which pass failed and why ...
  *
@@ -57,7 +57,7 @@ typedef struct mf_opt_ctx {
        reads the node, its attributes and its inputs' initializers from g, nothing else. */
     minfer_status (*eval_node)(void *user, const mf_graph *g, int node, minfer_tensor **outputs);
     void *user;
-    uint64_t fold_max_bytes; /* size cap for any folded constant; 0: 1 MiB */
+    uint64_t fold_max_bytes; /* size cap for any folded constant; 0: MF_FOLD_MAX_BYTES */
     mf_opt_report *report;   /* may be NULL */
     /* 1: float16 nodes are computed in float between the graph's float16
      * edges, as ONNX Runtime's CPU provider computes them (passes_half.c);

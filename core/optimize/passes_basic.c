@@ -253,11 +253,8 @@ static int shape_dims(mf_opt *o, const mf_node *n, int64_t *out) {
     const mf_vinfo *x = mf_opt_info(o, n->inputs[0]);
     if (x->rank < 0)
         return -1;
-    int64_t r = x->rank, start = mf_attr_int(n, "start", 0), end = mf_attr_int(n, "end", r);
-    start = start < 0 ? start + r : start;
-    end = end < 0 ? end + r : end;
-    start = start < 0 ? 0 : start > r ? r : start;
-    end = end < 0 ? 0 : end > r ? r : end;
+    int64_t r = x->rank, start, end;
+    minfer_shape_range(r, mf_attr_int(n, "start", 0), mf_attr_int(n, "end", r), &start, &end);
     int cnt = 0;
     for (int64_t d = start; d < end; d++) {
         if (!dim_static(x, (int)d))

@@ -47,7 +47,7 @@ int mf_place_supports(const mf_provider_inst *pi, const minfer_node_desc *desc, 
                       size_t why_size) {
     if (why_size)
         why[0] = '\0';
-    return pi->vt->supports_operator(pi->ctx, desc, why, why_size);
+    return mf_prov_supports(pi, desc, why, why_size);
 }
 
 minfer_status mf_place_open(minfer_session *s, const minfer_options *opt) {

@@ -35,6 +35,47 @@ void mf_provider_close(mf_provider_inst *p);
 #define MF_VT_HAS(vt, m) \
     ((vt)->struct_size >= offsetof(minfer_provider, m) + sizeof((vt)->m) && (vt)->m)
 
+/* ---- Calls into a provider (provider_calls.c) -------------------------------
+ *
+ * One function per vtable member the core calls; no other file reaches
+ * into a vtable. An optional member's absence is handled here, as its
+ * comment says. */
+/* The provider's memory_domain ("host" when it computes in host memory). */
+const char *mf_prov_memory_domain(const mf_provider_inst *pi);
+/* The provider's memory_alignment, 0 when it states none. */
+size_t mf_prov_alignment(const mf_provider_inst *pi);
+/* supports_operator. */
+int mf_prov_supports(const mf_provider_inst *pi, const minfer_node_desc *node, char *why,
+                     size_t why_size);
+/* prepare_node; absent: MINFER_OK, *state NULL. *state is NULL on failure. */
+minfer_status mf_prov_prepare(const mf_provider_inst *pi, const minfer_node_desc *node,
+                              minfer_node_prep *prep, void **state);
+/* execute_node. */
+minfer_status mf_prov_execute(const mf_provider_inst *pi, void *state,
+                              const minfer_exec_args *args);
+/* release_node; absent: nothing. */
+void mf_prov_release(const mf_provider_inst *pi, void *state);
+/* synchronize; host memory or absent: MINFER_OK at once. */
+minfer_status mf_prov_synchronize(const mf_provider_inst *pi);
+/* The memory members of a device-domain provider (checked at open). */
+minfer_status mf_prov_mem_alloc(const mf_provider_inst *pi, size_t bytes, void **buffer);
+void mf_prov_mem_free(const mf_provider_inst *pi, void *buffer);
+minfer_status mf_prov_copy_to_host(const mf_provider_inst *pi, const minfer_tensor_view *src,
+                                   void *dst, size_t bytes);
+minfer_status mf_prov_copy_from_host(const mf_provider_inst *pi, const void *src, size_t bytes,
+                                     const minfer_tensor_view *dst);
+/* tensor_bytes, run_counters, export_packed: whether the provider has the
+ * member, and the call (only when it has). */
+int mf_prov_has_tensor_bytes(const mf_provider_inst *pi);
+size_t mf_prov_tensor_bytes(const mf_provider_inst *pi, const minfer_tensor_view *v);
+int mf_prov_has_run_counters(const mf_provider_inst *pi);
+minfer_status mf_prov_run_counters(const mf_provider_inst *pi, minfer_device_counters *out);
+int mf_prov_has_export_packed(const mf_provider_inst *pi);
+minfer_status mf_prov_export_packed(const mf_provider_inst *pi, void *state,
+                                    const minfer_node_desc *node,
+                                    void (*emit)(void *arg, const minfer_packed_const *c),
+                                    void *user);
+
 /* Writes the instance's device into buf ("host CPU" when the provider does
  * not describe it) and returns MINFER_DEVICE_*. */
 int32_t mf_provider_device(const mf_provider_inst *p, char *buf, size_t size);

@@ -20,6 +20,7 @@
  *  6. offsets: the buffers of each domain (values, copies, workspaces) are
  *     placed by the greedy-by-size planner (or the linear debug planner).
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,11 +32,8 @@
 
 void mf_plan_release_node(minfer_session *s, mf_plan *p, int i) {
     mf_nplan *ns = &p->nodes[i];
-    if (ns->prepared && ns->prov >= 0) {
-        const minfer_provider *vt = s->pl->provs[ns->prov].vt;
-        if (MF_VT_HAS(vt, release_node))
-            vt->release_node(s->pl->provs[ns->prov].ctx, ns->state);
-    }
+    if (ns->prepared && ns->prov >= 0)
+        mf_prov_release(&s->pl->provs[ns->prov], ns->state);
     ns->state = NULL;
     ns->prepared = 0;
 }
@@ -64,7 +62,7 @@ void mf_plan_free(minfer_session *s, mf_plan *p) {
     for (size_t m = 0; m < p->n_cmirrors; m++) {
         mf_provider_inst *pi = &s->pl->provs[p->cmirrors[m].dom - 1];
         if (p->cmirrors[m].buf)
-            pi->vt->mem_free(pi->ctx, p->cmirrors[m].buf);
+            mf_prov_mem_free(pi, p->cmirrors[m].buf);
     }
     free(p->cmirrors);
     free(p->copies);
@@ -193,16 +191,15 @@ static int add_buffer(mf_plan *p, size_t *cap, int dom, uint64_t size, int first
 static uint64_t dom_align(const minfer_session *s, int dom) {
     if (dom == 0)
         return MF_HOST_ALIGN;
-    const minfer_provider *vt = s->pl->provs[dom - 1].vt;
-    size_t a = MF_VT_HAS(vt, memory_alignment) ? vt->memory_alignment : 0;
+    size_t a = mf_prov_alignment(&s->pl->provs[dom - 1]);
     return a ? a : MF_HOST_ALIGN;
 }
 
 static uint64_t value_bytes(minfer_session *s, int dom, const minfer_tensor_view *v) {
     if (dom > 0) {
         const mf_provider_inst *pi = &s->pl->provs[dom - 1];
-        if (MF_VT_HAS(pi->vt, tensor_bytes))
-            return pi->vt->tensor_bytes(pi->ctx, v);
+        if (mf_prov_has_tensor_bytes(pi))
+            return mf_prov_tensor_bytes(pi, v);
     }
     return mf_view_bytes(v);
 }
@@ -310,7 +307,7 @@ static minfer_status mirror_constant(minfer_session *s, mf_plan *p, plan_caps *c
     c->dom = cdom;
     c->bytes = vs->bytes;
     c->buf = NULL;
-    if ((st = pi->vt->mem_alloc(pi->ctx, c->bytes ? c->bytes : 1, &c->buf)) != MINFER_OK)
+    if ((st = mf_prov_mem_alloc(pi, c->bytes ? c->bytes : 1, &c->buf)) != MINFER_OK)
         return mf_error_prefix(st, "%s: provider '%s' could not allocate a constant", s->errctx,
                                pi->name);
     p->n_cmirrors++;
@@ -319,7 +316,7 @@ static minfer_status mirror_constant(minfer_session *s, mf_plan *p, plan_caps *c
     dst.offset = 0;
     dst.nbytes = c->bytes;
     dst.layout = 0;
-    if ((st = pi->vt->copy_from_host(pi->ctx, vs->view.data, vs->bytes, &dst)) != MINFER_OK)
+    if ((st = mf_prov_copy_from_host(pi, vs->view.data, vs->bytes, &dst)) != MINFER_OK)
         return mf_error_prefix(st, "%s: uploading '%s' to provider '%s'", s->errctx,
                                s->g->values[u].name, pi->name);
     return MINFER_OK;
@@ -552,4 +549,27 @@ minfer_status mf_plan_memory(minfer_session *s, mf_plan *p) {
     mf_conc_planned(p->conc);
     p->t_plan_ms = mf_now_ms() - t;
     return MINFER_OK;
+}
+
+size_t mf_sig_put(int64_t *sig, size_t pos, int32_t kind, int32_t dtype, int32_t rank,
+                  const int64_t *dims) {
+    sig[pos++] = (int64_t)kind << 8 | dtype;
+    if (kind != MINFER_VALUE_TENSOR) {
+        sig[pos++] = -1;
+        return pos;
+    }
+    assert(rank >= 0 && rank <= MINFER_MAX_RANK);
+    sig[pos++] = rank;
+    for (int d = 0; d < rank; d++)
+        sig[pos++] = dims[d];
+    return pos;
+}
+
+size_t mf_sig_get(const int64_t *sig, size_t pos, minfer_tensor_view *v) {
+    v->kind = (int32_t)(sig[pos] >> 8);
+    v->dtype = (int32_t)(sig[pos++] & 0xff);
+    v->rank = (int32_t)sig[pos++];
+    for (int d = 0; d < v->rank; d++)
+        v->dims[d] = sig[pos++];
+    return pos;
 }

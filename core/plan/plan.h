@@ -131,4 +131,18 @@ minfer_status mf_plan_storage(minfer_session *s, mf_plan *p);
  * between domains and constant uploads, in place, arena offsets. */
 minfer_status mf_plan_memory(minfer_session *s, mf_plan *p);
 
+/* ---- The plan cache's signature -------------------------------------------
+ *
+ * A plan is found by the signature of a run's inputs: per graph input, in
+ * order, kind << 8 | element type, then the rank and the dimensions (a
+ * sequence or an optional: rank -1 and no dimensions). The one encoder and
+ * decoder; MF_SIG_ENTRIES(n) entries hold the signature of n inputs. */
+#define MF_SIG_ENTRIES(n_inputs) ((n_inputs) * (MINFER_MAX_RANK + 2))
+/* Appends one input at sig[pos]; returns the position after it. */
+size_t mf_sig_put(int64_t *sig, size_t pos, int32_t kind, int32_t dtype, int32_t rank,
+                  const int64_t *dims);
+/* Reads the input at sig[pos] into v's kind, dtype, rank and dims; returns
+ * the position after it. */
+size_t mf_sig_get(const int64_t *sig, size_t pos, minfer_tensor_view *v);
+
 #endif

@@ -83,24 +83,24 @@ static minfer_status gather_packs(minfer_session *s, packs *ps, const char *errc
     const mf_graph *g = s->g;
     size_t exporters = 0;
     for (size_t j = 0; j < s->pl->n_provs; j++)
-        exporters += MF_VT_HAS(s->pl->provs[j].vt, export_packed) != 0;
+        exporters += mf_prov_has_export_packed(&s->pl->provs[j]);
     if (!exporters)
         return MINFER_OK; /* no provider packs anything to store: no plan needed */
     /* The session prepared a plan for inputs of known shape; for others, a
      * plan with each unknown dimension 1 (the batch-1 request most
      * served): a provider whose packing depends on the shapes (oneDNN's
      * split nodes) tags its packs so that other shapes repack. */
-    int64_t *sig = mf_malloc((g->n_inputs * (MINFER_MAX_RANK + 2) + 1) * sizeof *sig);
+    int64_t *sig = mf_malloc((MF_SIG_ENTRIES(g->n_inputs) + 1) * sizeof *sig);
     size_t len = 0;
     mf_plan *p = NULL;
     if (!sig)
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", errctx);
     for (size_t k = 0; k < g->n_inputs; k++) {
         const mf_value *v = &g->values[g->inputs[k]];
-        sig[len++] = v->dtype;
-        sig[len++] = v->rank;
+        int64_t dims[MINFER_MAX_RANK];
         for (int d = 0; d < v->rank; d++)
-            sig[len++] = v->dims[d] < 0 ? 1 : v->dims[d];
+            dims[d] = v->dims[d] < 0 ? 1 : v->dims[d];
+        len = mf_sig_put(sig, len, MINFER_VALUE_TENSOR, v->dtype, v->rank, dims);
     }
     minfer_status st = mf_plan_acquire(s, sig, len, NULL, &p);
     free(sig);
@@ -115,12 +115,11 @@ static minfer_status gather_packs(minfer_session *s, packs *ps, const char *errc
         if (!ns->prepared || !ns->state || ns->prov < 0)
             continue;
         mf_provider_inst *pi = &s->pl->provs[ns->prov];
-        if (!MF_VT_HAS(pi->vt, export_packed))
+        if (!mf_prov_has_export_packed(pi))
             continue;
         ps->node = &s->g->nodes[i];
         ps->provider = pi->name;
-        if ((st = pi->vt->export_packed(pi->ctx, ns->state, &ns->desc, emit_packed, ps)) !=
-            MINFER_OK) {
+        if ((st = mf_prov_export_packed(pi, ns->state, &ns->desc, emit_packed, ps)) != MINFER_OK) {
             st = mf_error(st, "%s: provider '%s' could not hand out the packed constants of "
                           "node '%s'", errctx, pi->name, ps->node->name);
             break;
@@ -218,7 +217,7 @@ minfer_status minfer_compile_model(const char *model_path, const char *out_path,
         }
         mf_opt_report rep;
         memset(&rep, 0, sizeof rep);
-        mf_opt_ctx ctx = {level, ev ? mf_evaluator_eval_node : NULL, ev, (uint64_t)1 << 20, &rep, 0,
+        mf_opt_ctx ctx = {level, ev ? mf_evaluator_eval_node : NULL, ev, MF_FOLD_MAX_BYTES, &rep, 0,
                           mf_plugin_infer};
         if ((st = mf_optimize(g, &ctx, model_path)) != MINFER_OK)
             goto done;

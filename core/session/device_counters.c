@@ -16,7 +16,7 @@ minfer_status minfer_session_device_counters(const minfer_session *s, size_t pro
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_device_counters: provider %zu "
                         "of %zu", provider, s->pl->n_provs);
     const mf_provider_inst *pi = &s->pl->provs[provider];
-    if (pi->host_memory || !MF_VT_HAS(pi->vt, run_counters))
+    if (!mf_prov_has_run_counters(pi))
         return mf_error(MINFER_ERR_UNSUPPORTED, "provider '%s' does not count its runs",
                         pi->name);
     /* The provider writes at most the caller's size; the copy is zeroed
@@ -25,7 +25,7 @@ minfer_status minfer_session_device_counters(const minfer_session *s, size_t pro
     memset(&c, 0, sizeof c);
     size_t n = out->struct_size < sizeof c ? out->struct_size : sizeof c;
     c.struct_size = n;
-    minfer_status st = pi->vt->run_counters(pi->ctx, &c);
+    minfer_status st = mf_prov_run_counters(pi, &c);
     if (st != MINFER_OK)
         return mf_error_prefix(st, "provider '%s' run_counters", pi->name);
     c.struct_size = out->struct_size;

@@ -16,7 +16,6 @@
 #include "place/plugin_loader.h"
 #include "util/env.h"
 
-#define FOLD_MAX_BYTES ((uint64_t)1 << 20)
 
 static minfer_status read_all(const char *path, void **data, size_t *size) {
     *data = NULL;
@@ -126,7 +125,7 @@ minfer_status minfer_optimize_model(const char *in_path, const char *out_path, i
     /* Control-flow nodes, sequences and optionals, and the values their
      * subgraphs read, are written back as they are; the rest is optimized
      * (the subgraphs themselves are when a session runs them). */
-    mf_opt_ctx ctx = {level, ev ? mf_evaluator_eval_node : NULL, ev, FOLD_MAX_BYTES, &rep, 0,
+    mf_opt_ctx ctx = {level, ev ? mf_evaluator_eval_node : NULL, ev, MF_FOLD_MAX_BYTES, &rep, 0,
                       mf_plugin_infer};
     if ((st = mf_optimize(g, &ctx, in_path)) != MINFER_OK)
         goto done;

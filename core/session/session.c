@@ -379,7 +379,7 @@ static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
     mf_opt_report report;
     memset(&report, 0, sizeof report);
     eval_user eu = {s, ev};
-    mf_opt_ctx ctx = {level, ev ? eval_checked : NULL, &eu, (uint64_t)1 << 20, &report, 0,
+    mf_opt_ctx ctx = {level, ev ? eval_checked : NULL, &eu, MF_FOLD_MAX_BYTES, &report, 0,
                       mf_plugin_infer};
     ctx.half_as_float = half_as_float(s);
     mf_opt_gate gate = {any_provider_runs, s};
@@ -562,7 +562,7 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     if ((st = make_infos(s)) != MINFER_OK || (st = mf_attr_mismatch_take(errctx)) != MINFER_OK)
         goto fail;
     if (graph_inputs_static(g)) {
-        int64_t *sig = mf_malloc((g->n_inputs * (MINFER_MAX_RANK + 2) + 1) * sizeof *sig);
+        int64_t *sig = mf_malloc((MF_SIG_ENTRIES(g->n_inputs) + 1) * sizeof *sig);
         size_t len = 0;
         mf_plan *p = NULL;
         if (!sig) {
@@ -571,10 +571,7 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
         }
         for (size_t k = 0; k < g->n_inputs; k++) {
             const mf_value *v = &g->values[g->inputs[k]];
-            sig[len++] = v->dtype; /* a tensor: kind 0 */
-            sig[len++] = v->rank;
-            for (int d = 0; d < v->rank; d++)
-                sig[len++] = v->dims[d];
+            len = mf_sig_put(sig, len, MINFER_VALUE_TENSOR, v->dtype, v->rank, v->dims);
         }
         st = mf_plan_acquire(s, sig, len, NULL, &p);
         free(sig);

@@ -267,7 +267,7 @@ minfer_status minfer_session_planned_tensor(const minfer_session *cs, size_t ind
             const mf_node *n = &s->g->nodes[-2 - b->value];
             out->name = n->name[0] ? n->name : n->op_type; /* its workspace */
         }
-        out->domain = b->dom == 0 ? "host" : s->pl->provs[b->dom - 1].vt->memory_domain;
+        out->domain = b->dom == 0 ? "host" : mf_prov_memory_domain(&s->pl->provs[b->dom - 1]);
         out->offset = b->offset;
         out->size = b->size;
         out->first_step = b->first;

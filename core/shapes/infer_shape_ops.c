@@ -266,13 +266,8 @@ minfer_status si_shape(ictx *c) {
         start = mf_attr_int(c->node, "start", 0);
         end = mf_attr_int(c->node, "end", r);
     }
-    if (start < 0)
-        start += r;
-    if (end < 0)
-        end += r;
-    start = start < 0 ? 0 : start > r ? r : start;
-    end = end < 0 ? 0 : end > r ? r : end;
-    len = end > start ? end - start : 0;
+    minfer_shape_range(r, start, end, &start, &end);
+    len = end - start;
     return si_set_out(c, 0, MINFER_DTYPE_INT64, 1, &len);
 }
 

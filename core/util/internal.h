@@ -17,6 +17,12 @@
 #define MF_PRINTF(a, b)
 #endif
 
+/* The largest constant that folding makes: bytes over a node's outputs.
+ * One limit for the optimizer's folding (mf_opt_ctx.fold_max_bytes, 0
+ * meaning this; optimize/) and the plan builder's (exec/build.c), so a
+ * node folds or not whichever stage meets it (docs/architecture.md). */
+#define MF_FOLD_MAX_BYTES ((uint64_t)1 << 20)
+
 /* Sets this thread's last error and returns st. */
 minfer_status mf_error(minfer_status st, const char *fmt, ...) MF_PRINTF(2, 3);
 /* Prepends "prefix: " to the current last error (or, if that is empty, to

@@ -439,6 +439,21 @@ static inline minfer_status minfer_view_nbytes(const minfer_tensor_view *v, size
     return minfer_dims_bytes(v->dtype, v->dims, v->rank, out);
 }
 
+/* The dimensions [*first, *last) of a rank-r tensor that Shape with
+ * attributes start and end (opset 15; end defaults to r) returns: negative
+ * values count from the end, then both are clamped to [0, r]; *last may
+ * equal *first (none). The one rule, for the core's inference, folding and
+ * optimizer and for every provider's kernel. */
+static inline void minfer_shape_range(int64_t r, int64_t start, int64_t end, int64_t *first,
+                                      int64_t *last) {
+    start = start < 0 ? start + r : start;
+    end = end < 0 ? end + r : end;
+    *first = start < 0 ? 0 : start > r ? r : start;
+    *last = end < 0 ? 0 : end > r ? r : end;
+    if (*last < *first)
+        *last = *first;
+}
+
 /* String tensors (MINFER_DTYPE_STRING): elements are char *. The host hands
  * a kernel string outputs with every element NULL; the kernel stores
  * strings allocated with the C library's malloc, and the host frees them

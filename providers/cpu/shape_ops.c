@@ -720,12 +720,9 @@ minfer_status cpu_compute_shape(const cpu_exec *e) {
     const minfer_tensor_view *x = input0(e);
     if (!x)
         return MINFER_ERR_RUNTIME;
-    int64_t r = x->rank, s = st->start, en = st->has_end ? st->end : r;
-    s = s < 0 ? s + r : s;
-    en = en < 0 ? en + r : en;
-    s = s < 0 ? 0 : s > r ? r : s;
-    en = en < 0 ? 0 : en > r ? r : en;
-    int64_t n = en > s ? en - s : 0;
+    int64_t r = x->rank, s, en;
+    minfer_shape_range(r, st->start, st->has_end ? st->end : r, &s, &en);
+    int64_t n = en - s;
     int64_t *y;
     minfer_status status = cpu_output(e, 0, MINFER_DTYPE_INT64, 1, &n, (void **)&y);
     if (status)
