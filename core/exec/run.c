@@ -693,10 +693,10 @@ minfer_status mf_plan_acquire(minfer_session *s, const int64_t *sig, size_t sig_
     minfer_status st = MINFER_OK;
     pthread_mutex_lock(&s->lock);
     mf_plan *p = NULL;
-    for (size_t i = 0; i < s->n_plans; i++)
-        if (s->plans[i]->sig_len == sig_len &&
-            memcmp(s->plans[i]->sig, sig, sig_len * sizeof *sig) == 0) {
-            p = s->plans[i];
+    for (size_t i = 0; i < s->cache.n; i++)
+        if (s->cache.plans[i]->sig_len == sig_len &&
+            memcmp(s->cache.plans[i]->sig, sig, sig_len * sizeof *sig) == 0) {
+            p = s->cache.plans[i];
             break;
         }
     if (!p) {
@@ -716,33 +716,33 @@ minfer_status mf_plan_acquire(minfer_session *s, const int64_t *sig, size_t sig_
             at += durs[k];
         }
         /* Evict the least recently used idle plan when the cache is full. */
-        if (s->n_plans >= s->plan_cache_size) {
-            size_t victim = s->n_plans;
-            for (size_t i = 0; i < s->n_plans; i++)
-                if (s->plans[i]->refs == 0 &&
-                    (victim == s->n_plans || s->plans[i]->last_used < s->plans[victim]->last_used))
+        if (s->cache.n >= s->cache.size) {
+            size_t victim = s->cache.n;
+            for (size_t i = 0; i < s->cache.n; i++)
+                if (s->cache.plans[i]->refs == 0 &&
+                    (victim == s->cache.n || s->cache.plans[i]->last_used < s->cache.plans[victim]->last_used))
                     victim = i;
-            if (victim < s->n_plans) {
-                if (s->last_plan == s->plans[victim])
-                    s->last_plan = NULL;
-                mf_plan_free(s, s->plans[victim]);
-                s->plans[victim] = s->plans[--s->n_plans];
+            if (victim < s->cache.n) {
+                if (s->cache.last == s->cache.plans[victim])
+                    s->cache.last = NULL;
+                mf_plan_free(s, s->cache.plans[victim]);
+                s->cache.plans[victim] = s->cache.plans[--s->cache.n];
             }
         }
-        mf_plan **grown = mf_realloc(s->plans, (s->n_plans + 1) * sizeof *grown);
+        mf_plan **grown = mf_realloc(s->cache.plans, (s->cache.n + 1) * sizeof *grown);
         if (!grown) {
             mf_plan_free(s, p);
             pthread_mutex_unlock(&s->lock);
             return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
         }
-        s->plans = grown;
-        s->plans[s->n_plans++] = p;
+        s->cache.plans = grown;
+        s->cache.plans[s->cache.n++] = p;
     }
     /* the cache is bounded; only plans runs still hold may push it over */
-    assert(s->n_plans > 0 && s->plans[s->n_plans - 1] && p->concrete);
+    assert(s->cache.n > 0 && s->cache.plans[s->cache.n - 1] && p->concrete);
     p->refs++;
-    p->last_used = ++s->tick;
-    s->last_plan = p;
+    p->last_used = ++s->cache.tick;
+    s->cache.last = p;
     pthread_mutex_unlock(&s->lock);
     *out = p;
     return MINFER_OK;

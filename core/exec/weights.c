@@ -120,8 +120,8 @@ static int bytes_unshared(const minfer_session *s, const mf_plan *p, int u) {
 static int unused_by_other_plans(const minfer_session *s, const mf_plan *p, int u) {
     const mf_graph *g = s->g;
     const minfer_tensor_view *mine = &g->values[u].initializer->view;
-    for (size_t k = 0; k < s->n_plans; k++) {
-        const mf_plan *q = s->plans[k];
+    for (size_t k = 0; k < s->cache.n; k++) {
+        const mf_plan *q = s->cache.plans[k];
         if (q == p)
             continue;
         for (size_t v = 0; v < g->n_values; v++)
@@ -250,7 +250,7 @@ void mf_weights_defer(minfer_session *s, mf_plan *p) {
     const mf_graph *g = s->g;
     /* Another plan's views may point at a copy (a reader it left on the CPU
      * provider): only the session's first plan defers. */
-    if (s->n_plans)
+    if (s->cache.n)
         return;
     for (size_t u = 0; u < g->n_values; u++) {
         const mf_value *v = &g->values[u];

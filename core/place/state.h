@@ -55,6 +55,19 @@ typedef struct mf_placement {
     mf_provider_inst *eval;    /* NULL: no folding */
 } mf_placement;
 
+/* The plan cache (exec/run.c, mf_plan_acquire): one concrete plan per
+ * input signature seen (plan/plan.h, mf_sig_put), at most size of them;
+ * when full, the least recently used one no run holds is freed. */
+typedef struct mf_plan_cache {
+    mf_plan **plans;
+    size_t n;
+    size_t size;
+    uint64_t tick;             /* use counter, for the least recently used */
+    mf_plan *last;             /* most recently used, for reports */
+} mf_plan_cache;
+
+/* The public handle: the graph, its placement (shared by a session tree),
+ * its plan cache and what runs and reports share. */
 struct minfer_session {
     char *errctx;
     mf_graph *g;
@@ -67,7 +80,6 @@ struct minfer_session {
     size_t queue_depth;        /* asynchronous runs (session/async.c): 0 default */
     int64_t micro_batch;       /* asynchronous runs: rows per micro-batch, 0 none */
     mf_async *async;           /* the asynchronous runs' workers, made on first submit */
-    size_t plan_cache_size;
     minfer_limits limits;
     minfer_run_limits run_limits;
     mf_pool *pool;
@@ -78,10 +90,7 @@ struct minfer_session {
     size_t n_domains;          /* 1 + pl->n_provs */
     int *assign;               /* node -> provider index; -1 folded at build */
     mf_plan *build;            /* declared-shape plan (inference results) */
-    mf_plan **plans;           /* cache of concrete plans */
-    size_t n_plans;
-    uint64_t tick;
-    mf_plan *last_plan;        /* most recently used, for reports */
+    mf_plan_cache cache;       /* the concrete plans, per input signature (under lock) */
     mf_exec_ctx *free_ctx;     /* execution contexts not in use */
     pthread_mutex_t lock;      /* plans, contexts, assign after build */
     minfer_value_info *in_info, *out_info;

@@ -287,9 +287,9 @@ static void *worker_main(void *arg) {
  * yet) the work is unknown, and the pool's threads are taken. Under
  * s->lock. */
 static int stage_count(const minfer_session *s) {
-    if (!s->stages_auto || !s->last_plan)
+    if (!s->stages_auto || !s->cache.last)
         return s->inter_op;
-    return mf_plan_stage_count(s, s->last_plan, s->inter_op);
+    return mf_plan_stage_count(s, s->cache.last, s->inter_op);
 }
 
 static void async_free(mf_async *a) {
@@ -644,7 +644,7 @@ minfer_status minfer_session_pipeline_stage(const minfer_session *cs, size_t ind
     info.struct_size = out->struct_size < sizeof info ? out->struct_size : sizeof info;
     minfer_status st = MINFER_OK;
     pthread_mutex_lock(&s->lock);
-    const mf_plan *p = s->last_plan;
+    const mf_plan *p = s->cache.last;
     int stages = s->async && s->async->pipe ? mf_pipe_stages(s->async->pipe) : stage_count(s);
     int *cut = mf_calloc((size_t)stages + 1, sizeof *cut);
     if (!p)

@@ -19,7 +19,7 @@ minfer_status minfer_session_schedule_info(const minfer_session *cs, minfer_sche
     info.inter_op_threads = s->scheduler == MINFER_SCHED_PARALLEL ? s->inter_op : 1;
     info.why_sequential = "";
     pthread_mutex_lock(&s->lock);
-    const mf_plan *p = s->last_plan;
+    const mf_plan *p = s->cache.last;
     if (p) {
         info.has_plan = 1;
         info.concurrent = p->conc != NULL;

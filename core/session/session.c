@@ -214,9 +214,9 @@ void minfer_session_free(minfer_session *s) {
     if (!s)
         return;
     mf_async_stop(s); /* first: its workers run on the plans */
-    for (size_t i = 0; i < s->n_plans; i++)
-        mf_plan_free(s, s->plans[i]);
-    free(s->plans);
+    for (size_t i = 0; i < s->cache.n; i++)
+        mf_plan_free(s, s->cache.plans[i]);
+    free(s->cache.plans);
     mf_plan_free(s, s->build);
     while (s->free_ctx) {
         mf_exec_ctx *c = s->free_ctx;
@@ -457,7 +457,7 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     if (!parent)
         mf_env_check(&s->log);
     s->planner = opt && opt->planner >= 0 ? opt->planner : mf_env_planner();
-    s->plan_cache_size = opt && opt->plan_cache_size ? opt->plan_cache_size : MF_DEFAULT_PLAN_CACHE;
+    s->cache.size = opt && opt->plan_cache_size ? opt->plan_cache_size : MF_DEFAULT_PLAN_CACHE;
     s->limits = mf_options_limits(opt);
     s->run_limits = mf_options_run_limits(opt);
     s->strict = opt ? opt->strict : 0;

@@ -81,7 +81,7 @@ minfer_status minfer_session_node_profile(const minfer_session *cs, size_t index
     if (runs)
         *runs = s->node_runs[i];
     if (flops)
-        *flops = s->last_plan ? s->last_plan->nodes[i].flops : 0;
+        *flops = s->cache.last ? s->cache.last->nodes[i].flops : 0;
     pthread_mutex_unlock(&s->lock);
     return MINFER_OK;
 }
@@ -112,7 +112,7 @@ static void dot_id(char *out, size_t size, const char *s) {
 
 minfer_status mf_write_dot(minfer_session *s, FILE *f) {
     const mf_graph *g = s->g;
-    const mf_plan *p = s->last_plan ? s->last_plan : s->build;
+    const mf_plan *p = s->cache.last ? s->cache.last : s->build;
     char a[512], b[512], shp[160];
     fprintf(f, "digraph minfer {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", "
                "fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", "
@@ -220,7 +220,7 @@ minfer_status minfer_session_memory_info(const minfer_session *cs, minfer_memory
     minfer_session *s = (minfer_session *)cs; /* the lock is not part of the value */
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->lock);
-    const mf_plan *p = s->last_plan;
+    const mf_plan *p = s->cache.last;
     if (p) {
         out->has_plan = 1;
         out->planner = p->planner;
@@ -255,7 +255,7 @@ minfer_status minfer_session_planned_tensor(const minfer_session *cs, size_t ind
     minfer_session *s = (minfer_session *)cs;
     minfer_status st = MINFER_OK;
     pthread_mutex_lock(&s->lock);
-    const mf_plan *p = s->last_plan;
+    const mf_plan *p = s->cache.last;
     if (!p || index >= p->n_bufs) {
         st = mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_planned_tensor: no buffer %zu",
                       index);
