@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "exec/exec.h"
-#include "exec/pipeline.h"
 #include "exec/weights.h"
 #include "load/mfc.h"
 
@@ -120,10 +119,25 @@ static void host_set_error(void *host, const char *fmt, ...) {
     mf_error(MINFER_ERR_RUNTIME, "%s", buf);
 }
 
+/* The threads of s's pool that one stage of its pipeline gets: the pool's
+ * threads divided by the inter-op count (the stage count when it was set;
+ * the pool's threads, the most stages there may be, when not), at least
+ * 1. The providers of a session under the pipeline scheduler are set up
+ * for this many (minfer_host_api.num_threads outside a stage, as at
+ * provider init; a plain run of the session, not through the pipe, runs
+ * its nodes on as many): a node built for the whole pool but run in a
+ * stage on fewer threads pays for the split it cannot use (oneDNN's
+ * one-thread pieces, run one after another). */
+static int stage_threads(const minfer_session *s) {
+    int stages = s->inter_op < 1 ? 1 : s->inter_op;
+    int threads = mf_pool_threads(s->pool) / stages;
+    return threads < 1 ? 1 : threads;
+}
+
 static int host_num_threads(void *host) {
     const minfer_session *s = host;
     if (s && s->scheduler == MINFER_SCHED_PIPELINE) /* what its providers are set up for */
-        return mf_pipe_stage_threads(s);
+        return stage_threads(s);
     return s ? mf_pool_threads(s->pool) : 1;
 }
 

@@ -52,17 +52,6 @@ int mf_pipe_measured(mf_pipe *q, const mf_plan *p, double *work, size_t n);
  * pipe (run.c's execute, instead of its loop): the nodes of a stage split
  * their work over its pool, through r's lane. */
 minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                                    mf_budget *b, mf_pipe_ticket *t, mf_step_fn step);
-
-/* The threads of s's pool that one stage of its pipeline gets: the pool's
- * threads divided by the inter-op count (the stage count when it was set;
- * the pool's threads, the most stages there may be, when not), at least
- * 1. The providers of a session under the pipeline scheduler are set up
- * for this many (minfer_host_api.num_threads outside a stage, as at
- * provider init; a plain run of the session, not through the pipe, runs
- * its nodes on as many): a node built for the whole pool but run in a
- * stage on fewer threads pays for the split it cannot use (oneDNN's
- * one-thread pieces, run one after another). */
-int mf_pipe_stage_threads(const minfer_session *s);
+                                    mf_budget *b, mf_pipe_ticket *t);
 
 #endif

@@ -8,13 +8,8 @@
 #ifndef MINFER_CORE_EXEC_SCHED_H
 #define MINFER_CORE_EXEC_SCHED_H
 
-#include "exec/exec.h"
+#include "exec/step.h"
 #include "plan/plan_concurrent.h"
-
-/* One step of a run (run.c hands its own): step k's copies, its node, the
- * checks and the budget. r is the calling thread's run handle. */
-typedef minfer_status (*mf_step_fn)(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                                    mf_budget *b, int k);
 
 /* Runs every step of plan p (p->conc set) in context c, nodes that do not
  * depend on each other at once on the session's pool; or, when that has
@@ -23,7 +18,7 @@ typedef minfer_status (*mf_step_fn)(minfer_session *s, mf_plan *p, mf_exec_ctx *
  * handle (each thread gets its own copy while nodes run at once). On
  * failure the first error is the calling thread's last error. */
 minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                                    mf_budget *b, mf_step_fn step);
+                                    mf_budget *b);
 
 /* Which way run n of a plan goes (MF_WAY_*). par_ns, seq_ns: the two
  * ways' smoothed wall times (0: not yet measured). Runs 0, 16, 32, ...

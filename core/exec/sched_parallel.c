@@ -116,7 +116,6 @@ struct sched {
     mf_plan *p;
     mf_exec_ctx *c;
     mf_budget *b;
-    mf_step_fn step;
     const mf_conc *cc;
     mf_share *share;
     mf_run *runs;        /* per pool thread */
@@ -333,7 +332,7 @@ static void run_one(sched *q, mf_run *r, worker *me, int shared) {
     mf_lane *l = r->lane;
     unsigned published = l->published;
     uint64_t region0 = l->region_ns, work0 = l->work_ns, t0 = now_ns();
-    minfer_status st = q->step(q->s, q->p, q->c, r, q->b, k);
+    minfer_status st = mf_run_step(q->s, q->p, q->c, r, q->b, k);
     uint64_t wall = now_ns() - t0;
     uint64_t region1 = l->region_ns, work1 = l->work_ns;
     int split = l->published != published || me->claimed > 1;
@@ -421,10 +420,10 @@ int mf_sched_pick(unsigned n, uint64_t par_ns, uint64_t seq_ns) {
 }
 
 static minfer_status run_queue(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                               mf_budget *b, mf_step_fn step, int probe);
+                               mf_budget *b, int probe);
 
 minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                                    mf_budget *b, mf_step_fn step) {
+                                    mf_budget *b) {
     const mf_conc *cc = p->conc;
     unsigned n = atomic_fetch_add_explicit(cc->runs, 1, memory_order_relaxed);
     int way = mf_sched_pick(n, atomic_load_explicit(&cc->way_ns[0], memory_order_relaxed),
@@ -436,16 +435,16 @@ minfer_status mf_sched_parallel_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
          * for every order, the execution order among them. */
         for (int k = 0; k < cc->n && st == MINFER_OK; k++)
             if (cc->n_deps[k] >= 0)
-                st = step(s, p, c, r, b, k);
+                st = mf_run_step(s, p, c, r, b, k);
     } else
-        st = run_queue(s, p, c, r, b, step, way == MF_WAY_PROBE);
+        st = run_queue(s, p, c, r, b, way == MF_WAY_PROBE);
     if (st == MINFER_OK && way != MF_WAY_PROBE)
         learn(&cc->way_ns[way], now_ns() - t0);
     return st;
 }
 
 static minfer_status run_queue(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                               mf_budget *b, mf_step_fn step, int probe) {
+                               mf_budget *b, int probe) {
     const mf_conc *cc = p->conc;
     sched q;
     memset(&q, 0, sizeof q);
@@ -453,7 +452,6 @@ static minfer_status run_queue(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf
     q.p = p;
     q.c = c;
     q.b = b;
-    q.step = step;
     q.cc = cc;
     int threads = mf_pool_threads(s->pool);
     q.probe = probe;

@@ -133,12 +133,6 @@ static double thread_cpu_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int mf_pipe_stage_threads(const minfer_session *s) {
-    int stages = s->inter_op < 1 ? 1 : s->inter_op;
-    int threads = mf_pool_threads(s->pool) / stages;
-    return threads < 1 ? 1 : threads;
-}
-
 int mf_pipe_stages(const mf_pipe *q) {
     return q->stages;
 }
@@ -177,7 +171,7 @@ void mf_pipe_ticket_end(mf_pipe_ticket *t) {
 }
 
 minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r,
-                                    mf_budget *b, mf_pipe_ticket *tk, mf_step_fn step) {
+                                    mf_budget *b, mf_pipe_ticket *tk) {
     mf_pipe *q = tk->q;
     assert(q && r->lane); /* a ticket of a pipe, a run with a lane whose pool a stage swaps */
     size_t n = s->g->n_nodes;
@@ -201,7 +195,7 @@ minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
         for (int k = cut[j]; k < cut[j + 1] && st == MINFER_OK; k++)
             if (!p->nodes[s->g->order[k]].folded) {
                 double t0 = alone ? thread_cpu_ms() : mf_now_ms();
-                st = step(s, p, c, r, b, k);
+                st = mf_run_step(s, p, c, r, b, k);
                 t[k] = (alone ? thread_cpu_ms() : mf_now_ms()) - t0;
             }
         r->lane->pool = outside;
