@@ -217,8 +217,8 @@ static minfer_status plan_common(dnn_b *b, int64_t M, int64_t inner, qplan *p) {
                     p->bias->dims[0] != M))
         return dnn_decline(b, "B must be int32 with %lld values", (long long)M);
     if (o->qlinear) {
-        float xs, ys;
-        int64_t c1, cw;
+        float xs = 0.0f, ys = 1.0f;
+        int64_t c1 = 0, cw = 0;
         p->mult = malloc((size_t)M * sizeof *p->mult);
         if (!p->mult)
             return dnn_decline(b, "out of memory");
