@@ -147,6 +147,9 @@ extern int cli_opt_level;
  * cli_set_schedule parses one of them (the other NULL); -1 after a line
  * on stderr. */
 extern int cli_scheduler, cli_inter_op;
+/* --precision P (fp32, bf16), taken by main() from any command line. */
+extern int cli_precision;
+int cli_set_precision(const char *precision);
 int cli_set_schedule(const char *scheduler, const char *inter_op);
 
 /* --plugin FILE, taken by main() from any command's arguments, in order:

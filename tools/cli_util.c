@@ -196,6 +196,21 @@ int cli_set_schedule(const char *scheduler, const char *inter_op) {
     }
     return cli_parse_int(NULL, "--inter-op-threads", inter_op, 0, 1024, &cli_inter_op);
 }
+int cli_precision = -1;
+
+int cli_set_precision(const char *precision) {
+    if (precision && strcmp(precision, "fp32") == 0)
+        cli_precision = MINFER_PRECISION_FP32;
+    else if (precision && strcmp(precision, "bf16") == 0)
+        cli_precision = MINFER_PRECISION_BF16;
+    else {
+        fprintf(stderr, "minfer: --precision %s%s%s: use fp32 or bf16\n", precision ? "'" : "",
+                precision ? precision : "needs a value", precision ? "'" : "");
+        return -1;
+    }
+    return 0;
+}
+
 cli_list cli_plugins;
 
 int cli_add_plugin(const char *file) {
@@ -245,6 +260,8 @@ minfer_status cli_make_options(const char *providers, int threads, minfer_option
         st = minfer_options_set_scheduler(opt, (minfer_scheduler)cli_scheduler);
     if (st == MINFER_OK && cli_inter_op >= 0)
         st = minfer_options_set_inter_op_threads(opt, cli_inter_op);
+    if (st == MINFER_OK && cli_precision >= 0)
+        st = minfer_options_set_precision(opt, (minfer_precision)cli_precision);
     for (size_t i = 0; st == MINFER_OK && i < cli_plugins.n; i++)
         st = minfer_options_add_plugin(opt, cli_plugins.v[i]);
     if (st != MINFER_OK) {

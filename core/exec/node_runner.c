@@ -272,6 +272,12 @@ static void host_const_consumed(void *host, const minfer_node_desc *node, size_t
                         node->inputs[input].const_data, offset, bytes);
 }
 
+/* minfer_host_api.precision: the session's minfer_options_set_precision. */
+static int host_precision(void *host) {
+    const minfer_session *s = host;
+    return s && s->pl ? s->pl->precision : MINFER_PRECISION_FP32;
+}
+
 void mf_host_api_init(minfer_host_api *api) {
     memset(api, 0, sizeof *api);
     api->abi_version = MINFER_PROVIDER_ABI_VERSION;
@@ -290,6 +296,7 @@ void mf_host_api_init(minfer_host_api *api) {
     api->run_parallel_for = run_parallel_for;
     api->run_claim_threads = run_claim_threads;
     api->run_log = run_log;
+    api->precision = host_precision;
 }
 
 /* ---- one node ------------------------------------------------------------ */

@@ -55,7 +55,9 @@ minfer_status mf_place_open(minfer_session *s, const minfer_options *opt) {
     size_t n = 0;
     int from_default = 0;
     char *copy = NULL;
-    minfer_status st = MINFER_OK;
+    minfer_status st = mf_options_precision(opt, s->errctx, &s->pl->precision);
+    if (st != MINFER_OK)
+        return st;
     const char *env = mf_env_providers();
     const char *list = NULL;
     if (opt && opt->n_providers) {

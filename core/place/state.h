@@ -53,6 +53,7 @@ typedef struct mf_placement {
     size_t n_provs;
     mf_provider_inst eval_own; /* the evaluator when not in the list */
     mf_provider_inst *eval;    /* NULL: no folding */
+    int precision;             /* MINFER_PRECISION_*: what providers may compute in */
 } mf_placement;
 
 /* The plan cache (exec/run.c, mf_plan_acquire): one concrete plan per

@@ -21,6 +21,7 @@ minfer_status minfer_options_create(minfer_options **out) {
     (*out)->scheduler = -1;
     (*out)->inter_op = -1;
     (*out)->check_nan = -1;
+    (*out)->precision = -1;
     return MINFER_OK;
 }
 
@@ -197,6 +198,33 @@ minfer_status mf_options_schedule(const minfer_options *opt, const char *errctx,
                             "%s: MINFER_INTER_OP_THREADS='%s' is not a thread count in 0..%d",
                             errctx, e, MINFER_MAX_THREADS);
         *inter_op = (int)v;
+    }
+    return MINFER_OK;
+}
+
+minfer_status minfer_options_set_precision(minfer_options *opt, minfer_precision precision) {
+    if (!opt || (precision != MINFER_PRECISION_FP32 && precision != MINFER_PRECISION_BF16))
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_options_set_precision: %s (use MINFER_PRECISION_FP32 or "
+                        "MINFER_PRECISION_BF16)",
+                        opt ? "not a precision" : "NULL options");
+    opt->precision = (int)precision;
+    return MINFER_OK;
+}
+
+minfer_status mf_options_precision(const minfer_options *opt, const char *errctx,
+                                   int *precision) {
+    const char *e = secure_getenv("MINFER_PRECISION");
+    *precision = MINFER_PRECISION_FP32;
+    if (opt && opt->precision >= 0)
+        *precision = opt->precision;
+    else if (e && e[0]) {
+        if (strcmp(e, "bf16") == 0)
+            *precision = MINFER_PRECISION_BF16;
+        else if (strcmp(e, "fp32") != 0)
+            return mf_error(MINFER_ERR_INVALID_ARG,
+                            "%s: MINFER_PRECISION='%s' is not a precision (fp32, bf16)", errctx,
+                            e);
     }
     return MINFER_OK;
 }

@@ -47,6 +47,7 @@ struct minfer_options {
     size_t n_prov_opts;
     mf_dim_override *dims;  /* free-dimension overrides, in the order set */
     size_t n_dims;
+    int precision;          /* -1: not set (MINFER_PRECISION or fp32) */
     char **plugins;         /* minfer_options_add_plugin: paths or names, in order */
     size_t n_plugins;
 };
@@ -69,6 +70,10 @@ minfer_limits mf_options_limits(const minfer_options *opt);
  * bad environment value is an error (session/options.c). */
 minfer_status mf_options_schedule(const minfer_options *opt, const char *errctx, int *scheduler,
                                   int *inter_op);
+/* The compute precision: opt's, else MINFER_PRECISION's ("fp32", "bf16"),
+ * else MINFER_PRECISION_FP32; a bad environment value is an error. */
+minfer_status mf_options_precision(const minfer_options *opt, const char *errctx,
+                                   int *precision);
 /* Effective run budgets: opt's non-zero fields, else the defaults. */
 minfer_run_limits mf_options_run_limits(const minfer_options *opt);
 

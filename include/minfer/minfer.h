@@ -261,6 +261,20 @@ MINFER_API minfer_status minfer_options_set_queue_depth(minfer_options *opt, siz
  * unsplit run when no node mixes batch items (docs/scheduling.md).
  * 0 (default): no split. */
 MINFER_API minfer_status minfer_options_set_micro_batch(minfer_options *opt, int64_t rows);
+/* The precision a session's providers may compute float models in.
+ * MINFER_PRECISION_BF16 (opt-in, also MINFER_PRECISION=bf16): the oneDNN
+ * provider's convolutions and products with constant weights read
+ * bfloat16 copies of their inputs and weights and accumulate in float, on
+ * CPUs with AVX512_BF16 or AMX (elsewhere it computes in float and says so
+ * once); results differ from float ones by bfloat16's rounding (8 bits of
+ * mantissa; docs/PERFORMANCE.md states it per model). Other providers
+ * compute in float. Default MINFER_PRECISION_FP32. */
+typedef enum minfer_precision {
+    MINFER_PRECISION_FP32 = 0,
+    MINFER_PRECISION_BF16 = 1
+} minfer_precision;
+MINFER_API minfer_status minfer_options_set_precision(minfer_options *opt,
+                                                      minfer_precision precision);
 /* How many plans (one per distinct set of input shapes) a session keeps;
  * default 4, at least 1. */
 MINFER_API minfer_status minfer_options_set_plan_cache_size(minfer_options *opt, size_t plans);

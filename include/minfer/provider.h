@@ -286,6 +286,12 @@ typedef struct minfer_host_api {
     void (*run_parallel_for)(void *run, size_t n, size_t grain, minfer_range_fn fn, void *arg);
     int (*run_claim_threads)(void *run, int want);
     void (*run_log)(void *run, int level, const char *fmt, ...);
+    /* ABI 2, appended: the precision the session allows (a
+     * minfer_precision, minfer_options_set_precision): MINFER_PRECISION_BF16
+     * lets a provider read bfloat16 copies of float activations and weights
+     * in its products (accumulating in float); a provider without such
+     * kernels computes in float as always. */
+    int (*precision)(void *host);
 } minfer_host_api;
 
 /* Bytes per element of a minfer_dtype (sizeof(char *) for strings), 0 for

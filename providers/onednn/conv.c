@@ -257,8 +257,10 @@ minfer_status dnn_build_conv(dnn_b *b) {
     to_dnnl(dil, win.dil, nsp, 1);
     to_dnnl(padl, pl, nsp, 0);
     to_dnnl(padr, pr, nsp, 0);
-    dnnl_memory_desc_init_by_tag(&src_any, x->rank, xd, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&wei_any, wr, wd, dnnl_f32, dnnl_format_tag_any);
+    /* precision bf16: X and W read in bfloat16 (W packed once), Y in float. */
+    dnnl_data_type_t cdt = dnn_lowp(b) ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_init_by_tag(&src_any, x->rank, xd, cdt, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wei_any, wr, wd, cdt, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&dst_any, x->rank, dd, dnnl_f32, dnnl_format_tag_any);
     if (b->pio) { /* a piece keeps the whole tensors' layouts */
         if (!b->pio->src_any)
@@ -295,7 +297,7 @@ minfer_status dnn_build_conv(dnn_b *b) {
     dnnl_post_ops_destroy(po);
     dnnl_primitive_desc_t pd = NULL;
     dnnl_memory_desc_t src_cl, dst_cl;
-    if (st == MINFER_OK && !b->pio && arrives_channels_last(b, xd, x->rank, &src_cl) &&
+    if (st == MINFER_OK && !b->pio && cdt == dnnl_f32 && arrives_channels_last(b, xd, x->rank, &src_cl) &&
         dnnl_memory_desc_init_by_tag(&dst_cl, x->rank, dd, dnnl_f32,
                                      cl_tags[x->rank - 3]) == dnnl_success) {
         /* X comes channels-last from the convolution before it: keep that

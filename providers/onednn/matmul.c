@@ -81,14 +81,21 @@ minfer_status dnn_build_matmul(dnn_b *b) {
         bd[1] = od[1] = N;
         r = 2;
     }
-    dnnl_memory_desc_t a_md, w_md, w_want, d_md, bias_md;
+    dnnl_memory_desc_t a_md, a_want, w_md, w_want, d_md, bias_md;
     dnnl_dims_t wdims;
     dnn_plain_md(&a_md, r, ad);
     dnn_plain_md(&w_md, r, bd);
     dnn_plain_md(&d_md, r, od);
     dims_of(wdims, bd, r);
+    /* precision bf16: a product with constant weights reads A and B in
+     * bfloat16 (B packed once), accumulating in float. */
+    int lowp = dnn_lowp(b) && w->const_data;
+    a_want = a_md;
+    if (lowp)
+        a_want.data_type = dnnl_bf16;
     if (w->const_data)
-        dnnl_memory_desc_init_by_tag(&w_want, r, wdims, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&w_want, r, wdims, lowp ? dnnl_bf16 : dnnl_f32,
+                                     dnnl_format_tag_any);
     else
         w_want = w_md;
     if (bias) {
@@ -99,7 +106,7 @@ minfer_status dnn_build_matmul(dnn_b *b) {
         dnn_plain_md(&bias_md, r, bdims);
     }
     dnnl_matmul_desc_t md;
-    dnnl_status_t s = dnnl_matmul_desc_init(&md, &a_md, &w_want, bias ? &bias_md : NULL, &d_md);
+    dnnl_status_t s = dnnl_matmul_desc_init(&md, &a_want, &w_want, bias ? &bias_md : NULL, &d_md);
     if (s != dnnl_success)
         return dnn_fail(b, s, "matmul descriptor");
     dnnl_primitive_attr_t attr = dnn_attr_new(b);
@@ -118,7 +125,7 @@ minfer_status dnn_build_matmul(dnn_b *b) {
     dnnl_primitive_attr_destroy(attr);
     if (st != MINFER_OK)
         return st;
-    int m_a = dnn_input(b, 0, &a_md, NULL);
+    int m_a = dnn_input(b, 0, &a_md, lowp ? &a_want : NULL);
     int m_w = m_a < 0 ? -1
                       : dnn_const_input(b, 1, &w_md, dnn_pd_md(pd, dnnl_query_weights_md, 0), 1.0f);
     int m_b = !bias || m_w < 0 ? -2 : dnn_input(b, 2, &bias_md, NULL);
@@ -173,8 +180,9 @@ minfer_status dnn_build_gemm(dnn_b *b) {
     if (c && c->const_data && c->dtype != MINFER_DTYPE_FLOAT && (beta != 1.0f || c_expand))
         return dnn_decline(b, "a float16 C scaled by beta or broadcast");
 
-    dnnl_memory_desc_t a_md, w_md, w_want, d_md, c_md;
+    dnnl_memory_desc_t a_md, a_want, w_md, w_want, d_md, c_md;
     dnnl_dims_t ad = {M, K}, wd = {K, N}, as, ws;
+    int lowp = dnn_lowp(b) && w->const_data; /* as in MatMul */
     as[0] = ta ? 1 : K;
     as[1] = ta ? M : 1;
     ws[0] = tb ? 1 : N;
@@ -182,14 +190,18 @@ minfer_status dnn_build_gemm(dnn_b *b) {
     dnnl_memory_desc_init_by_strides(&a_md, 2, ad, dnnl_f32, as);
     dnnl_memory_desc_init_by_strides(&w_md, 2, wd, dnnl_f32, ws);
     dnn_plain_md(&d_md, 2, od);
+    a_want = a_md;
+    if (lowp)
+        a_want.data_type = dnnl_bf16;
     if (w->const_data)
-        dnnl_memory_desc_init_by_tag(&w_want, 2, wd, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&w_want, 2, wd, lowp ? dnnl_bf16 : dnnl_f32,
+                                     dnnl_format_tag_any);
     else
         w_want = w_md;
     if (c)
         dnn_plain_md(&c_md, 2, c_dims);
     dnnl_matmul_desc_t md;
-    dnnl_status_t s = dnnl_matmul_desc_init(&md, &a_md, &w_want, c_as_bias ? &c_md : NULL, &d_md);
+    dnnl_status_t s = dnnl_matmul_desc_init(&md, &a_want, &w_want, c_as_bias ? &c_md : NULL, &d_md);
     if (s != dnnl_success)
         return dnn_fail(b, s, "matmul descriptor");
     dnnl_primitive_attr_t attr = dnn_attr_new(b);
@@ -215,7 +227,7 @@ minfer_status dnn_build_gemm(dnn_b *b) {
     dnnl_primitive_attr_destroy(attr);
     if (st != MINFER_OK)
         return st;
-    int m_a = dnn_input(b, 0, &a_md, NULL);
+    int m_a = dnn_input(b, 0, &a_md, lowp ? &a_want : NULL);
     int m_w = m_a < 0 ? -1
                       : dnn_const_input(b, 1, &w_md, dnn_pd_md(pd, dnnl_query_weights_md, 0),
                                         fold_alpha ? alpha : 1.0f);

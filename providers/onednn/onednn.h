@@ -61,6 +61,7 @@ typedef struct dnn_ctx {
     int threads;
     int split;           /* DNN_SPLIT_*: split nodes across the host's pool */
     int private_layouts; /* outputs may stay in oneDNN layouts (own memory domain) */
+    int bf16;            /* precision bf16: products read bf16, accumulate in float */
     dnn_layout *layouts;
     size_t n_layouts, cap_layouts;
     int defer_pack;      /* dnn_const_input records constants, dnn_node_pack packs them */
@@ -220,6 +221,11 @@ static inline const minfer_value_desc *dnn_in(const dnn_b *b, size_t i) {
     return minfer_kit_input(b->node, i);
 }
 /* 1 if output o exists and has a name. */
+/* Whether the product being built reads bfloat16 (the session's precision
+ * bf16 on a CPU with bf16 products; never for a piece of a split node,
+ * whose layouts are the whole node's float ones). */
+static inline int dnn_lowp(const dnn_b *b) { return b->ctx->bf16 && !b->pio; }
+
 static inline int dnn_out_wanted(const dnn_b *b, size_t o) {
     return minfer_kit_output_wanted(b->node, o);
 }

@@ -121,6 +121,29 @@ static minfer_status dnn_init(const minfer_host_api *api, void *host, const char
 #ifdef ONEDNN_OWN_DOMAIN
     ctx->private_layouts = 1;
 #endif
+    if (MINFER_HOST_HAS(api, precision) && api->precision(host) == MINFER_PRECISION_BF16) {
+        /* bfloat16 products where the CPU computes them natively
+         * (AVX512_BF16 dot products or AMX tiles); oneDNN 2.6 emulates
+         * them elsewhere, slower than float: float then. */
+        dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+        if ((isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16) {
+            ctx->bf16 = 1;
+            /* The split forms' pieces keep float layouts: oneDNN's own
+             * threads instead, unless split=on was asked for. */
+            if (ctx->split == DNN_SPLIT_AUTO)
+                ctx->split = DNN_SPLIT_OFF;
+            api->log(host, MINFER_LOG_INFO,
+                     "onednn: precision bf16: convolutions and products with constant "
+                     "weights in bfloat16 (%s)",
+                     (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx
+                         ? "AMX"
+                         : "AVX512_BF16");
+        } else {
+            api->log(host, MINFER_LOG_WARN,
+                     "onednn: precision bf16: this CPU has neither AVX512_BF16 nor AMX; "
+                     "computing in float");
+        }
+    }
     dnnl_status_t s = dnnl_engine_create(&ctx->engine, dnnl_cpu, 0);
     if (s == dnnl_success)
         s = dnnl_stream_create(&ctx->stream, ctx->engine, dnnl_stream_default_flags);

@@ -249,6 +249,7 @@ _CONFIG_KEYS = {
     "minfer.plan_cache_size": "plan_cache_size",
     "minfer.strict_placement": "strict_placement",
     "minfer.check_nan": "check_nan",
+    "minfer.precision": "precision",
 }
 
 # Session config entries that set minfer's resource limits (docs/reliability.md),
@@ -386,7 +387,7 @@ class SessionOptions:
             if name is None:
                 _check_ort_config_entry(key, value)
                 continue
-            opts[name] = value if name in ("planner", "scheduler") else _config_int(key, value)
+            opts[name] = value if name in ("planner", "scheduler", "precision") else _config_int(key, value)
         for field, default in _FIELD_DEFAULTS.items():
             value = getattr(self, field)
             if value != default:

@@ -1015,6 +1015,16 @@ static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
         }
         st = minfer_options_set_planner(opt, strcmp(p, "linear") == 0 ? MINFER_PLANNER_LINEAR
                                                                       : MINFER_PLANNER_GREEDY);
+    } else if (strcmp(key, "precision") == 0) {
+        const char *p = PyUnicode_AsUTF8(v);
+        if (!p)
+            return -1;
+        if (strcmp(p, "fp32") != 0 && strcmp(p, "bf16") != 0) {
+            PyErr_Format(exc_invalid_argument, "precision '%s': use 'fp32' or 'bf16'", p);
+            return -1;
+        }
+        st = minfer_options_set_precision(opt, strcmp(p, "bf16") == 0 ? MINFER_PRECISION_BF16
+                                                                     : MINFER_PRECISION_FP32);
     } else if (strcmp(key, "scheduler") == 0) {
         const char *p = PyUnicode_AsUTF8(v);
         if (!p)

@@ -122,3 +122,32 @@ def test_shared_model_on_onednn():
     if not os.path.isdir(case):
         pytest.skip("no shared model at %s" % case)
     _check_case(case, ["DnnlExecutionProvider", "CPUExecutionProvider"])
+
+
+def test_precision_bf16_config_entry():
+    """minfer.precision = bf16 reaches the session: on a CPU with bf16 products
+    resnet18's outputs move by bfloat16's rounding (and no further), elsewhere
+    they are float's; another value is an InvalidArgument naming it."""
+    if "DnnlExecutionProvider" not in minfer.get_available_providers():
+        pytest.skip("the oneDNN provider does not load here")
+    case = os.path.join(MODELS_DIR, "resnet18")
+    if not os.path.isdir(case):
+        pytest.skip("no shared model at %s" % case)
+    model = os.path.join(case, "model.onnx")
+    data = os.path.join(case, "test_data_set_0")
+    x = minfer.load_tensor(os.path.join(data, "input_0.pb"))
+    want = minfer.load_tensor(os.path.join(data, "output_0.pb"))
+    so = minfer.SessionOptions()
+    so.add_session_config_entry("minfer.precision", "bf16")
+    sess = minfer.InferenceSession(model, so, providers=["DnnlExecutionProvider"])
+    got = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    np.testing.assert_allclose(got, want, rtol=0.05, atol=0.05)
+    assert np.argmax(got) == np.argmax(want)
+    with open("/proc/cpuinfo") as f:
+        bf16_cpu = any(w in f.read().split() for w in ("avx512_bf16", "amx_bf16"))
+    if bf16_cpu and not os.environ.get("DNNL_MAX_CPU_ISA"):
+        assert np.max(np.abs(got - want)) > 1e-4, "bf16 was asked for and not used"
+    so = minfer.SessionOptions()
+    so.add_session_config_entry("minfer.precision", "fp16")
+    with pytest.raises(minfer.InvalidArgument, match="precision 'fp16'"):
+        minfer.InferenceSession(model, so, providers=["DnnlExecutionProvider"])
