@@ -518,6 +518,34 @@ static void test_gather_out_of_range(void **state) {
     minfer_tensor_free(want);
     tc_free(&t);
 
+    /* The run's first device node: nothing queued writes the indices, so
+     * they are read back and checked on the host before the launch. */
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(3, 5, 2));
+    tc_input_i64(&t, "i", I64(2, 2), (const int64_t[]){0, -5, 7, 5});
+    assert_int_equal(minfer_builder_add_node(t.b, "Gather", NULL, "g", IN("x", "i"),
+                                             (const char *const[]){"r"}, 1, &n), MINFER_OK);
+    minfer_builder_set_attr_int(t.b, n, "axis", 1);
+    tc_node(&t, "Relu", NULL, IN("r"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    s = session_on(&t, "opencl", "opencl", NULL);
+    assert_non_null(s);
+    expect_oob(&t, s, "index 7 (element 2");
+    idx = minfer_tensor_data(t.inputs[1]);
+    idx[2] = -6;
+    expect_oob(&t, s, "index -6 (element 2");
+    idx[2] = 4;
+    idx[3] = -1;
+    got = NULL;
+    if (run_session(&t, s, &got) != MINFER_OK)
+        fail_msg("the run after a failed one: %s", minfer_last_error());
+    minfer_session_free(s);
+    want = run_on(&t, "cpu", NULL, NULL);
+    compare(got, want);
+    minfer_tensor_free(got);
+    minfer_tensor_free(want);
+    tc_free(&t);
+
     tc_init(&t, 13);
     tc_input(&t, "x", I64(4, 3));
     tc_const_i64(&t, "i", I64(3), (const int64_t[]){1, -4, 4});
@@ -649,10 +677,47 @@ static void test_run_counters(void **state) {
     for (uint64_t r = 1; r <= 2; r++) {
         assert_int_equal(run_session(&t, s, &out), MINFER_OK);
         minfer_tensor_free(out);
-        /* Relu, the flag's fill, Gather, Sigmoid; the check's read and
-         * clFinish (which would not wait if nothing followed the check);
-         * x, i, y */
-        expect_counters(s, r, 4, 2, r == 1 ? 2 : 3);
+        /* i is uploaded after Relu's launch: its staged copy is checked on
+         * the host (no command since). Relu, Gather, Sigmoid; the
+         * clFinish; x, i, y */
+        expect_counters(s, r, 3, 1, r == 1 ? 2 : 3);
+    }
+    minfer_session_free(s);
+    /* Uploads made kernels: the device checks the indices. Two upload
+     * kernels, Relu, the flag's fill, Gather, Sigmoid; the check's read
+     * and the clFinish (which would not wait if nothing followed the
+     * check); x, i (counted as transfers, made by kernels), y */
+    s = session_on(&t, "opencl", "opencl", "kernel_copies=1");
+    assert_non_null(s);
+    for (uint64_t r = 1; r <= 2; r++) {
+        assert_int_equal(run_session(&t, s, &out), MINFER_OK);
+        minfer_tensor_free(out);
+        expect_counters(s, r, 6, 2, r == 1 ? 2 : 3);
+    }
+    minfer_session_free(s);
+    tc_free(&t);
+
+    /* The same Gather as the run's first device node (an embedding lookup
+     * on a graph input): its indices are checked on the host, no wait;
+     * Gather and Relu, the clFinish; x, i, y, and on a device sharing host
+     * memory (PoCL) the indices' read (oclgrind checks the staged copy of
+     * their upload). */
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(3, 5, 2));
+    tc_input_i64(&t, "i", I64(2, 2), (const int64_t[]){0, -5, 4, 1});
+    n = tc_node(&t, "Gather", NULL, IN("x", "i"), "g");
+    minfer_builder_set_attr_int(t.b, n, "axis", 1);
+    tc_node(&t, "Relu", NULL, IN("g"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    s = session_on(&t, "opencl", "opencl", NULL);
+    assert_non_null(s);
+    for (uint64_t r = 1; r <= 2; r++) {
+        assert_int_equal(run_session(&t, s, &out), MINFER_OK);
+        minfer_tensor_free(out);
+        minfer_device_counters k = {.struct_size = sizeof k};
+        assert_int_equal(minfer_session_device_counters(s, 0, &k), MINFER_OK);
+        uint64_t tr = k.transfers == (r == 1 ? 3u : 4u) ? k.transfers : (r == 1 ? 2u : 3u);
+        expect_counters(s, r, 2, 1, tr);
     }
     minfer_session_free(s);
     tc_free(&t);

@@ -117,6 +117,11 @@ int ocl_const_ints(ocl_prep *p, size_t input, int64_t *out, size_t cap, size_t *
     return minfer_kit_const_ints(p->node, input, out, cap, count, p->err, p->err_size);
 }
 
+int ocl_param_later(const ocl_prep *p, size_t input) {
+    const minfer_value_desc *d = ocl_in_desc(p->node, input);
+    return !p->prep && d && !d->const_data;
+}
+
 /* 0 for strings and complex numbers, which no device tensor holds. */
 size_t ocl_dtype_size(int32_t dtype) {
     if (dtype == MINFER_DTYPE_STRING || dtype == MINFER_DTYPE_COMPLEX64 ||

@@ -280,6 +280,19 @@ int ocl_attr_ints(ocl_prep *p, const char *name, int64_t *out, size_t cap, size_
 const minfer_value_desc *ocl_in_desc(const minfer_node_desc *n, size_t i);
 /* Reads constant int input i: 1 ok, 0 not constant, -1 declined. */
 int ocl_const_ints(ocl_prep *p, size_t input, int64_t *out, size_t cap, size_t *count);
+/* 1 when input i (a shape parameter: a Reshape target, Slice bounds,
+ * Unsqueeze axes, ...) is computed and this is the support check (p->prep
+ * NULL): the node is taken, as its plan's prepare will see the parameter
+ * folded into a constant when it follows from the input shapes (Shape,
+ * Gather, Concat of int64 ...). Prepare declines one that stays computed,
+ * and a plan whose output shape depends on tensor contents runs the node
+ * as dynamic, on a host provider (core/exec/run.c run_dynamic_node). */
+int ocl_param_later(const ocl_prep *p, size_t input);
+/* Copies bytes at offset of buf from the host copy of an upload still
+ * staged (copy_from_host on a device that does not share host memory)
+ * when that upload wrote them and no command was enqueued since: 1, else 0
+ * (the device may hold other bytes there by now). */
+int ocl_staged_read(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t bytes, void *out);
 /* Bytes of one element of dtype (0: a type the provider does not move). */
 size_t ocl_dtype_size(int32_t dtype);
 /* Bytes of one element of dtype in device memory: 2 for float with fp16. */

@@ -250,8 +250,30 @@ static int has_extension(cl_device_id dev, const char *name) {
 /* An upload's host copy, kept until a clFinish has seen its write done. */
 typedef struct ocl_staged {
     struct ocl_staged *next;
+    cl_mem buf;                /* where the write goes */
+    size_t offset, bytes;
+    int half;                  /* data holds halves converted from floats */
+    unsigned long long launch; /* n_launch when the write was enqueued */
     max_align_t data[];
 } ocl_staged;
+
+int ocl_staged_read(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t bytes, void *out) {
+    int found = 0;
+    pthread_mutex_lock(&ctx->lock);
+    /* newest first: the first write touching the range decides */
+    for (ocl_staged *sb = ctx->staged; sb; sb = sb->next) {
+        if (sb->buf != buf || sb->offset >= offset + bytes || offset >= sb->offset + sb->bytes)
+            continue;
+        if (!sb->half && sb->offset <= offset && offset + bytes <= sb->offset + sb->bytes &&
+            sb->launch == atomic_load(&ctx->n_launch)) {
+            memcpy(out, (const char *)sb->data + (offset - sb->offset), bytes);
+            found = 1;
+        }
+        break;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return found;
+}
 
 /* Frees a list of staged uploads. */
 static void free_staged(ocl_staged *sb) {
@@ -725,7 +747,13 @@ static minfer_status upload(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t byte
             return MINFER_ERR_PROVIDER;
         }
         /* The unmap is queued but waits for nothing: like a download's,
-         * it does not count as pending device work. */
+         * it does not count as pending device work. Staged copies of
+         * these bytes are stale now (ocl_staged_read). */
+        pthread_mutex_lock(&ctx->lock);
+        for (ocl_staged *sb = ctx->staged; sb; sb = sb->next)
+            if (sb->buf == buf && sb->offset < offset + bytes && offset < sb->offset + sb->bytes)
+                sb->buf = NULL;
+        pthread_mutex_unlock(&ctx->lock);
         ocl_count_transfer(ctx);
         return MINFER_OK;
     }
@@ -752,7 +780,12 @@ static minfer_status upload(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t byte
                             ocl_err_str(err));
         return MINFER_ERR_PROVIDER;
     }
+    sb->buf = buf;
+    sb->offset = offset;
+    sb->bytes = bytes;
+    sb->half = half;
     pthread_mutex_lock(&ctx->lock);
+    sb->launch = atomic_load(&ctx->n_launch);
     sb->next = ctx->staged;
     ctx->staged = sb;
     pthread_mutex_unlock(&ctx->lock);

@@ -33,13 +33,14 @@ minfer_status ocl_prepare_reshape(ocl_prep *p) {
         *(const uint8_t *)n->inputs[2].const_data)
         return ocl_decline(p, "training mode not supported");
     /* The output shape must be known when the plan is made: a target shape
-     * or axes computed at run time would make this a dynamic node, which
-     * cannot produce into the device arena. */
+     * or axes computed from the input shapes is folded into a constant of
+     * the plan (ocl_param_later); one computed from tensor contents makes
+     * this a dynamic node, which the core runs on a host provider. */
     int shape_input = strcmp(n->op_type, "Reshape") == 0 ||
                       ((strcmp(n->op_type, "Squeeze") == 0 ||
                         strcmp(n->op_type, "Unsqueeze") == 0) && p->since >= 13);
     const minfer_value_desc *sd = ocl_in_desc(n, 1);
-    if (shape_input && sd && !sd->const_data)
+    if (shape_input && sd && !sd->const_data && !ocl_param_later(p, 1))
         return ocl_decline(p, "%s must be a constant", p->node->op_type[0] == 'R' ? "shape"
                                                                                   : "axes");
     minfer_status s = ocl_check_size(p, x);
@@ -275,13 +276,22 @@ minfer_status ocl_execute_concat(const ocl_exec *e) {
 
 /* An index out of range fails the run with the node, the index and its
  * position, as the CPU provider does. Constant indices are checked on the
- * host from a copy kept in the state. Indices known only at run time are
- * checked on the device: the kernel lowers a flag in the node's workspace
- * (4 bytes, filled with INT_MAX before the launch) to the first bad
- * position, and execute reads it back, blocking. That read is the one
- * place where this provider waits inside execute_node; it is confined to
- * Gathers with run-time indices (an embedding lookup), and it is per run,
- * since the workspace belongs to the run. */
+ * host from a copy kept in the state. Indices known only at run time
+ * that no command can have written since the host gave them (an embedding
+ * lookup on a graph input as a run's first device node) are checked on the
+ * host before the launch: from the staged copy of their upload on a device
+ * with its own memory, else read back while nothing is queued (a transfer,
+ * not a wait for device work). Others are checked on the device:
+ * the kernel lowers a flag in the node's workspace (4 bytes, filled with
+ * INT_MAX before the launch) to the first bad position, and execute reads
+ * it back, blocking. That read is the one place where this provider waits
+ * for device work inside execute_node; it is confined to Gathers whose
+ * indices the device computes, and it is per run, since the workspace
+ * belongs to the run. */
+
+/* Host checks read at most this many bytes of indices; larger index
+ * tensors are checked on the device. */
+#define GATHER_HOST_CHECK_BYTES (1u << 20)
 
 typedef struct gather_state {
     ocl_state_head head; /* bufs[0]: constant indices; host: them as int64 */
@@ -363,7 +373,51 @@ minfer_status ocl_execute_gather(const ocl_exec *e) {
         return s;
     int64_t nidx64 = ocl_numel(idx->rank, idx->dims), ad = x->dims[axis];
     int check = st->head.bufs[0] == NULL;
-    if (!check) {
+    size_t isz = is64 ? 8 : 4;
+    size_t ibytes = (size_t)nidx64 * isz;
+    void *raw = NULL;
+    if (check && nidx64 > 0 && ibytes <= GATHER_HOST_CHECK_BYTES) {
+        if (!(raw = malloc(ibytes)))
+            return ocl_fail(e, MINFER_ERR_NOMEM, "out of memory for the index check");
+        if (!ocl_staged_read(e->ctx, ib, (size_t)io * isz, ibytes, raw)) {
+            if (atomic_load(&e->ctx->pending)) {
+                free(raw); /* queued commands may be writing them */
+                raw = NULL;
+            } else {
+                /* nothing queued: the read waits for its own bytes only */
+                ocl_count_wait(e->ctx);
+                ocl_count_transfer(e->ctx);
+                cl_int err = clEnqueueReadBuffer(e->ctx->queue, ib, CL_TRUE, (size_t)io * isz,
+                                                 ibytes, raw, 0, NULL, NULL);
+                if (err != CL_SUCCESS) {
+                    free(raw);
+                    return ocl_fail(e, MINFER_ERR_PROVIDER, "reading the indices: %s",
+                                    ocl_err_str(err));
+                }
+            }
+        }
+    }
+    if (raw) {
+        /* The indices as the host gave them (an upload still staged, with
+         * no command since) or as the device holds them with nothing
+         * queued: checked here, and the kernel runs without the flag. */
+        for (int64_t j = 0; j < nidx64; j++) {
+            int64_t v;
+            if (is64) {
+                memcpy(&v, (const char *)raw + (size_t)j * 8, 8);
+            } else {
+                int32_t v32;
+                memcpy(&v32, (const char *)raw + (size_t)j * 4, 4);
+                v = v32;
+            }
+            if (v < -ad || v >= ad) {
+                free(raw);
+                return out_of_range(e, v, j, axis, ad);
+            }
+        }
+        free(raw);
+        check = 0;
+    } else if (!check) {
         const int64_t *h = st->head.host;
         if ((size_t)nidx64 != st->n_const)
             return ocl_fail(e, MINFER_ERR_SHAPE, "indices changed size");
@@ -409,19 +463,18 @@ minfer_status ocl_execute_gather(const ocl_exec *e) {
     if (bad < 0 || bad >= nidx)
         return ocl_fail(e, MINFER_ERR_RUNTIME, "index check returned position %d", (int)bad);
     int64_t value = 0;
-    size_t isz = is64 ? 8 : 4;
-    unsigned char raw[8] = {0};
+    unsigned char one[8] = {0};
     err = clEnqueueReadBuffer(e->ctx->queue, ib, CL_TRUE, ((size_t)io + (size_t)bad) * isz, isz,
-                              raw, 0, NULL, NULL);
+                              one, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return ocl_fail(e, MINFER_ERR_RUNTIME, "index at element %d of the indices is out of "
                         "range for axis %lld of size %lld", (int)bad, (long long)axis,
                         (long long)ad);
     if (is64) {
-        memcpy(&value, raw, 8);
+        memcpy(&value, one, 8);
     } else {
         int32_t v32;
-        memcpy(&v32, raw, 4);
+        memcpy(&v32, one, 4);
         value = v32;
     }
     return out_of_range(e, value, bad, axis, ad);
@@ -456,9 +509,9 @@ minfer_status ocl_prepare_reduce(ocl_prep *p) {
     int r;
     if (axes_input) {
         const minfer_value_desc *ad = ocl_in_desc(n, 1);
-        if (ad && !ad->const_data)
+        if (ad && !ad->const_data && !ocl_param_later(p, 1))
             return ocl_decline(p, "axes must be a constant");
-        r = ocl_const_ints(p, 1, st->axes, OCL_MAX_RANK, &st->n_axes);
+        r = ocl_param_later(p, 1) ? 1 : ocl_const_ints(p, 1, st->axes, OCL_MAX_RANK, &st->n_axes);
     } else {
         r = ocl_attr_ints(p, "axes", st->axes, OCL_MAX_RANK, &st->n_axes);
     }

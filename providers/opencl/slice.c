@@ -57,7 +57,8 @@ static void strides_of(const minfer_tensor_view *x, int64_t *st) {
 }
 
 /* Constant int input i, or the ints attribute name for the older opsets
- * (from_attr): 1 read, 0 absent (optional), or a decline. */
+ * (from_attr): 1 read, 0 absent (optional), 2 computed (the support check
+ * only: see ocl_param_later), or a decline (-1). */
 static int read_ints(ocl_prep *p, size_t i, const char *name, int from_attr, int64_t *out,
                      size_t cap, size_t *count) {
     *count = 0;
@@ -65,6 +66,8 @@ static int read_ints(ocl_prep *p, size_t i, const char *name, int from_attr, int
         return ocl_attr_ints(p, name, out, cap, count);
     if (!ocl_in_desc(p->node, i))
         return 0;
+    if (ocl_param_later(p, i))
+        return 2;
     int r = ocl_const_ints(p, i, out, cap, count);
     if (r == 0) {
         ocl_decline(p, "%s computed at run time (output shape unknown before the run)", name);
@@ -101,6 +104,8 @@ minfer_status ocl_prepare_slice(ocl_prep *p) {
         return MINFER_ERR_UNSUPPORTED; /* declined, the reason set */
     if (r1 == 0 || r2 == 0)
         return ocl_prep_fail(p, MINFER_ERR_MODEL, "starts and ends are required");
+    if (r1 == 2 || r2 == 2 || r3 == 2 || r4 == 2)
+        return MINFER_OK; /* the support check: prepare reads them */
     if (ne != st->n || (st->n_axes && st->n_axes != st->n) || (st->n_steps && st->n_steps != st->n))
         return ocl_prep_fail(p, MINFER_ERR_MODEL, "starts, ends, axes and steps differ in length");
     return MINFER_OK;
