@@ -316,9 +316,10 @@ double mf_node_flops(const mf_node *n, const minfer_tensor_view *in, size_t n_in
     }
     /* Elementwise and everything else: one operation per output element,
      * except pure data movement. */
-    static const char *movers[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
-                                   "Transpose", "Concat", "Gather", "Slice", "Shape",
-                                   "Expand", "Cast", "Split", "Tile", "Pad", "Constant"};
+    static const char *const movers[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                         "Identity", "Transpose", "Concat", "Gather",
+                                         "Slice", "Shape", "Expand", "Cast",
+                                         "Split", "Tile", "Pad", "Constant"};
     for (size_t i = 0; i < sizeof movers / sizeof movers[0]; i++)
         if (!strcmp(op, movers[i]))
             return 0;

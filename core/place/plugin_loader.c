@@ -31,13 +31,17 @@ struct mf_plugin_lib {
     char reg_error[512]; /* set_error during register_ops */
 };
 
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The registry: its lock and the libraries loaded. The lock checks its
+ * owner: a plugin's register_ops runs with it held, and a session created
+ * from there (or a plugin loaded) would wait for it forever; locking it
+ * again on that thread fails with EDEADLK instead, and what takes it
+ * refuses (mf_plugin_acquire) or finds no plugin op (find_loaded). */
+static pthread_mutex_t reg_lock = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
 static mf_plugin_lib *loaded; /* every library with refs > 0 */
-/* Set on the thread running a plugin's register_ops, which holds
- * reg_lock: a session created from there would wait for that lock
- * forever, so what takes it refuses instead (mf_plugin_acquire) or finds
- * no plugin op (find_loaded). */
-static _Thread_local int registering;
+
+/* Takes reg_lock; nonzero (and not taken) on the thread that holds it,
+ * a plugin's register_ops. */
+static int reg_enter(void) { return pthread_mutex_lock(&reg_lock) != 0; }
 
 void mf_plugin_text(char *msg, size_t size) {
     if (!size)
@@ -413,9 +417,7 @@ static minfer_status load(const char *path, mf_plugin_lib **out) {
         .set_error = reg_set_error,
     };
     mf_error_clear();
-    registering = 1;
     st = info->register_ops(&host, (minfer_plugin_registry *)lib);
-    registering = 0;
     if (st != MINFER_OK) {
         if (lib->reg_error[0])
             mf_error(st, "%s", lib->reg_error);
@@ -443,11 +445,12 @@ minfer_status mf_plugin_acquire(const char *path_or_name, mf_plugin_lib **out) {
     *out = NULL;
     if (!path_or_name)
         return mf_error(MINFER_ERR_INVALID_ARG, "plugin: NULL path or name");
-    if (registering)
+    if (reg_enter())
         return mf_error(MINFER_ERR_INVALID_ARG,
                         "plugin %s: a plugin's register_ops may not load plugins or create "
                         "sessions (the plugin registry is locked while it registers)",
                         path_or_name);
+    pthread_mutex_unlock(&reg_lock); /* not held while the path is searched */
     if ((st = resolve(path_or_name, path, sizeof path)) != MINFER_OK)
         return st;
     if (!realpath(path, real))
@@ -466,9 +469,8 @@ minfer_status mf_plugin_acquire(const char *path_or_name, mf_plugin_lib **out) {
 }
 
 void mf_plugin_release(mf_plugin_lib *lib) {
-    if (!lib)
+    if (!lib || reg_enter()) /* none can be held on a thread in register_ops */
         return;
-    pthread_mutex_lock(&reg_lock);
     if (--lib->refs > 0) {
         pthread_mutex_unlock(&reg_lock);
         return;
@@ -516,9 +518,8 @@ const minfer_plugin_op *mf_plugin_find(mf_plugin_lib *const *libs, size_t n, con
 static const minfer_plugin_op *find_loaded(const mf_node *node, mf_plugin_lib **owner) {
     const minfer_plugin_op *op = NULL;
     *owner = NULL;
-    if (!node->domain || is_reserved_domain(node->domain) || registering)
+    if (!node->domain || is_reserved_domain(node->domain) || reg_enter())
         return NULL;
-    pthread_mutex_lock(&reg_lock);
     for (mf_plugin_lib *l = loaded; l && !op; l = l->next)
         if ((op = mf_plugin_find(&l, 1, node->domain, node->op_type, node->opset, owner)))
             l->refs++;

@@ -7,7 +7,7 @@
 #include "util/log.h"
 
 static const char *level_name(int level) {
-    static const char *names[] = {"error", "warn", "info", "verbose"};
+    static const char *const names[] = {"error", "warn", "info", "verbose"};
     return level >= 0 && level <= 3 ? names[level] : "log";
 }
 
