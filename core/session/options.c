@@ -212,23 +212,6 @@ minfer_status minfer_options_set_precision(minfer_options *opt, minfer_precision
     return MINFER_OK;
 }
 
-minfer_status mf_options_precision(const minfer_options *opt, const char *errctx,
-                                   int *precision) {
-    const char *e = secure_getenv("MINFER_PRECISION");
-    *precision = MINFER_PRECISION_FP32;
-    if (opt && opt->precision >= 0)
-        *precision = opt->precision;
-    else if (e && e[0]) {
-        if (strcmp(e, "bf16") == 0)
-            *precision = MINFER_PRECISION_BF16;
-        else if (strcmp(e, "fp32") != 0)
-            return mf_error(MINFER_ERR_INVALID_ARG,
-                            "%s: MINFER_PRECISION='%s' is not a precision (fp32, bf16)", errctx,
-                            e);
-    }
-    return MINFER_OK;
-}
-
 minfer_status minfer_options_set_queue_depth(minfer_options *opt, size_t depth) {
     if (!opt || depth > 65536)
         return mf_error(MINFER_ERR_INVALID_ARG,

@@ -1,8 +1,10 @@
 /* Reading options: the effective limits and provider option strings
  * (util/options.h). */
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "util/internal.h"
 #include "util/options.h"
 
 /* A quarter of physical memory, at most MF_DEFAULT_MAX_TENSOR_BYTES and at
@@ -49,4 +51,21 @@ const char *mf_options_provider_options(const minfer_options *opt, const char *p
         if (strcmp(opt->prov_opt_names[i], provider) == 0)
             return opt->prov_opt_values[i];
     return "";
+}
+
+minfer_status mf_options_precision(const minfer_options *opt, const char *errctx,
+                                   int *precision) {
+    const char *e = secure_getenv("MINFER_PRECISION");
+    *precision = MINFER_PRECISION_FP32;
+    if (opt && opt->precision >= 0)
+        *precision = opt->precision;
+    else if (e && e[0]) {
+        if (strcmp(e, "bf16") == 0)
+            *precision = MINFER_PRECISION_BF16;
+        else if (strcmp(e, "fp32") != 0)
+            return mf_error(MINFER_ERR_INVALID_ARG,
+                            "%s: MINFER_PRECISION='%s' is not a precision (fp32, bf16)", errctx,
+                            e);
+    }
+    return MINFER_OK;
 }

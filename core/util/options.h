@@ -71,7 +71,8 @@ minfer_limits mf_options_limits(const minfer_options *opt);
 minfer_status mf_options_schedule(const minfer_options *opt, const char *errctx, int *scheduler,
                                   int *inter_op);
 /* The compute precision: opt's, else MINFER_PRECISION's ("fp32", "bf16"),
- * else MINFER_PRECISION_FP32; a bad environment value is an error. */
+ * else MINFER_PRECISION_FP32; a bad environment value is an error
+ * (util/options.c: placement reads it, below session/). */
 minfer_status mf_options_precision(const minfer_options *opt, const char *errctx,
                                    int *precision);
 /* Effective run budgets: opt's non-zero fields, else the defaults. */
