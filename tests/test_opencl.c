@@ -560,6 +560,69 @@ static void test_gather_out_of_range(void **state) {
     tc_free(&t);
 }
 
+/* Shape arithmetic with symbolic dimensions on opencl alone: x [n, 6]
+ * flattened as an exporter writes it, Reshape(Relu(x), Concat(Gather(
+ * Shape(x), 0), [2, 3])), then Slice(.., 0, Gather(Shape(x), 1) - 4) along
+ * axis 2 (int64 Sub). No OpenCL kernel runs Shape or int64 arithmetic;
+ * every plan folds them (the session leaves them unassigned), and the
+ * Reshape and Slice run on the device with the folded parameters. Two
+ * batch sizes (two plans) against the CPU provider; the device waits once
+ * a run. */
+static void test_symbolic_shape_arithmetic(void **state) {
+    (void)state;
+    for (int64_t n = 2; n <= 5; n += 3) {
+        tcase t;
+        tc_init(&t, 13);
+        const char *names[] = {"n", NULL};
+        assert_int_equal(minfer_builder_add_input(t.b, "x", MINFER_DTYPE_FLOAT,
+                                                  (const int64_t[]){-1, 6}, 2, names),
+                         MINFER_OK);
+        snprintf(t.names[0], sizeof t.names[0], "x");
+        t.inputs[t.n_in++] = random_tensor(&t, (const int64_t[]){n, 6}, 2);
+        tc_const_i64(&t, "zero", I64(1), (const int64_t[]){0});
+        tc_const_i64(&t, "one", I64(1), (const int64_t[]){1});
+        tc_const_i64(&t, "four", I64(1), (const int64_t[]){4});
+        tc_const_i64(&t, "two", I64(1), (const int64_t[]){2});
+        tc_const_i64(&t, "tail", I64(2), (const int64_t[]){2, 3});
+        tc_node(&t, "Relu", NULL, IN("x"), "r");
+        tc_node(&t, "Shape", NULL, IN("x"), "sh");
+        tc_node(&t, "Gather", NULL, IN("sh", "zero"), "b");
+        size_t k = tc_node(&t, "Concat", NULL, IN("b", "tail"), "target");
+        minfer_builder_set_attr_int(t.b, k, "axis", 0);
+        tc_node(&t, "Reshape", NULL, IN("r", "target"), "y3");
+        tc_node(&t, "Gather", NULL, IN("sh", "one"), "w");
+        tc_node(&t, "Sub", NULL, IN("w", "four"), "end");
+        tc_node(&t, "Slice", NULL, IN("y3", "zero", "end", "two"), "y");
+        assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+        minfer_session *s = session_on(&t, "opencl", NULL, NULL);
+        if (!s)
+            fail_msg("opencl alone refused the graph: %s", minfer_last_error());
+        for (size_t i = 0; i < minfer_session_node_count(s); i++) {
+            minfer_node_placement p;
+            assert_int_equal(minfer_session_node_placement(s, i, &p), MINFER_OK);
+            int device = strcmp(p.op_type, "Relu") == 0 || strcmp(p.op_type, "Reshape") == 0 ||
+                         strcmp(p.op_type, "Slice") == 0;
+            if (strcmp(p.provider, device ? "opencl" : "(constant)") != 0)
+                fail_msg("node %s (%s) placed on %s", p.node_name, p.op_type, p.provider);
+        }
+        minfer_tensor *got = NULL, *want;
+        if (run_session(&t, s, &got) != MINFER_OK)
+            fail_msg("opencl run: %s", minfer_last_error());
+        minfer_device_counters c = {.struct_size = sizeof c};
+        assert_int_equal(minfer_session_device_counters(s, 0, &c), MINFER_OK);
+        assert_int_equal(c.syncs, 1);
+        minfer_session_free(s);
+        want = run_on(&t, "cpu", NULL, NULL);
+        assert_int_equal(minfer_tensor_rank(got), 3);
+        assert_int_equal(minfer_tensor_dims(got)[0], n);
+        assert_int_equal(minfer_tensor_dims(got)[2], 2);
+        compare(got, want);
+        minfer_tensor_free(got);
+        minfer_tensor_free(want);
+        tc_free(&t);
+    }
+}
+
 static void test_reduce_reshape(void **state) {
     (void)state;
     tcase t;
@@ -897,6 +960,7 @@ static int pass_fp16(void **state) {
     cmocka_unit_test(test_reduce_reshape),                                                 \
     cmocka_unit_test(test_mixed_placement),                                                \
     cmocka_unit_test(test_run_counters),                                                   \
+    cmocka_unit_test(test_symbolic_shape_arithmetic),                                      \
     cmocka_unit_test(test_device_option)
 
 int main(void) {

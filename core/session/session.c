@@ -145,6 +145,47 @@ static minfer_status build_subgraphs(minfer_session *s, const minfer_options *op
     return MINFER_OK;
 }
 
+/* Shape arithmetic: node i's outputs follow from the input shapes and
+ * constants only (a Shape or Size, or a node whose every input is a
+ * constant or such a value; from_shapes marks the values found so far).
+ * With a plan's input shapes known its build folds such a node into
+ * constants of the plan (exec/build.c). */
+static int shape_arithmetic(const minfer_session *s, int i, const unsigned char *from_shapes) {
+    const mf_node *n = &s->g->nodes[i];
+    if (!n->domain[0] && (strcmp(n->op_type, "Shape") == 0 || strcmp(n->op_type, "Size") == 0))
+        return 1;
+    size_t present = 0;
+    for (size_t j = 0; j < n->n_inputs; j++) {
+        int vi = n->inputs[j];
+        if (vi < 0)
+            continue;
+        if (!from_shapes[vi] && !s->build->vals[vi].known)
+            return 0;
+        present++;
+    }
+    return present > 0;
+}
+
+/* Node i, which no provider of the list runs: when it is shape arithmetic
+ * that the evaluator (constant folding's CPU provider) runs, it is left
+ * unassigned, for every plan to fold (a plan that cannot fails naming it,
+ * exec/build.c). So `opencl` alone takes a model whose Reshape targets are
+ * computed from Shape with symbolic dimensions. 1: deferred. */
+static int defer_to_plans(minfer_session *s, int i, const minfer_node_desc *desc,
+                          const unsigned char *from_shapes) {
+    char why[256], lbl[512];
+    if (!s->pl->eval || !shape_arithmetic(s, i, from_shapes) ||
+        !mf_place_supports(s->pl->eval, desc, why, sizeof why))
+        return 0;
+    free(s->declined[i]);
+    s->declined[i] = mf_strdup(minfer_last_error());
+    s->assign[i] = -1;
+    mf_error_clear();
+    mf_log(s, MINFER_LOG_VERBOSE, "%s -> folded in every plan (shape arithmetic no provider "
+           "of the list runs)", mf_node_label(&s->g->nodes[i], i, lbl, sizeof lbl));
+    return 1;
+}
+
 static minfer_status assign_nodes(minfer_session *s) {
     const mf_graph *g = s->g;
     mf_plan *p = s->build;
@@ -152,8 +193,11 @@ static minfer_status assign_nodes(minfer_session *s) {
     minfer_status st;
     s->assign = mf_malloc((g->n_nodes + 1) * sizeof *s->assign);
     s->declined = mf_calloc(g->n_nodes + 1, sizeof *s->declined);
-    if (!s->assign || !s->declined)
+    unsigned char *from_shapes = mf_calloc(g->n_values + 1, 1);
+    if (!s->assign || !s->declined || !from_shapes) {
+        free(from_shapes);
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+    }
     for (size_t i = 0; i < g->n_nodes; i++)
         s->assign[i] = -1;
     for (size_t k = 0; k < g->n_nodes; k++) {
@@ -168,14 +212,25 @@ static minfer_status assign_nodes(minfer_session *s) {
         }
         minfer_value_desc *dsc = mf_calloc(n->n_inputs + n->n_outputs + 1, sizeof *dsc);
         minfer_node_desc desc;
-        if (!dsc)
+        if (!dsc) {
+            free(from_shapes);
             return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+        }
         if ((st = mf_fill_desc(s, p, i, NULL, dsc, dsc + n->n_inputs, &desc)) == MINFER_OK)
             st = mf_place_node(s, i, &desc);
+        if (st == MINFER_ERR_UNSUPPORTED && defer_to_plans(s, i, &desc, from_shapes))
+            st = MINFER_OK;
         free(dsc);
-        if (st != MINFER_OK)
+        if (st != MINFER_OK) {
+            free(from_shapes);
             return st;
+        }
+        if (shape_arithmetic(s, i, from_shapes))
+            for (size_t o = 0; o < n->n_outputs; o++)
+                if (n->outputs[o] >= 0)
+                    from_shapes[n->outputs[o]] = 1;
     }
+    free(from_shapes);
     return mf_place_check_strict(s);
 }
 
