@@ -188,9 +188,9 @@ static const op_case CASES[] = {
     OPN("minfer:FusedMatMul", 13, "2x3x4 4x5", "activation=Relu", FLOATS, 1, 2),
     /* pools */
     OP("MaxPool", 13, "1x8x11x11", "kernel_shape=3,3 strides=2,2 pads=1,1,0,0", FLOATS | I8 | U8),
-    OP("MaxPool", 13, "1x8x11x11", "kernel_shape=3,3 strides=2,2 ceil_mode=1", FLOATS),
+    OP("MaxPool", 13, "1x8x11x11", "kernel_shape=3,3 strides=2,2 ceil_mode=1", FLOATS | I8 | U8),
     OP("MaxPool", 13, "2x8x2x2", "kernel_shape=3,3 pads=1,1,1,1 ceil_mode=1", FLOATS),
-    OP("MaxPool", 13, "1x3x20", "kernel_shape=4 strides=3", FLOATS),
+    OP("MaxPool", 13, "1x3x20", "kernel_shape=4 strides=3", FLOATS | I8 | U8),
     OP("AveragePool", 13, "1x8x11x11", "kernel_shape=3,3 strides=2,2 pads=1,1,0,0", FLOATS),
     OP("AveragePool", 13, "1x8x11x11", "kernel_shape=3,3 pads=1,1,1,1 count_include_pad=1",
      FLOATS),

@@ -252,13 +252,16 @@ CASES = {
 # value worked out from the ONNX definition with ONNX Runtime's order of
 # operations (ties round to even; saturation after the zero point).
 def hand_quantize():
-    x = np.array([0.25, 0.75, 1.25, -0.25, -5.25, 200, -200, 1.0], np.float32)
+    x = np.array([0.25, 0.75, 1.25, -0.25, -5.25, 200, -200, 1.0,
+                  np.inf, -np.inf, 1e30, -1e30, 4194304.5, -61.75], np.float32)
     inits = [("s", np.float32(0.5)), ("zu", np.uint8(10)), ("zs", np.int8(-3))]
     nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zu"], ["u"]),
              helper.make_node("QuantizeLinear", ["x", "s", "zs"], ["i"])]
-    # x / 0.5 = .5 1.5 2.5 -.5 -10.5 400 -400 2 -> 0 2 2 0 -10 400 -400 2
-    u = np.array([10, 12, 12, 10, 0, 255, 0, 12], np.uint8)
-    i = np.array([-3, -1, -1, -3, -13, 127, -128, -1], np.int8)
+    # x / 0.5 = .5 1.5 2.5 -.5 -10.5 400 -400 2 -> 0 2 2 0 -10 400 -400 2;
+    # inf, -inf, +-2e30 and 2^23 + 1 saturate (the CPU's vectorised path
+    # clamps before it rounds); -123.5 -> -124 (half to even)
+    u = np.array([10, 12, 12, 10, 0, 255, 0, 12, 255, 0, 255, 0, 255, 0], np.uint8)
+    i = np.array([-3, -1, -1, -3, -13, 127, -128, -1, 127, -128, 127, -128, 127, -127], np.int8)
     return model(nodes, [("x", x)], inits, [("u", TensorProto.UINT8), ("i", TensorProto.INT8)]), \
         [("x", x)], [("u", u), ("i", i)]
 

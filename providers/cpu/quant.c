@@ -59,6 +59,33 @@ static double divide(int32_t dtype, double v, double scale) {
     return (double)((float)v / (float)scale);
 }
 
+/* QuantizeLinear's common case, float x with one scale and zero point
+ * into uint8 or int8, the same values as the general loop below (float
+ * division, round half to even, saturation, NaN to 0) in a loop the
+ * compiler vectorises: clamped to the zero point's range first (lo and hi
+ * are integers, so clamping and rounding commute), rounded by adding and
+ * subtracting 1.5 * 2^23 (exact for |q| <= 2^22, in the default rounding
+ * mode: half to even). */
+static void quantize_float(const float *x, size_t n, float scale, int32_t z, int is_u8,
+                           void *y) {
+    const float lo = (float)((is_u8 ? 0 : -128) - z), hi = (float)((is_u8 ? 255 : 127) - z);
+    const float magic = 12582912.0f;
+    uint8_t *yu = y;
+    int8_t *ys = y;
+    for (size_t i = 0; i < n; i++) {
+        float q = x[i] / scale;
+        int nan = q != q;
+        q = q < lo ? lo : q;
+        q = q > hi ? hi : q;
+        int32_t v = (int32_t)((q + magic) - magic) + z;
+        v = nan ? 0 : v;
+        if (is_u8)
+            yu[i] = (uint8_t)v;
+        else
+            ys[i] = (int8_t)v;
+    }
+}
+
 minfer_status cpu_compute_quantize(const cpu_exec *e) {
     const quant_state *st = e->state;
     int dequant = strcmp(e->args->node->op_type, "DequantizeLinear") == 0;
@@ -75,6 +102,13 @@ minfer_status cpu_compute_quantize(const cpu_exec *e) {
         return s;
     size_t n = (size_t)minfer_kit_numel(x->rank, x->dims);
     const void *xd = cpu_data(x), *sd = cpu_data(sc), *zd = zp ? cpu_data(zp) : NULL;
+    if (!dequant && x->dtype == MINFER_DTYPE_FLOAT && sc->dtype == MINFER_DTYPE_FLOAT && !si &&
+        !zi && (ot == MINFER_DTYPE_UINT8 || ot == MINFER_DTYPE_INT8)) {
+        float scale = *(const float *)sd;
+        int32_t z = !zd ? 0 : ot == MINFER_DTYPE_UINT8 ? *(const uint8_t *)zd : *(const int8_t *)zd;
+        quantize_float(xd, n, scale, z, ot == MINFER_DTYPE_UINT8, y);
+        return MINFER_OK;
+    }
     for (size_t i = 0; i < n; i++) {
         double scale = cpu_get(sd, sc->dtype, at(i, si, sl));
         double z = zd ? cpu_get(zd, zp->dtype, at(i, zi, zl)) : 0;

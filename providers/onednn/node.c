@@ -38,7 +38,7 @@ static const dnn_op ops[] = {
     {"", "GRU", 7, dnn_build_rnn, 0, 4, 0},
     {"", "LSTM", 7, dnn_build_rnn, 0, 4, 0},
     /* pool.c */
-    {"", "MaxPool", 1, dnn_build_pool, 0, 0, 1},
+    {"", "MaxPool", 1, dnn_build_pool, 0, -1, 1}, /* float, or int8 (the build checks) */
     {"", "AveragePool", 1, dnn_build_pool, 0, 0, 1},
     {"", "GlobalAveragePool", 1, dnn_build_global_pool, 0, 0, 1},
     {"", "GlobalMaxPool", 1, dnn_build_global_pool, 0, 0, 1},

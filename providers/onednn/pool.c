@@ -5,7 +5,9 @@
  * A pool works on its source in the layout it arrives in (the layout of
  * the convolution before it) and writes the same layout. Where oneDNN has
  * only a reference implementation for that layout (plain NCHW on some
- * shapes), the source is reordered to channels-last first.
+ * shapes), the source is reordered to channels-last first. MaxPool also
+ * takes uint8 and int8 (a quantized model's pools between QLinearConvs):
+ * the maximum of integers, exact, in the same layouts.
  */
 #include <string.h>
 
@@ -28,12 +30,14 @@ static minfer_status pool_steps(dnn_b *b, dnnl_alg_kind_t alg, int rank, const i
         dd[i] = od[i];
         xd[i] = x->dims[i];
     }
-    dnnl_memory_desc_init_by_tag(&dst_any, rank, dd, dnnl_f32, dnnl_format_tag_any);
+    int int8 = x->dtype == MINFER_DTYPE_UINT8 || x->dtype == MINFER_DTYPE_INT8;
+    dnnl_data_type_t dt = int8 ? dnn_dtype(x->dtype) : dnnl_f32;
+    dnnl_memory_desc_init_by_tag(&dst_any, rank, dd, dt, dnnl_format_tag_any);
     if (b->pio) /* a piece writes the whole output's layout */
         dst_any = b->pio->out;
     if (dnn_in_md(b, 0, &cand[0]) != dnnl_success)
         return dnn_decline(b, "bad input layout");
-    dnnl_memory_desc_init_by_tag(&cand[1], rank, xd, dnnl_f32, channels_last(rank));
+    dnnl_memory_desc_init_by_tag(&cand[1], rank, xd, dt, channels_last(rank));
     dnnl_primitive_desc_t pd = NULL;
     minfer_status st = MINFER_ERR_UNSUPPORTED;
     int c;
@@ -71,6 +75,14 @@ minfer_status dnn_build_pool(dnn_b *b) {
         return dnn_decline(b, "only 1-D to 3-D pools");
     if (is_max && dnn_out_wanted(b, 1))
         return dnn_decline(b, "the Indices output is not supported");
+    int int8 = x->dtype == MINFER_DTYPE_UINT8 || x->dtype == MINFER_DTYPE_INT8;
+    if (!is_max || !int8 || x->kind != MINFER_VALUE_TENSOR ||
+        (b->node->outputs[0].dtype && b->node->outputs[0].dtype != x->dtype)) {
+        if ((st = dnn_require_float(b, 0)) != MINFER_OK)
+            return st;
+    } else if (b->pio) {
+        return dnn_decline(b, "no split form for an int8 MaxPool");
+    }
     int nsp = x->rank - 2;
     if ((st = dnn_window_parse(b, nsp, NULL, &w)) != MINFER_OK)
         return st;
