@@ -1,7 +1,9 @@
 /*
  * Host tensors from and to ONNX: TensorProto (inline, typed fields or
- * external data) and the .pb files the ONNX test cases use. Split from
- * tensor.c (creation and sizes), which this builds on.
+ * external data), one parsed from or written as a .pb file's bytes
+ * (mf_tensor_from_pb, mf_tensor_save_pb; the file API of any value, which
+ * calls these, is values.c). Split from tensor.c (creation and sizes),
+ * which this builds on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -451,9 +453,8 @@ static minfer_status from_proto(const void *proto, const char *base_dir, const c
 
 /* ---- .pb files ---------------------------------------------------------- */
 
-/* Parses a serialized TensorProto; base_dir resolves external data. */
-static minfer_status load_pb(const void *data, size_t size, const char *base_dir,
-                             const char *where, minfer_tensor **out, char **name_out) {
+minfer_status mf_tensor_from_pb(const void *data, size_t size, const char *base_dir,
+                               const char *where, minfer_tensor **out, char **name_out) {
     minfer_tensor *t = NULL;
     ProtobufCAllocator pba;
     int nomem;
@@ -486,82 +487,7 @@ minfer_status minfer_tensor_load_pb_memory(const void *data, size_t size, minfer
         *name_out = NULL;
     if (!data && size)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_load_pb_memory: data is NULL");
-    return load_pb(data ? data : "", size, NULL, "<memory>", out, name_out);
-}
-
-static minfer_status load_pb_file(const char *api, const char *path, int kind,
-                                  minfer_tensor **out, char **name_out) {
-    unsigned char *buf = NULL;
-    char *dir = NULL;
-    int fd = -1;
-    minfer_status st;
-
-    if (!path || !out)
-        return mf_error(MINFER_ERR_INVALID_ARG, "%s: NULL argument", api);
-    *out = NULL;
-    if (name_out)
-        *name_out = NULL;
-    /* Without blocking: a FIFO named input_0.pb would hang open(). */
-    uint64_t fsize;
-    if ((st = mf_open_regular(path, "tensor file", &fd, &fsize)) != MINFER_OK)
-        return st;
-    if (fsize == 0) {
-        st = mf_error(MINFER_ERR_IO, "'%s' is empty", path);
-        goto done;
-    }
-    if (fsize > SIZE_MAX / 2) {
-        st = mf_error(MINFER_ERR_LIMIT, "'%s' is too large", path);
-        goto done;
-    }
-    size_t size = (size_t)fsize;
-    buf = mf_malloc(size);
-    if (!buf) {
-        st = mf_error(MINFER_ERR_NOMEM, "out of memory reading '%s' (%zu bytes)", path, size);
-        goto done;
-    }
-    for (size_t got = 0; got < size;) {
-        ssize_t r = read(fd, buf + got, size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            st = mf_error(MINFER_ERR_IO, "'%s': %s", path,
-                          r < 0 ? strerror(errno) : "short read (the file shrank)");
-            goto done;
-        }
-        got += (size_t)r;
-    }
-    /* External data in a .pb file is resolved next to the file. */
-    dir = mf_strdup(path);
-    if (!dir) {
-        st = mf_error(MINFER_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = '\0';
-    else
-        strcpy(dir, ".");
-    char where[PATH_MAX + 8];
-    snprintf(where, sizeof where, "'%s'", path);
-    st = kind == MINFER_VALUE_TENSOR ? load_pb(buf, size, dir, where, out, name_out)
-                                     : mf_value_from_pb(buf, size, kind, dir, where, out, name_out);
-done:
-    free(dir);
-    free(buf);
-    close(fd);
-    return st;
-}
-
-minfer_status minfer_tensor_load_pb(const char *path, minfer_tensor **out, char **name_out) {
-    return load_pb_file("minfer_tensor_load_pb", path, MINFER_VALUE_TENSOR, out, name_out);
-}
-
-minfer_status minfer_value_load_pb(const char *path, minfer_value_kind kind, minfer_tensor **out,
-                                   char **name_out) {
-    if (kind != MINFER_VALUE_TENSOR && kind != MINFER_VALUE_SEQUENCE &&
-        kind != MINFER_VALUE_OPTIONAL)
-        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_value_load_pb: unknown kind %d", (int)kind);
-    return load_pb_file("minfer_value_load_pb", path, (int)kind, out, name_out);
+    return mf_tensor_from_pb(data ? data : "", size, NULL, "<memory>", out, name_out);
 }
 
 void mf_tensor_proto_clear(void *proto) {
@@ -608,15 +534,11 @@ minfer_status mf_tensor_to_proto(const minfer_tensor *t, const char *name, void 
     return MINFER_OK;
 }
 
-minfer_status minfer_tensor_save_pb(const minfer_tensor *t, const char *name, const char *path) {
+minfer_status mf_tensor_save_pb(const minfer_tensor *t, const char *name, const char *path) {
     Onnx__TensorProto tp;
     unsigned char *packed = NULL;
     minfer_status st = MINFER_OK;
 
-    if (!t || !path)
-        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_save_pb: NULL argument");
-    if (t->view.kind != MINFER_VALUE_TENSOR)
-        return mf_value_save_pb(t, name, path);
     if ((st = mf_tensor_to_proto(t, name, &tp)) != MINFER_OK)
         return mf_error_prefix(st, "minfer_tensor_save_pb");
     size_t psize = onnx__tensor_proto__get_packed_size(&tp);

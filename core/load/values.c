@@ -1,12 +1,16 @@
 /*
  * The .pb formats of sequences and optionals (SequenceProto and
- * OptionalProto, from ONNX's onnx-data.proto). The containers themselves
- * are util/containers.c.
+ * OptionalProto, from ONNX's onnx-data.proto), and the .pb file API of any
+ * value (minfer_tensor_load_pb, minfer_value_load_pb,
+ * minfer_tensor_save_pb), which hands a tensor to tensor_proto.c. The
+ * containers themselves are util/containers.c.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/fileio.h"
 #include "util/internal.h"
@@ -104,8 +108,9 @@ static minfer_status from_optional(const Onnx__OptionalProto *op, const char *ba
     return st;
 }
 
-minfer_status mf_value_from_pb(const void *data, size_t size, int kind, const char *base_dir,
-                               const char *where, minfer_tensor **out, char **name_out) {
+/* Parses a serialized SequenceProto or OptionalProto (kind). */
+static minfer_status value_from_pb(const void *data, size_t size, int kind, const char *base_dir,
+                                   const char *where, minfer_tensor **out, char **name_out) {
     ProtobufCAllocator pba;
     int nomem;
     minfer_status st;
@@ -164,7 +169,8 @@ static minfer_status to_sequence(const minfer_tensor *seq, const char *name,
     return st;
 }
 
-minfer_status mf_value_save_pb(const minfer_tensor *t, const char *name, const char *path) {
+/* Writes a sequence or optional as its proto. */
+static minfer_status value_save_pb(const minfer_tensor *t, const char *name, const char *path) {
     Onnx__SequenceProto sp = ONNX__SEQUENCE_PROTO__INIT;
     Onnx__OptionalProto op = ONNX__OPTIONAL_PROTO__INIT;
     Onnx__TensorProto single;
@@ -227,4 +233,88 @@ done:
     free(ptrs);
     free(packed);
     return st;
+}
+
+/* ---- .pb files of any value --------------------------------------------- */
+
+static minfer_status load_pb_file(const char *api, const char *path, int kind,
+                                  minfer_tensor **out, char **name_out) {
+    unsigned char *buf = NULL;
+    char *dir = NULL;
+    int fd = -1;
+    minfer_status st;
+
+    if (!path || !out)
+        return mf_error(MINFER_ERR_INVALID_ARG, "%s: NULL argument", api);
+    *out = NULL;
+    if (name_out)
+        *name_out = NULL;
+    /* Without blocking: a FIFO named input_0.pb would hang open(). */
+    uint64_t fsize;
+    if ((st = mf_open_regular(path, "tensor file", &fd, &fsize)) != MINFER_OK)
+        return st;
+    if (fsize == 0) {
+        st = mf_error(MINFER_ERR_IO, "'%s' is empty", path);
+        goto done;
+    }
+    if (fsize > SIZE_MAX / 2) {
+        st = mf_error(MINFER_ERR_LIMIT, "'%s' is too large", path);
+        goto done;
+    }
+    size_t size = (size_t)fsize;
+    buf = mf_malloc(size);
+    if (!buf) {
+        st = mf_error(MINFER_ERR_NOMEM, "out of memory reading '%s' (%zu bytes)", path, size);
+        goto done;
+    }
+    for (size_t got = 0; got < size;) {
+        ssize_t r = read(fd, buf + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            st = mf_error(MINFER_ERR_IO, "'%s': %s", path,
+                          r < 0 ? strerror(errno) : "short read (the file shrank)");
+            goto done;
+        }
+        got += (size_t)r;
+    }
+    /* External data in a .pb file is resolved next to the file. */
+    dir = mf_strdup(path);
+    if (!dir) {
+        st = mf_error(MINFER_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        strcpy(dir, ".");
+    char where[PATH_MAX + 8];
+    snprintf(where, sizeof where, "'%s'", path);
+    st = kind == MINFER_VALUE_TENSOR ? mf_tensor_from_pb(buf, size, dir, where, out, name_out)
+                                     : value_from_pb(buf, size, kind, dir, where, out, name_out);
+done:
+    free(dir);
+    free(buf);
+    close(fd);
+    return st;
+}
+
+minfer_status minfer_tensor_load_pb(const char *path, minfer_tensor **out, char **name_out) {
+    return load_pb_file("minfer_tensor_load_pb", path, MINFER_VALUE_TENSOR, out, name_out);
+}
+
+minfer_status minfer_value_load_pb(const char *path, minfer_value_kind kind, minfer_tensor **out,
+                                   char **name_out) {
+    if (kind != MINFER_VALUE_TENSOR && kind != MINFER_VALUE_SEQUENCE &&
+        kind != MINFER_VALUE_OPTIONAL)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_value_load_pb: unknown kind %d", (int)kind);
+    return load_pb_file("minfer_value_load_pb", path, (int)kind, out, name_out);
+}
+
+minfer_status minfer_tensor_save_pb(const minfer_tensor *t, const char *name, const char *path) {
+    if (!t || !path)
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_tensor_save_pb: NULL argument");
+    return t->view.kind == MINFER_VALUE_TENSOR ? mf_tensor_save_pb(t, name, path)
+                                               : value_save_pb(t, name, path);
 }

@@ -27,7 +27,6 @@
 #include <string.h>
 
 #include "shapes/infer_rules.h"
-#include "shapes/shape_infer_minfer.h"
 
 /* Opset assumed when a node carries none (hand-built graphs). */
 #define DEFAULT_OPSET 17
@@ -263,39 +262,36 @@ static minfer_status infer_training(const mf_node *node, const minfer_tensor_vie
     return MINFER_OK;
 }
 
-int mf_infer_known(const char *domain, const char *op_type) {
-    if (domain && strcmp(domain, "minfer") == 0) /* the optimizer's fused ops */
-        return mf_infer_minfer_known(op_type);
+int mf_infer_std_known(const char *domain, const char *op_type) {
     if (domain && strcmp(domain, "ai.onnx.preview.training") == 0)
         return training_groups(op_type) > 0;
     return find_rule(domain, op_type) != NULL;
 }
 
-minfer_status mf_infer_node(const mf_node *node, const minfer_tensor_view *in, size_t n_in,
-                            minfer_tensor_view *out, size_t n_out, char *err, size_t err_size) {
-    return mf_infer_node_or(node, in, n_in, out, n_out, err, err_size, NULL);
+/* c for node's inference: its op, opset, inputs, outputs and message. */
+static void ctx_init(ictx *c, const mf_node *node, const minfer_tensor_view *in, size_t n_in,
+                     minfer_tensor_view *out, size_t n_out, char *err, size_t err_size) {
+    c->node = node;
+    c->op = node ? node->op_type : NULL;
+    c->opset = node && node->opset > 0 ? node->opset : DEFAULT_OPSET;
+    c->in = in;
+    c->n_in = in ? n_in : 0;
+    c->out = out;
+    c->n_out = out ? n_out : 0;
+    c->err = err;
+    c->err_size = err_size;
 }
 
-minfer_status mf_infer_node_or(const mf_node *node, const minfer_tensor_view *in, size_t n_in,
-                               minfer_tensor_view *out, size_t n_out, char *err, size_t err_size,
-                               mf_infer_fallback_fn fallback) {
+minfer_status mf_infer_begin(const mf_node *node, const minfer_tensor_view *in, size_t n_in,
+                             minfer_tensor_view *out, size_t n_out, char *err, size_t err_size) {
     ictx c;
-    const struct rule *rule;
     if (err && err_size)
         err[0] = '\0';
     for (size_t j = 0; out && j < n_out; j++) {
         memset(&out[j], 0, sizeof out[j]);
         out[j].rank = -1;
     }
-    c.node = node;
-    c.op = node ? node->op_type : NULL;
-    c.opset = node && node->opset > 0 ? node->opset : DEFAULT_OPSET;
-    c.in = in;
-    c.n_in = in ? n_in : 0;
-    c.out = out;
-    c.n_out = out ? n_out : 0;
-    c.err = err;
-    c.err_size = err_size;
+    ctx_init(&c, node, in, n_in, out, n_out, err, err_size);
     if (!node || !node->op_type)
         return si_fail(&c, MINFER_ERR_INVALID_ARG, "no node");
     for (size_t i = 0; i < c.n_in; i++) {
@@ -309,11 +305,20 @@ minfer_status mf_infer_node_or(const mf_node *node, const minfer_tensor_view *in
                 return si_fail(&c, MINFER_ERR_MODEL, "input %zu has dimension %lld", i,
                             (long long)v->dims[k]);
     }
-    if (node->domain && strcmp(node->domain, "minfer") == 0) /* the optimizer's fused ops */
-        return mf_infer_minfer_node(node, in, n_in, out, n_out, err, err_size);
+    return MINFER_OK;
+}
+
+minfer_status mf_infer_std_or(const mf_node *node, const minfer_tensor_view *in, size_t n_in,
+                              minfer_tensor_view *out, size_t n_out, char *err, size_t err_size,
+                              mf_infer_fallback_fn fallback) {
+    ictx c;
+    minfer_status st = mf_infer_begin(node, in, n_in, out, n_out, err, err_size);
+    if (st != MINFER_OK)
+        return st;
+    ctx_init(&c, node, in, n_in, out, n_out, err, err_size);
     if (node->domain && strcmp(node->domain, "ai.onnx.preview.training") == 0)
         return infer_training(node, in, c.n_in, out, c.n_out, err, err_size);
-    rule = find_rule(node->domain, node->op_type);
+    const struct rule *rule = find_rule(node->domain, node->op_type);
     if (!rule)
         return fallback ? fallback(node, in, n_in, out, n_out, err, err_size) : MINFER_OK;
     return rule->fn(&c);

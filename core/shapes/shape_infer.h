@@ -44,4 +44,19 @@ minfer_status mf_infer_node_or(const mf_node *node, const minfer_tensor_view *in
                                minfer_tensor_view *out, size_t n_out, char *err, size_t err_size,
                                mf_infer_fallback_fn fallback);
 
+/* The two halves behind mf_infer_node_or (infer_node.c), for the fused-op
+ * rules (shape_infer_minfer.c) that run the ONNX rule of the op they
+ * extend (shape_infer.c):
+ * mf_infer_begin resets every output to "nothing known" and checks the
+ * inputs' ranks and dims (MINFER_ERR_MODEL in err when one is out of
+ * range); mf_infer_std_or is mf_infer_node_or for every domain but
+ * `minfer` (mf_infer_begin first, then the op's rule or fallback), and
+ * mf_infer_std_known mf_infer_known for those domains. */
+minfer_status mf_infer_begin(const mf_node *node, const minfer_tensor_view *in, size_t n_in,
+                             minfer_tensor_view *out, size_t n_out, char *err, size_t err_size);
+minfer_status mf_infer_std_or(const mf_node *node, const minfer_tensor_view *in, size_t n_in,
+                              minfer_tensor_view *out, size_t n_out, char *err, size_t err_size,
+                              mf_infer_fallback_fn fallback);
+int mf_infer_std_known(const char *domain, const char *op_type);
+
 #endif

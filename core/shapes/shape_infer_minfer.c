@@ -37,7 +37,7 @@ static minfer_status as_onnx(const mf_node *node, const char *op, int64_t opset,
     tmp.opset = opset;
     tmp.n_inputs = n < node->n_inputs ? n : node->n_inputs;
     tmp.n_outputs = n_out < 1 ? n_out : 1;
-    return mf_infer_node(&tmp, in, tmp.n_inputs, out, tmp.n_outputs, err, err_size);
+    return mf_infer_std_or(&tmp, in, tmp.n_inputs, out, tmp.n_outputs, err, err_size, NULL);
 }
 
 static int same_known(const minfer_tensor_view *a, const minfer_tensor_view *b) {
@@ -125,11 +125,11 @@ minfer_status mf_infer_minfer_node(const mf_node *node, const minfer_tensor_view
         tmp.n_outputs = 1;
         pair[0] = *x;
         pair[1] = *kt;
-        if ((st = mf_infer_node(&tmp, pair, 2, &scores, 1, err, err_size)) != MINFER_OK)
+        if ((st = mf_infer_std_or(&tmp, pair, 2, &scores, 1, err, err_size, NULL)) != MINFER_OK)
             return st;
         pair[0] = scores;
         pair[1] = *v;
-        return mf_infer_node(&tmp, pair, 2, out, 1, err, err_size);
+        return mf_infer_std_or(&tmp, pair, 2, out, 1, err, err_size, NULL);
     }
     return MINFER_OK; /* unknown op: outputs stay unknown, as for any op */
 }

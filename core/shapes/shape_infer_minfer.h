@@ -1,7 +1,7 @@
 /*
  * Shape and type inference for the fused ops of the `minfer` domain
- * (docs/fused-ops.md). mf_infer_node (shape_infer.c) dispatches here for
- * domain "minfer"; the contract is mf_infer_node's.
+ * (docs/fused-ops.md). mf_infer_node (infer_node.c) dispatches here for
+ * domain "minfer", after mf_infer_begin; the contract is mf_infer_node's.
  */
 #ifndef MINFER_CORE_SHAPE_INFER_MINFER_H
 #define MINFER_CORE_SHAPE_INFER_MINFER_H

@@ -64,11 +64,12 @@ minfer_status mf_sequence_push(minfer_tensor *seq, minfer_tensor *item);
 /* An optional holding value (owned), or an empty one when value is NULL. */
 minfer_status mf_optional_new(minfer_tensor *value, int32_t contained, int32_t elem,
                               minfer_tensor **out);
-/* Parses a serialized SequenceProto or OptionalProto (kind). */
-minfer_status mf_value_from_pb(const void *data, size_t size, int kind, const char *base_dir,
+/* Parses a serialized TensorProto; base_dir resolves external data, where
+ * names it in messages (load/tensor_proto.c). */
+minfer_status mf_tensor_from_pb(const void *data, size_t size, const char *base_dir,
                                const char *where, minfer_tensor **out, char **name_out);
-/* Writes a sequence or optional as its proto (minfer_tensor_save_pb). */
-minfer_status mf_value_save_pb(const minfer_tensor *t, const char *name, const char *path);
+/* Writes tensor t (a tensor, not a container) as a TensorProto file. */
+minfer_status mf_tensor_save_pb(const minfer_tensor *t, const char *name, const char *path);
 /* Packs a tensor into a TensorProto (opaque: Onnx__TensorProto *), with
  * storage the caller frees with mf_tensor_proto_clear. */
 minfer_status mf_tensor_to_proto(const minfer_tensor *t, const char *name, void *proto);
