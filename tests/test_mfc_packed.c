@@ -4,7 +4,10 @@
  * session from the file uses in place (pointers into the mapping) with the
  * ONNX session's outputs bit for bit; tags forged to another CPU ISA make
  * the provider pack again, say why once at the info level, and give the
- * same outputs; a truncated or corrupted PACK section, or one whose index
+ * same outputs; blobs forged to NaN, or plain weights changed under an
+ * intact PACK section (checksums made right again), no longer match the
+ * pair's checksums (w=, pack=): the reader leaves the blobs out, onednn
+ * packs from the plain weights and agrees with cpu on the file; a truncated or corrupted PACK section, or one whose index
  * names a wrong node, input, string, blob extent or count, is refused with
  * a message naming the section; random damage to the index (checksums made
  * right again) is refused or loaded and run cleanly (ASan/UBSan watch).
@@ -12,6 +15,7 @@
  * a oneDNN that does not load fails setup.
  *   test_mfc_packed MODELS_DIR
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -116,14 +120,19 @@ static minfer_tensor *reference(void) {
 
 /* Counts the provider's messages about packed weights. */
 typedef struct seen {
-    int used, not_used;
-    char first[512];
+    int used, not_used, unpaired;
+    char first[512], host[512];
 } seen;
 
 static void count_log(void *user, minfer_log_level level, const char *msg) {
     seen *c = user;
     if (strstr(msg, "used in place from the compiled model"))
         c->used++;
+    if (strstr(msg, "section PACK: ") && strstr(msg, "packed weights not used")) {
+        assert_int_equal(level, MINFER_LOG_INFO);
+        if (!c->unpaired++)
+            snprintf(c->host, sizeof c->host, "%s", msg);
+    }
     if (strstr(msg, "packed weights are not used")) {
         assert_int_equal(level, MINFER_LOG_INFO);
         if (!c->not_used++)
@@ -186,6 +195,8 @@ static void test_listed(void **state) {
     assert_non_null(strstr(info.packed_tag, "onednn: onednn="));
     assert_non_null(strstr(info.packed_tag, " isa="));
     assert_non_null(strstr(info.packed_tag, " xxh3="));
+    assert_non_null(strstr(info.packed_tag, " w="));
+    assert_non_null(strstr(info.packed_tag, " pack="));
     const uint8_t *e = mfc_find(file, file_size, "PACK");
     assert_non_null(e);
     assert_int_equal(mfc_le32(e + 4), 1); /* optional: older readers skip it */
@@ -294,6 +305,140 @@ static void test_older_tag(void **state) {
     assert_int_equal(c.used, 0);
     assert_int_equal(c.not_used, 1);
     assert_non_null(strstr(c.first, "an older minfer wrote them"));
+    free(b);
+}
+
+/* A session on `providers` from bytes b[0..n), run once. */
+static minfer_tensor *run_bytes(const uint8_t *b, size_t n, const char *providers, seen *c) {
+    minfer_options *opt = dnn_options(c ? count_log : NULL, c);
+    assert_ok(minfer_options_set_providers_str(opt, providers));
+    minfer_session *s = NULL;
+    assert_ok(minfer_session_create_from_memory(b, n, opt, &s));
+    minfer_tensor *t = run_once(s);
+    minfer_session_free(s);
+    minfer_options_free(opt);
+    return t;
+}
+
+/* Outputs a and b agree within what two providers' float sums differ by,
+ * and are finite. */
+static void assert_close(const minfer_tensor *a, const minfer_tensor *b) {
+    assert_int_equal(minfer_tensor_nbytes(a), minfer_tensor_nbytes(b));
+    const float *x = minfer_tensor_data((minfer_tensor *)a), *y = minfer_tensor_data((minfer_tensor *)b);
+    for (int64_t i = 0; i < minfer_tensor_numel(a); i++) {
+        assert_true(isfinite(x[i]) && isfinite(y[i]));
+        if (fabsf(x[i] - y[i]) > 1e-3f + 1e-3f * fabsf(y[i]))
+            fail_msg("element %lld: %g against %g", (long long)i, x[i], y[i]);
+    }
+}
+
+/* Where the file's packed blobs (packed != 0) or the plain constants they
+ * were packed from (packed == 0) lie: up to max (offset, bytes) pairs. */
+static size_t pack_ranges(int packed, size_t *at, size_t *len, size_t max) {
+    minfer_options *opt = dnn_options(NULL, NULL);
+    minfer_session *s = NULL;
+    assert_ok(minfer_session_create_from_memory(file, file_size, opt, &s));
+    const mf_graph *g = s->g;
+    const uint8_t *base = g->blob;
+    size_t n_out = 0;
+    for (size_t i = 0; i < g->n_nodes && n_out < max; i++) {
+        size_t n = 0;
+        const minfer_packed_const *pc = mf_mfc_packed_for(g, i, "onednn", &n);
+        for (size_t k = 0; k < n && n_out < max; k++) {
+            const minfer_tensor *t = g->values[g->nodes[i].inputs[pc[k].input]].initializer;
+            const uint8_t *p = packed ? pc[k].data : minfer_tensor_data((minfer_tensor *)t);
+            size_t bytes = packed ? pc[k].bytes : minfer_tensor_nbytes(t);
+            assert_true(p >= base && p + bytes <= base + g->blob_size);
+            at[n_out] = (size_t)(p - base);
+            len[n_out++] = bytes;
+        }
+    }
+    minfer_session_free(s);
+    minfer_options_free(opt);
+    assert_true(n_out > 0);
+    return n_out;
+}
+
+/* The issue 39 case: every packed blob overwritten with NaNs, checksums
+ * made right again. The blobs' pack= checksums no longer match: the reader
+ * leaves them out and says so once, onednn packs from the plain weights and
+ * gives the ONNX
+ * session's output bit for bit, and cpu's within float rounding (before,
+ * cpu gave finite values and onednn NaN from the same file). */
+static void test_forged_blob(void **state) {
+    (void)state;
+    size_t at[256], len[256], n = pack_ranges(1, at, len, 256);
+    uint8_t *b = copy_file();
+    const uint32_t nan_bits = 0x7fc00000u;
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i + 4 <= len[k]; i += 4)
+            memcpy(b + at[k] + i, &nan_bits, 4);
+    mfc_fix_checksums(b, file_size, 0);
+    seen c = {0};
+    run_same(b, file_size, &c);
+    assert_int_equal(c.used, 0);
+    assert_int_equal(c.not_used, 0);
+    assert_int_equal(c.unpaired, 1);
+    assert_non_null(strstr(c.host, "its bytes are not the ones packed from the plain weights"));
+    minfer_tensor *dnn = run_bytes(b, file_size, "onednn,cpu", NULL),
+                  *cpu = run_bytes(b, file_size, "cpu", NULL);
+    assert_close(dnn, cpu);
+    minfer_tensor_free(dnn);
+    minfer_tensor_free(cpu);
+    free(b);
+}
+
+/* The plain weights changed under an intact PACK section (every float of
+ * the packed constants negated, as a spliced or edited file would hold):
+ * the w= checksums no longer match, the blobs are left out, onednn packs
+ * from the file's plain
+ * weights, and onednn and cpu agree on the changed model. */
+static void test_forged_plain(void **state) {
+    (void)state;
+    size_t at[256], len[256], n = pack_ranges(0, at, len, 256);
+    uint8_t *b = copy_file();
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 3; i < len[k]; i += 4)
+            b[at[k] + i] ^= 0x80;
+    mfc_fix_checksums(b, file_size, 0);
+    seen c = {0};
+    minfer_tensor *dnn = run_bytes(b, file_size, "onednn,cpu", &c),
+                  *cpu = run_bytes(b, file_size, "cpu", NULL);
+    assert_int_equal(c.used, 0);
+    assert_int_equal(c.not_used, 0);
+    assert_int_equal(c.unpaired, 1);
+    assert_non_null(strstr(c.host, "packed from other plain weights than the file holds"));
+    assert_close(dnn, cpu);
+    /* and it is another model than the ONNX file's */
+    minfer_tensor *ref = reference();
+    assert_memory_not_equal(minfer_tensor_data(dnn), minfer_tensor_data(ref),
+                            minfer_tensor_nbytes(ref));
+    minfer_tensor_free(dnn);
+    minfer_tensor_free(cpu);
+    free(b);
+}
+
+/* A tag without the pair's checksums (a file from before they were
+ * written: " w=" renamed " v=" in place): packed again, said once. */
+static void test_no_pair_tag(void **state) {
+    (void)state;
+    uint8_t *b = copy_file();
+    const uint8_t *e = mfc_find(b, file_size, "STRS");
+    size_t off = (size_t)mfc_le64(e + 8), len = (size_t)mfc_le64(e + 16);
+    int forged = 0;
+    for (size_t i = off; i + 3 <= off + len; i++)
+        if (memcmp(b + i, " w=", 3) == 0) {
+            b[i + 1] = 'v';
+            forged++;
+        }
+    assert_true(forged > 0);
+    mfc_fix_checksums(b, file_size, 0);
+    seen c = {0};
+    run_same(b, file_size, &c);
+    assert_int_equal(c.used, 0);
+    assert_int_equal(c.not_used, 0);
+    assert_int_equal(c.unpaired, 1);
+    assert_non_null(strstr(c.host, "no checksums of the pair (an older minfer wrote it)"));
     free(b);
 }
 
@@ -410,7 +555,9 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_listed),   cmocka_unit_test(test_used_in_place),
         cmocka_unit_test(test_foreign_tag),
-        cmocka_unit_test(test_older_tag), cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_older_tag), cmocka_unit_test(test_forged_blob),
+        cmocka_unit_test(test_forged_plain), cmocka_unit_test(test_no_pair_tag),
+        cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_checksum), cmocka_unit_test(test_index),
         cmocka_unit_test(test_mutations), cmocka_unit_test(test_older_struct),
     };

@@ -44,8 +44,14 @@
 /* Bytes of one PACK index entry: u32 node, str node name, u32 input,
  * str value, str provider, str tag, u64 offset, u64 bytes. */
 #define MFC_PACK_ENTRY 40
-/* The longest tag (minfer_packed_const.tag) a writer stores. */
+/* The longest tag a writer stores: the provider's tag
+ * (minfer_packed_const.tag) and the pair's checksums the writer appends,
+ * " w=<16 hex> pack=<16 hex>" (MFC_PACK_PAIR_LEN characters): the XXH3 of
+ * the plain constant the blob was packed from and of the blob. A reader
+ * hands a blob to its provider only when both match the file's plain
+ * weights and blob (mf_mfc_packs_unpaired says what was left out). */
 #define MFC_PACK_MAX_TAG 255
+#define MFC_PACK_PAIR_LEN 41
 /* Section flag: a reader that does not know the id may skip the section. */
 #define MFC_SEC_OPTIONAL 1u
 
@@ -94,5 +100,11 @@ void mf_mfc_free(void *data, size_t size);
  * g. */
 const minfer_packed_const *mf_mfc_packed_for(const mf_graph *g, size_t i, const char *provider,
                                              size_t *count);
+
+/* How many of g's stored packed blobs were left out because they are not
+ * tied to the plain weights beside them (no pair checksums, or checksums
+ * that do not match: a spliced or edited PACK section); why gets the first
+ * one's reason. Their providers pack from the plain weights instead. */
+size_t mf_mfc_packs_unpaired(const mf_graph *g, char *why, size_t size);
 
 #endif

@@ -774,6 +774,8 @@ typedef struct mf_mfc_packs {
     char **provider; /* per blob */
     char **node;     /* per blob: the node's name */
     size_t *first;   /* n_nodes + 1 */
+    size_t unpaired; /* blobs left out: not tied to their plain weights */
+    char why[256];   /* the first one's reason */
 } mf_mfc_packs;
 
 static void packs_free(void *vp) {
@@ -809,6 +811,51 @@ static int pack_order_cmp(const void *a, const void *b) {
     return x->k < y->k ? -1 : x->k > y->k;
 }
 
+/* Reads a 16-hex-digit checksum at s; 0 when there is none. */
+static int hex64(const char *s, uint64_t *out) {
+    uint64_t v = 0;
+    for (int i = 0; i < 16; i++) {
+        int c = s[i], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return 0;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return 1;
+}
+
+/* Whether a stored blob belongs to the plain constant beside it: its tag
+ * (tag_len characters) ends with " w=<XXH3 of plain> pack=<XXH3 of the
+ * blob>" (mfc_write.c's put_packs), both matching. On a match the suffix is
+ * cut off (the provider gets its own tag) and 1 returned; otherwise 0 and
+ * why says what differs. Without this a PACK blob forged, spliced from
+ * another file or left over from other plain weights made a packing
+ * provider compute another model than the plain weights give (issue 39:
+ * finite on cpu, NaN on onednn, from one file). */
+static int paired(char *tag, size_t tag_len, const minfer_tensor *plain, const void *blob,
+                  size_t bytes, char *why, size_t size) {
+    uint64_t w, pk;
+    char *sfx = tag_len >= MFC_PACK_PAIR_LEN ? tag + tag_len - MFC_PACK_PAIR_LEN : NULL;
+    if (!sfx || strncmp(sfx, " w=", 3) != 0 || !hex64(sfx + 3, &w) ||
+        strncmp(sfx + 19, " pack=", 6) != 0 || !hex64(sfx + 25, &pk)) {
+        snprintf(why, size, "it has no checksums of the pair (an older minfer wrote it)");
+        return 0;
+    }
+    const char *data = (const char *)plain->view.data + plain->view.offset;
+    if (XXH3_64bits(data, minfer_tensor_nbytes(plain)) != w) {
+        snprintf(why, size, "it was packed from other plain weights than the file holds (the "
+                 "plain weights' checksum differs)");
+        return 0;
+    }
+    if (XXH3_64bits(blob, bytes) != pk) {
+        snprintf(why, size, "its bytes are not the ones packed from the plain weights (the "
+                 "blob's checksum differs)");
+        return 0;
+    }
+    *sfx = '\0';
+    return 1;
+}
+
 /* The section's index (mfc_write.c's put_packs) checked against the graph
  * and the section, into g->packs; info gets the blob count, bytes and the
  * first tag. */
@@ -832,17 +879,19 @@ static void get_packs(mfc_ctx *c, rd *r, mf_graph *g, minfer_compiled_info *info
         fail(c, MINFER_ERR_NOMEM, NULL, "out of memory");
         return;
     }
+    /* m: the entries kept (tied to their plain weights); k: the file's */
+    size_t m = 0;
     for (size_t k = 0; k < n && c->st == MINFER_OK; k++) {
         size_t at = r->pos;
-        p->n = k + 1; /* what entry k holds is freed with p, whole or not */
+        p->n = m + 1; /* what the entry holds is freed with p, whole or not */
         uint32_t node = get_u32(c, r);
-        p->node[k] = get_str(c, r, 0, NULL);
+        p->node[m] = get_str(c, r, 0, NULL);
         uint32_t input = get_u32(c, r);
         char *value = get_str(c, r, 0, NULL);
-        p->provider[k] = get_str(c, r, 0, NULL);
+        p->provider[m] = get_str(c, r, 0, NULL);
         size_t tag_len = 0;
         char *tag = get_str(c, r, 0, &tag_len);
-        p->blob[k].tag = tag;
+        p->blob[m].tag = tag;
         uint64_t off = get_u64(c, r), bytes = get_u64(c, r);
         if (c->st != MINFER_OK) {
             free(value);
@@ -850,15 +899,15 @@ static void get_packs(mfc_ctx *c, rd *r, mf_graph *g, minfer_compiled_info *info
         }
         const mf_node *nd = node < g->n_nodes ? &g->nodes[node] : NULL;
         int vi = nd && input < nd->n_inputs - nd->n_implicit ? nd->inputs[input] : -1;
-        if (!nd || strcmp(nd->name ? nd->name : "", p->node[k]) != 0)
+        if (!nd || strcmp(nd->name ? nd->name : "", p->node[m]) != 0)
             fail(c, MINFER_ERR_MODEL, "PACK",
                  ": entry %zu at offset %zu names node %u '%s', which the graph (%zu nodes) "
-                 "does not have there", k, at, node, p->node[k], g->n_nodes);
+                 "does not have there", k, at, node, p->node[m], g->n_nodes);
         else if (vi < 0 || strcmp(g->values[vi].name, value) != 0 || !g->values[vi].initializer)
             fail(c, MINFER_ERR_MODEL, "PACK",
                  ": entry %zu at offset %zu: input %u of node '%s' is not the constant '%s'",
-                 k, at, input, p->node[k], value);
-        else if (tag_len > MFC_PACK_MAX_TAG || !p->provider[k][0])
+                 k, at, input, p->node[m], value);
+        else if (tag_len > MFC_PACK_MAX_TAG || !p->provider[m][0])
             fail(c, MINFER_ERR_MODEL, "PACK",
                  ": entry %zu at offset %zu has a tag of %zu characters (at most %d) or no "
                  "provider", k, at, tag_len, MFC_PACK_MAX_TAG);
@@ -872,16 +921,31 @@ static void get_packs(mfc_ctx *c, rd *r, mf_graph *g, minfer_compiled_info *info
         free(value);
         if (c->st != MINFER_OK)
             break;
-        p->blob[k] = (minfer_packed_const){sizeof(minfer_packed_const), input, tag,
-                                           r->p + off, (size_t)bytes};
-        node_of[k] = node;
         if (info) {
             if (!info->n_packed)
-                snprintf(info->packed_tag, sizeof info->packed_tag, "%s: %s", p->provider[k],
+                snprintf(info->packed_tag, sizeof info->packed_tag, "%s: %s", p->provider[m],
                          tag);
             info->n_packed++;
             info->packed_bytes += bytes;
         }
+        char why[200];
+        if (!paired(tag, tag_len, g->values[vi].initializer, r->p + off, (size_t)bytes, why,
+                    sizeof why)) {
+            if (!p->unpaired++)
+                snprintf(p->why, sizeof p->why, "node '%s' input %u (%s): %s", p->node[m],
+                         input, p->provider[m], why);
+            free(tag);
+            free(p->node[m]);
+            free(p->provider[m]);
+            p->blob[m].tag = NULL;
+            p->node[m] = p->provider[m] = NULL;
+            p->n = m;
+            continue;
+        }
+        p->blob[m] = (minfer_packed_const){sizeof(minfer_packed_const), input, tag,
+                                           r->p + off, (size_t)bytes};
+        node_of[m] = node;
+        p->n = ++m;
     }
     if (c->st != MINFER_OK) {
         packs_free(p);
@@ -950,6 +1014,16 @@ const minfer_packed_const *mf_mfc_packed_for(const mf_graph *g, size_t i, const 
         j++;
     *count = j - k;
     return j > k ? &p->blob[k] : NULL;
+}
+
+size_t mf_mfc_packs_unpaired(const mf_graph *g, char *why, size_t size) {
+    const mf_mfc_packs *p = g ? g->packs : NULL;
+    if (size)
+        why[0] = '\0';
+    if (!p || !p->unpaired)
+        return 0;
+    snprintf(why, size, "%s", p->why);
+    return p->unpaired;
 }
 
 static minfer_status load(void *data, size_t size, void (*release)(void *, size_t),

@@ -16,6 +16,7 @@
  *    the caller's buffers (hashed in a first pass, so the table is
  *    complete before anything is written).
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,7 +375,9 @@ static uint64_t put_packs(writer *w, wbuf *b, const mf_graph *g, const mf_mfc_pa
         return 0;
     }
     for (size_t k = 0; k < n_packs; k++) {
-        node[k] = strlen(packs[k].tag) <= MFC_PACK_MAX_TAG ? pack_node(g, &packs[k]) : -1;
+        node[k] = strlen(packs[k].tag) <= MFC_PACK_MAX_TAG - MFC_PACK_PAIR_LEN
+                      ? pack_node(g, &packs[k])
+                      : -1;
         kept += node[k] >= 0;
     }
     uint64_t at = 4 + (uint64_t)kept * MFC_PACK_ENTRY;
@@ -390,7 +393,21 @@ static uint64_t put_packs(writer *w, wbuf *b, const mf_graph *g, const mf_mfc_pa
         put_u32(b, pk->input);
         put_u32(b, intern(w, pk->value, strlen(pk->value)));
         put_u32(b, intern(w, pk->provider, strlen(pk->provider)));
-        put_u32(b, intern(w, pk->tag, strlen(pk->tag)));
+        /* The pair's checksums: the plain constant (written to WGTS from
+         * this graph) and the blob, so a reader can tell the two belong
+         * together (mfc_read.c's paired). */
+        const minfer_tensor *plain = g->values[g->nodes[node[k]].inputs[pk->input]].initializer;
+        char tag[MFC_PACK_MAX_TAG + 1];
+        int len = snprintf(tag, sizeof tag, "%s w=%016" PRIx64 " pack=%016" PRIx64, pk->tag,
+                           (uint64_t)XXH3_64bits((const char *)plain->view.data +
+                                                     plain->view.offset,
+                                                 minfer_tensor_nbytes(plain)),
+                           (uint64_t)XXH3_64bits(pk->data, pk->bytes));
+        if (len < 0 || (size_t)len >= sizeof tag) {
+            w->err = "a packed constant's tag is too long";
+            break;
+        }
+        put_u32(b, intern(w, tag, (size_t)len));
         put_u64(b, at);
         put_u64(b, pk->bytes);
         slots[(*n_slots)++] = (wslot){pk->data, pk->bytes, at};

@@ -511,6 +511,12 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     s->log.user = opt ? opt->log_user : NULL;
     if (!parent)
         mf_env_check(&s->log);
+    char why[256];
+    size_t unpaired = parent ? 0 : mf_mfc_packs_unpaired(g, why, sizeof why);
+    if (unpaired) /* a compiled file's packed weights the providers do not get */
+        mf_log(s, MINFER_LOG_INFO, "%s: section PACK: %zu packed weights not used: %s%s; "
+               "packing them from the plain weights", errctx, unpaired, why,
+               unpaired > 1 ? " (and more)" : "");
     s->planner = opt && opt->planner >= 0 ? opt->planner : mf_env_planner();
     s->cache.size = opt && opt->plan_cache_size ? opt->plan_cache_size : MF_DEFAULT_PLAN_CACHE;
     s->limits = mf_options_limits(opt);
