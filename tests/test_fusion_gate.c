@@ -256,7 +256,7 @@ static mf_graph *optimize(gate_double *gd, mf_opt_report *rep) {
     minfer_tensor *want[2] = {NULL, NULL}, *got[2] = {NULL, NULL};
     run_graph(g, want);
     mf_opt_ctx ctx = {3, mf_evaluator_eval_node, ev, 1 << 20, rep, 0, NULL};
-    mf_opt_gate gate = {supports, gd};
+    mf_opt_gate gate = {supports, gd, NULL};
     assert_ok(mf_optimize_gated(g, &ctx, gd ? &gate : NULL, "test"));
     run_graph(g, got);
     for (int o = 0; o < 2; o++) {

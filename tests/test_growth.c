@@ -294,6 +294,70 @@ static void test_planner_grows_n_log_n(void **state) {
         fail_msg("the planner grows faster than n log n: x%.2f for 4x the buffers", p2 / p1);
 }
 
+/* The creation deadline (minfer_options_set_creation_deadline): a model of
+ * 16000 inputs (828 KB; issue 39's planner case of 834 KB took 106 s to
+ * create, 417 KB 15-37 s; now printed, under a second) fails creation with
+ * MINFER_ERR_DEADLINE naming the stage at 1 ms, creates at 10 minutes;
+ * 0 is no limit and 2^40 + 1 ms is refused. */
+static void test_creation_deadline(void **state) {
+    (void)state;
+    model m;
+    model_make(&m, 8 * base_n);
+    minfer_options *opt = NULL;
+    assert_int_equal(minfer_options_create(&opt), MINFER_OK);
+    assert_int_equal(minfer_options_set_providers_str(opt, "cpu"), MINFER_OK);
+    assert_int_equal(minfer_options_set_threads(opt, 1), MINFER_OK);
+    minfer_session *s = NULL;
+    minfer_status st;
+    double t = now_ms();
+    assert_int_equal(minfer_session_create_from_memory(m.bytes, m.len, opt, &s), MINFER_OK);
+    double whole = now_ms() - t;
+    printf("creation of %zu inputs (%zu bytes): %.1f ms, no deadline\n", m.n, m.len, whole);
+    minfer_session_free(s);
+    s = NULL;
+    /* deadlines inside creation end it at later stages, each named */
+    for (int k = 1; k <= 3; k++) {
+        uint64_t d = (uint64_t)(whole * k / 4) + 1;
+        assert_int_equal(minfer_options_set_creation_deadline(opt, d), MINFER_OK);
+        t = now_ms();
+        st = minfer_session_create_from_memory(m.bytes, m.len, opt, &s);
+        if (st == MINFER_OK) { /* a loaded machine's first try was the slow one */
+            minfer_session_free(s);
+            s = NULL;
+            continue;
+        }
+        assert_int_equal(st, MINFER_ERR_DEADLINE);
+        if (!strstr(minfer_last_error(), "session creation took longer than "))
+            fail_msg("message: %s", minfer_last_error());
+        printf("deadline %llu ms: ended after %.1f ms: %s\n", (unsigned long long)d,
+               now_ms() - t, minfer_last_error());
+    }
+    assert_int_equal(minfer_options_set_creation_deadline(opt, 1), MINFER_OK);
+    t = now_ms();
+    st = minfer_session_create_from_memory(m.bytes, m.len, opt, &s);
+    double ms = now_ms() - t;
+    assert_int_equal(st, MINFER_ERR_DEADLINE);
+    assert_null(s);
+    const char *e = minfer_last_error();
+    printf("deadline 1 ms: ended after %.1f ms: %s\n", ms, e);
+    if (!strstr(e, "session creation took longer than 1 ms (the creation deadline) at "))
+        fail_msg("message: %s", e);
+    assert_int_equal(minfer_options_set_creation_deadline(opt, 600000), MINFER_OK);
+    assert_int_equal(minfer_session_create_from_memory(m.bytes, m.len, opt, &s), MINFER_OK);
+    /* runs are not bound by it */
+    minfer_tensor *out = NULL;
+    assert_int_equal(minfer_session_run(s, (const char *const *)m.names,
+                                        (const minfer_tensor *const *)m.inputs, m.n, NULL,
+                                        &out, 1),
+                     MINFER_OK);
+    minfer_tensor_free(out);
+    minfer_session_free(s);
+    assert_int_equal(minfer_options_set_creation_deadline(opt, ((uint64_t)1 << 40) + 1),
+                     MINFER_ERR_INVALID_ARG);
+    minfer_options_free(opt);
+    model_free(&m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1)
         base_n = (size_t)strtoull(argv[1], NULL, 10);
@@ -301,6 +365,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_creation_and_runs_grow_linearly),
         cmocka_unit_test(test_planner_grows_n_log_n),
         cmocka_unit_test(test_fan_out_grows_linearly),
+        cmocka_unit_test(test_creation_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,8 @@ static void print_help(void) {
            "                    events; Perfetto opens it) and print time per op type\n"
            "  --force           replace the --profile file if it exists\n"
            "  --check-nan       fail naming the first node whose float output has a NaN/Inf\n"
+           "  --creation-deadline MS\n"
+           "                    fail if creating the session takes longer than MS ms\n"
            "  --versus S        also time a second session of the model under scheduler S\n"
            "                    (sequential, parallel, pipeline), in one process, the two\n"
            "                    alternating in --rounds rounds of --runs runs each (the\n"
@@ -399,7 +401,7 @@ static double over_rounds(const round_fig *r, int n, int per_s, int k, double *l
 /* What the command line asked for. */
 typedef struct bench_args {
     const char *model, *providers, *in_dir, *profile;
-    int json, threads, runs, warmup, check_nan, force, concurrency, versus, rounds;
+    int json, threads, runs, warmup, check_nan, force, concurrency, versus, rounds, deadline;
     cli_list dims, shapes;
 } bench_args;
 
@@ -407,7 +409,7 @@ typedef struct bench_args {
  * set for --help. Returns a CLI_* code, having said what was wrong. */
 static int parse_args(int argc, char **argv, char **pos, bench_args *a, int *help) {
     const char *threads_s = NULL, *runs_s = NULL, *warm_s = NULL, *conc_s = NULL,
-               *versus_s = NULL, *rounds_s = NULL;
+               *versus_s = NULL, *rounds_s = NULL, *deadline_s = NULL;
     const cli_opt opts[] = {
         {"providers", 0, &a->providers, NULL, NULL}, {"threads", 0, &threads_s, NULL, NULL},
         {"runs", 0, &runs_s, NULL, NULL},            {"warmup", 0, &warm_s, NULL, NULL},
@@ -416,6 +418,7 @@ static int parse_args(int argc, char **argv, char **pos, bench_args *a, int *hel
         {"force", 0, NULL, &a->force, NULL},         {"dim", 0, NULL, NULL, &a->dims},
         {"shape", 0, NULL, NULL, &a->shapes},        {"concurrency", 0, &conc_s, NULL, NULL},
         {"versus", 0, &versus_s, NULL, NULL},        {"rounds", 0, &rounds_s, NULL, NULL},
+        {"creation-deadline", 0, &deadline_s, NULL, NULL},
     };
     size_t n_pos = 0;
     int rc = cli_parse(CMD, argc, argv, opts, sizeof opts / sizeof opts[0], pos, &n_pos, help);
@@ -434,7 +437,9 @@ static int parse_args(int argc, char **argv, char **pos, bench_args *a, int *hel
         (warm_s && (rc = cli_parse_int(CMD, "--warmup", warm_s, 0, 1000000, &a->warmup))) ||
         (conc_s &&
          (rc = cli_parse_int(CMD, "--concurrency", conc_s, 1, 256, &a->concurrency))) ||
-        (rounds_s && (rc = cli_parse_int(CMD, "--rounds", rounds_s, 1, 10000, &a->rounds))))
+        (rounds_s && (rc = cli_parse_int(CMD, "--rounds", rounds_s, 1, 10000, &a->rounds))) ||
+        (deadline_s && (rc = cli_parse_int(CMD, "--creation-deadline", deadline_s, 1,
+                                           INT32_MAX, &a->deadline))))
         return rc;
     if (!versus_s) {
         if (!rounds_s)
@@ -894,6 +899,8 @@ static void print_text(const bench *b, const figures *f) {
 static int open_session(const bench_args *a, minfer_options **opt, cli_out *prof, bench *b) {
     minfer_status st = cli_make_options(a->providers, a->threads, opt);
     int rc;
+    if (st == MINFER_OK)
+        st = minfer_options_set_creation_deadline(*opt, (uint64_t)a->deadline);
     if (st != MINFER_OK) {
         fprintf(stderr, "minfer bench: %s\n", cli_error(st));
         return CLI_FAIL;

@@ -35,6 +35,8 @@ static void print_help(void) {
            "                    ONNX Runtime's JSON array of trace events; Perfetto opens it\n"
            "  --check-nan       fail naming the first node whose float output has a NaN/Inf\n"
            "  --strict          fail if any node falls back past the first provider\n"
+           "  --creation-deadline MS\n"
+           "                    fail if creating the session takes longer than MS ms\n"
            "  -h, --help        show this help\n");
 }
 
@@ -127,7 +129,7 @@ static void summarize_tensor(const minfer_tensor *t) {
 
 int cmd_run(int argc, char **argv) {
     const char *providers = NULL, *in_dir = NULL, *out_dir = NULL, *threads_s = NULL,
-               *profile = NULL;
+               *profile = NULL, *deadline_s = NULL;
     int check_nan = 0, strict = 0, force = 0;
     cli_list dims = {0}, shapes = {0};
     const cli_opt opts[] = {
@@ -141,10 +143,11 @@ int cmd_run(int argc, char **argv) {
         {"profile", 0, &profile, NULL, NULL},
         {"check-nan", 0, NULL, &check_nan, NULL},
         {"strict", 0, NULL, &strict, NULL},
+        {"creation-deadline", 0, &deadline_s, NULL, NULL},
     };
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0;
-    int help = 0, threads = -1, rc;
+    int help = 0, threads = -1, deadline = 0, rc;
     minfer_options *opt = NULL;
     minfer_session *s = NULL;
     minfer_tensor **ins = NULL, **outs = NULL;
@@ -170,12 +173,15 @@ int cmd_run(int argc, char **argv) {
         rc = CLI_USAGE;
         goto done;
     }
-    if (threads_s &&
-        (rc = cli_parse_int(CMD, "--threads", threads_s, 0, MINFER_MAX_THREADS, &threads)))
+    if ((threads_s &&
+         (rc = cli_parse_int(CMD, "--threads", threads_s, 0, MINFER_MAX_THREADS, &threads))) ||
+        (deadline_s && (rc = cli_parse_int(CMD, "--creation-deadline", deadline_s, 1,
+                                           INT32_MAX, &deadline))))
         goto done;
 
     rc = CLI_FAIL;
-    if ((st = cli_make_options(providers, threads, &opt)) != MINFER_OK) {
+    if ((st = cli_make_options(providers, threads, &opt)) != MINFER_OK ||
+        (st = minfer_options_set_creation_deadline(opt, (uint64_t)deadline)) != MINFER_OK) {
         fail("%s", cli_error(st));
         goto done;
     }

@@ -211,6 +211,9 @@ static minfer_status plan_infer(minfer_session *s, mf_plan *p, minfer_tensor_vie
         mf_nplan *ns = &p->nodes[i];
         minfer_status st;
         int all_known = 1, any_dynamic = 0;
+        if (k % 256 == 0 && (st = mf_creation_check(s, "shape inference, node %zu of %zu", k,
+                                                    g->n_nodes)) != MINFER_OK)
+            return st;
         for (size_t j = 0; j < n->n_inputs; j++) {
             int vi = n->inputs[j];
             memset(&in[j], 0, sizeof in[j]);
@@ -415,7 +418,9 @@ static minfer_status prepare_nodes(minfer_session *s, mf_plan *p, const minfer_r
             return mf_error(MINFER_ERR_UNSUPPORTED,
                             "%s: %s was folded at build but not for these input shapes",
                             s->errctx, mf_node_label(&g->nodes[i], i, lbl, sizeof lbl));
-        if ((st = mf_weights_materialize(s, p, i)) != MINFER_OK ||
+        if ((st = mf_creation_check(s, "preparing the nodes, node %zu of %zu", k,
+                                    g->n_nodes)) != MINFER_OK ||
+            (st = mf_weights_materialize(s, p, i)) != MINFER_OK ||
             (st = prepare_node(s, p, i, ro)) != MINFER_OK ||
             (st = mf_weights_release_packed(s, p, i)) != MINFER_OK)
             return st;
@@ -501,7 +506,8 @@ minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_le
     p->t_infer_ms = mf_now_ms() - t;
     if ((st = mf_plan_storage(s, p)) != MINFER_OK || (st = prepare_nodes(s, p, ro)) != MINFER_OK ||
         (st = mf_attr_mismatch_take(s->errctx)) != MINFER_OK ||
-        (st = mf_plan_memory(s, p)) != MINFER_OK) {
+        (st = mf_plan_memory(s, p)) != MINFER_OK ||
+        (st = mf_creation_check(s, "memory planning")) != MINFER_OK) {
         mf_plan_free(s, p);
         return st;
     }

@@ -134,6 +134,9 @@ static minfer_status run_passes(mf_opt *o, const pass_entry *passes, size_t n, i
             return mf_error_prefix(st, "%s: optimizer pass %s", o->errctx, passes[p].name);
         if ((st = sweep(o, passes[p].name)) != MINFER_OK)
             return st;
+        if (o->deadline && (st = o->deadline->deadline(o->deadline->user, passes[p].name)) !=
+                               MINFER_OK)
+            return st;
         report_add(o->ctx->report, passes[p].name, fired);
         *total += fired;
     }
@@ -184,6 +187,7 @@ minfer_status mf_optimize_gated(mf_graph *g, const mf_opt_ctx *ctx, const mf_opt
     o.ctx = &local;
     o.errctx = errctx;
     o.gate = gate && gate->supports ? gate : NULL;
+    o.deadline = gate && gate->deadline ? gate : NULL;
     if ((st = mf_opt_reindex(&o)) != MINFER_OK)
         goto done;
     o.keep_dequantize = local.level >= 2;

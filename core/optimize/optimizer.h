@@ -80,6 +80,10 @@ typedef struct mf_opt_gate {
      * providers' reasons in why. */
     int (*supports)(void *user, const minfer_node_desc *node, char *why, size_t why_size);
     void *user;
+    /* Session creation's deadline (session.c's mf_creation_check), or
+     * NULL: called with user and the pass's name after each pass; not
+     * MINFER_OK ends the optimizer with that error. */
+    minfer_status (*deadline)(void *user, const char *pass);
 } mf_opt_gate;
 
 /* mf_optimize for a session: a fusion whose node no provider runs

@@ -63,6 +63,7 @@ typedef struct mf_opt {
      * copies of the nodes the current fusion edits in place, put back when
      * no provider of the session runs the fused node. */
     const mf_opt_gate *gate;
+    const mf_opt_gate *deadline; /* its deadline member set, or NULL */
     mf_node saved[4];
     int saved_at[4];
     int n_saved;

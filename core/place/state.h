@@ -14,6 +14,8 @@
 #define MINFER_CORE_STATE_H
 
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 #include "diag/diag.h"
 #include "graph/graph.h"
@@ -105,7 +107,34 @@ struct minfer_session {
     uint64_t *node_runs;
     mf_stats stats;            /* under lock */
     double *stats_scratch;
+    /* While the session is being created: the mf_now_ms() past which
+     * creation fails (minfer_options_set_creation_deadline; subgraph
+     * sessions take their parent's), else 0. */
+    double create_by;
+    uint64_t create_limit_ms;
 };
+
+/* MINFER_ERR_DEADLINE when s is being created and its creation deadline
+ * has passed ("session creation took longer than N ms (the creation
+ * deadline) at STAGE"), else MINFER_OK (also after creation: runs have
+ * their own deadline). stage is a printf format. Inline, so that exec
+ * (build.c) checks it without a call up into session/. */
+static inline minfer_status mf_creation_check(const minfer_session *s, const char *stage, ...)
+    __attribute__((format(printf, 2, 3)));
+static inline minfer_status mf_creation_check(const minfer_session *s, const char *stage, ...) {
+    if (!s || s->create_by <= 0 || mf_now_ms() <= s->create_by)
+        return MINFER_OK;
+    char where[256];
+    va_list ap;
+    va_start(ap, stage);
+    vsnprintf(where, sizeof where, stage, ap);
+    va_end(ap);
+    return mf_error(MINFER_ERR_DEADLINE,
+                    "%s: session creation took longer than %llu ms (the creation deadline) "
+                    "at %s",
+                    s->errctx ? s->errctx : "session", (unsigned long long)s->create_limit_ms,
+                    where);
+}
 
 /* Logging through the session's logger (s may be NULL: stderr). */
 #define mf_log(s, ...) mf_logf((s) ? &(s)->log : NULL, __VA_ARGS__)

@@ -323,6 +323,18 @@ minfer_status minfer_options_set_profiling(minfer_options *opt, const char *path
     return MINFER_OK;
 }
 
+minfer_status minfer_options_set_creation_deadline(minfer_options *opt, uint64_t ms) {
+    if (!opt)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_options_set_creation_deadline: NULL options");
+    if (ms > (uint64_t)1 << 40)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_options_set_creation_deadline: %llu ms is above 2^40 ms",
+                        (unsigned long long)ms);
+    opt->creation_deadline_ms = ms;
+    return MINFER_OK;
+}
+
 minfer_status minfer_options_set_check_nan(minfer_options *opt, int on) {
     if (!opt)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_check_nan: NULL options");

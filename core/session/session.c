@@ -408,6 +408,11 @@ static int half_as_float(const minfer_session *s) {
  * Constant folding runs nodes on the placement's evaluator (the session
  * tree's one CPU provider instance); a fusion is applied only when a
  * provider of the session runs the fused node. */
+/* The optimizer's check of the creation deadline, after each pass. */
+static minfer_status opt_deadline(void *user, const char *pass) {
+    return mf_creation_check(user, "optimizer pass %s", pass);
+}
+
 static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
     int level = opt_level(opt);
     if (s->g->compiled_level) { /* a compiled file: optimized when compiled (docs/format.md) */
@@ -437,7 +442,7 @@ static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
     mf_opt_ctx ctx = {level, ev ? eval_checked : NULL, &eu, MF_FOLD_MAX_BYTES, &report, 0,
                       mf_plugin_infer};
     ctx.half_as_float = half_as_float(s);
-    mf_opt_gate gate = {any_provider_runs, s};
+    mf_opt_gate gate = {any_provider_runs, s, opt_deadline};
     minfer_status st = mf_optimize_gated(s->g, &ctx, &gate, s->errctx);
     mf_evaluator_close(ev);
     if (st != MINFER_OK)
@@ -522,6 +527,14 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     s->limits = mf_options_limits(opt);
     s->run_limits = mf_options_run_limits(opt);
     s->strict = opt ? opt->strict : 0;
+    /* The creation deadline counts from the start of loading the file. */
+    if (parent) {
+        s->create_by = parent->create_by;
+        s->create_limit_ms = parent->create_limit_ms;
+    } else if (opt && opt->creation_deadline_ms) {
+        s->create_limit_ms = opt->creation_deadline_ms;
+        s->create_by = (load_ms >= 0 ? t0 - load_ms : t0) + (double)opt->creation_deadline_ms;
+    }
     s->check_nan = opt && opt->check_nan >= 0 ? opt->check_nan : mf_env_check_nan();
     const char *prof = opt && opt->profile_path ? opt->profile_path : mf_env_profile();
     if (prof && prof[0] && !parent) {
@@ -542,6 +555,8 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     }
     if (load_ms >= 0)
         mf_log(s, MINFER_LOG_INFO, "%s: %-16s %8.2f ms", errctx, "load+validate", load_ms);
+    if ((st = mf_creation_check(s, "loading and validating the model")) != MINFER_OK)
+        goto fail;
     int threads = opt ? opt->threads : 0;
     if (threads <= 0) {
         /* One per CPU the process may run on (util/cpus.h), at most 64. */
@@ -575,13 +590,15 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
             goto fail;
         }
         mf_host_api_init(&s->pl->api);
-        if ((st = mf_place_open(s, opt)) != MINFER_OK)
+        if ((st = mf_place_open(s, opt)) != MINFER_OK ||
+            (st = mf_creation_check(s, "loading the providers")) != MINFER_OK)
             goto fail;
         phase(s, "load providers", t, mf_now_ms() - t);
     }
     if ((st = mf_expand_gradients(g, errctx)) != MINFER_OK)
         goto fail;
-    if ((st = optimize(s, opt)) != MINFER_OK)
+    if ((st = optimize(s, opt)) != MINFER_OK ||
+        (st = mf_creation_check(s, "the optimizer")) != MINFER_OK)
         goto fail;
     s->node_ms = mf_calloc(g->n_nodes + 1, sizeof *s->node_ms);
     s->node_runs = mf_calloc(g->n_nodes + 1, sizeof *s->node_runs);
@@ -599,7 +616,8 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     if ((st = mf_plan_infer(s, s->build)) != MINFER_OK)
         goto fail;
     phase(s, "infer shapes", t, mf_now_ms() - t);
-    if ((st = build_subgraphs(s, opt)) != MINFER_OK)
+    if ((st = build_subgraphs(s, opt)) != MINFER_OK ||
+        (st = mf_creation_check(s, "the subgraphs")) != MINFER_OK)
         goto fail;
     if (s->log.level >= MINFER_LOG_VERBOSE)
         for (size_t k = 0; k < g->n_nodes; k++) {
@@ -617,7 +635,8 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
                 }
         }
     t = mf_now_ms();
-    if ((st = assign_nodes(s)) != MINFER_OK)
+    if ((st = assign_nodes(s)) != MINFER_OK ||
+        (st = mf_creation_check(s, "provider assignment")) != MINFER_OK)
         goto fail;
     phase(s, "assign providers", t, mf_now_ms() - t);
     if ((st = make_infos(s)) != MINFER_OK || (st = mf_attr_mismatch_take(errctx)) != MINFER_OK)
@@ -659,6 +678,7 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
             mf_log(s, MINFER_LOG_INFO, "  %zu nodes on provider '%s'", c, s->pl->provs[j].name);
         }
     }
+    s->create_by = 0; /* created: runs have their own deadline */
     *out = s;
     return MINFER_OK;
 fail:
@@ -807,6 +827,7 @@ minfer_status minfer_session_create_from_memory(const void *data, size_t size,
     if (!data || !out)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_create_from_memory: NULL argument");
     minfer_limits lim = mf_options_limits(opt);
+    double t0 = mf_now_ms(); /* loading counts toward the creation deadline */
     if (minfer_is_compiled(data, size)) { /* a copy the graph keeps: data is the caller's */
         void *copy = NULL;
         if (mf_test_alloc_fails() || posix_memalign(&copy, 64, size ? size : 1) != 0)
@@ -817,7 +838,7 @@ minfer_status minfer_session_create_from_memory(const void *data, size_t size,
         st = mf_load_onnx(data, size, ".", "<memory>", &lim, &g);
     if (st != MINFER_OK)
         return st;
-    return mf_session_create_graph(g, opt, "<memory>", out);
+    return mf_session_create_graph_timed(g, opt, "<memory>", mf_now_ms() - t0, out);
 }
 
 /* ---- introspection -------------------------------------------------------- */

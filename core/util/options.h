@@ -42,6 +42,7 @@ struct minfer_options {
     int strict;             /* strict placement */
     char *profile_path;     /* NULL: no profiling */
     int check_nan;          /* -1: not set (MINFER_CHECK_NAN) */
+    uint64_t creation_deadline_ms; /* 0: none */
     char **prov_opt_names;  /* per-provider option strings */
     char **prov_opt_values;
     size_t n_prov_opts;

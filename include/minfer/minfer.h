@@ -315,6 +315,16 @@ typedef struct minfer_run_limits {
 MINFER_API minfer_status minfer_options_set_run_limits(minfer_options *opt,
                                                        const minfer_run_limits *limits);
 
+/* A limit on the wall-clock time session creation takes (loading, the
+ * optimizer's passes, shape inference, subgraphs, provider assignment,
+ * memory planning and preparing the nodes), checked between those stages
+ * and inside their loops; over it, creation fails with MINFER_ERR_DEADLINE
+ * naming the stage ("model.onnx: session creation took longer than 500 ms
+ * (the creation deadline) at shape inference, node 5000 of 16000"). 0, the default: no limit.
+ * ONNX Runtime has no such option (the CLI's --creation-deadline MS,
+ * Python's session config entry "minfer.creation_deadline_ms"). */
+MINFER_API minfer_status minfer_options_set_creation_deadline(minfer_options *opt, uint64_t ms);
+
 /* Free-dimension overrides (ONNX Runtime's, perf_test's -f): every input
  * dimension with the symbolic name `name` ("batch") becomes `value`, so the
  * session plans for that shape at creation and runs take inputs of it.

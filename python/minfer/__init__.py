@@ -250,6 +250,7 @@ _CONFIG_KEYS = {
     "minfer.strict_placement": "strict_placement",
     "minfer.check_nan": "check_nan",
     "minfer.precision": "precision",
+    "minfer.creation_deadline_ms": "creation_deadline_ms",
 }
 
 # Session config entries that set minfer's resource limits (docs/reliability.md),

@@ -1072,6 +1072,13 @@ static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
             st = minfer_options_set_strict_placement(opt, x != 0);
         } else if (strcmp(key, "check_nan") == 0) {
             st = minfer_options_set_check_nan(opt, x != 0);
+        } else if (strcmp(key, "creation_deadline_ms") == 0) {
+            if (x < 0) {
+                PyErr_Format(exc_invalid_argument, "creation_deadline_ms %lld: use 0 (no limit) "
+                             "or more", x);
+                return -1;
+            }
+            st = minfer_options_set_creation_deadline(opt, (uint64_t)x);
         } else {
             goto unknown;
         }

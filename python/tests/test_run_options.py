@@ -258,3 +258,25 @@ def test_thread_count(add_model):
     assert minfer.InferenceSession(add_model, so, providers=["cpu"]).thread_count() == 2
     so.intra_op_num_threads = 1
     assert minfer.InferenceSession(add_model, so, providers=["cpu"]).thread_count() == 1
+
+
+def test_creation_deadline_from_a_config_entry(tmp_path):
+    # 3000 Neg nodes in a chain: creation takes well over 1 ms.
+    nodes = [helper.make_node("Neg", ["x" if i == 0 else "v%d" % (i - 1)], ["v%d" % i])
+             for i in range(3000)]
+    nodes.append(helper.make_node("Identity", ["v2999"], ["y"]))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    path = str(tmp_path / "chain.onnx")
+    save_model(path, nodes, [x], [y])
+    so = minfer.SessionOptions()
+    so.add_session_config_entry("minfer.creation_deadline_ms", "1")
+    with pytest.raises(minfer.Fail, match=r"session creation took longer than 1 ms \(the creation deadline\) at "):
+        minfer.InferenceSession(path, so, providers=["cpu"])
+    so.add_session_config_entry("minfer.creation_deadline_ms", "600000")
+    sess = minfer.InferenceSession(path, so, providers=["cpu"])
+    (out,) = sess.run(None, {"x": np.ones(2, np.float32)})
+    np.testing.assert_array_equal(out, np.ones(2, np.float32))
+    so.add_session_config_entry("minfer.creation_deadline_ms", "-1")
+    with pytest.raises(minfer.InvalidArgument):
+        minfer.InferenceSession(path, so, providers=["cpu"])
