@@ -59,15 +59,16 @@ static double divide(int32_t dtype, double v, double scale) {
     return (double)((float)v / (float)scale);
 }
 
-/* QuantizeLinear's common case, float x with one scale and zero point
- * into uint8 or int8, the same values as the general loop below (float
- * division, round half to even, saturation, NaN to 0) in a loop the
- * compiler vectorises: clamped to the zero point's range first (lo and hi
- * are integers, so clamping and rounding commute), rounded by adding and
- * subtracting 1.5 * 2^23 (exact for |q| <= 2^22, in the default rounding
- * mode: half to even). */
+/* Float x with one scale and zero point into uint8 or int8, as
+ * QuantizeLinear's general loop (cpu_compute_quantize) and
+ * DynamicQuantizeLinear compute it (float division, round half to even,
+ * saturation; a NaN gives nan_to), in a loop the compiler vectorises:
+ * clamped to the zero point's range first (lo and hi are integers, so
+ * clamping and rounding commute), rounded by adding and subtracting
+ * 1.5 * 2^23 (exact for |q| <= 2^22, in the default rounding mode: half
+ * to even). */
 static void quantize_float(const float *x, size_t n, float scale, int32_t z, int is_u8,
-                           void *y) {
+                           int32_t nan_to, void *y) {
     const float lo = (float)((is_u8 ? 0 : -128) - z), hi = (float)((is_u8 ? 255 : 127) - z);
     const float magic = 12582912.0f;
     uint8_t *yu = y;
@@ -78,7 +79,7 @@ static void quantize_float(const float *x, size_t n, float scale, int32_t z, int
         q = q < lo ? lo : q;
         q = q > hi ? hi : q;
         int32_t v = (int32_t)((q + magic) - magic) + z;
-        v = nan ? 0 : v;
+        v = nan ? nan_to : v;
         if (is_u8)
             yu[i] = (uint8_t)v;
         else
@@ -106,7 +107,7 @@ minfer_status cpu_compute_quantize(const cpu_exec *e) {
         !zi && (ot == MINFER_DTYPE_UINT8 || ot == MINFER_DTYPE_INT8)) {
         float scale = *(const float *)sd;
         int32_t z = !zd ? 0 : ot == MINFER_DTYPE_UINT8 ? *(const uint8_t *)zd : *(const int8_t *)zd;
-        quantize_float(xd, n, scale, z, ot == MINFER_DTYPE_UINT8, y);
+        quantize_float(xd, n, scale, z, ot == MINFER_DTYPE_UINT8, 0, y);
         return MINFER_OK;
     }
     for (size_t i = 0; i < n; i++) {
@@ -143,9 +144,23 @@ minfer_status cpu_compute_dynamic_quantize(const cpu_exec *e) {
     const float *xf = x->dtype == MINFER_DTYPE_FLOAT ? xd : NULL;
     float lo = 0, hi = 0;
     if (xf) {
-        for (size_t i = 0; i < n; i++) {
+        /* Eight running minima and maxima, a loop the compiler vectorises
+         * (each is `v < m ? v : m`, which skips NaNs in any order). */
+        float l8[8] = {0}, h8[8] = {0};
+        size_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            for (int j = 0; j < 8; j++) {
+                float v = xf[i + (size_t)j];
+                l8[j] = v < l8[j] ? v : l8[j];
+                h8[j] = v > h8[j] ? v : h8[j];
+            }
+        for (; i < n; i++) {
             lo = xf[i] < lo ? xf[i] : lo;
             hi = xf[i] > hi ? xf[i] : hi;
+        }
+        for (int j = 0; j < 8; j++) {
+            lo = l8[j] < lo ? l8[j] : lo;
+            hi = h8[j] > hi ? h8[j] : hi;
         }
     } else {
         for (size_t i = 0; i < n; i++) {
@@ -161,6 +176,10 @@ minfer_status cpu_compute_dynamic_quantize(const cpu_exec *e) {
     *(float *)ys = scale;
     *(uint8_t *)yz = (uint8_t)z;
     uint8_t *yd = y;
+    if (xf) {
+        quantize_float(xf, n, scale, (int32_t)z, 1, (int32_t)z, y);
+        return MINFER_OK;
+    }
     for (size_t i = 0; i < n; i++) {
         float v = cpu_q_round_even((xf ? xf[i] : (float)cpu_get(xd, x->dtype, i)) / scale) + z;
         if (v != v) {
