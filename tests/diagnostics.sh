@@ -60,8 +60,10 @@ python3 "$check_trace" "$trace" --runs 3 --nodes "$nodes" --flops-op Conv ||
 grep -q '^latency: *min .* ms, median .* p90 .* mean .* max .* runs/s$' <<<"$out" ||
     bad "bench prints no latency for 2 runs: $out"
 grep -q '^time per op type' <<<"$out" || bad "bench --profile prints no op-type table"
-grep -Eq '^  (minfer::Fused)?Conv +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+$' <<<"$out" ||
-    bad "the op-type table has no Conv row with count, time, share and GFLOPS"
+grep -Eq '^  (minfer::Fused)?Conv +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +([0-9.]+%|-)$' <<<"$out" ||
+    bad "the op-type table has no Conv row with count, time, share, GFLOPS and share of peak"
+grep -Eq '^  float [0-9]+ GFLOPS, int8 [0-9]+ GOPS' <<<"$out" ||
+    bad "bench --profile prints no measured peak: $out"
 json=$("$cli" bench --providers cpu --runs 2 --warmup 0 --json --profile "$tmp/b2.json" "$squeeze") ||
     bad "bench --json --profile failed"
 python3 - "$json" <<'EOF' || bad "bench --json output lacks the statistics or op types"
@@ -76,6 +78,7 @@ assert ops and all(o["count"] > 0 and o["total_ms"] >= 0 for o in ops), ops
 assert abs(sum(o["share"] for o in ops) - 1) < 0.01, ops
 assert [o["total_ms"] for o in ops] == sorted((o["total_ms"] for o in ops), reverse=True)
 assert any(o["op"].endswith("Conv") and o["gflops"] > 0 for o in ops), ops
+assert d["peak_fp32_gflops"] >= 0 and d["peak_int8_gops"] >= 0, d
 EOF
 echo "bench --profile: ok ($nodes nodes per run)"
 

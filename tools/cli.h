@@ -52,6 +52,9 @@ minfer_status cli_make_options(const char *providers, int threads, minfer_option
  * every node of s because no faster CPU provider (oneDNN) is installed;
  * nothing when the command or MINFER_PROVIDERS chose the providers. */
 void cli_note_reference(const minfer_session *s);
+/* This machine's peak now on `threads` threads (peak.c): float FMA GFLOPS
+ * and int8 VNNI GOPS, each 0 when the CPU lacks the instructions. */
+void cli_measure_peak(int threads, double *fp32_gflops, double *int8_gops);
 
 /* minfer_last_error() (or the status text) folded onto one line. Static. */
 const char *cli_error(minfer_status st);

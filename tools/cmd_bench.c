@@ -140,6 +140,15 @@ static double gflops(const op_row *r) {
     return r->total_ms > 0 ? r->flops_x_runs / (r->total_ms * 1e6) : 0;
 }
 
+/* Whether an op type's operations are integer ones (int8 products). */
+static int int8_op(const char *op) {
+    const char *dot = strrchr(op, ':');
+    const char *name = dot ? dot + 1 : op;
+    return !strcmp(name, "QLinearConv") || !strcmp(name, "ConvInteger") ||
+           !strcmp(name, "QLinearMatMul") || !strcmp(name, "MatMulInteger") ||
+           !strcmp(name, "QGemm");
+}
+
 /* Progress, when stderr is a terminal: after half a second of warm-up or
  * timing, one line saying the phase and the runs done, redrawn at most 5
  * times a second and erased before the figures print. Runs from several
@@ -787,6 +796,10 @@ static int print_json(const bench *b, const figures *f) {
     if (a->profile) {
         json_object_set_new(root, "profile", cli_json_str(a->profile));
         json_object_set_new(root, "op_types", json_op_types(f));
+        double pf = 0, pi = 0;
+        cli_measure_peak(f->n_threads, &pf, &pi);
+        json_object_set_new(root, "peak_fp32_gflops", json_real(pf));
+        json_object_set_new(root, "peak_int8_gops", json_real(pi));
     }
     return cli_json_print(CMD, root) != 0 ? CLI_FAIL : CLI_OK;
 }
@@ -831,14 +844,25 @@ static void print_profile(const bench *b, const figures *f) {
     printf("time per op type (%d profiled runs, warm-up included; the nodes add up to "
            "%.3f ms a run):\n",
            b->a->warmup + b->runs, per_run);
-    printf("  %-*s %6s %12s %10s %7s %9s\n", wop, "op", "nodes", "total ms", "ms/run", "share",
-           "GFLOPS");
+    double pf = 0, pi = 0;
+    cli_measure_peak(f->n_threads, &pf, &pi);
+    printf("  %-*s %6s %12s %10s %7s %9s %8s\n", wop, "op", "nodes", "total ms", "ms/run", "share",
+           "G(FL)OPS", "of peak");
     for (size_t i = 0; i < f->n_rows; i++) {
         const op_row *r = &f->rows[i];
-        printf("  %-*s %6zu %12.3f %10.4f %6.1f%% %9.2f\n", wop, r->op, r->count, r->total_ms,
-               r->ms_per_run, f->prof_ms > 0 ? 100.0 * r->total_ms / f->prof_ms : 0.0,
-               gflops(r));
+        double g = gflops(r), peak = int8_op(r->op) ? pi : pf;
+        printf("  %-*s %6zu %12.3f %10.4f %6.1f%% %9.2f", wop, r->op, r->count, r->total_ms,
+               r->ms_per_run, f->prof_ms > 0 ? 100.0 * r->total_ms / f->prof_ms : 0.0, g);
+        if (peak > 0 && g > 0)
+            printf(" %7.1f%%\n", 100.0 * g / peak);
+        else
+            printf(" %8s\n", "-");
     }
+    printf("peak here now, %d thread%s (measured by a loop of fused multiply-adds and VNNI dot "
+           "products):\n  float %.0f GFLOPS, int8 %.0f GOPS%s; integer ops (QLinearConv, "
+           "ConvInteger, QLinearMatMul, MatMulInteger, QGemm) against the int8 peak\n",
+           f->n_threads, f->n_threads == 1 ? "" : "s", pf, pi,
+           pi > 0 ? " (AMX tiles, where oneDNN uses them, go beyond it)" : " (no VNNI)");
 }
 
 /* The figures as text. */

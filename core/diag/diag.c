@@ -281,6 +281,25 @@ double mf_node_flops(const mf_node *n, const minfer_tensor_view *in, size_t n_in
             return 2.0 * numel(&in[0]) * k;
         return 2.0 * y * k;
     }
+    /* Integer convolutions and products: the same count of operations (a
+     * multiply and an add per weight tap), with W at its input. */
+    int qconv = !strcmp(op, "QLinearConv") ? 3 : !strcmp(op, "ConvInteger") ? 1 : 0;
+    if (qconv) {
+        if (n_in <= (size_t)qconv || in[qconv].rank < 2)
+            return 0;
+        double k = 1;
+        for (int d = 1; d < in[qconv].rank; d++)
+            k *= (double)in[qconv].dims[d];
+        return 2.0 * y * k;
+    }
+    if (!strcmp(op, "QLinearMatMul") || !strcmp(op, "MatMulInteger") || !strcmp(op, "QGemm")) {
+        if (n_in < 1 || in[0].rank < 1)
+            return 0;
+        int64_t k = in[0].dims[in[0].rank - 1];
+        if (!strcmp(op, "QGemm") && mf_attr_int(n, "transA", 0) && in[0].rank == 2)
+            k = in[0].dims[0];
+        return 2.0 * y * (double)k;
+    }
     if (!strcmp(op, "Gemm") || !strcmp(op, "FusedGemm") || !strcmp(op, "MatMul") ||
         !strcmp(op, "FusedMatMul")) {
         if (n_in < 2 || in[0].rank < 1)

@@ -41,7 +41,9 @@ json_t *mf_json_str(const char *s);
 json_t *mf_trace_type_shape(const minfer_tensor_view *v);
 
 /* Estimated floating-point operations of one node for these shapes:
- * 2*MACs for Conv/Gemm/MatMul/Attention, window size per output for pools,
+ * 2*MACs for Conv/Gemm/MatMul/Attention and their integer forms (QLinearConv,
+ * ConvInteger, QLinearMatMul, MatMulInteger, QGemm: integer operations),
+ * window size per output for pools,
  * one per output element for elementwise ops, 0 for data movement. */
 double mf_node_flops(const mf_node *n, const minfer_tensor_view *in, size_t n_in,
                      const minfer_tensor_view *out, size_t n_out);
