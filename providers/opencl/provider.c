@@ -617,11 +617,24 @@ static void ocl_mem_free(void *ctx, void *buffer) {
         clReleaseMemObject((cl_mem)buffer);
 }
 
+/* Plain transfers of at most this many bytes never map the buffer: a
+ * blocking map waits until the queue has run everything before it, and
+ * its unmap is one more command for the next transfer to wait behind
+ * (PoCL hands each to its worker thread and back). A small upload is
+ * staged and enqueued without blocking, a small download is one blocking
+ * read. A Loop body on the device pays for every carried value each
+ * iteration: 1000 iterations of a 16-float Add body on PoCL took 44-55 ms
+ * with maps, 31-40 ms without (minimum of 21 runs, 5 alternating rounds,
+ * load 5-8; docs/opencl.md). Larger transfers keep the map: one copy, no
+ * staging block. */
+#define OCL_STAGE_ALWAYS_BYTES ((size_t)64 << 10)
+
 /* Copies bytes (as stored on the device) from the device at buf + offset
  * to host, waiting for them. With half != 0 the device holds half
  * elements and the host floats (bytes / 2 of them), converted on the way:
  * in the mapped buffer where the device shares host memory, else through
- * a staging block. */
+ * a staging block; a small plain copy is one read (above). */
+
 static minfer_status download(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t bytes,
                               void *host, int half) {
     if (bytes == 0)
@@ -630,7 +643,7 @@ static minfer_status download(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t by
     size_t n = bytes / 2;
     ocl_count_transfer(ctx);
     ocl_count_wait(ctx); /* every path below blocks until the bytes are there */
-    if (ctx->unified) {
+    if (ctx->unified && (half || bytes > OCL_STAGE_ALWAYS_BYTES)) {
         void *p = clEnqueueMapBuffer(ctx->queue, buf, CL_TRUE, CL_MAP_READ, offset, bytes, 0,
                                      NULL, NULL, &err);
         if (err == CL_SUCCESS) {
@@ -721,7 +734,8 @@ static int upload_by_kernel(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t byte
  *    for, and PoCL serves it on the calling thread (a handed-off write
  *    waited for a worker thread, which on a loaded machine made
  *    tiny_encoder's crossings up to 4x slower);
- *  - otherwise the data is copied into a staging block whose write is
+ *  - otherwise, and for every upload of at most OCL_STAGE_ALWAYS_BYTES
+ *    (above), the data is copied into a staging block whose write is
  *    enqueued; the block is freed by the next synchronize, whose clFinish
  *    has seen the write done. The caller may reuse its memory at once,
  *    and a value crossing from the host mid-run does not drain the queue. */
@@ -729,7 +743,8 @@ static minfer_status upload(ocl_ctx *ctx, cl_mem buf, size_t offset, size_t byte
                             const void *host, int half) {
     if (bytes == 0)
         return MINFER_OK;
-    if (ctx->unified && !ctx->kernel_copies && !atomic_load(&ctx->pending)) {
+    if (ctx->unified && !ctx->kernel_copies && !atomic_load(&ctx->pending) &&
+        (bytes > OCL_STAGE_ALWAYS_BYTES)) {
         cl_int err;
         void *p = clEnqueueMapBuffer(ctx->queue, buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION,
                                      offset, bytes, 0, NULL, NULL, &err);
