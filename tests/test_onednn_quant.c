@@ -293,6 +293,32 @@ static void test_convinteger(void **state) {
     check(&t, 1);
 }
 
+/* ConvInteger with uint8 weights whose zero point leaves differences
+ * outside int8 (zero point 200: -200..55, quantize_dynamic's uint8
+ * weights): two int8 convolutions whose int32 sums add, on oneDNN, the
+ * same sums as the CPU provider's; with padding and a runtime x zero
+ * point, and 1x1 without padding and a constant one (folded into a bias). */
+static void test_convinteger_split_weights(void **state) {
+    (void)state;
+    qcase t;
+    init(&t, 18);
+    input(&t, "x", MINFER_DTYPE_UINT8, INTS(1, 6, 9, 8), 0, 255);
+    input(&t, "xz", MINFER_DTYPE_UINT8, INTS(1), 77, 77);
+    cnst(&t, "w", MINFER_DTYPE_UINT8, INTS(10, 6, 3, 3), 0, 255);
+    cnst(&t, "wz", MINFER_DTYPE_UINT8, INTS(1), 200, 200);
+    size_t n = node(&t, "ConvInteger", NAMES("x", "w", "xz", "wz"));
+    minfer_builder_set_attr_ints(t.b, n, "pads", INTS(1, 1, 1, 1));
+    check(&t, 1);
+    qcase u;
+    init(&u, 19);
+    input(&u, "x", MINFER_DTYPE_UINT8, INTS(2, 16, 5, 5), 0, 255);
+    cnst(&u, "xz", MINFER_DTYPE_UINT8, INTS(1), 133, 133);
+    cnst(&u, "w", MINFER_DTYPE_UINT8, INTS(24, 16, 1, 1), 0, 255);
+    cnst(&u, "wz", MINFER_DTYPE_UINT8, INTS(1), 3, 3);
+    node(&u, "ConvInteger", NAMES("x", "w", "xz", "wz"));
+    check(&u, 1);
+}
+
 /* ConvInteger whose sums may pass 2^24: declined, not rounded (measured:
  * an int8 x at sums of 2.6e7 came out rounded to float). */
 static void test_convinteger_large_declined(void **state) {
@@ -455,6 +481,7 @@ int main(void) {
         cmocka_unit_test(test_qlinearconv_any_scale),
         cmocka_unit_test(test_convinteger),
         cmocka_unit_test(test_convinteger_large_declined),
+        cmocka_unit_test(test_convinteger_split_weights),
         cmocka_unit_test(test_qlinearmatmul),
         cmocka_unit_test(test_matmulinteger),
         cmocka_unit_test(test_qlinearconv_chain),

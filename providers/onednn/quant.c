@@ -114,13 +114,20 @@ static minfer_status check_zp(dnn_b *b, size_t i, const char *what, int32_t dt, 
  * element k is k / inner % M), as s8, into a new buffer in *out (NULL when
  * they are s8 with a zero point of 0 and are used as they are); the sum of
  * |w - zp| of the largest channel in *max_abs_sum, and each channel's sum
- * of w - zp in csum[M] (when not NULL). Declines a shifted weight outside
- * [-128, 127]. */
+ * of w - zp in csum[M] (when not NULL). A shifted weight outside
+ * [-128, 127] is declined, or, with out2 (an integer convolution, whose
+ * int32 sums two convolutions can add), split in two: *out its value
+ * clamped to int8 and *out2 the rest (also within int8, as |w - zp| <=
+ * 255), *out2 NULL when no weight needs it (*split says so, in a check
+ * build too). */
 static minfer_status shift_weights(dnn_b *b, const minfer_value_desc *w,
                                    const minfer_value_desc *wz, int64_t M, int64_t inner,
-                                   int8_t **out, double *max_abs_sum, int64_t *csum) {
+                                   int8_t **out, double *max_abs_sum, int64_t *csum,
+                                   int8_t **out2, int *split) {
     *out = NULL;
     *max_abs_sum = 0;
+    if (out2)
+        *out2 = NULL, *split = 0;
     int64_t n = dnn_numel(w->rank, w->dims);
     int64_t nz = wz ? dnn_numel(wz->rank, wz->dims) : 0;
     if (!w->const_data || n < 0 || w->const_nbytes < (size_t)n)
@@ -135,15 +142,27 @@ static minfer_status shift_weights(dnn_b *b, const minfer_value_desc *w,
         shift = shift || const_int(wz, (size_t)k) != 0;
     double *sums = calloc((size_t)M, sizeof *sums);
     int8_t *q = shift && !b->check ? malloc((size_t)n) : NULL;
-    if (!sums || (shift && !b->check && !q)) {
+    int8_t *q2 = shift && out2 && !b->check ? calloc((size_t)n, 1) : NULL;
+    if (!sums || (shift && !b->check && (!q || (out2 && !q2)))) {
         free(sums);
         free(q);
+        free(q2);
         return dnn_decline(b, "out of memory");
     }
     minfer_status st = MINFER_OK;
     for (int64_t k = 0; k < n; k++) {
         int64_t m = k / inner % M;
         int32_t v = const_int(w, (size_t)k) - (wz ? const_int(wz, (size_t)(nz == 1 ? 0 : m)) : 0);
+        if (out2 && (v < -128 || v > 127)) {
+            int32_t c = v < -128 ? -128 : 127;
+            *split = 1;
+            sums[m] += v < 0 ? -v : v;
+            if (csum)
+                csum[m] += v;
+            if (q)
+                q[k] = (int8_t)c, q2[k] = (int8_t)(v - c);
+            continue;
+        }
         if (v < -128 || v > 127) {
             st = dnn_decline(b, "a weight minus its zero point (%d) does not fit int8, which is "
                              "all oneDNN's int8 kernels take", (int)v);
@@ -159,11 +178,17 @@ static minfer_status shift_weights(dnn_b *b, const minfer_value_desc *w,
         if (sums[m] > *max_abs_sum)
             *max_abs_sum = sums[m];
     free(sums);
+    if (st != MINFER_OK || !out2 || !*split) {
+        free(q2);
+        q2 = NULL;
+    }
     if (st != MINFER_OK) {
         free(q);
         return st;
     }
     *out = q;
+    if (out2)
+        *out2 = q2;
     return MINFER_OK;
 }
 
@@ -186,6 +211,8 @@ typedef struct qplan {
     int xz_const, yz_const, has_xz, has_yz;
     int yz_post; /* the constant y zero point added by a post-op (has_yz 0) */
     int32_t *fold_bias; /* M: the bias less xz * the channel's weight sum (has_xz 0) */
+    int split;          /* ConvInteger's weights in two int8 halves: wq and wq2 */
+    int8_t *wq2;
     int32_t xz, yz;
     float *mult; /* M multipliers (QLinear) */
     int64_t n_mult;
@@ -284,7 +311,8 @@ static minfer_status plan_common(dnn_b *b, int64_t M, int64_t inner, int fold_xz
     int64_t *csum = calloc((size_t)M, sizeof *csum);
     if (!csum)
         return dnn_decline(b, "out of memory");
-    st = shift_weights(b, p->w, qin(b, o->wz), M, inner, &p->wq, &p->wsum, csum);
+    st = shift_weights(b, p->w, qin(b, o->wz), M, inner, &p->wq, &p->wsum, csum,
+                       o->qlinear ? NULL : &p->wq2, &p->split);
     if (st == MINFER_OK && fold_xz && p->has_xz && p->xz_const)
         st = fold_x_zero_point(b, p, M, csum);
     free(csum);
@@ -305,6 +333,7 @@ static minfer_status plan_common(dnn_b *b, int64_t M, int64_t inner, int fold_xz
 static void plan_free(qplan *p) {
     free(p->mult);
     free(p->wq);
+    free(p->wq2);
     free(p->fold_bias);
 }
 
@@ -382,6 +411,56 @@ static minfer_status add_step(dnn_b *b, const qplan *p, dnnl_primitive_desc_t pd
 static void to_dims(dnnl_dim_t *d, const int64_t *v, int n, int64_t minus) {
     for (int i = 0; i < n; i++)
         d[i] = v[i] - minus;
+}
+
+/* ConvInteger with weights split in two int8 halves (shift_weights): the
+ * second convolution, of the same source, adds its int32 sums into the
+ * first one's destination (a sum post-op, exact below 2^24 as plan_common
+ * checked), with the same x zero point and no bias. ORT's own weights may
+ * be uint8 with a zero point (quantize_dynamic's default), whose
+ * difference spans -255..255, where oneDNN's kernels take int8 weights. */
+static minfer_status add_second_half(dnn_b *b, const qplan *p, const dnnl_memory_desc_t *src,
+                                     const dnnl_memory_desc_t *wei_any,
+                                     const dnnl_memory_desc_t *wei_plain,
+                                     const dnnl_memory_desc_t *dst, const dnnl_dim_t *strides,
+                                     const dnnl_dim_t *dil, const dnnl_dim_t *padl,
+                                     const dnnl_dim_t *padr, int m_src, int m_dst) {
+    dnnl_convolution_desc_t cd;
+    dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(
+        &cd, dnnl_forward_inference, dnnl_convolution_direct, src, wei_any, NULL, dst, strides,
+        dil, padl, padr);
+    if (s != dnnl_success)
+        return dnn_fail(b, s, "int8 convolution descriptor (second half)");
+    dnnl_primitive_attr_t attr = NULL;
+    minfer_status st = make_attr(b, p, 1 << 1, &attr);
+    dnnl_post_ops_t po = NULL;
+    if (st == MINFER_OK &&
+        (dnnl_post_ops_create(&po) != dnnl_success ||
+         dnnl_post_ops_append_sum(po, 1.0f) != dnnl_success ||
+         dnnl_primitive_attr_set_post_ops(attr, po) != dnnl_success))
+        st = dnn_decline(b, "could not add the second half's sum");
+    dnnl_post_ops_destroy(po);
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == MINFER_OK)
+        st = dnn_pd(b, &cd, attr, &pd);
+    dnnl_primitive_attr_destroy(attr);
+    if (st != MINFER_OK)
+        return st;
+    if (!dnnl_memory_desc_equal(dnn_pd_md(pd, dnnl_query_src_md, 0), src) ||
+        !dnnl_memory_desc_equal(dnn_pd_md(pd, dnnl_query_dst_md, 0), dst)) {
+        dnnl_primitive_desc_destroy(pd);
+        return dnn_decline(b, "the second half's layouts differ from the first's");
+    }
+    int m_wei = dnn_pack_owned(b, -1, wei_plain, p->wq2, dnn_pd_md(pd, dnnl_query_weights_md, 0));
+    int m_xz = m_wei < 0 || !p->has_xz ? -2 : zp_mem(b, p->o.xz, p->xz_const, p->xz);
+    if (m_wei < 0 || m_xz == -1) {
+        dnnl_primitive_desc_destroy(pd);
+        return MINFER_ERR_UNSUPPORTED;
+    }
+    int args[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
+                   DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC};
+    int mems[4] = {m_src, m_wei, m_dst, m_xz};
+    return dnn_step_add(b, pd, p->has_xz ? 4 : 3, args, mems);
 }
 
 minfer_status dnn_build_qconv(dnn_b *b) {
@@ -464,7 +543,12 @@ minfer_status dnn_build_qconv(dnn_b *b) {
                               : weights_mem(b, &p, &wei_plain,
                                             dnn_pd_md(pd, dnnl_query_weights_md, 0));
         int m_dst = m_wei < 0 ? -1 : dnn_output(b, 0, dnn_pd_md(pd, dnnl_query_dst_md, 0));
+        dnnl_memory_desc_t src_md = *dnn_pd_md(pd, dnnl_query_src_md, 0);
+        dnnl_memory_desc_t dst_md = *dnn_pd_md(pd, dnnl_query_dst_md, 0);
         st = add_step(b, &p, pd, m_src, m_wei, m_dst);
+        if (st == MINFER_OK && p.split)
+            st = add_second_half(b, &p, &src_md, &wei_any, &wei_plain, &dst_md, strides, dil,
+                                 padl, padr, m_src, m_dst);
     }
     plan_free(&p);
     return st;
