@@ -12,6 +12,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "cpu.h"
 
@@ -71,20 +74,47 @@ static void quantize_float(const float *x, size_t n, float scale, int32_t z, int
                            int32_t nan_to, void *y) {
     const float lo = (float)((is_u8 ? 0 : -128) - z), hi = (float)((is_u8 ? 255 : 127) - z);
     const float magic = 12582912.0f;
-    uint8_t *yu = y;
-    int8_t *ys = y;
-    for (size_t i = 0; i < n; i++) {
-        float q = x[i] / scale;
-        int nan = q != q;
-        q = q < lo ? lo : q;
-        q = q > hi ? hi : q;
-        int32_t v = (int32_t)((q + magic) - magic) + z;
-        v = nan ? nan_to : v;
-        if (is_u8)
-            yu[i] = (uint8_t)v;
-        else
-            ys[i] = (int8_t)v;
+    size_t i0 = 0;
+#ifdef __SSE2__
+    /* Four at a time: _mm_max_ps(q, lo) is `q > lo ? q : lo` and
+     * _mm_min_ps `q < hi ? q : hi`, the scalar loop's clamps (a NaN is
+     * replaced after by its mask); the sums are in range, so the packs
+     * do not saturate. */
+    {
+        const __m128 vs = _mm_set1_ps(scale), vlo = _mm_set1_ps(lo), vhi = _mm_set1_ps(hi),
+                     vm = _mm_set1_ps(magic);
+        const __m128i vz = _mm_set1_epi32(z), vnan = _mm_set1_epi32(nan_to);
+        for (; i0 + 4 <= n; i0 += 4) {
+            __m128 q = _mm_div_ps(_mm_loadu_ps(x + i0), vs);
+            __m128i isnan = _mm_castps_si128(_mm_cmpunord_ps(q, q));
+            q = _mm_min_ps(_mm_max_ps(q, vlo), vhi);
+            q = _mm_sub_ps(_mm_add_ps(q, vm), vm);
+            __m128i v = _mm_add_epi32(_mm_cvttps_epi32(q), vz);
+            v = _mm_or_si128(_mm_and_si128(isnan, vnan), _mm_andnot_si128(isnan, v));
+            __m128i h = _mm_packs_epi32(v, v);
+            __m128i b8 = is_u8 ? _mm_packus_epi16(h, h) : _mm_packs_epi16(h, h);
+            int32_t four = _mm_cvtsi128_si32(b8);
+            memcpy((char *)y + i0, &four, 4);
+        }
     }
+#endif
+#define QUANTIZE_LOOP(T)                                                                        \
+    do {                                                                                        \
+        T *yt = y;                                                                              \
+        for (size_t i = i0; i < n; i++) {                                                       \
+            float q = x[i] / scale;                                                             \
+            int nan = q != q;                                                                   \
+            q = q < lo ? lo : q;                                                                \
+            q = q > hi ? hi : q;                                                                \
+            int32_t v = (int32_t)((q + magic) - magic) + z;                                     \
+            yt[i] = (T)(nan ? nan_to : v);                                                      \
+        }                                                                                       \
+    } while (0)
+    if (is_u8)
+        QUANTIZE_LOOP(uint8_t);
+    else
+        QUANTIZE_LOOP(int8_t);
+#undef QUANTIZE_LOOP
 }
 
 minfer_status cpu_compute_quantize(const cpu_exec *e) {
@@ -148,6 +178,17 @@ minfer_status cpu_compute_dynamic_quantize(const cpu_exec *e) {
          * (each is `v < m ? v : m`, which skips NaNs in any order). */
         float l8[8] = {0}, h8[8] = {0};
         size_t i = 0;
+#ifdef __SSE2__
+        /* _mm_min_ps(v, m) is `v < m ? v : m`: a NaN v keeps m. */
+        __m128 l0 = _mm_setzero_ps(), l1 = l0, h0 = l0, h1 = l0;
+        for (; i + 8 <= n; i += 8) {
+            __m128 a = _mm_loadu_ps(xf + i), b = _mm_loadu_ps(xf + i + 4);
+            l0 = _mm_min_ps(a, l0), l1 = _mm_min_ps(b, l1);
+            h0 = _mm_max_ps(a, h0), h1 = _mm_max_ps(b, h1);
+        }
+        _mm_storeu_ps(l8, l0), _mm_storeu_ps(l8 + 4, l1);
+        _mm_storeu_ps(h8, h0), _mm_storeu_ps(h8 + 4, h1);
+#endif
         for (; i + 8 <= n; i += 8)
             for (int j = 0; j < 8; j++) {
                 float v = xf[i + (size_t)j];
