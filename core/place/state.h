@@ -87,6 +87,7 @@ struct minfer_session {
     minfer_run_limits run_limits;
     mf_pool *pool;
     int pool_shared;           /* a subgraph session borrows its parent's pool */
+    struct minfer_thread_pool *thread_pool; /* the shared pool pool is, held; or NULL */
     mf_core_sub *subs;         /* 2 per node (If: then, else; others: body), or NULL */
     mf_placement *pl;          /* its own, or (a subgraph session) its parent's */
     int pl_shared;

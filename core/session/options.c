@@ -57,6 +57,7 @@ void minfer_options_free(minfer_options *opt) {
     for (size_t i = 0; i < opt->n_plugins; i++)
         free(opt->plugins[i]);
     free(opt->plugins);
+    minfer_thread_pool_free(opt->thread_pool);
     free(opt);
 }
 

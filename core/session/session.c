@@ -38,7 +38,6 @@
 #include "optimize/optimizer.h"
 #include "place/plugin_loader.h"
 #include "session/session.h"
-#include "util/cpus.h"
 #include "util/env.h"
 #include "util/fileio.h"
 
@@ -297,6 +296,7 @@ void minfer_session_free(minfer_session *s) {
     free(s->out_info);
     if (!s->pool_shared)
         mf_pool_free(s->pool);
+    minfer_thread_pool_free(s->thread_pool); /* after everything that runs on it */
     mf_graph_free(s->g);
     pthread_mutex_destroy(&s->lock);
     free(s->errctx);
@@ -557,14 +557,13 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
         mf_log(s, MINFER_LOG_INFO, "%s: %-16s %8.2f ms", errctx, "load+validate", load_ms);
     if ((st = mf_creation_check(s, "loading and validating the model")) != MINFER_OK)
         goto fail;
-    int threads = opt ? opt->threads : 0;
-    if (threads <= 0) {
-        /* One per CPU the process may run on (util/cpus.h), at most 64. */
-        int n = mf_cpus_usable();
-        threads = n > 64 ? 64 : n;
-    }
+    int threads = opt && opt->threads > 0 ? opt->threads : mf_default_threads();
     if (parent) {
         s->pool = parent->pool;
+        s->pool_shared = 1;
+    } else if (opt && opt->thread_pool) { /* a pool shared with other sessions */
+        s->thread_pool = mf_thread_pool_retain(opt->thread_pool);
+        s->pool = mf_thread_pool_pool(s->thread_pool);
         s->pool_shared = 1;
     } else
         s->pool = mf_pool_create(threads);

@@ -37,6 +37,13 @@ minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *o
 minfer_status mf_session_create_sub(mf_graph *g, const minfer_options *opt, const char *errctx,
                                     minfer_session *parent, minfer_session **out);
 
+/* Shared thread pools (thread_pool.c): the default thread count (one per
+ * usable CPU, util/cpus.h, at most 64), a new reference to tp (NULL
+ * stays NULL; minfer_thread_pool_free drops it) and its pool. */
+int mf_default_threads(void);
+minfer_thread_pool *mf_thread_pool_retain(minfer_thread_pool *tp);
+struct mf_pool *mf_thread_pool_pool(minfer_thread_pool *tp);
+
 /* Stops the asynchronous runs' workers of s, if any (async.c): queued
  * requests end cancelled, running ones stop at their next node. */
 void mf_async_stop(minfer_session *s);

@@ -51,6 +51,7 @@ struct minfer_options {
     int precision;          /* -1: not set (MINFER_PRECISION or fp32) */
     char **plugins;         /* minfer_options_add_plugin: paths or names, in order */
     size_t n_plugins;
+    minfer_thread_pool *thread_pool; /* minfer_options_set_thread_pool, held; or NULL */
 };
 
 #define MF_DEFAULT_MAX_MODEL_BYTES ((uint64_t)2 << 30)

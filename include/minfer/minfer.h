@@ -213,6 +213,34 @@ MINFER_API minfer_status minfer_options_set_providers_str(minfer_options *opt, c
  * cpuset sets it, lowered to its cgroup's CPU quota rounded up, as
  * `docker run --cpus=2` sets it), at most 64. */
 MINFER_API minfer_status minfer_options_set_threads(minfer_options *opt, int threads);
+
+/* A thread pool several sessions share (ONNX Runtime's global thread pools,
+ * docs/scheduling.md). Sessions made with minfer_options_set_thread_pool
+ * run on its threads instead of making a pool each, so N sessions cost the
+ * pool's threads once, not N times. It runs one parallel job at a time:
+ * when two runs (of one session or of several) want it at once, the first
+ * splits its nodes over the pool and the other runs its nodes on its own
+ * calling thread until the pool is free again, node by node. So a run
+ * never waits for another run's work, and busy threads never exceed the
+ * pool's threads plus the threads calling run. Results are identical
+ * either way. (A session's asynchronous workers, minfer_session_submit,
+ * and the pipeline scheduler's stage pools remain the session's own.)
+ *
+ * Reference-counted: the pool lives while the caller's reference or any
+ * options or session holding it does; minfer_thread_pool_free drops the
+ * caller's, and the threads stop with the last holder. threads as in
+ * minfer_options_set_threads (0: one per usable CPU, at most 64). */
+typedef struct minfer_thread_pool minfer_thread_pool;
+MINFER_API minfer_status minfer_thread_pool_create(int threads, minfer_thread_pool **out);
+MINFER_API void minfer_thread_pool_free(minfer_thread_pool *pool);
+/* Its threads, the calling thread included; 0 for NULL. */
+MINFER_API int minfer_thread_pool_thread_count(const minfer_thread_pool *pool);
+/* Sessions made with opt run on pool (NULL: each its own pool, the
+ * default); opt holds a reference until it is freed or set again. The
+ * pool's thread count then is the sessions' (minfer_options_set_threads is
+ * not used); the inter-op thread count is capped by it. */
+MINFER_API minfer_status minfer_options_set_thread_pool(minfer_options *opt,
+                                                        minfer_thread_pool *pool);
 /* Messages at or below this level go to stderr (default WARN, or MINFER_LOG). */
 MINFER_API minfer_status minfer_options_set_log_level(minfer_options *opt, minfer_log_level level);
 
