@@ -201,6 +201,28 @@ def providers():
 
 # ---- Options --------------------------------------------------------------------
 
+# set_global_thread_pool_sizes' inter-op size: the default inter_op_num_threads of
+# sessions on the global pool (0: as many as its threads).
+_global_inter_op = 0
+
+
+def set_global_thread_pool_sizes(intra_op_num_threads=0, inter_op_num_threads=0):
+    """ONNX Runtime's global thread pools: sessions whose SessionOptions have
+    use_per_session_threads = False share one pool of intra_op_num_threads threads
+    (0: one per usable CPU) instead of making a pool each (minfer_thread_pool,
+    docs/python.md). minfer's parallel scheduler runs on that same pool, so
+    inter_op_num_threads is those sessions' default inter_op_num_threads (nodes at
+    once, at most the pool's threads). A later call makes a new pool for sessions
+    made after it; earlier sessions keep theirs."""
+    global _global_inter_op
+    for name, value in (("intra_op_num_threads", intra_op_num_threads),
+                        ("inter_op_num_threads", inter_op_num_threads)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidArgument("set_global_thread_pool_sizes: %s %r: use an int >= 0" % (name, value))
+    _minfer.set_global_thread_pool(intra_op_num_threads)
+    _global_inter_op = inter_op_num_threads
+
+
 
 class GraphOptimizationLevel(_enum.IntEnum):
     """ONNX Runtime's levels; ORT_ENABLE_ALL is minfer's level 3 (provider rewrites)."""
@@ -292,6 +314,10 @@ class SessionOptions:
 
     def __init__(self):
         self.intra_op_num_threads = 0
+        # False: run on the process's global pool (set_global_thread_pool_sizes,
+        # made with one thread per CPU when not set), shared with every session so
+        # made; intra_op_num_threads then is not used, as in ORT.
+        self.use_per_session_threads = True
         # Nodes at once under the parallel scheduler (ORT_PARALLEL), stages
         # under the pipeline one; 0: as many as the pool's threads. Both run
         # on the session's one pool (intra_op_num_threads threads).
@@ -376,6 +402,10 @@ class SessionOptions:
         inter = self.inter_op_num_threads
         if isinstance(inter, bool) or not isinstance(inter, int) or inter < 0:
             raise InvalidArgument("inter_op_num_threads %r: use an int >= 0 (0: the pool's threads)" % (inter,))
+        if not self.use_per_session_threads:
+            opts["global_thread_pool"] = True
+            if inter == 0:
+                inter = _global_inter_op
         if inter > 0:
             opts["inter_op_threads"] = inter
         # minfer's own config entries (below) win over the two ORT fields.

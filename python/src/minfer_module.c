@@ -925,11 +925,60 @@ static minfer_status apply_plugins(minfer_options *opt, PyObject *v) {
     return st;
 }
 
+/* The process's shared pool (ONNX Runtime's global thread pools), made by
+ * set_global_thread_pool (or with the default size by the first session
+ * asking for it) and replaced by a later call: sessions made before keep
+ * theirs (they hold a reference, minfer.h). Read and written with the GIL
+ * held. */
+static minfer_thread_pool *global_pool;
+
+static minfer_status make_global_pool(int threads) {
+    minfer_thread_pool *tp = NULL;
+    minfer_status st = minfer_thread_pool_create(threads, &tp);
+    if (st != MINFER_OK)
+        return st;
+    minfer_thread_pool_free(global_pool);
+    global_pool = tp;
+    return MINFER_OK;
+}
+
+/* set_global_thread_pool(threads): the pool sessions with
+ * global_thread_pool=True share from now on; 0: one thread per usable CPU. */
+static PyObject *mod_set_global_thread_pool(PyObject *m, PyObject *arg) {
+    (void)m;
+    long long x = PyLong_AsLongLong(arg);
+    if (x == -1 && PyErr_Occurred())
+        return NULL;
+    if (x < 0 || x > MINFER_MAX_THREADS) {
+        PyErr_Format(exc_invalid_argument, "global thread pool size %lld: use 0 (one per CPU) "
+                     "to %d", x, MINFER_MAX_THREADS);
+        return NULL;
+    }
+    CHECK(make_global_pool((int)x));
+    Py_RETURN_NONE;
+}
+
+/* global_thread_pool_size(): its threads, 0 while there is none. */
+static PyObject *mod_global_thread_pool_size(PyObject *m, PyObject *unused) {
+    (void)m;
+    (void)unused;
+    return PyLong_FromLong(minfer_thread_pool_thread_count(global_pool));
+}
+
 static int apply_option(minfer_options *opt, const char *key, PyObject *v) {
     minfer_status st = MINFER_OK;
     if (v == Py_None)
         return 0;
-    if (strcmp(key, "providers") == 0) {
+    if (strcmp(key, "global_thread_pool") == 0) {
+        int on = PyObject_IsTrue(v);
+        if (on < 0)
+            return -1;
+        if (on && !global_pool && (st = make_global_pool(0)) != MINFER_OK) {
+            raise_status(st);
+            return -1;
+        }
+        st = minfer_options_set_thread_pool(opt, on ? global_pool : NULL);
+    } else if (strcmp(key, "providers") == 0) {
         const char **names = NULL;
         Py_ssize_t n = 0;
         PyObject *seq = string_list(v, &names, &n, "providers must be a list of names");
@@ -2223,6 +2272,10 @@ static PyMethodDef module_methods[] = {
     {"save_pb", mod_save_pb, METH_VARARGS, "save_pb(array, name, path): write a TensorProto"},
     {"check_plugin", mod_check_plugin, METH_O,
      "check_plugin(path): load and check a custom-op library as a session would"},
+    {"set_global_thread_pool", mod_set_global_thread_pool, METH_O,
+     "set_global_thread_pool(threads): the pool sessions with global_thread_pool=True share"},
+    {"global_thread_pool_size", mod_global_thread_pool_size, METH_NOARGS,
+     "global_thread_pool_size(): the shared pool's threads, 0 while there is none"},
     {"optimize_model", mod_optimize_model, METH_VARARGS,
      "optimize_model(in_path, out_path, level): write the optimized model as ONNX"},
     {NULL, NULL, 0, NULL},
