@@ -7,7 +7,8 @@
  * thread, nested calls serial, the owner's account of its chunks' time.
  * The CPUs the pool counts for its spinning are the process's affinity
  * mask, as for the session's default thread count. The parallel
- * scheduler's start rule (mf_sched_gains), which those times feed. Built
+ * scheduler's start rule (mf_sched_gains), which those times feed. A lane's
+ * claim holds the pool's threads until its next parallel_for. Built
  * also under ThreadSanitizer in CI.
  */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_COUNT */
@@ -413,6 +414,64 @@ static void test_cpus_from_affinity(void **state) {
     assert_int_equal(counted, 1);
 }
 
+/* A claim takes the pool's threads (its busy lock): another lane's claim
+ * then gets 1 and a parallel_for from another thread runs serially; the
+ * claiming lane's next parallel_for runs on the pool and gives it back. */
+typedef struct ranges_probe {
+    mf_pool *pool;
+    ranges r;
+    int claim;
+} ranges_probe;
+
+static void *other_lane(void *arg) {
+    ranges_probe *pr = arg;
+    mf_lane l;
+    mf_lane_init(&l, pr->pool);
+    pr->claim = mf_lane_claim(&l, 4);
+    mf_lane_release(&l);
+    mf_pool_parallel_for(pr->pool, 64, 1, record, &pr->r);
+    return NULL;
+}
+
+static int probe_from_another_thread(mf_pool *p, ranges_probe *pr) {
+    pthread_t t;
+    memset(pr, 0, sizeof *pr);
+    pr->pool = p;
+    assert_int_equal(pthread_create(&t, NULL, other_lane, pr), 0);
+    pthread_join(t, NULL);
+    return pr->claim;
+}
+
+static void test_claim_holds_pool(void **state) {
+    (void)state;
+    mf_pool *p = mf_pool_create(3);
+    assert_non_null(p);
+    mf_lane l;
+    mf_lane_init(&l, p);
+    static ranges_probe pr;
+    assert_int_equal(mf_lane_claim(&l, 8), 3);
+    assert_int_equal(mf_lane_claim(&l, 2), 2); /* still held: no second lock */
+    assert_int_equal(probe_from_another_thread(p, &pr), 1);
+    assert_int_equal(atomic_load(&pr.r.n), 1); /* serial: one range */
+    static ranges mine;
+    atomic_init(&mine.n, 0);
+    mf_lane_parallel_for(&l, 64, 1, record, &mine); /* on the held pool */
+    assert_int_equal(atomic_load(&mine.n), 3);
+    assert_null(l.held); /* ... which it gave back */
+    assert_int_equal(probe_from_another_thread(p, &pr), 3);
+    assert_int_equal(atomic_load(&pr.r.n), 3);
+    assert_int_equal(mf_lane_claim(&l, 2), 2);
+    mf_lane_release(&l);
+    mf_lane_release(&l); /* twice: nothing held */
+    assert_int_equal(probe_from_another_thread(p, &pr), 3);
+    mf_pool *one = mf_pool_create(1); /* no workers: nothing to hold */
+    mf_lane_init(&l, one);
+    assert_int_equal(mf_lane_claim(&l, 4), 1);
+    assert_null(l.held);
+    mf_pool_free(one);
+    mf_pool_free(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_index_once),
@@ -425,6 +484,7 @@ int main(void) {
         cmocka_unit_test(test_start_rule),
         cmocka_unit_test(test_way_pick),
         cmocka_unit_test(test_share_nested),
+        cmocka_unit_test(test_claim_holds_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -410,6 +410,7 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, mf_lane *lane,
                 outputs[o] = NULL;
             }
 done:
+    mf_lane_release(lane); /* the pool a node's claim took, if any */
     if (c) {
         for (size_t v = 0; v < g->n_values; v++)
             mf_run_free_dyn(c, v);

@@ -198,6 +198,7 @@ minfer_status mf_sched_pipeline_run(minfer_session *s, mf_plan *p, mf_exec_ctx *
                 st = mf_run_step(s, p, c, r, b, k);
                 t[k] = (alone ? thread_cpu_ms() : mf_now_ms()) - t0;
             }
+        mf_lane_release(r->lane); /* a claim's hold on the stage's pool */
         r->lane->pool = outside;
         leave(tk, j);
     }

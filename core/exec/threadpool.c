@@ -502,18 +502,9 @@ static void share_for(mf_lane *l, size_t n, size_t chunks, minfer_range_fn fn, v
     l->work_ns += own + atomic_load(&sl->chunk_ns);
 }
 
-void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
-    if (n == 0)
-        return;
-    if (grain == 0)
-        grain = 1;
-    size_t max_chunks = (n + grain - 1) / grain;
-    /* A call from inside a chunk of this pool's job finds busy held (by
-     * the job's caller, on this thread or another) and runs serially. */
-    if (!p || p->n_workers == 0 || max_chunks < 2 || pthread_mutex_trylock(&p->busy) != 0) {
-        fn(arg, 0, n);
-        return;
-    }
+/* Runs fn over [0, n) in at most max_chunks (>= 2) chunks on p, whose busy
+ * lock the caller holds. */
+static void pool_job(mf_pool *p, size_t n, size_t max_chunks, minfer_range_fn fn, void *arg) {
     size_t chunks = (size_t)p->n_workers + 1;
     if (chunks > max_chunks)
         chunks = max_chunks;
@@ -551,6 +542,21 @@ void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn
     while (atomic_load(&p->finished) < total)
         pthread_cond_wait(&p->done, &p->lock);
     pthread_mutex_unlock(&p->lock);
+}
+
+void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
+    if (n == 0)
+        return;
+    if (grain == 0)
+        grain = 1;
+    size_t max_chunks = (n + grain - 1) / grain;
+    /* A call from inside a chunk of this pool's job finds busy held (by
+     * the job's caller, on this thread or another) and runs serially. */
+    if (!p || p->n_workers == 0 || max_chunks < 2 || pthread_mutex_trylock(&p->busy) != 0) {
+        fn(arg, 0, n);
+        return;
+    }
+    pool_job(p, n, max_chunks, fn, arg);
     pthread_mutex_unlock(&p->busy);
 }
 
@@ -563,6 +569,7 @@ void mf_lane_init(mf_lane *l, mf_pool *p) {
     l->claim = NULL;
     l->claim_ctx = NULL;
     atomic_init(&l->busy, 0);
+    l->held = NULL;
     l->published = 0;
     l->region_ns = l->work_ns = 0;
 }
@@ -579,8 +586,17 @@ void mf_lane_parallel_for(mf_lane *l, size_t n, size_t grain, minfer_range_fn fn
     }
     mf_pool *p = l->pool;
     size_t max_chunks = (n + grain - 1) / grain;
+    if (l->held && l->held != p) /* claimed on a pool the lane left */
+        mf_lane_release(l);
     atomic_store_explicit(&l->busy, 1, memory_order_relaxed);
-    if (p && p->n_workers > 0 && max_chunks >= 2 && l->share && l->share->pool == p) {
+    if (l->held) { /* the pool a claim took: this call uses it and gives it back */
+        assert(!l->share); /* lanes of a share claim through their scheduler */
+        if (p->n_workers > 0 && max_chunks >= 2)
+            pool_job(p, n, max_chunks, fn, arg);
+        else
+            fn(arg, 0, n);
+        mf_lane_release(l);
+    } else if (p && p->n_workers > 0 && max_chunks >= 2 && l->share && l->share->pool == p) {
         size_t chunks = (size_t)p->n_workers + 1; /* as the pool's: the same ranges */
         share_for(l, n, chunks < max_chunks ? chunks : max_chunks, fn, arg);
     } else {
@@ -596,8 +612,27 @@ int mf_lane_claim(mf_lane *l, int want) {
         int n = l->claim(l->claim_ctx, want);
         return n < 1 ? 1 : n > want ? want : n;
     }
-    int n = mf_pool_threads(l->pool);
+    mf_pool *p = l->pool;
+    if (l->held && l->held != p)
+        mf_lane_release(l);
+    int n = mf_pool_threads(p);
+    if (n > 1 && !l->held) {
+        /* The threads are the pool's: another run using it (of this
+         * session, or of another one on a shared pool) leaves this node
+         * one thread, and this node holds them until the lane's next
+         * parallel_for or claim or the run's end (mf_lane_release). */
+        if (pthread_mutex_trylock(&p->busy) != 0)
+            return 1;
+        l->held = p;
+    }
     return n < want ? n : want;
+}
+
+void mf_lane_release(mf_lane *l) {
+    if (l && l->held) {
+        pthread_mutex_unlock(&l->held->busy);
+        l->held = NULL;
+    }
 }
 
 int mf_lane_threads(const mf_lane *l) { return l ? mf_pool_threads(l->pool) : 1; }

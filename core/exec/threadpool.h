@@ -77,7 +77,13 @@ void mf_share_quiet(mf_share *sh, int on);
  * first (mf_lane_claim). A scheduler that runs nodes side by side gives
  * each of its lanes a claim function, which decides; without one a claim
  * gets up to the pool's threads, and one from inside a chunk gets 1 (the
- * other threads are running chunks). */
+ * other threads are running chunks). A claim without a claim function
+ * takes the pool's threads for the node (the pool's busy lock, as a
+ * parallel_for does), so two runs on one pool never keep more threads busy
+ * than it has: when another run holds the pool the claim gets 1. The lane
+ * holds them until its next parallel_for (which runs on them) or claim,
+ * or mf_lane_release (a run's end, a pipeline stage's end), all on the
+ * lane's one thread. */
 typedef int (*mf_claim_fn)(void *ctx, int want);
 
 typedef struct mf_lane {
@@ -87,6 +93,7 @@ typedef struct mf_lane {
     mf_claim_fn claim;  /* the scheduler's claim function, or NULL */
     void *claim_ctx;
     atomic_int busy;    /* a parallel_for of this lane is running */
+    mf_pool *held;      /* the pool whose threads a claim took (mf_lane_claim), or NULL */
     /* Over the lane's published parallel_for calls: how many, the wall
      * time from publishing to the last chunk done, the time every thread
      * spent in their chunks (ns). The scheduler reads them around a step. */
@@ -102,6 +109,8 @@ void mf_lane_init(mf_lane *l, mf_pool *p);
 void mf_lane_parallel_for(mf_lane *l, size_t n, size_t grain, minfer_range_fn fn, void *arg);
 /* The threads a node running on lane l (NULL: none) may keep busy, 1 .. want. */
 int mf_lane_claim(mf_lane *l, int want);
+/* Gives back the pool a claim on lane l holds, if any (l may be NULL). */
+void mf_lane_release(mf_lane *l);
 /* The threads a parallel_for on lane l splits over (NULL: 1). */
 int mf_lane_threads(const mf_lane *l);
 
