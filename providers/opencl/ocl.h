@@ -57,7 +57,7 @@
     X(conv_direct) X(pool) X(global_pool) X(softmax) X(layernorm) X(strided_copy)            \
     X(gather) X(gather16) X(reduce) X(concat_copy) X(concat_copy16) X(gemm_epilogue)        \
     X(conv_epilogue) X(copy_bytes) X(fill_bytes) X(rmsnorm) X(attn_scores) X(attn_softmax)  \
-    X(attn_pv) X(rotary)
+    X(attn_pv) X(rotary) X(concat_all) X(concat_all16)
 
 enum {
 #define X(k) OCL_K_##k,

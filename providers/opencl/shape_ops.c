@@ -5,9 +5,11 @@
  *
  * The reshape family moves no data: its output may take the input's buffer
  * (output_inplace), and when the planner gives it a separate one the bytes
- * are copied within the device. Concat runs one copy kernel per input
- * (clEnqueueCopyBufferRect returned CL_INVALID_VALUE on PoCL 3.1 for
- * squeezenet's Concats, and a kernel is as fast).
+ * are copied within the device. Concat is one kernel launch (concat_all)
+ * when its inputs lie in one buffer (the arena, or only constants), else
+ * one copy kernel per input (clEnqueueCopyBufferRect returned
+ * CL_INVALID_VALUE on PoCL 3.1 for squeezenet's Concats, and a kernel is
+ * as fast).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +220,13 @@ minfer_status ocl_prepare_concat(ocl_prep *p) {
     return upload_concat_consts(p, st);
 }
 
+/* The concat8 struct of kernels/data.cl (passed by value). */
+#define OCL_CONCAT_MAX 32 /* CONCAT_MAX */
+typedef struct ocl_concat8 {
+    cl_int n;
+    cl_int off[OCL_CONCAT_MAX], row[OCL_CONCAT_MAX], col[OCL_CONCAT_MAX];
+} ocl_concat8;
+
 minfer_status ocl_execute_concat(const ocl_exec *e) {
     const concat_state *st = e->state;
     const minfer_tensor_view *x0 = ocl_input(e, 0);
@@ -247,7 +256,43 @@ minfer_status ocl_execute_concat(const ocl_exec *e) {
     size_t outer = (size_t)ocl_numel((int32_t)axis, od);
     size_t inner = (size_t)ocl_numel(r - (int32_t)axis - 1, od + axis + 1);
     cl_int row_out = (cl_int)((size_t)od[axis] * inner), pos = yo;
-    int k = ocl_esize(e->ctx, x0->dtype) == 2 ? OCL_K_concat_copy16 : OCL_K_concat_copy;
+    int half = ocl_esize(e->ctx, x0->dtype) == 2;
+    /* One launch when every input with elements lies in one buffer. */
+    ocl_concat8 all = {0};
+    cl_mem ab = NULL;
+    int one = e->args->n_inputs <= OCL_CONCAT_MAX && outer && row_out;
+    for (size_t i = 0; one && i < e->args->n_inputs; i++) {
+        const minfer_tensor_view *x = ocl_input(e, i);
+        cl_int row = (cl_int)((size_t)x->dims[axis] * inner), xo;
+        cl_mem xb;
+        const int64_t *const_off = st->head.host;
+        if (!row)
+            continue;
+        if (const_off && const_off[i] >= 0) {
+            xb = st->head.bufs[0];
+            xo = (cl_int)const_off[i];
+        } else {
+            ocl_in_buf(e, i, -1, &xb, &xo);
+        }
+        one = !ab || ab == xb;
+        ab = xb;
+        all.off[all.n] = xo;
+        all.row[all.n] = row;
+        all.col[all.n] = all.n ? all.col[all.n - 1] + all.row[all.n - 1] : 0;
+        all.n++;
+    }
+    if (one && all.n > 0) {
+        int ka = half ? OCL_K_concat_all16 : OCL_K_concat_all;
+        if ((s = ocl_set_args(e, ka, 5, OCL_ARG(ab), OCL_ARG(all), OCL_ARG(yb), OCL_ARG(yo),
+                              OCL_ARG(row_out))))
+            return s;
+        size_t longest = 0;
+        for (int j = 0; j < all.n; j++)
+            longest = (size_t)all.row[j] > longest ? (size_t)all.row[j] : longest;
+        size_t g[3] = {longest, outer, (size_t)all.n};
+        return ocl_launch(e, ka, 3, g, 0);
+    }
+    int k = half ? OCL_K_concat_copy16 : OCL_K_concat_copy;
     for (size_t i = 0; i < e->args->n_inputs; i++) {
         const minfer_tensor_view *x = ocl_input(e, i);
         cl_int row = (cl_int)((size_t)x->dims[axis] * inner), xo;

@@ -120,3 +120,27 @@ __kernel void reduce(__global const DT *x, int xoff, __global DT *y, int yoff, i
 
 CONCAT_COPY(concat_copy, uint)
 CONCAT_COPY(concat_copy16, ushort)
+
+/* A whole Concat of up to CONCAT_MAX inputs in one launch when they share
+ * one buffer (the arena): input j's rows of row[j] elements start at
+ * off[j] of x and go to column col[j] of y's rows of row_out. Grid:
+ * (the longest row, outer, inputs); an item past its input's row does
+ * nothing, so neighbouring items copy neighbouring elements of one input,
+ * as the per-input kernel does. */
+#define CONCAT_MAX 32
+typedef struct concat8 {
+    int n;
+    int off[CONCAT_MAX], row[CONCAT_MAX], col[CONCAT_MAX];
+} concat8;
+
+#define CONCAT_ALL(name, T)                                                                \
+    __kernel void name(__global const T *x, concat8 c, __global T *y, int yoff,             \
+                       int row_out) {                                                      \
+        int i = get_global_id(0), o = get_global_id(1), j = get_global_id(2);              \
+        if (j >= c.n || i >= c.row[j])                                                     \
+            return;                                                                        \
+        y[yoff + o * row_out + c.col[j] + i] = x[c.off[j] + o * c.row[j] + i];             \
+    }
+
+CONCAT_ALL(concat_all, uint)
+CONCAT_ALL(concat_all16, ushort)
