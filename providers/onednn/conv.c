@@ -258,7 +258,10 @@ minfer_status dnn_build_conv(dnn_b *b) {
     to_dnnl(padl, pl, nsp, 0);
     to_dnnl(padr, pr, nsp, 0);
     /* precision bf16: X and W read in bfloat16 (W packed once), Y in float. */
-    dnnl_data_type_t cdt = dnn_lowp(b) ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t cdt =
+        dnn_lowp(b, (double)dnn_numel(x->rank, od) * (double)dnn_numel(w->rank - 1, w->dims + 1))
+            ? dnnl_bf16
+            : dnnl_f32;
     dnnl_memory_desc_init_by_tag(&src_any, x->rank, xd, cdt, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&wei_any, wr, wd, cdt, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&dst_any, x->rank, dd, dnnl_f32, dnnl_format_tag_any);

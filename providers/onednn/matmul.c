@@ -89,7 +89,7 @@ minfer_status dnn_build_matmul(dnn_b *b) {
     dims_of(wdims, bd, r);
     /* precision bf16: a product with constant weights reads A and B in
      * bfloat16 (B packed once), accumulating in float. */
-    int lowp = dnn_lowp(b) && w->const_data;
+    int lowp = dnn_lowp(b, (double)dnn_numel(r, od) * (double)K) && w->const_data;
     a_want = a_md;
     if (lowp)
         a_want.data_type = dnnl_bf16;
@@ -182,7 +182,7 @@ minfer_status dnn_build_gemm(dnn_b *b) {
 
     dnnl_memory_desc_t a_md, a_want, w_md, w_want, d_md, c_md;
     dnnl_dims_t ad = {M, K}, wd = {K, N}, as, ws;
-    int lowp = dnn_lowp(b) && w->const_data; /* as in MatMul */
+    int lowp = dnn_lowp(b, (double)M * (double)N * (double)K) && w->const_data; /* as MatMul */
     as[0] = ta ? 1 : K;
     as[1] = ta ? M : 1;
     ws[0] = tb ? 1 : N;

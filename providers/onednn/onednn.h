@@ -221,10 +221,17 @@ static inline const minfer_value_desc *dnn_in(const dnn_b *b, size_t i) {
     return minfer_kit_input(b->node, i);
 }
 /* 1 if output o exists and has a name. */
-/* Whether the product being built reads bfloat16 (the session's precision
- * bf16 on a CPU with bf16 products; never for a piece of a split node,
- * whose layouts are the whole node's float ones). */
-static inline int dnn_lowp(const dnn_b *b) { return b->ctx->bf16 && !b->pio; }
+/* Whether the product being built, of macs multiply-adds, reads bfloat16
+ * (the session's precision bf16 on a CPU with bf16 products; never for a
+ * piece of a split node, whose layouts are the whole node's float ones,
+ * nor for a product too small for AMX to win back its input's reorder:
+ * the corpus's reduced ViT (17 tokens of width 64, products of 70k
+ * multiply-adds) ran 1.27x slower in bfloat16 than in float, ResNet-18's
+ * convolutions (0.1-0.2 G each) 3-6x faster). */
+#define DNN_BF16_MIN_MACS ((double)(1 << 22))
+static inline int dnn_lowp(const dnn_b *b, double macs) {
+    return b->ctx->bf16 && !b->pio && macs >= DNN_BF16_MIN_MACS;
+}
 
 static inline int dnn_out_wanted(const dnn_b *b, size_t o) {
     return minfer_kit_output_wanted(b->node, o);
