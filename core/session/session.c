@@ -172,12 +172,22 @@ static int shape_arithmetic(const minfer_session *s, int i, const unsigned char 
  * computed from Shape with symbolic dimensions. 1: deferred. */
 static int defer_to_plans(minfer_session *s, int i, const minfer_node_desc *desc,
                           const unsigned char *from_shapes) {
-    char why[256], lbl[512];
+    char why[256], lbl[512], reasons[1536] = "";
     if (!s->pl->eval || !shape_arithmetic(s, i, from_shapes) ||
         !mf_place_supports(s->pl->eval, desc, why, sizeof why))
         return 0;
+    /* why each provider declined it, as mf_place_node keeps them */
+    size_t used = 0;
+    for (size_t j = 0; j < s->pl->n_provs; j++) {
+        why[0] = '\0';
+        mf_place_supports(&s->pl->provs[j], desc, why, sizeof why);
+        int w = snprintf(reasons + used, sizeof reasons - used, "%s%s: %s", used ? "; " : "",
+                         s->pl->provs[j].name, why[0] ? why : "declined");
+        if (w > 0 && (size_t)w < sizeof reasons - used)
+            used += (size_t)w;
+    }
     free(s->declined[i]);
-    s->declined[i] = mf_strdup(minfer_last_error());
+    s->declined[i] = mf_strdup(reasons);
     s->assign[i] = -1;
     mf_error_clear();
     mf_log(s, MINFER_LOG_VERBOSE, "%s -> folded in every plan (shape arithmetic no provider "
