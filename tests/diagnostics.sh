@@ -60,7 +60,7 @@ python3 "$check_trace" "$trace" --runs 3 --nodes "$nodes" --flops-op Conv ||
 grep -q '^latency: *min .* ms, median .* p90 .* mean .* max .* runs/s$' <<<"$out" ||
     bad "bench prints no latency for 2 runs: $out"
 grep -q '^time per op type' <<<"$out" || bad "bench --profile prints no op-type table"
-grep -Eq '^  (minfer::Fused)?Conv +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +([0-9.]+%|-)$' <<<"$out" ||
+grep -Eq '^  (minfer:Fused)?Conv +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +([0-9.]+%|-)$' <<<"$out" ||
     bad "the op-type table has no Conv row with count, time, share, GFLOPS and share of peak"
 grep -Eq '^  float [0-9]+ GFLOPS, int8 [0-9]+ GOPS' <<<"$out" ||
     bad "bench --profile prints no measured peak: $out"

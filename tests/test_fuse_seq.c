@@ -1,7 +1,7 @@
 /*
  * The transformer rewrites of core/optimize/passes_transformer.c that the
  * realistic-size sequence models need (issue 18): GELU in its tanh form
- * (GPT-2's gelu_new) fused into minfer::Gelu with approximate "tanh", and
+ * (GPT-2's gelu_new) fused into minfer:Gelu with approximate "tanh", and
  * Pow(X, 2) (RMSNorm's square) as Mul(X, X). Each graph runs on the CPU
  * provider at optimization level 0 (as written) and 3; the optimized graph
  * must have the expected ops and agree with the unoptimized one (the

@@ -3,7 +3,7 @@
  * RMSNorm as PyTorch exporters write it (Pow(X, 2) or Mul(X, X), ReduceMean
  * over the last axis, Add(eps), Sqrt, then Reciprocal or Div(1, .) and
  * Mul(X, .), or Div(X, .), then the weight Mul on either side) into
- * minfer::RMSNormalization, and a Gelu after a MatMul or Gemm into the fused
+ * minfer:RMSNormalization, and a Gelu after a MatMul or Gemm into the fused
  * op's activation (a oneDNN eltwise post-op), and a Where with a constant
  * bool mask before a Softmax into an Add of a float mask, so that the
  * attention fuses.
@@ -564,7 +564,7 @@ static void test_rotary_near_misses(void **state) {
     }
 }
 
-/* minfer::RotaryEmbedding written into a model by hand, with shapes it
+/* minfer:RotaryEmbedding written into a model by hand, with shapes it
  * cannot take: an odd last dimension, and a Cos that does not broadcast to
  * X. The session refuses it, saying what is wrong, on every provider. */
 static void rotary_bad(tcase *t, int odd) {

@@ -340,7 +340,7 @@ static void test_one_declined(void **state) {
 
 /* Through a session: its only provider, "decline" (tests/gate_provider),
  * runs every ONNX op and no minfer op. Before the gate the session was
- * refused ("no provider supports ... minfer::RMSNormalization"); now it is
+ * refused ("no provider supports ... minfer:RMSNormalization"); now it is
  * built at level 3 with no fused node, every node on "decline", and the
  * outputs equal the cpu session's at level 0. */
 static void test_session_provider_declines(void **state) {

@@ -417,7 +417,7 @@ static void test_gemm_dynamic(void **state) {
     minfer_builder_free(t.b);
 }
 
-/* minfer::Attention: Q [..., Sq, D], KT [..., D, Sk], V [..., Sk, Dv]. */
+/* minfer:Attention: Q [..., Sq, D], KT [..., D, Sk], V [..., Sk, Dv]. */
 static void attention_case(const int64_t *q, size_t rq, const int64_t *kt, size_t rk,
                            const int64_t *v, size_t rv, const int64_t *m, size_t rm, float scale) {
     tcase t;

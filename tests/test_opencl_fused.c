@@ -1,6 +1,6 @@
 /*
  * The OpenCL provider's transformer ops (providers/opencl/fused.c:
- * minfer::RMSNormalization, Attention and RotaryEmbedding) against the CPU provider,
+ * minfer:RMSNormalization, Attention and RotaryEmbedding) against the CPU provider,
  * the oracle, on builder graphs: each graph runs with providers {"opencl"}
  * (every node must be placed there) and with {"cpu"} on the same random
  * inputs; outputs agree within |a - b| <= 1e-4 + 1e-3 |b| (float storage)

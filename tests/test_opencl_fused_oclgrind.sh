@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_opencl_fused (minfer::RMSNormalization and Attention on the OpenCL
+# test_opencl_fused (minfer:RMSNormalization and Attention on the OpenCL
 # provider against the CPU provider) under oclgrind, the simulator that
 # checks every memory access of every work-item: out-of-bounds accesses,
 # data races, barrier divergence and OpenCL API errors fail the test, then,

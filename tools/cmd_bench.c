@@ -100,7 +100,7 @@ static int cmp_row(const void *a, const void *b) {
     return x > y ? -1 : x < y;
 }
 
-/* Groups the node profiles by op type ("domain::op" outside the default
+/* Groups the node profiles by op type ("domain:op" outside the default
  * domain), sorted by time. Nodes folded into constants never run and are
  * left out. *n_rows is 0 when profiling is off. */
 static op_row *op_profile(const minfer_session *s, size_t *n_rows, double *total_ms) {
@@ -119,7 +119,7 @@ static op_row *op_profile(const minfer_session *s, size_t *n_rows, double *total
             minfer_session_node_profile(s, i, &ms, &runs, &flops) != MINFER_OK || runs == 0)
             continue;
         snprintf(key, sizeof key, "%s%s%s", p.domain && p.domain[0] ? p.domain : "",
-                 p.domain && p.domain[0] ? "::" : "", p.op_type);
+                 p.domain && p.domain[0] ? ":" : "", p.op_type);
         size_t r = 0;
         while (r < n && strcmp(rows[r].op, key) != 0)
             r++;

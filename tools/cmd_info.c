@@ -737,7 +737,7 @@ int cmd_info(int argc, char **argv) {
             goto done;
         }
         if (p.domain && p.domain[0])
-            snprintf(key, sizeof key, "%s::%s", p.domain, p.op_type);
+            snprintf(key, sizeof key, "%s:%s", p.domain, p.op_type);
         else
             snprintf(key, sizeof key, "%s", p.op_type);
         if (json) {

@@ -149,10 +149,30 @@ json_t *mf_trace_type_shape(const minfer_tensor_view *v) {
     return dims ? json_pack("{s:o}", type, dims) : NULL;
 }
 
+/* The provider of a Node event by ONNX Runtime's names, as the Python
+ * drop-in maps them (python/minfer/__init__.py _ORT_NAMES): ORT's scripts
+ * group by them. The core's nodes (If, Loop, Scan, sequences) and folded
+ * constants are computed on the host: ORT runs those on its CPU provider.
+ * Any other provider keeps its name. */
+static const char *ort_provider(const char *name) {
+    static const struct {
+        const char *minfer, *ort;
+    } names[] = {
+        {"cpu", "CPUExecutionProvider"},     {"onednn", "DnnlExecutionProvider"},
+        {"opencl", "OpenCLExecutionProvider"}, {"core", "CPUExecutionProvider"},
+        {"(constant)", "CPUExecutionProvider"},
+    };
+    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i].minfer) == 0)
+            return names[i].ort;
+    return name;
+}
+
 /* One event as ONNX Runtime's profiler writes it: "cat" Session for the
  * build phases and the runs ("model_run"), Node for a node
- * ("NAME_kernel_time", args op_name, provider, input_type_shape,
- * output_type_shape), Copy for a boundary copy; minfer's extras (flops,
+ * ("NAME_kernel_time", args op_name, provider by ORT's name,
+ * input_type_shape, output_type_shape), Copy for a boundary copy; minfer's
+ * extras (flops, op_domain outside the default domain, minfer_provider,
  * a run's tag, a copy's bytes) ride in args. */
 static json_t *ort_event(const mf_trace_event *e) {
     const char *cat = "Session", *suffix = "";
@@ -180,9 +200,19 @@ static json_t *ort_event(const mf_trace_event *e) {
         return NULL;
     }
     if (!strcmp(e->cat, "node") && e->args) {
-        /* run.c's node args: op, provider, inputs, outputs, flops */
-        json_object_set(args, "op_name", json_object_get(e->args, "op"));
-        json_object_set(args, "provider", json_object_get(e->args, "provider"));
+        /* step.c's node args: op ("domain:op_type"), provider, inputs,
+         * outputs, flops; ORT's op_name is the op type alone */
+        const char *op = json_string_value(json_object_get(e->args, "op"));
+        const char *colon = op ? strrchr(op, ':') : NULL;
+        if (colon) {
+            json_object_set_new(args, "op_name", mf_json_str(colon + 1));
+            json_object_set_new(args, "op_domain", json_stringn(op, (size_t)(colon - op)));
+        } else {
+            json_object_set(args, "op_name", json_object_get(e->args, "op"));
+        }
+        const char *prov = json_string_value(json_object_get(e->args, "provider"));
+        json_object_set_new(args, "provider", mf_json_str(ort_provider(prov)));
+        json_object_set(args, "minfer_provider", json_object_get(e->args, "provider"));
         json_object_set(args, "input_type_shape", json_object_get(e->args, "inputs"));
         json_object_set(args, "output_type_shape", json_object_get(e->args, "outputs"));
         json_object_set(args, "flops", json_object_get(e->args, "flops"));

@@ -245,7 +245,7 @@ static json_t *node_args(minfer_session *s, int i, int prov, const minfer_tensor
                          double flops) {
     const mf_node *n = &s->g->nodes[i];
     char op[512];
-    snprintf(op, sizeof op, "%s%s%s", n->domain[0] ? n->domain : "", n->domain[0] ? "::" : "",
+    snprintf(op, sizeof op, "%s%s%s", n->domain[0] ? n->domain : "", n->domain[0] ? ":" : "",
              n->op_type);
     json_t *ins = json_array(), *outs = json_array();
     for (size_t k = 0; ins && outs && k < n_in + n_out; k++) {

@@ -4,7 +4,7 @@
  *
  * The optimizer's fusions are provider-agnostic rewrites into the minfer
  * domain, but a session's provider list need not run every fused op: with
- * `--providers opencl` alone a minfer::RMSNormalization that no provider
+ * `--providers opencl` alone a minfer:RMSNormalization that no provider
  * runs would refuse the whole session, although every op of the pattern
  * it replaced runs there. So a fusion asks before it commits:
  *

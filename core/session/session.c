@@ -393,7 +393,7 @@ static int any_provider_runs(void *user, const minfer_node_desc *node, char *why
             used += (size_t)w;
     }
     mf_log(s, MINFER_LOG_INFO, "%s: optimizer: node '%s' stays unfused: no provider runs %s%s%s "
-           "(%s)", s->errctx, node->name, node->domain, node->domain[0] ? "::" : "",
+           "(%s)", s->errctx, node->name, node->domain, node->domain[0] ? ":" : "",
            node->op_type, size ? why : "");
     return 0;
 }

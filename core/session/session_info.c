@@ -145,7 +145,7 @@ minfer_status mf_write_dot(minfer_session *s, FILE *f) {
             n->n_outputs && n->outputs[0] >= 0 ? &p->vals[n->outputs[0]].view : NULL;
         fprintf(f, "  \"n%d\" [label=\"%s%s%s\\n%s\\n%s\\n[%s]\", fillcolor=\"%s\"%s, "
                    "tooltip=\"%s\"];\n",
-                i, n->domain[0] ? n->domain : "", n->domain[0] ? "::" : "", n->op_type, a,
+                i, n->domain[0] ? n->domain : "", n->domain[0] ? ":" : "", n->op_type, a,
                 ov ? mf_shape_str(ov->dims, ov->rank, shp, sizeof shp) : "", pname,
                 mf_provider_colour(prov), prov < 0 ? ", style=\"rounded,filled,dashed\"" : "", a);
     }

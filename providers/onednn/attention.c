@@ -1,5 +1,5 @@
 /*
- * minfer::Attention (docs/fused-ops.md) as three oneDNN primitives:
+ * minfer:Attention (docs/fused-ops.md) as three oneDNN primitives:
  *
  *   S = scale * (Q @ KT) + mask    matmul, output scale, binary-add post-op
  *   S = softmax(S, last axis)      softmax_v2, in place

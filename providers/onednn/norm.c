@@ -1,6 +1,6 @@
 /*
  * BatchNormalization (inference), LRN, Softmax/LogSoftmax,
- * LayerNormalization and minfer::RMSNormalization.
+ * LayerNormalization and minfer:RMSNormalization.
  *
  * BatchNormalization and LRN work on their input in the layout it arrives
  * in. Softmax and LayerNormalization read plain row-major data viewed as
@@ -200,7 +200,7 @@ minfer_status dnn_build_layernorm(dnn_b *b) {
     return dnn_step_add(b, pd, bias ? 4 : 3, args, mems);
 }
 
-/* minfer::RMSNormalization (fused by the optimizer from the exporters'
+/* minfer:RMSNormalization (fused by the optimizer from the exporters'
  * Pow/ReduceMean/Add/Sqrt/Reciprocal chain): oneDNN 2.6 has no RMS norm,
  * so three steps on X viewed as [rows, len] (the trailing axes from `axis`):
  *  1. an eltwise square of X into the workspace;

@@ -32,7 +32,7 @@
  *   rows), Gemm and FusedGemm without transA and with a C that broadcasts
  *   along rows: by rows of A and Y (plain row-major); a one-row Gemm with
  *   transB (a classifier at batch 1) by output columns.
- * - Elementwise ops, LayerNormalization, Softmax and minfer::Attention on
+ * - Elementwise ops, LayerNormalization, Softmax and minfer:Attention on
  *   plain tensors: along the first axis of extent > 1, when the op works
  *   across later axes only.
  */

@@ -50,7 +50,12 @@ def test_profile_is_ort_shaped(tmp_path):
     runs, per_op, per_provider, nodes = ort_style_summary(path)
     assert runs == 2
     assert any("Conv" in op for op in per_op), per_op
-    assert set(per_provider) <= set(sess.info()["providers"]) | {"core"}, per_provider
+    # ORT's provider names, as the drop-in maps them; minfer's own beside
+    assert set(per_provider) <= set(sess.get_providers()) | {"CPUExecutionProvider"}, per_provider
+    assert "DnnlExecutionProvider" not in sess.get_providers() or "DnnlExecutionProvider" in per_provider
+    with open(path) as f:
+        ours = {e["args"]["minfer_provider"] for e in json.load(f) if e.get("cat") == "Node"}
+    assert ours <= set(sess.info()["providers"]) | {"core"}, ours
     assert len(nodes) % 2 == 0 and nodes[: len(nodes) // 2] == nodes[len(nodes) // 2:]
     name, ins, outs = nodes[0]
     assert ins[0] == {"float": [1, 3, 224, 224]}, ins
