@@ -74,6 +74,15 @@ check_fail 2 "--dim 'seq=0': a size of 0 makes the inputs empty; give 1 or more"
     "$cli" run --providers cpu --dim seq=0 "$encoder"
 check_fail 2 "--shape 'input_ids=1x0' is not INPUT=DIMS with up to" \
     "$cli" run --providers cpu --shape input_ids=1x0 "$encoder"
+# Provider option values have no escapes: a ',' (a key more) is refused, as
+# the C API and Python refuse it (issue 39).
+check_fail 2 "--provider-option 'onednn:a=1,b=2': provider option 'a'='1,b=2': keys cannot be empty or hold ',', '=' or NUL, values cannot hold ',' or NUL" \
+    "$cli" run --provider-option onednn:a=1,b=2 "$squeeze"
+check_fail 2 "--provider-option 'onednn' is not PROVIDER:KEY=VALUE" \
+    "$cli" bench --provider-option onednn "$squeeze"
+# The creation deadline names the stage it ran out at (issue 39).
+check_fail 1 "session creation took longer than 1 ms (the creation deadline) at " \
+    "$cli" run --providers cpu --creation-deadline 1 "$models/resnet18/model.onnx"
 # "did you mean" for a mistyped command or option; none for what is far from any.
 check_fail 2 "unknown command 'bnech'; did you mean 'bench'?" "$cli" bnech "$squeeze"
 check_fail 2 "unknown option '--thread'; did you mean '--threads'?" "$cli" bench --thread 2 "$squeeze"

@@ -14,6 +14,7 @@
 
 #include "fuzz/onnx_build.h"
 #include "util/internal.h"
+#include "util/options.h"
 #include "test_util.h"
 
 #define T_FLOAT ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
@@ -408,8 +409,37 @@ static int teardown(void **state) {
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Provider options one key at a time: joined with ',' into the provider's
+ * string, a key given again replaces its value, and what the unescaped
+ * string cannot carry (a ',' in a value, ',' or '=' in a key, an empty key)
+ * is refused, as Python's provider_options and the CLI refuse it. */
+static void test_provider_option_keys(void **state) {
+    (void)state;
+    minfer_options *opt = NULL;
+    assert_ok(minfer_options_create(&opt));
+    assert_ok(minfer_options_add_provider_option(opt, "opencl", "device", "1"));
+    assert_ok(minfer_options_add_provider_option(opt, "opencl", "tune", "off"));
+    assert_string_equal(mf_options_provider_options(opt, "opencl"), "device=1,tune=off");
+    assert_ok(minfer_options_add_provider_option(opt, "opencl", "device", "2"));
+    assert_string_equal(mf_options_provider_options(opt, "opencl"), "tune=off,device=2");
+    assert_ok(minfer_options_add_provider_option(opt, "opencl", "dev", "a=b"));
+    assert_string_equal(mf_options_provider_options(opt, "opencl"), "tune=off,device=2,dev=a=b");
+    const char *bad[][2] = {{"device", "1,tune=on"}, {"a,b", "1"}, {"a=b", "1"}, {"", "1"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(minfer_options_add_provider_option(opt, "opencl", bad[i][0], bad[i][1]),
+                         MINFER_ERR_INVALID_ARG);
+        assert_error_mentions("keys cannot be empty or hold ',', '=' or NUL, values cannot hold ','");
+    }
+    assert_string_equal(mf_options_provider_options(opt, "opencl"), "tune=off,device=2,dev=a=b");
+    assert_int_equal(minfer_options_add_provider_option(opt, "", "a", "1"), MINFER_ERR_INVALID_ARG);
+    assert_int_equal(minfer_options_add_provider_option(opt, "cpu", "a", NULL),
+                     MINFER_ERR_INVALID_ARG);
+    minfer_options_free(opt);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_provider_option_keys),
         cmocka_unit_test(test_numel_overflow),
         cmocka_unit_test(test_declared_input_2_40),
         cmocka_unit_test(test_declared_input_overflow),

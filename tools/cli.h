@@ -45,6 +45,12 @@ const char *cli_suggest(const char *word, const char *const *candidates, size_t 
 int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, int *out);
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out);
 
+/* --provider-option PROVIDER:KEY=VALUE (repeatable) into opt, through
+ * minfer_options_add_provider_option (a ',' in a value or a ',' or '=' in a
+ * key is refused, as the C API and Python refuse it). Returns 0, or
+ * CLI_USAGE with one line printed. */
+int cli_set_provider_options(const char *cmd, minfer_options *opt, const cli_list *list);
+
 /* Session options from --providers (may be NULL) and --threads (-1: unset). */
 minfer_status cli_make_options(const char *providers, int threads, minfer_options **out);
 

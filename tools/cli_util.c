@@ -394,6 +394,28 @@ static int parse_size(const char *s, const char **end, int64_t *out) {
     return 0;
 }
 
+int cli_set_provider_options(const char *cmd, minfer_options *opt, const cli_list *list) {
+    for (size_t i = 0; list && i < list->n; i++) {
+        const char *a = list->v[i], *colon = strchr(a, ':');
+        const char *eq = colon ? strchr(colon + 1, '=') : NULL;
+        if (!colon || colon == a || !eq) {
+            fprintf(stderr, "minfer %s: --provider-option '%s' is not PROVIDER:KEY=VALUE (e.g. "
+                    "opencl:device=1)\n", cmd, a);
+            return CLI_USAGE;
+        }
+        char *prov = strndup(a, (size_t)(colon - a)), *key = strndup(colon + 1, (size_t)(eq - colon - 1));
+        minfer_status st = prov && key ? minfer_options_add_provider_option(opt, prov, key, eq + 1)
+                                       : MINFER_ERR_NOMEM;
+        free(prov);
+        free(key);
+        if (st != MINFER_OK) {
+            fprintf(stderr, "minfer %s: --provider-option '%s': %s\n", cmd, a, cli_error(st));
+            return CLI_USAGE;
+        }
+    }
+    return 0;
+}
+
 int cli_set_shapes(const char *cmd, minfer_options *opt, const cli_list *dims,
                    const cli_list *shapes) {
     for (size_t i = 0; dims && i < dims->n; i++) {

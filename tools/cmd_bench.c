@@ -49,6 +49,9 @@ static void print_help(void) {
            "                    events; Perfetto opens it) and print time per op type\n"
            "  --force           replace the --profile file if it exists\n"
            "  --check-nan       fail naming the first node whose float output has a NaN/Inf\n"
+           "  --provider-option PROVIDER:KEY=VALUE\n"
+           "                    one key of a provider's options (repeatable), e.g.\n"
+           "                    opencl:device=1; ',' cannot appear in a value\n"
            "  --creation-deadline MS\n"
            "                    fail if creating the session takes longer than MS ms\n"
            "  --versus S        also time a second session of the model under scheduler S\n"
@@ -411,7 +414,7 @@ static double over_rounds(const round_fig *r, int n, int per_s, int k, double *l
 typedef struct bench_args {
     const char *model, *providers, *in_dir, *profile;
     int json, threads, runs, warmup, check_nan, force, concurrency, versus, rounds, deadline;
-    cli_list dims, shapes;
+    cli_list dims, shapes, prov_opts;
 } bench_args;
 
 /* Parses argc/argv into *a (pos holds the positional arguments); *help is
@@ -428,6 +431,7 @@ static int parse_args(int argc, char **argv, char **pos, bench_args *a, int *hel
         {"shape", 0, NULL, NULL, &a->shapes},        {"concurrency", 0, &conc_s, NULL, NULL},
         {"versus", 0, &versus_s, NULL, NULL},        {"rounds", 0, &rounds_s, NULL, NULL},
         {"creation-deadline", 0, &deadline_s, NULL, NULL},
+        {"provider-option", 0, NULL, NULL, &a->prov_opts},
     };
     size_t n_pos = 0;
     int rc = cli_parse(CMD, argc, argv, opts, sizeof opts / sizeof opts[0], pos, &n_pos, help);
@@ -929,7 +933,8 @@ static int open_session(const bench_args *a, minfer_options **opt, cli_out *prof
         fprintf(stderr, "minfer bench: %s\n", cli_error(st));
         return CLI_FAIL;
     }
-    if ((rc = cli_set_shapes(CMD, *opt, &a->dims, &a->shapes)) != 0)
+    if ((rc = cli_set_shapes(CMD, *opt, &a->dims, &a->shapes)) != 0 ||
+        (rc = cli_set_provider_options(CMD, *opt, &a->prov_opts)) != 0)
         return rc;
     if (cli_set_diagnostics(CMD, *opt, a->profile, a->force, prof, a->check_nan, 0) != 0)
         return CLI_FAIL;
@@ -1014,6 +1019,7 @@ done:
         rc = CLI_FAIL;
     minfer_options_free(opt);
     free(a.dims.v);
+    free(a.prov_opts.v);
     free(a.shapes.v);
     free(pos);
     return rc;

@@ -35,6 +35,9 @@ static void print_help(void) {
            "                    ONNX Runtime's JSON array of trace events; Perfetto opens it\n"
            "  --check-nan       fail naming the first node whose float output has a NaN/Inf\n"
            "  --strict          fail if any node falls back past the first provider\n"
+           "  --provider-option PROVIDER:KEY=VALUE\n"
+           "                    one key of a provider's options (repeatable), e.g.\n"
+           "                    opencl:device=1; ',' cannot appear in a value\n"
            "  --creation-deadline MS\n"
            "                    fail if creating the session takes longer than MS ms\n"
            "  -h, --help        show this help\n");
@@ -131,7 +134,7 @@ int cmd_run(int argc, char **argv) {
     const char *providers = NULL, *in_dir = NULL, *out_dir = NULL, *threads_s = NULL,
                *profile = NULL, *deadline_s = NULL;
     int check_nan = 0, strict = 0, force = 0;
-    cli_list dims = {0}, shapes = {0};
+    cli_list dims = {0}, shapes = {0}, prov_opts = {0};
     const cli_opt opts[] = {
         {"dim", 0, NULL, NULL, &dims},
         {"shape", 0, NULL, NULL, &shapes},
@@ -144,6 +147,7 @@ int cmd_run(int argc, char **argv) {
         {"check-nan", 0, NULL, &check_nan, NULL},
         {"strict", 0, NULL, &strict, NULL},
         {"creation-deadline", 0, &deadline_s, NULL, NULL},
+        {"provider-option", 0, NULL, NULL, &prov_opts},
     };
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     size_t n_pos = 0;
@@ -185,7 +189,8 @@ int cmd_run(int argc, char **argv) {
         fail("%s", cli_error(st));
         goto done;
     }
-    if ((rc = cli_set_shapes(CMD, opt, &dims, &shapes)) != 0)
+    if ((rc = cli_set_shapes(CMD, opt, &dims, &shapes)) != 0 ||
+        (rc = cli_set_provider_options(CMD, opt, &prov_opts)) != 0)
         goto done;
     rc = CLI_FAIL;
     if (cli_set_diagnostics(CMD, opt, profile, force, &prof, check_nan, strict) != 0)
@@ -318,6 +323,7 @@ done:
         rc = CLI_FAIL;
     minfer_options_free(opt);
     free(dims.v);
+    free(prov_opts.v);
     free(shapes.v);
     free(pos);
     return rc;

@@ -298,6 +298,42 @@ minfer_status minfer_options_set_provider_options(minfer_options *opt, const cha
     return MINFER_OK;
 }
 
+minfer_status minfer_options_add_provider_option(minfer_options *opt, const char *provider,
+                                                 const char *key, const char *value) {
+    if (!opt || !provider || !provider[0] || !key || !value)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "minfer_options_add_provider_option: NULL or empty argument");
+    if (!key[0] || strpbrk(key, ",=") || strchr(value, ','))
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "provider option '%s'='%s': keys cannot be empty or hold ',', '=' or "
+                        "NUL, values cannot hold ',' or NUL (the options are passed as "
+                        "'key=value,key=value')", key, value);
+    const char *old = "";
+    for (size_t i = 0; i < opt->n_prov_opts; i++)
+        if (strcmp(opt->prov_opt_names[i], provider) == 0)
+            old = opt->prov_opt_values[i];
+    /* the string without key's earlier entries, then key=value */
+    size_t klen = strlen(key), cap = strlen(old) + klen + strlen(value) + 3;
+    char *s = mf_malloc(cap), *at = s;
+    if (!s)
+        return mf_error(MINFER_ERR_NOMEM, "minfer_options_add_provider_option: out of memory");
+    for (const char *p = old; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len && !(len >= klen && strncmp(p, key, klen) == 0 && (len == klen || p[klen] == '='))) {
+            if (at > s)
+                *at++ = ',';
+            memcpy(at, p, len);
+            at += len;
+        }
+        p += len + (e != NULL);
+    }
+    snprintf(at, cap - (size_t)(at - s), "%s%s=%s", at > s ? "," : "", key, value);
+    minfer_status st = minfer_options_set_provider_options(opt, provider, s);
+    free(s);
+    return st;
+}
+
 minfer_status minfer_options_set_log_callback(minfer_options *opt, minfer_log_fn fn, void *user) {
     if (!opt)
         return mf_error(MINFER_ERR_INVALID_ARG, "minfer_options_set_log_callback: NULL options");

@@ -370,6 +370,14 @@ MINFER_API minfer_status minfer_options_set_input_dim(minfer_options *opt, const
 MINFER_API minfer_status minfer_options_set_provider_options(minfer_options *opt,
                                                              const char *provider,
                                                              const char *options);
+/* One key of a provider's option string: "key=value" is added to it (or
+ * replaces that key's value). The string has no escapes, so a key that is
+ * empty or holds ',' or '=', or a value that holds ',', is refused with
+ * MINFER_ERR_INVALID_ARG (a ',' would add a key): the same rule as the
+ * Python provider_options and the CLI's --provider-option. */
+MINFER_API minfer_status minfer_options_add_provider_option(minfer_options *opt,
+                                                            const char *provider,
+                                                            const char *key, const char *value);
 
 /* Adds a custom-operator plugin (docs/plugins.md, minfer/plugin.h) to the
  * sessions made with opt: a path to the library (anything with a '/'), or
