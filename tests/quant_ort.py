@@ -9,8 +9,10 @@ rounding ties and past saturation. ORT runs each on its CPU kernels;
 `minfer test --atol 0 --rtol 0` must give the same numbers: zero steps off
 on every element. A step off would show as a difference of one.
 
-Also the contrib plugin's QLinearAdd, QLinearMul, QLinearGlobalAveragePool
-and QGemm (com.microsoft) against ORT's, zero steps off.
+Also the contrib plugin's QLinearAdd, QLinearMul, QLinearGlobalAveragePool,
+QGemm, QLinearSigmoid, QLinearLeakyRelu (every value of the type) and
+QLinearConcat (copied and requantized inputs, negative axis) (com.microsoft)
+against ORT's, zero steps off.
 Also whole models quantized dynamically as ORT's quantize_dynamic does
 (quantize_dynamic.py: DynamicQuantizeLinear + ConvInteger per Conv) from
 the shared models given: ORT's outputs on data set 0 at rtol 1e-3 / atol
@@ -191,6 +193,41 @@ def qlinearadd_grid(dt, form, scales, zps):
     return ms_model([n], [("a", a)], inits, [("c", T[np.dtype(dt)])]), [("a", a)]
 
 
+def qlinear_lookup(op, dt, scales, zps, **attrs):
+    """QLinearSigmoid / QLinearLeakyRelu on every value of the type (a
+    [2, 128] tensor of 0..255 or -128..127): the whole lookup table."""
+    v = np.arange(0, 256) if dt == np.uint8 else np.arange(-128, 128)
+    x = v.astype(dt).reshape(2, 128)
+    (sx, sy), (zx, zy) = scales, zps
+    inits = [("xs", np.float32(sx)), ("xz", dt(zx)), ("ys", np.float32(sy)), ("yz", dt(zy))]
+    n = helper.make_node(op, ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft",
+                         **attrs)
+    return ms_model([n], [("x", x)], inits, [("y", T[np.dtype(dt)])]), [("x", x)]
+
+
+def qlinear_concat(dt, axis, same, shapes=((2, 3, 4), (2, 5, 4), (2, 1, 4))):
+    """QLinearConcat as quantize_static writes it: Y_scale, Y_zero_point,
+    then (X_i, scale, zero point); 'same' gives every input Y's scale and
+    zero point (copied), else each its own (requantized; the second input
+    the whole value range, so every table entry is used)."""
+    ys, yz = np.float32(0.0419), q8((), dt)
+    inits, ins, feeds = [("ys", ys), ("yz", yz)], ["ys", "yz"], []
+    for k, shp in enumerate(shapes):
+        x = q8(shp, dt)
+        if k == 1 and not same:
+            v = np.arange(0, 256) if dt == np.uint8 else np.arange(-128, 128)
+            x = np.resize(v, shp).astype(dt)
+        s, z = (ys, yz) if same else (np.float32(rng.uniform(0.01, 0.09)), q8((), dt))
+        if k == 0:
+            feeds.append((f"x{k}", x))
+        else:
+            inits.append((f"x{k}", x))
+        inits += [(f"s{k}", s), (f"z{k}", z)]
+        ins += [f"x{k}", f"s{k}", f"z{k}"]
+    n = helper.make_node("QLinearConcat", ins, ["y"], domain="com.microsoft", axis=axis)
+    return ms_model([n], feeds, inits, [("y", T[np.dtype(dt)])]), feeds
+
+
 # A MobileNet V2's residual Add (quantize_static, MinMax): ORT's x86 kernel
 # computes fma(a, sa/sc, fma(b, sb/sc, zc - (sa/sc za + sb/sc zb))) in float,
 # a last bit from (sa (a - za) + sb (b - zb)) / sc on two of these 65536
@@ -216,6 +253,59 @@ CONTRIB = {
     "qgemm_u8s8_float_y": lambda: qgemm(np.int8, True, 0, (1, 7)),
     "qlinear_gap_u8": lambda: qlinear_gap(np.uint8, 0),
     "qlinear_gap_s8_nhwc": lambda: qlinear_gap(np.int8, 1),
+    "qlinear_sigmoid_u8": lambda: qlinear_lookup("QLinearSigmoid", np.uint8, (0.0731, 1 / 256),
+                                                 (131, 0)),
+    "qlinear_sigmoid_s8": lambda: qlinear_lookup("QLinearSigmoid", np.int8, (0.0419, 0.00392),
+                                                 (-7, -128)),
+    "qlinear_leakyrelu_u8": lambda: qlinear_lookup("QLinearLeakyRelu", np.uint8,
+                                                   (0.0537, 0.0311), (119, 97)),
+    "qlinear_leakyrelu_s8_alpha": lambda: qlinear_lookup("QLinearLeakyRelu", np.int8,
+                                                         (0.0537, 0.0213), (5, -20), alpha=0.1),
+    "qlinear_concat_u8_same": lambda: qlinear_concat(np.uint8, 1, True),
+    "qlinear_concat_u8_requant": lambda: qlinear_concat(np.uint8, 1, False),
+    "qlinear_concat_s8_requant_axis_minus1": lambda: qlinear_concat(
+        np.int8, -1, False, ((2, 3, 4), (2, 3, 256), (2, 3, 1))),
+    "qlinear_concat_s8_same_axis0": lambda: qlinear_concat(np.int8, 0, True,
+                                                           ((1, 3, 4), (3, 3, 4))),
+}
+
+
+def bad_concat(shapes, dtypes=None, axis=1):
+    ins, inits = ["ys", "yz"], [("ys", np.float32(0.05)), ("yz", np.uint8(3))]
+    for k, shp in enumerate(shapes):
+        dt = (dtypes or [np.uint8] * len(shapes))[k]
+        inits += [(f"x{k}", q8(shp, dt)), (f"s{k}", np.float32(0.07)), (f"z{k}", dt(1))]
+        ins += [f"x{k}", f"s{k}", f"z{k}"]
+    n = helper.make_node("QLinearConcat", ins, ["y"], domain="com.microsoft", axis=axis)
+    return ms_model([n], [], inits, [("y", TensorProto.UINT8)])
+
+
+def bad_lookup(op, xdt, sshape=()):
+    inits = [("x", q8((2, 3), xdt) if xdt != np.float32 else np.ones((2, 3), np.float32)),
+             ("xs", np.full(sshape, 0.05, np.float32)), ("xz", np.uint8(3)),
+             ("ys", np.float32(0.01)), ("yz", np.uint8(0))]
+    n = helper.make_node(op, ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft")
+    return ms_model([n], [], inits, [("y", TensorProto.UINT8)])
+
+
+# Malformed QOperator nodes: a clear error naming the op and the input,
+# never a crash (minfer run exits 1 with the message).
+BAD = {
+    "concat_dim": (lambda: bad_concat([(2, 3, 4), (2, 3, 5)]),
+                   "QLinearConcat: input 5 (X_1) has dim 2 = 5"),
+    "concat_rank": (lambda: bad_concat([(2, 3, 4), (2, 3)]), "QLinearConcat: input 5 (X_1) has rank 2"),
+    "concat_type": (lambda: bad_concat([(2, 3), (2, 3)], [np.uint8, np.int8]),
+                    "QLinearConcat: input 5 is int8, expected uint8"),
+    "concat_axis": (lambda: bad_concat([(2, 3), (2, 3)], axis=-3), "QLinearConcat: axis -3"),
+    "concat_arity": (lambda: ms_model([helper.make_node("QLinearConcat", ["ys", "yz", "x0", "s0"],
+                                                        ["y"], domain="com.microsoft")], [],
+                                      [("ys", np.float32(1)), ("yz", np.uint8(0)),
+                                       ("x0", np.uint8([1])), ("s0", np.float32(1))],
+                                      [("y", TensorProto.UINT8)]), "QLinearConcat: 4 inputs"),
+    "sigmoid_float": (lambda: bad_lookup("QLinearSigmoid", np.float32),
+                      "QLinearSigmoid: X is float, expected uint8 or int8"),
+    "leakyrelu_per_channel": (lambda: bad_lookup("QLinearLeakyRelu", np.uint8, (3,)),
+                              "QLinearLeakyRelu: scale and zero point 1 must be scalars"),
 }
 
 
@@ -348,6 +438,14 @@ def main(argv):
         last = (rc.stdout.strip().splitlines() or [""])[-1]
         if rc.returncode != 0 or last != f"{len(CONTRIB)} passed, 0 failed, 0 skipped":
             sys.exit(f"quant_ort: contrib: '{last}'")
+        for name, (make, want) in BAD.items():
+            path = os.path.join(tmp, "bad_" + name + ".onnx")
+            onnx.save(make(), path)
+            rb = subprocess.run([minfer, "run", path, "--plugin", "contrib", "--providers", "cpu"],
+                                capture_output=True, text=True)
+            if rb.returncode != 1 or want not in rb.stderr:
+                sys.exit(f"quant_ort: {name}: rc {rb.returncode}, want 1 and '{want}' in: "
+                         f"{rb.stderr.strip()}")
         n_models = 0
         if len(argv) > 3:
             import quantize_dynamic

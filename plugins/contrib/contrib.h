@@ -167,6 +167,9 @@ OP_DECL_STATE(matmul_nbits);
 OP_DECL(qlinear_add);
 OP_DECL(qlinear_mul);
 OP_DECL(qlinear_gap);
+OP_DECL(qlinear_sigmoid);
+OP_DECL(qlinear_leaky_relu);
+OP_DECL(qlinear_concat);
 OP_DECL(qgemm);
 
 /* The NCHWc block size ONNX Runtime's MLAS uses on this CPU (16 with

@@ -538,3 +538,269 @@ minfer_status qgemm_compute(void *op, void *state, compute_args *a) {
     free(bw);
     return MINFER_OK;
 }
+
+/* ---- Ops through a 256-entry table: QLinearSigmoid, QLinearLeakyRelu,
+ * QLinearConcat's requantized inputs ----
+ * As ORT's QlinearBuildLookupTable: for every byte value x of the type,
+ * v = sx * float(x - zx), f(v) in float, then QuantizeLinear as MLAS's
+ * MlasQuantizeLinear: saturate(round_half_even(f / sy) + zy), clamped
+ * before rounding (the same, the bounds being integers), a NaN giving the
+ * low bound as MAXPS does. The table is indexed by the raw byte. */
+enum lut_fn { LUT_IDENTITY, LUT_SIGMOID, LUT_LEAKYRELU };
+
+/* MLAS's logistic (MlasComputeLogistic, the FMA3 kernel ORT runs on x86-64;
+ * Eigen's coefficients): the input clamped to [-18, 18], an odd degree-9
+ * over an even degree-10 polynomial in x, each a chain of fused
+ * multiply-adds in x^2, + 0.5, clamped to [0, 1]. */
+static float mlas_logistic(float x) {
+    x = x > -18.0f ? x : -18.0f; /* a NaN becomes -18, as MAXPS does */
+    x = x < 18.0f ? x : 18.0f;
+    float x2 = x * x;
+    float p = fmaf(x2, 4.37031012579801e-11f, 1.15627324459942e-07f);
+    p = fmaf(p, x2, 6.08574864600143e-05f);
+    p = fmaf(p, x2, 8.51377133304701e-03f);
+    p = fmaf(p, x2, 2.48287947061529e-01f);
+    p = p * x;
+    float q = fmaf(x2, 6.10247389755681e-13f, 5.76102136993427e-09f);
+    q = fmaf(q, x2, 6.29106785017040e-06f);
+    q = fmaf(q, x2, 1.70198817374094e-03f);
+    q = fmaf(q, x2, 1.16817656904453e-01f);
+    q = fmaf(q, x2, 9.93151921023180e-01f);
+    float y = p / q + 0.5f;
+    y = y > 0.0f ? y : 0.0f;
+    return y < 1.0f ? y : 1.0f;
+}
+
+static void lut_build(uint8_t *table, int32_t t, float sx, int32_t zx, float sy, int32_t zy,
+                      enum lut_fn fn, float alpha) {
+    int32_t qmin = t == MINFER_DTYPE_UINT8 ? 0 : -128, qmax = t == MINFER_DTYPE_UINT8 ? 255 : 127;
+    float lo = (float)(qmin - zy), hi = (float)(qmax - zy);
+    for (int32_t i = 0; i < 256; i++) {
+        int32_t x = t == MINFER_DTYPE_UINT8 ? i : (int32_t)(int8_t)(uint8_t)i;
+        float v = sx * (float)(x - zx);
+        if (fn == LUT_SIGMOID)
+            v = mlas_logistic(v);
+        else if (fn == LUT_LEAKYRELU)
+            v = v >= 0.0f ? v : alpha * v;
+        float f = v / sy;
+        f = f > lo ? f : lo; /* NaN: lo */
+        f = f < hi ? f : hi;
+        int32_t q = (int32_t)nearbyintf(f) + zy;
+        table[i] = t == MINFER_DTYPE_UINT8 ? (uint8_t)q : (uint8_t)(int8_t)q;
+    }
+}
+
+static void lut_apply(const uint8_t *table, const uint8_t *x, uint8_t *y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        y[i] = table[x[i]];
+}
+
+/* QLinearSigmoid / QLinearLeakyRelu: X, X_scale, X_zero_point?, Y_scale,
+ * Y_zero_point?; LeakyRelu's alpha (default 0.01). */
+static minfer_status lookup_infer(infer_args *a) {
+    const minfer_value_desc *x = din(a->node, 0);
+    minfer_status st;
+    if (!x->present)
+        return FAIL(a, MINFER_ERR_MODEL, "%s: X is required", a->node->op_type);
+    if (x->dtype && !is_q8(x->dtype))
+        return FAIL(a, MINFER_ERR_TYPE, "%s: X is %s, expected uint8 or int8", a->node->op_type,
+                    minfer_elem_name(x->dtype));
+    if (!has_in(a->node, 1) || !has_in(a->node, 3))
+        return FAIL(a, MINFER_ERR_MODEL, "%s: X_scale (input 1) and Y_scale (input 3) are "
+                    "required", a->node->op_type);
+    if ((st = want_params(a, 1, x->dtype)) || (st = want_params(a, 3, x->dtype)))
+        return st;
+    out_like(&OUTV(a, 0), x, x->dtype);
+    return MINFER_OK;
+}
+
+static minfer_status lookup_compute(compute_args *a, enum lut_fn fn) {
+    const minfer_tensor_view *x = vin(a, 0);
+    minfer_tensor_view *o = &OUTV(a, 0);
+    if (a->n_outputs < 1 || !x->data || x->rank < 0 || !is_q8(x->dtype) || o->dtype != x->dtype)
+        return FAIL(a, MINFER_ERR_MODEL, "%s: X (uint8 or int8) and Y of its type are required",
+                    a->node->op_type);
+    int32_t t = x->dtype, zx, zy;
+    float sx, sy;
+    minfer_status st;
+    if ((st = read_param(a, 1, t, &sx, &zx)) || (st = read_param(a, 3, t, &sy, &zy)))
+        return st;
+    size_t n = numel(x);
+    if (numel(o) != n || (n && !o->data))
+        return FAIL(a, MINFER_ERR_SHAPE, "%s: Y must have X's %zu elements", a->node->op_type, n);
+    float alpha = fn == LUT_LEAKYRELU ? minfer_kit_attr_float(a->api, a->node, "alpha", 0.01f) : 0;
+    uint8_t table[256];
+    lut_build(table, t, sx, zx, sy, zy, fn, alpha);
+    lut_apply(table, x->data, o->data, n);
+    return MINFER_OK;
+}
+
+minfer_status qlinear_sigmoid_infer(void *op, infer_args *a) {
+    (void)op;
+    return lookup_infer(a);
+}
+minfer_status qlinear_sigmoid_compute(void *op, void *state, compute_args *a) {
+    (void)op, (void)state;
+    return lookup_compute(a, LUT_SIGMOID);
+}
+minfer_status qlinear_leaky_relu_infer(void *op, infer_args *a) {
+    (void)op;
+    return lookup_infer(a);
+}
+minfer_status qlinear_leaky_relu_compute(void *op, void *state, compute_args *a) {
+    (void)op, (void)state;
+    return lookup_compute(a, LUT_LEAKYRELU);
+}
+
+/* QLinearConcat: Y_scale, Y_zero_point, then (X_i, X_i_scale,
+ * X_i_zero_point) per input; axis (negative counts from the end). An input
+ * whose scale and zero point equal Y's is copied, any other requantized
+ * through a table (as ORT's QLinearConcat). */
+static int concat_axis(infer_args *ia, compute_args *ca, int32_t rank, int64_t *axis) {
+    const minfer_host_api *api = ia ? ia->api : ca->api;
+    const minfer_node_desc *node = ia ? ia->node : ca->node;
+    int64_t ax = minfer_kit_attr_int(api, node, "axis", 0);
+    if (ax < -(int64_t)rank || ax >= rank)
+        return -1;
+    *axis = ax < 0 ? ax + rank : ax;
+    return 0;
+}
+
+minfer_status qlinear_concat_infer(void *op, infer_args *a) {
+    (void)op;
+    const minfer_node_desc *nd = a->node;
+    minfer_status st;
+    if (nd->n_inputs < 5 || (nd->n_inputs - 2) % 3 != 0)
+        return FAIL(a, MINFER_ERR_MODEL, "QLinearConcat: %zu inputs, expected Y_scale, "
+                    "Y_zero_point and a (tensor, scale, zero point) triple per input",
+                    nd->n_inputs);
+    size_t n_x = (nd->n_inputs - 2) / 3;
+    int32_t t = has_in(nd, 1) ? din(nd, 1)->dtype : 0;
+    for (size_t k = 0; k < n_x && !t; k++)
+        t = din(nd, 2 + 3 * k)->dtype;
+    if (t && !is_q8(t))
+        return FAIL(a, MINFER_ERR_TYPE, "QLinearConcat: Y is %s, expected uint8 or int8",
+                    minfer_elem_name(t));
+    if (!has_in(nd, 0))
+        return FAIL(a, MINFER_ERR_MODEL, "QLinearConcat: Y_scale (input 0) is required");
+    if ((st = want_params(a, 0, t)) != MINFER_OK)
+        return st;
+    int32_t rank = -1;
+    int64_t d[MINFER_MAX_RANK], axis = 0;
+    for (size_t k = 0; k < n_x; k++) {
+        size_t i = 2 + 3 * k;
+        if (!has_in(nd, i + 1))
+            return FAIL(a, MINFER_ERR_MODEL, "QLinearConcat: input %zu (X_%zu's scale) is "
+                        "required", i + 1, k);
+        if ((st = want_q8(a, i, t ? t : din(nd, i)->dtype)) || (st = want_params(a, i + 1, t)))
+            return st;
+        const minfer_value_desc *x = din(nd, i);
+        if (x->rank < 0)
+            continue;
+        if (rank < 0) {
+            rank = x->rank;
+            if (rank == 0 || concat_axis(a, NULL, rank, &axis))
+                return FAIL(a, MINFER_ERR_SHAPE, "QLinearConcat: axis %lld is outside X_%zu's "
+                            "rank %d", (long long)minfer_kit_attr_int(a->api, nd, "axis", 0), k,
+                            rank);
+            memcpy(d, x->dims, (size_t)rank * sizeof *d);
+            continue;
+        }
+        if (x->rank != rank)
+            return FAIL(a, MINFER_ERR_SHAPE, "QLinearConcat: input %zu (X_%zu) has rank %d, "
+                        "the first known input has rank %d", i, k, x->rank, rank);
+        for (int32_t j = 0; j < rank; j++) {
+            if (j == axis) {
+                d[j] = d[j] < 0 || x->dims[j] < 0 ? -1 : d[j] + x->dims[j];
+                continue;
+            }
+            if (d[j] >= 0 && x->dims[j] >= 0 && d[j] != x->dims[j])
+                return FAIL(a, MINFER_ERR_SHAPE, "QLinearConcat: input %zu (X_%zu) has dim %d = "
+                            "%lld, the others %lld (only axis %lld may differ)", i, k, j,
+                            (long long)x->dims[j], (long long)d[j], (long long)axis);
+            if (d[j] < 0)
+                d[j] = x->dims[j];
+        }
+    }
+    /* an input of unknown rank leaves the concatenated dim unknown */
+    for (size_t k = 0; k < n_x && rank > 0; k++)
+        if (din(nd, 2 + 3 * k)->rank < 0)
+            d[axis] = -1;
+    out_shape(&OUTV(a, 0), t, rank, rank < 0 ? NULL : d);
+    return MINFER_OK;
+}
+
+minfer_status qlinear_concat_compute(void *op, void *state, compute_args *a) {
+    (void)op, (void)state;
+    minfer_tensor_view *o = &OUTV(a, 0);
+    if (a->n_outputs < 1 || a->n_inputs < 5 || (a->n_inputs - 2) % 3 != 0 || !is_q8(o->dtype) ||
+        o->rank < 1)
+        return FAIL(a, MINFER_ERR_MODEL, "QLinearConcat: Y (uint8 or int8, rank 1+) and a "
+                    "(tensor, scale, zero point) triple per input are required");
+    int32_t t = o->dtype, zy;
+    float sy;
+    minfer_status st;
+    if ((st = read_param(a, 0, t, &sy, &zy)) != MINFER_OK)
+        return st;
+    int64_t axis;
+    if (concat_axis(NULL, a, o->rank, &axis))
+        return FAIL(a, MINFER_ERR_SHAPE, "QLinearConcat: axis is outside Y's rank %d", o->rank);
+    size_t n_x = (a->n_inputs - 2) / 3;
+    int64_t sum = 0;
+    for (size_t k = 0; k < n_x; k++) {
+        const minfer_tensor_view *x = vin(a, 2 + 3 * k);
+        if (!x->data && x->rank >= 0 && numel(x) == 0 && x->dtype == t) {
+            /* an empty input: no storage needed */
+        } else if (!x->data || x->dtype != t) {
+            return FAIL(a, MINFER_ERR_TYPE, "QLinearConcat: input %zu (X_%zu) must be a %s "
+                        "tensor", 2 + 3 * k, k, minfer_elem_name(t));
+        }
+        if (x->rank != o->rank)
+            return FAIL(a, MINFER_ERR_SHAPE, "QLinearConcat: input %zu (X_%zu) has rank %d, Y %d",
+                        2 + 3 * k, k, x->rank, o->rank);
+        for (int32_t j = 0; j < o->rank; j++)
+            if (j != axis && x->dims[j] != o->dims[j])
+                return FAIL(a, MINFER_ERR_SHAPE, "QLinearConcat: input %zu (X_%zu) has dim %d = "
+                            "%lld, Y %lld", 2 + 3 * k, k, j, (long long)x->dims[j],
+                            (long long)o->dims[j]);
+        sum += x->dims[axis];
+    }
+    if (sum != o->dims[axis])
+        return FAIL(a, MINFER_ERR_SHAPE, "QLinearConcat: the inputs' dims along axis %lld sum to "
+                    "%lld, Y's is %lld", (long long)axis, (long long)sum,
+                    (long long)o->dims[axis]);
+    size_t total = numel(o);
+    if (total && !o->data)
+        return FAIL(a, MINFER_ERR_MODEL, "QLinearConcat: output Y has no storage");
+    size_t outer = 1, inner = 1;
+    for (int32_t j = 0; j < axis; j++)
+        outer *= (size_t)o->dims[j];
+    for (int32_t j = (int32_t)axis + 1; j < o->rank; j++)
+        inner *= (size_t)o->dims[j];
+    size_t row = (size_t)o->dims[axis] * inner, at = 0;
+    uint8_t table[256];
+    for (size_t k = 0; k < n_x; k++) {
+        const minfer_tensor_view *x = vin(a, 2 + 3 * k);
+        size_t span = (size_t)x->dims[axis] * inner;
+        if (!span || !outer) {
+            continue;
+        }
+        float sx;
+        int32_t zx;
+        if ((st = read_param(a, 3 + 3 * k, t, &sx, &zx)) != MINFER_OK)
+            return st;
+        int copy = sx == sy && zx == zy;
+        if (!copy)
+            lut_build(table, t, sx, zx, sy, zy, LUT_IDENTITY, 0);
+        const uint8_t *src = x->data;
+        uint8_t *dst = (uint8_t *)o->data + at;
+        for (size_t r = 0; r < outer; r++) {
+            if (copy)
+                memcpy(dst + r * row, src + r * span, span);
+            else
+                lut_apply(table, src + r * span, dst + r * row, span);
+        }
+        at += span;
+    }
+    return MINFER_OK;
+}
