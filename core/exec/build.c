@@ -463,7 +463,7 @@ minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_le
      * are read again before this plan's views point at them. */
     if ((st = mf_weights_restore(s)) != MINFER_OK)
         return st;
-    mf_attr_mismatch_clear();
+    mf_attr_mismatch_clear(s->g);
     mf_plan *p = mf_plan_new(s);
     if (!p)
         return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
@@ -505,7 +505,7 @@ minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_le
     }
     p->t_infer_ms = mf_now_ms() - t;
     if ((st = mf_plan_storage(s, p)) != MINFER_OK || (st = prepare_nodes(s, p, ro)) != MINFER_OK ||
-        (st = mf_attr_mismatch_take(s->errctx)) != MINFER_OK ||
+        (st = mf_attr_mismatch_take(s->g, s->errctx)) != MINFER_OK ||
         (st = mf_plan_memory(s, p)) != MINFER_OK ||
         (st = mf_creation_check(s, "memory planning")) != MINFER_OK) {
         mf_plan_free(s, p);

@@ -442,11 +442,6 @@ const mf_attr *mf_node_attr(const mf_node *n, const char *name) {
     return NULL;
 }
 
-static _Thread_local struct {
-    int set;
-    char msg[448];
-} mismatch;
-
 static const char *attr_type_name(int t) {
     static const char *const names[] = {"undefined", "float",   "int",     "string",
                                         "tensor",    "graph",   "floats",  "ints",
@@ -455,31 +450,67 @@ static const char *attr_type_name(int t) {
     return t >= 0 && t < (int)(sizeof names / sizeof *names) ? names[t] : "unknown";
 }
 
-void mf_attr_mismatch(const char *node, const char *op_type, const char *name, int want,
-                      int found) {
-    if (mismatch.set)
-        return;
-    mismatch.set = 1;
-    snprintf(mismatch.msg, sizeof mismatch.msg,
-             "node '%s' (op %s): attribute '%s' must be of type %s, but the model gives %s",
-             node ? node : "", op_type ? op_type : "?", name ? name : "?", attr_type_name(want),
-             attr_type_name(found));
+void mf_attr_mismatch(const mf_attr *a, int want) {
+    int none = 0;
+    /* The readers hold the model const; the note is the one field they
+     * write, atomically (concurrent runs prepare nodes too). */
+    atomic_compare_exchange_strong(&((mf_attr *)a)->misread, &none, want ? want : -1);
 }
 
-void mf_attr_mismatch_clear(void) { mismatch.set = 0; }
+/* The message for attribute a of node n read as type want. */
+static void mismatch_msg(const mf_node *n, const mf_attr *a, int want, char *buf, size_t size) {
+    snprintf(buf, size,
+             "node '%s' (op %s): attribute '%s' must be of type %s, but the model gives %s",
+             n->name ? n->name : "", n->op_type ? n->op_type : "?", a->name ? a->name : "?",
+             attr_type_name(want), attr_type_name(a->type));
+}
 
-minfer_status mf_attr_mismatch_take(const char *errctx) {
-    if (!mismatch.set)
+void mf_attr_mismatch_keep(mf_graph *g, const mf_node *n) {
+    for (size_t k = 0; !g->misread_kept[0] && k < n->n_attrs; k++) {
+        int want = atomic_load(&n->attrs[k].misread);
+        if (want)
+            mismatch_msg(n, &n->attrs[k], want, g->misread_kept, sizeof g->misread_kept);
+    }
+}
+
+/* Clears the notes of g and of the graphs its attributes hold; the first
+ * (kept, then in node order) goes to buf when buf[0] is still "". */
+static void take_notes(mf_graph *g, char *buf, size_t size, int depth) {
+    if (!g || depth > 64)
+        return;
+    if (buf && !buf[0] && g->misread_kept[0])
+        snprintf(buf, size, "%s", g->misread_kept);
+    g->misread_kept[0] = '\0';
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const mf_node *n = &g->nodes[i];
+        for (size_t k = 0; k < n->n_attrs; k++) {
+            mf_attr *a = &n->attrs[k];
+            int want = atomic_exchange(&a->misread, 0);
+            if (want && buf && !buf[0])
+                mismatch_msg(n, a, want, buf, size);
+            if (a->type == MINFER_ATTR_GRAPH)
+                take_notes(a->g, buf, size, depth + 1);
+            for (size_t j = 0; a->type == MINFER_ATTR_GRAPHS && j < a->count; j++)
+                take_notes(a->graphs[j], buf, size, depth + 1);
+        }
+    }
+}
+
+void mf_attr_mismatch_clear(mf_graph *g) { take_notes(g, NULL, 0, 0); }
+
+minfer_status mf_attr_mismatch_take(mf_graph *g, const char *errctx) {
+    char msg[448] = "";
+    take_notes(g, msg, sizeof msg, 0);
+    if (!msg[0])
         return MINFER_OK;
-    mismatch.set = 0;
-    return mf_error(MINFER_ERR_TYPE, "%s: %s", errctx ? errctx : "", mismatch.msg);
+    return mf_error(MINFER_ERR_TYPE, "%s: %s", errctx ? errctx : "", msg);
 }
 
 /* n's attribute name if it has type `type`; another type is noted. */
 static const mf_attr *typed_attr(const mf_node *n, const char *name, int type) {
     const mf_attr *a = mf_node_attr(n, name);
     if (a && a->type != type) {
-        mf_attr_mismatch(n->name, n->op_type, name, type, a->type);
+        mf_attr_mismatch(a, type);
         return NULL;
     }
     return a;

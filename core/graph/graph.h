@@ -10,6 +10,7 @@
 #ifndef MINFER_CORE_GRAPH_H
 #define MINFER_CORE_GRAPH_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,10 @@ typedef struct mf_attr {
     minfer_tensor **tensors;
     mf_graph *g;
     mf_graph **graphs;
+    /* The type a reader asked for when the model gives another
+     * (mf_attr_mismatch), the first one; 0: none. Not copied with the
+     * attribute. */
+    _Atomic int misread;
 } mf_attr;
 
 typedef struct mf_value {
@@ -130,6 +135,9 @@ struct mf_graph {
      * packs_free; NULL when the file has none. */
     void *packs;
     void (*packs_free)(void *packs);
+    /* The first attribute-type mismatch of a node the optimizer dropped
+     * (mf_attr_mismatch_keep), "" when none. */
+    char misread_kept[448];
 };
 
 /* Construction. All return MINFER_OK or set the last error. */
@@ -183,15 +191,19 @@ void mf_attr_clear(mf_attr *a);
  * `alpha`, an int Elu `alpha`, a string Flatten `axis`) is an error, not
  * the reader's default: every reader (mf_attr_int/_float/_string/_ints
  * here, minfer_host_api.attr_* in host_attrs.c, which providers and
- * provider_kit.h read through) notes the first such read of this thread,
- * naming node, attribute, expected and found type, and answers "absent".
- * Session creation and each plan's build clear the note first and fail
- * with it after (mf_attr_mismatch_take: MINFER_ERR_TYPE with errctx, or
- * MINFER_OK when there was none). */
-void mf_attr_mismatch(const char *node, const char *op_type, const char *name, int want,
-                      int found);
-void mf_attr_mismatch_clear(void);
-minfer_status mf_attr_mismatch_take(const char *errctx);
+ * provider_kit.h read through) notes it on the attribute it read
+ * (mf_attr_mismatch: the first type asked, atomically) and answers
+ * "absent". Session creation and each plan's build clear the notes of
+ * their graph first and fail with the first one after
+ * (mf_attr_mismatch_take: MINFER_ERR_TYPE naming node, attribute,
+ * expected and found type, with errctx; MINFER_OK when none; the notes of
+ * g and of the graphs its attributes hold are cleared). The optimizer calls
+ * mf_attr_mismatch_keep before it drops a node, so a mismatch of a node
+ * folded or fused away still fails the creation. */
+void mf_attr_mismatch(const mf_attr *a, int want);
+void mf_attr_mismatch_keep(mf_graph *g, const mf_node *n);
+void mf_attr_mismatch_clear(mf_graph *g);
+minfer_status mf_attr_mismatch_take(mf_graph *g, const char *errctx);
 
 /* Loading (onnx_load.c): parses a serialized ModelProto. model_dir is where
  * external data files are looked up (may be NULL: current directory);

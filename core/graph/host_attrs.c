@@ -11,7 +11,7 @@ static const mf_attr *find_attr(const minfer_node_desc *n, const char *name, int
     const mf_node *node = n->host_node;
     const mf_attr *a = mf_node_attr(node, name);
     if (a && type && a->type != type) {
-        mf_attr_mismatch(node->name, node->op_type, name, type, a->type);
+        mf_attr_mismatch(a, type);
         return NULL;
     }
     return a;

@@ -94,6 +94,7 @@ static minfer_status sweep(mf_opt *o, const char *pass) {
     size_t w = 0;
     for (size_t i = 0; i < g->n_nodes; i++) {
         if (mf_opt_dead(o, i)) {
+            mf_attr_mismatch_keep(g, &g->nodes[i]); /* a misread attribute still fails */
             free_node(&g->nodes[i]);
             continue;
         }

@@ -326,6 +326,7 @@ void mf_opt_drop_attr(mf_opt *o, int i, const char *name) {
     mf_node *n = &o->g->nodes[i];
     for (size_t a = 0; a < n->n_attrs; a++)
         if (strcmp(n->attrs[a].name, name) == 0) {
+            mf_attr_mismatch_keep(o->g, n);
             mf_attr_clear(&n->attrs[a]);
             n->attrs[a] = n->attrs[--n->n_attrs];
             return;

@@ -52,6 +52,17 @@
  * session recurses) and run by the core ops (exec/control.c), with the
  * outer-scope values each reads as extra inputs. */
 
+/* The first attribute-type mismatch the readers noted in s's graph or
+ * those of its subgraph sessions (graph.h), as an error; the notes
+ * cleared. */
+static minfer_status take_mismatch(minfer_session *s, const char *errctx) {
+    minfer_status st = mf_attr_mismatch_take(s->g, errctx);
+    for (size_t k = 0; st == MINFER_OK && s->subs && k < 2 * s->g->n_nodes; k++)
+        if (s->subs[k].s)
+            st = take_mismatch(s->subs[k].s, errctx);
+    return st;
+}
+
 static void free_subgraphs(minfer_session *s) {
     if (!s->subs)
         return;
@@ -506,7 +517,7 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
     }
     *out = NULL;
     if (!parent)
-        mf_attr_mismatch_clear();
+        mf_attr_mismatch_clear(g);
     /* Free-dimension overrides make the declared shapes what every later
      * step (inference, placement, the build plan) sees. */
     if (!parent && (st = mf_apply_dim_overrides(g, opt, errctx)) != MINFER_OK) {
@@ -648,7 +659,7 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
         (st = mf_creation_check(s, "provider assignment")) != MINFER_OK)
         goto fail;
     phase(s, "assign providers", t, mf_now_ms() - t);
-    if ((st = make_infos(s)) != MINFER_OK || (st = mf_attr_mismatch_take(errctx)) != MINFER_OK)
+    if ((st = make_infos(s)) != MINFER_OK || (st = take_mismatch(s, errctx)) != MINFER_OK)
         goto fail;
     if (graph_inputs_static(g)) {
         int64_t *sig = mf_malloc((MF_SIG_ENTRIES(g->n_inputs) + 1) * sizeof *sig);
