@@ -11,8 +11,10 @@ on every element. A step off would show as a difference of one.
 
 Also the contrib plugin's QLinearAdd, QLinearMul, QLinearGlobalAveragePool,
 QGemm, QLinearSigmoid, QLinearLeakyRelu (every value of the type) and
-QLinearConcat (copied and requantized inputs, negative axis) (com.microsoft)
-against ORT's, zero steps off.
+QLinearConcat (copied and requantized inputs, negative axis) and
+QLinearAveragePool (1-3 spatial dims, pads, ceil_mode, count_include_pad,
+NHWC) (com.microsoft) against ORT's, zero steps off; malformed nodes of
+these must fail with a message naming the op and the input.
 Also whole models quantized dynamically as ORT's quantize_dynamic does
 (quantize_dynamic.py: DynamicQuantizeLinear + ConvInteger per Conv) from
 the shared models given: ORT's outputs on data set 0 at rtol 1e-3 / atol
@@ -228,6 +230,17 @@ def qlinear_concat(dt, axis, same, shapes=((2, 3, 4), (2, 5, 4), (2, 1, 4))):
     return ms_model([n], feeds, inits, [("y", T[np.dtype(dt)])]), feeds
 
 
+def qlinear_avgpool(dt, shape, channels_last=0, **attrs):
+    """com.microsoft QLinearAveragePool (quantize_static's QOperator form of
+    AveragePool): pads, strides, count_include_pad, ceil_mode, NCHW or NHWC."""
+    x = q8(shape, dt)
+    inits = [("xs", np.float32(0.0219)), ("xz", q8((), dt)), ("ys", np.float32(0.0137)),
+             ("yz", q8((), dt))]
+    n = helper.make_node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                         domain="com.microsoft", channels_last=channels_last, **attrs)
+    return ms_model([n], [("x", x)], inits, [("y", T[np.dtype(dt)])]), [("x", x)]
+
+
 # A MobileNet V2's residual Add (quantize_static, MinMax): ORT's x86 kernel
 # computes fma(a, sa/sc, fma(b, sb/sc, zc - (sa/sc za + sb/sc zb))) in float,
 # a last bit from (sa (a - za) + sb (b - zb)) / sc on two of these 65536
@@ -261,6 +274,17 @@ CONTRIB = {
                                                    (0.0537, 0.0311), (119, 97)),
     "qlinear_leakyrelu_s8_alpha": lambda: qlinear_lookup("QLinearLeakyRelu", np.int8,
                                                          (0.0537, 0.0213), (5, -20), alpha=0.1),
+    "qlinear_avgpool_u8_pads": lambda: qlinear_avgpool(np.uint8, (2, 3, 9, 8), kernel_shape=[3, 3],
+                                                       pads=[1, 1, 1, 1], strides=[2, 2]),
+    "qlinear_avgpool_u8_include_pad_ceil": lambda: qlinear_avgpool(
+        np.uint8, (1, 4, 7, 9), kernel_shape=[3, 2], pads=[1, 0, 1, 1], strides=[2, 2],
+        count_include_pad=1, ceil_mode=1),
+    "qlinear_avgpool_s8_nhwc": lambda: qlinear_avgpool(np.int8, (2, 8, 7, 5), 1,
+                                                       kernel_shape=[2, 2], strides=[1, 2]),
+    "qlinear_avgpool_s8_1d_include_pad": lambda: qlinear_avgpool(
+        np.int8, (2, 3, 11), kernel_shape=[4], pads=[2, 1], count_include_pad=1),
+    "qlinear_avgpool_u8_3d": lambda: qlinear_avgpool(np.uint8, (1, 2, 5, 4, 6),
+                                                     kernel_shape=[2, 3, 2], pads=[0, 1, 1, 1, 0, 0]),
     "qlinear_concat_u8_same": lambda: qlinear_concat(np.uint8, 1, True),
     "qlinear_concat_u8_requant": lambda: qlinear_concat(np.uint8, 1, False),
     "qlinear_concat_s8_requant_axis_minus1": lambda: qlinear_concat(
@@ -304,6 +328,16 @@ BAD = {
                                       [("y", TensorProto.UINT8)]), "QLinearConcat: 4 inputs"),
     "sigmoid_float": (lambda: bad_lookup("QLinearSigmoid", np.float32),
                       "QLinearSigmoid: X is float, expected uint8 or int8"),
+    "avgpool_rank": (lambda: ms_model([helper.make_node(
+        "QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft",
+        kernel_shape=[2])], [], [("x", np.uint8([[1, 2]])), ("xs", np.float32(1)),
+                                ("xz", np.uint8(0)), ("ys", np.float32(1)), ("yz", np.uint8(0))],
+        [("y", TensorProto.UINT8)]), "QLinearAveragePool: X has rank 2, expected 3 to 5"),
+    "avgpool_kernel": (lambda: ms_model([helper.make_node(
+        "QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft",
+        kernel_shape=[2])], [], [("x", np.ones((1, 2, 4, 4), np.uint8)), ("xs", np.float32(1)),
+                                ("xz", np.uint8(0)), ("ys", np.float32(1)), ("yz", np.uint8(0))],
+        [("y", TensorProto.UINT8)]), "QLinearAveragePool: kernel_shape must have 2 values"),
     "leakyrelu_per_channel": (lambda: bad_lookup("QLinearLeakyRelu", np.uint8, (3,)),
                               "QLinearLeakyRelu: scale and zero point 1 must be scalars"),
 }

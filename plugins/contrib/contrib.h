@@ -170,6 +170,7 @@ OP_DECL(qlinear_gap);
 OP_DECL(qlinear_sigmoid);
 OP_DECL(qlinear_leaky_relu);
 OP_DECL(qlinear_concat);
+OP_DECL(qlinear_avgpool);
 OP_DECL(qgemm);
 
 /* The NCHWc block size ONNX Runtime's MLAS uses on this CPU (16 with

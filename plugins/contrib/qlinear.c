@@ -804,3 +804,149 @@ minfer_status qlinear_concat_compute(void *op, void *state, compute_args *a) {
     }
     return MINFER_OK;
 }
+
+/* QLinearAveragePool: X, x_scale, x_zero_point?, y_scale, y_zero_point?;
+ * kernel_shape, strides, pads, auto_pad, ceil_mode, count_include_pad,
+ * channels_last; 1 to 3 spatial dims. As ORT's qlinear_pool.cc: X
+ * dequantized to float (sx * float(x - zx)), each window summed in float
+ * in row-major order over the window's part inside the image, divided by
+ * the kernel's size (count_include_pad) or that part's, then
+ * saturate(round_half_even(v / sy + float(zy))): the zero point added
+ * before rounding, unlike QuantizeLinear. */
+static minfer_status avgpool_geom(const minfer_host_api *api, const minfer_node_desc *n,
+                                  int32_t rank, const int64_t *dims, int last, conv_geom *g,
+                                  char *err, size_t es) {
+    int64_t in[3];
+    int nd = (int)rank - 2;
+    if (nd < 1 || nd > 3) {
+        snprintf(err, es, "QLinearAveragePool: X has rank %d, expected 3 to 5", rank);
+        return MINFER_ERR_SHAPE;
+    }
+    for (int i = 0; i < nd; i++)
+        in[i] = dims[last ? 1 + i : 2 + i];
+    const int64_t *ks;
+    if (minfer_kit_attr_ints_ref(api, n, "kernel_shape", &ks) != (size_t)nd) {
+        snprintf(err, es, "QLinearAveragePool: kernel_shape must have %d values", nd);
+        return MINFER_ERR_MODEL;
+    }
+    return conv_geom_make(api, n, nd, in, NULL,
+                          minfer_kit_attr_int(api, n, "ceil_mode", 0) != 0, g, err, es);
+}
+
+static void avgpool_out_dims(const int64_t *xd, int32_t rank, int last, const conv_geom *g,
+                             int64_t *d) {
+    d[0] = xd[0];
+    d[last ? rank - 1 : 1] = xd[last ? rank - 1 : 1];
+    for (int i = 0; i < g->nd; i++)
+        d[last ? 1 + i : 2 + i] = g->out[i];
+}
+
+minfer_status qlinear_avgpool_infer(void *op, infer_args *a) {
+    (void)op;
+    const minfer_value_desc *x = din(a->node, 0);
+    minfer_status st;
+    if (!x->present)
+        return FAIL(a, MINFER_ERR_MODEL, "QLinearAveragePool: X is required");
+    if (x->dtype && !is_q8(x->dtype))
+        return FAIL(a, MINFER_ERR_TYPE, "QLinearAveragePool: X is %s, expected uint8 or int8",
+                    minfer_elem_name(x->dtype));
+    if (!has_in(a->node, 1) || !has_in(a->node, 3))
+        return FAIL(a, MINFER_ERR_MODEL, "QLinearAveragePool: x_scale (input 1) and y_scale "
+                    "(input 3) are required");
+    if ((st = want_params(a, 1, x->dtype)) || (st = want_params(a, 3, x->dtype)))
+        return st;
+    minfer_tensor_view *o = &OUTV(a, 0);
+    if (x->rank < 0) {
+        out_shape(o, x->dtype, -1, NULL);
+        return MINFER_OK;
+    }
+    int last = minfer_kit_attr_int(a->api, a->node, "channels_last", 0) != 0;
+    conv_geom g;
+    if ((st = avgpool_geom(a->api, a->node, x->rank, x->dims, last, &g, a->err, a->err_size)))
+        return st;
+    int64_t d[MINFER_MAX_RANK];
+    avgpool_out_dims(x->dims, x->rank, last, &g, d);
+    out_shape(o, x->dtype, x->rank, d);
+    return MINFER_OK;
+}
+
+minfer_status qlinear_avgpool_compute(void *op, void *state, compute_args *a) {
+    (void)op, (void)state;
+    const minfer_tensor_view *x = vin(a, 0);
+    minfer_tensor_view *o = &OUTV(a, 0);
+    if (a->n_outputs < 1 || !x->data || x->rank < 3 || x->rank > 5 || !is_q8(x->dtype) ||
+        o->dtype != x->dtype || o->rank != x->rank)
+        return FAIL(a, MINFER_ERR_MODEL, "QLinearAveragePool: X (rank 3 to 5, uint8 or int8) "
+                    "and Y of its type and rank are required");
+    int32_t t = x->dtype, zx, zy;
+    float sx, sy;
+    minfer_status st;
+    if ((st = read_param(a, 1, t, &sx, &zx)) || (st = read_param(a, 3, t, &sy, &zy)))
+        return st;
+    int last = minfer_kit_attr_int(a->api, a->node, "channels_last", 0) != 0;
+    conv_geom g;
+    if ((st = avgpool_geom(a->api, a->node, x->rank, x->dims, last, &g, a->err, a->err_size)))
+        return st;
+    int64_t d[MINFER_MAX_RANK];
+    avgpool_out_dims(x->dims, x->rank, last, &g, d);
+    if (memcmp(d, o->dims, (size_t)x->rank * sizeof *d))
+        return FAIL(a, MINFER_ERR_SHAPE, "QLinearAveragePool: Y's shape is not the pooled X's");
+    size_t n_out = numel(o);
+    if (!n_out)
+        return MINFER_OK;
+    if (!o->data)
+        return FAIL(a, MINFER_ERR_MODEL, "QLinearAveragePool: output Y has no storage");
+    /* spatial sizes padded to 3 dims (1, kernel 1, stride 1) */
+    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1},
+            pb[3] = {0, 0, 0};
+    for (int i = 0; i < g.nd; i++)
+        in[i] = g.in[i], out[i] = g.out[i], k[i] = g.k[i], s[i] = g.s[i], pb[i] = g.pb[i];
+    size_t N = (size_t)x->dims[0], C = (size_t)x->dims[last ? x->rank - 1 : 1];
+    size_t img = (size_t)(in[0] * in[1] * in[2]), oimg = (size_t)(out[0] * out[1] * out[2]);
+    /* element (n, c, spatial p) of X sits at n C img + (last ? p C + c : c img + p) */
+    size_t cs = last ? 1 : img, ps = last ? C : 1, ocs = last ? 1 : oimg, ops = last ? C : 1;
+    int incl = minfer_kit_attr_int(a->api, a->node, "count_include_pad", 0) != 0;
+    float ksize = (float)(k[0] * k[1] * k[2]);
+    float lo = t == MINFER_DTYPE_UINT8 ? 0.0f : -128.0f, hi = t == MINFER_DTYPE_UINT8 ? 255.0f : 127.0f;
+    float deq[256];
+    for (int32_t i = 0; i < 256; i++) {
+        int32_t v = t == MINFER_DTYPE_UINT8 ? i : (int32_t)(int8_t)(uint8_t)i;
+        deq[i] = sx * (float)(v - zx);
+    }
+    const uint8_t *xb = x->data;
+    uint8_t *yb = o->data;
+    for (size_t nb = 0; nb < N; nb++)
+        for (size_t c = 0; c < C; c++) {
+            const uint8_t *xc = xb + nb * C * img + c * cs;
+            uint8_t *yc = yb + nb * C * oimg + c * ocs;
+            for (int64_t p0 = 0; p0 < out[0]; p0++) {
+                int64_t h0 = p0 * s[0] - pb[0], h1 = h0 + k[0] < in[0] ? h0 + k[0] : in[0];
+                h0 = h0 > 0 ? h0 : 0;
+                for (int64_t p1 = 0; p1 < out[1]; p1++) {
+                    int64_t w0 = p1 * s[1] - pb[1], w1 = w0 + k[1] < in[1] ? w0 + k[1] : in[1];
+                    w0 = w0 > 0 ? w0 : 0;
+                    for (int64_t p2 = 0; p2 < out[2]; p2++) {
+                        int64_t e0 = p2 * s[2] - pb[2], e1 = e0 + k[2] < in[2] ? e0 + k[2] : in[2];
+                        e0 = e0 > 0 ? e0 : 0;
+                        float sum = 0.0f;
+                        for (int64_t h = h0; h < h1; h++)
+                            for (int64_t w = w0; w < w1; w++)
+                                for (int64_t e = e0; e < e1; e++)
+                                    sum += deq[xc[(size_t)((h * in[1] + w) * in[2] + e) * ps]];
+                        int64_t cnt = (h1 > h0 ? h1 - h0 : 0) * (w1 > w0 ? w1 - w0 : 0) *
+                                      (e1 > e0 ? e1 - e0 : 0);
+                        float v = sum / (incl ? ksize : (float)cnt);
+                        float f = nearbyintf(v / sy + (float)zy);
+                        f = f > lo ? f : lo; /* NaN (an empty window): lo */
+                        f = f < hi ? f : hi;
+                        size_t at = (size_t)((p0 * out[1] + p1) * out[2] + p2) * ops;
+                        if (t == MINFER_DTYPE_UINT8)
+                            yc[at] = (uint8_t)(int32_t)f;
+                        else
+                            yc[at] = (uint8_t)(int8_t)(int32_t)f;
+                    }
+                }
+            }
+        }
+    return MINFER_OK;
+}
