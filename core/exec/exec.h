@@ -183,6 +183,16 @@ void mf_plan_release(minfer_session *s, mf_plan *p);
 void mf_exec_ctx_free(minfer_session *s, mf_exec_ctx *c);
 /* minfer_session_run for a subgraph session, spending the parent run's
  * budget, its nodes on the calling thread's lane (an mf_run_sub_fn). */
+/* Device values (device_values.c). The domain (1 + provider index) of
+ * the provider named name, 0 for host memory (NULL, "", "cpu"), or -1
+ * with the reason in why (no such provider, or one without device values). */
+int mf_devmem_domain(const minfer_session *s, const char *name, char *why, size_t why_size);
+/* A new device value of s in domain dom (one mf_devmem_domain gave). */
+minfer_status mf_devmem_new(minfer_session *s, int dom, int32_t dtype, const int64_t *dims,
+                            int32_t rank, minfer_tensor **out);
+/* Frees the buffers of s's live device values (minfer_session_free). */
+void mf_devmem_close_all(minfer_session *s);
+
 minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, mf_lane *lane,
                                  const char *const *input_names,
                                  const minfer_tensor *const *inputs, size_t n_inputs,

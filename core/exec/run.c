@@ -49,6 +49,8 @@ void mf_exec_ctx_free(minfer_session *s, mf_exec_ctx *c) {
     free(c->views);
     free(c->dyn);
     free(c->mirrors);
+    free(c->devin);
+    free(c->on_dev);
     free(c);
 }
 
@@ -60,7 +62,9 @@ static mf_exec_ctx *ctx_new(minfer_session *s) {
     c->cap = mf_calloc(s->n_domains, sizeof *c->cap);
     c->views = mf_calloc(s->g->n_values + 1, sizeof *c->views);
     c->dyn = mf_calloc(s->g->n_values + 1, sizeof *c->dyn);
-    if (!c->arena || !c->cap || !c->views || !c->dyn) {
+    c->devin = mf_calloc(s->g->n_values + 1, sizeof *c->devin);
+    c->on_dev = mf_calloc(s->g->n_values + 1, sizeof *c->on_dev);
+    if (!c->arena || !c->cap || !c->views || !c->dyn || !c->devin || !c->on_dev) {
         mf_exec_ctx_free(s, c);
         return NULL;
     }
@@ -126,6 +130,72 @@ static minfer_status execute(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_r
         if ((st = mf_prov_synchronize(pi)) != MINFER_OK)
             return mf_error_prefix(st, "%s: provider '%s' synchronize", s->errctx, pi->name);
     }
+    return MINFER_OK;
+}
+
+/* Output vi into a device value of domain dom: the given one (*slot,
+ * checked) or a new one. Computed in dom, it is copied on the device;
+ * computed elsewhere, it crosses through the host as any value does. */
+static minfer_status deliver_device(minfer_session *s, const mf_plan *p, mf_exec_ctx *c, int vi,
+                                    int dom, minfer_tensor **slot) {
+    const minfer_tensor_view *src = &c->views[vi];
+    const mf_value *v = &s->g->values[vi];
+    const mf_vplan *vs = &p->vals[vi];
+    mf_provider_inst *pi = &s->pl->provs[dom - 1];
+    char a[160], b[160];
+    minfer_status st;
+    if (src->kind != MINFER_VALUE_TENSOR || src->dtype == MINFER_DTYPE_STRING)
+        return mf_error(MINFER_ERR_TYPE, "%s: run: output '%s' is a %s: it has no device value "
+                        "(bind it to host memory)", s->errctx, v->name,
+                        src->kind == MINFER_VALUE_SEQUENCE   ? "sequence"
+                        : src->kind == MINFER_VALUE_OPTIONAL ? "optional"
+                                                             : "string tensor");
+    size_t bytes = mf_view_bytes(src);
+    if (!src->data && bytes > 0)
+        return mf_error(MINFER_ERR_RUNTIME, "%s: output '%s' was not computed", s->errctx, v->name);
+    minfer_tensor *t = *slot, *made = NULL;
+    if (t) {
+        int bad = t->view.rank != src->rank;
+        for (int d = 0; !bad && d < t->view.rank; d++)
+            bad = t->view.dims[d] != src->dims[d];
+        if (t->view.dtype != src->dtype)
+            return mf_error(MINFER_ERR_TYPE,
+                            "%s: run: output '%s' is %s, but the device value given for it is %s",
+                            s->errctx, v->name, minfer_dtype_name((minfer_dtype)src->dtype),
+                            minfer_dtype_name((minfer_dtype)t->view.dtype));
+        if (bad)
+            return mf_error(MINFER_ERR_SHAPE,
+                            "%s: run: output '%s' has shape %s, but the device value given for it "
+                            "is %s", s->errctx, v->name,
+                            mf_shape_str(src->dims, src->rank, a, sizeof a),
+                            mf_shape_str(t->view.dims, t->view.rank, b, sizeof b));
+    } else {
+        if ((st = mf_devmem_new(s, dom, src->dtype, src->dims, src->rank, &made)) != MINFER_OK)
+            return st;
+        t = made;
+    }
+    int from = vs->where == MF_W_ARENA ? vs->dom : 0;
+    const minfer_tensor *in = c->devin[vi];
+    if (in && c->on_dev[vi]) /* a device input that is also the output */
+        from = in->dev->dom;
+    if (from == dom) {
+        st = mf_prov_copy_in_domain(pi, src, &t->view);
+    } else if (from == 0) {
+        st = mf_prov_copy_from_host(pi, src->data, bytes, &t->view);
+    } else { /* another provider's domain: through the host */
+        void *tmp = mf_alloc_host(bytes ? bytes : 1);
+        st = tmp ? mf_prov_copy_to_host(&s->pl->provs[from - 1], src, tmp, bytes)
+                 : mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+        if (st == MINFER_OK)
+            st = mf_prov_copy_from_host(pi, tmp, bytes, &t->view);
+        free(tmp);
+    }
+    if (st != MINFER_OK) {
+        minfer_tensor_free(made);
+        return mf_error_prefix(st, "%s: delivering output '%s' to provider '%s'", s->errctx,
+                               v->name, pi->name);
+    }
+    *slot = t;
     return MINFER_OK;
 }
 
@@ -311,9 +381,10 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, mf_lane *lane,
                                 mf_pipe_ticket *ticket, const char *const *input_names,
                                 const minfer_tensor *const *inputs, size_t n_inputs,
                                 const char *const *output_names, minfer_tensor **outputs,
-                                size_t n_outputs) {
+                                const char *const *out_dev, size_t n_outputs) {
     const mf_graph *g = s->g;
     const minfer_tensor *bound_stack[MAX_STACK_INPUTS];
+    int out_dom[256];
     int64_t sig_stack[MF_SIG_ENTRIES(MAX_STACK_INPUTS)];
     int out_vi[256];
     unsigned char made[256] = {0};
@@ -358,6 +429,23 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, mf_lane *lane,
         }
         out_vi[o] = vi;
     }
+    for (size_t o = 0; o < n_outputs; o++) {
+        const mf_devmem *dev = outputs[o] ? outputs[o]->dev : NULL;
+        char why[256];
+        const char *name = g->values[out_vi[o]].name;
+        if (dev && dev->s != s)
+            return mf_error(MINFER_ERR_INVALID_ARG,
+                            dev->s ? "%s: run: output '%s' is bound to a device value (on '%s') "
+                                     "of another session"
+                                   : "%s: run: output '%s' is bound to a device value (on '%s') "
+                                     "whose session was freed",
+                            s->errctx, name, dev->prov);
+        out_dom[o] = dev ? dev->dom
+                         : mf_devmem_domain(s, out_dev ? out_dev[o] : NULL, why, sizeof why);
+        if (out_dom[o] < 0)
+            return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: output '%s' cannot stay on '%s': %s",
+                            s->errctx, name, out_dev[o], why);
+    }
     if (g->n_inputs > MAX_STACK_INPUTS) {
         bound = mf_calloc(g->n_inputs, sizeof *bound);
         sig = mf_malloc(MF_SIG_ENTRIES(g->n_inputs) * sizeof *sig);
@@ -392,7 +480,8 @@ static minfer_status run_budget(minfer_session *s, mf_budget *b, mf_lane *lane,
         made[o] = outputs[o] == NULL;
         if ((st = mf_budget_elements(b, s, -1, mf_value_elements(&c->views[out_vi[o]]))) ==
             MINFER_OK)
-            st = deliver_output(s, p, c, out_vi[o], &outputs[o]);
+            st = out_dom[o] ? deliver_device(s, p, c, out_vi[o], out_dom[o], &outputs[o])
+                            : deliver_output(s, p, c, out_vi[o], &outputs[o]);
     }
     if (st == MINFER_OK) {
         double dt = mf_now_ms() - t_run;
@@ -456,13 +545,26 @@ minfer_status mf_session_run_ticket(minfer_session *s, const minfer_run_options 
     mf_budget b;
     mf_budget_init(&b, s, ro, mf_session_run_sub);
     return run_budget(s, &b, NULL, ticket, input_names, inputs, n_inputs, output_names, outputs,
-                      n_outputs);
+                      NULL, n_outputs);
+}
+
+minfer_status minfer_session_run_bound(minfer_session *s, const minfer_run_options *ro,
+                                       const char *const *input_names,
+                                       const minfer_tensor *const *inputs, size_t n_inputs,
+                                       const char *const *output_names, minfer_tensor **outputs,
+                                       const char *const *output_devices, size_t n_outputs) {
+    if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && !outputs))
+        return mf_error(MINFER_ERR_INVALID_ARG, "minfer_session_run_bound: NULL argument");
+    mf_budget b;
+    mf_budget_init(&b, s, ro, mf_session_run_sub);
+    return run_budget(s, &b, NULL, NULL, input_names, inputs, n_inputs, output_names, outputs,
+                      output_devices, n_outputs);
 }
 
 minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, mf_lane *lane,
                                  const char *const *input_names,
                                  const minfer_tensor *const *inputs, size_t n_inputs,
                                  minfer_tensor **outputs, size_t n_outputs) {
-    return run_budget(s, b, lane, NULL, input_names, inputs, n_inputs, NULL, outputs,
+    return run_budget(s, b, lane, NULL, input_names, inputs, n_inputs, NULL, outputs, NULL,
                       n_outputs);
 }

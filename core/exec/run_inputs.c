@@ -143,6 +143,17 @@ minfer_status mf_run_check_inputs(minfer_session *s, const char *const *names,
         if (bound[k])
             return mf_error(MINFER_ERR_INVALID_ARG, "%s: run: input '%s' is given twice",
                             s->errctx, names[i]);
+        /* A device value is read in place only by the session that made
+         * it (its provider instance owns the buffer). */
+        const mf_devmem *dev = inputs[i]->dev;
+        if (dev && dev->s != s)
+            return mf_error(MINFER_ERR_INVALID_ARG,
+                            dev->s ? "%s: run: input '%s' is a device value (on '%s') of another "
+                                     "session: copy it to the host (minfer_tensor_copy_to_host) "
+                                     "or make it on this session"
+                                   : "%s: run: input '%s' is a device value (on '%s') whose "
+                                     "session was freed",
+                            s->errctx, names[i], dev->prov);
         bound[k] = inputs[i];
     }
     size_t pos = 0;

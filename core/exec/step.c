@@ -262,6 +262,60 @@ static json_t *node_args(minfer_session *s, int i, int prov, const minfer_tensor
 /* Every value's view for this run: arena values placed in the context's
  * arenas, constants as planned, string values allocated, the caller's
  * inputs bound in place, copy buffers placed. */
+/* 1 if a step of plan p reads value vi other than through a copy into
+ * domain dom: a node on the host or in another domain reading its own
+ * storage (core nodes included: a control node lists the outer values its
+ * bodies read among its inputs), or the value is a graph output. */
+static int read_off_domain(const minfer_session *s, const mf_plan *p, int vi, int dom) {
+    const mf_graph *g = s->g;
+    if (g->values[vi].is_output)
+        return 1;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const mf_node *n = &g->nodes[i];
+        const mf_nplan *ns = &p->nodes[i];
+        if (ns->folded)
+            continue;
+        for (size_t j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j] == vi && (!ns->in_ref || ns->in_ref[j] == -1))
+                return 1;
+    }
+    for (size_t m = 0; m < p->n_copies; m++)
+        if (p->copies[m].value == vi && p->copies[m].to_dom != dom)
+            return 1;
+    return 0;
+}
+
+/* Graph input vi bound to device value t: its view is the device storage,
+ * read in place by the copies planned into t's domain (run_copies); when
+ * something else reads it, the view is a host copy instead (one download,
+ * counted as the provider's transfer). */
+static minfer_status bind_device_input(minfer_session *s, mf_plan *p, mf_exec_ctx *c, int vi,
+                                       const minfer_tensor *t) {
+    minfer_tensor_view *view = &c->views[vi];
+    c->devin[vi] = t;
+    view->data = t->view.data;
+    view->offset = 0;
+    view->nbytes = t->view.nbytes;
+    view->layout = 0;
+    if (!read_off_domain(s, p, vi, t->dev->dom)) {
+        c->on_dev[vi] = 1;
+        return MINFER_OK;
+    }
+    size_t bytes = minfer_tensor_nbytes(t);
+    void *host = mf_alloc_host(bytes ? bytes : 1);
+    if (!host)
+        return mf_error(MINFER_ERR_NOMEM, "%s: out of memory", s->errctx);
+    c->dyn[vi] = host;
+    mf_provider_inst *pi = &s->pl->provs[t->dev->dom - 1];
+    minfer_status st = mf_prov_copy_to_host(pi, &t->view, host, bytes);
+    if (st != MINFER_OK)
+        return mf_error_prefix(st, "%s: copying input '%s' from provider '%s' to the host",
+                               s->errctx, s->g->values[vi].name, pi->name);
+    view->data = host;
+    view->nbytes = bytes;
+    return MINFER_OK;
+}
+
 minfer_status mf_run_bind(minfer_session *s, mf_plan *p, mf_exec_ctx *c,
                           const minfer_tensor *const *bound) {
     const mf_graph *g = s->g;
@@ -291,6 +345,14 @@ minfer_status mf_run_bind(minfer_session *s, mf_plan *p, mf_exec_ctx *c,
     }
     for (size_t k = 0; k < g->n_inputs; k++) {
         minfer_tensor_view *view = &c->views[g->inputs[k]];
+        c->devin[g->inputs[k]] = NULL;
+        c->on_dev[g->inputs[k]] = 0;
+        if (bound[k]->dev) {
+            minfer_status st = bind_device_input(s, p, c, g->inputs[k], bound[k]);
+            if (st != MINFER_OK)
+                return st;
+            continue;
+        }
         if (bound[k]->view.kind != MINFER_VALUE_TENSOR) {
             /* a sequence or optional: the view points at the container */
             *view = bound[k]->view;
@@ -322,6 +384,17 @@ static minfer_status run_copies(minfer_session *s, mf_plan *p, mf_exec_ctx *c, m
             continue;
         const mf_vplan *vs = &p->vals[cp->value];
         int from = vs->where == MF_W_ARENA ? vs->dom : 0;
+        const minfer_tensor *dev = c->devin[cp->value];
+        if (dev && dev->dev->dom == cp->to_dom) { /* a device input, read in place */
+            c->mirrors[m] = c->views[cp->value];
+            c->mirrors[m].data = dev->view.data;
+            c->mirrors[m].offset = 0;
+            c->mirrors[m].nbytes = dev->view.nbytes;
+            c->mirrors[m].layout = 0;
+            continue;
+        }
+        if (dev && c->on_dev[cp->value])
+            from = dev->dev->dom;
         if (cp->alias) { /* read in place: (host pointer, offset) */
             c->mirrors[m] = c->views[cp->value];
             c->mirrors[m].layout = 0;

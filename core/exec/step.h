@@ -19,6 +19,11 @@ struct mf_exec_ctx {
     void **dyn;      /* per value: run-time storage of dynamic values */
     minfer_tensor_view *mirrors;
     size_t mirrors_cap;
+    /* per value, this run: the device value bound to a graph input (NULL:
+     * none), and whether views[v] is that device storage (1) or a host
+     * copy of it (0: some node reads it on the host) */
+    const minfer_tensor **devin;
+    unsigned char *on_dev;
 };
 
 /* Every value's view for this run of plan p in context c: arena values

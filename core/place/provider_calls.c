@@ -77,6 +77,16 @@ minfer_status mf_prov_copy_from_host(const mf_provider_inst *pi, const void *src
     return pi->vt->copy_from_host(pi->ctx, src, bytes, dst);
 }
 
+int mf_prov_has_copy_in_domain(const mf_provider_inst *pi) {
+    return !pi->host_memory && MF_VT_HAS(pi->vt, copy_in_domain);
+}
+
+minfer_status mf_prov_copy_in_domain(const mf_provider_inst *pi, const minfer_tensor_view *src,
+                                     const minfer_tensor_view *dst) {
+    assert(mf_prov_has_copy_in_domain(pi));
+    return pi->vt->copy_in_domain(pi->ctx, src, dst);
+}
+
 int mf_prov_has_tensor_bytes(const mf_provider_inst *pi) {
     return MF_VT_HAS(pi->vt, tensor_bytes);
 }

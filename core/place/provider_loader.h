@@ -64,6 +64,11 @@ minfer_status mf_prov_copy_to_host(const mf_provider_inst *pi, const minfer_tens
                                    void *dst, size_t bytes);
 minfer_status mf_prov_copy_from_host(const mf_provider_inst *pi, const void *src, size_t bytes,
                                      const minfer_tensor_view *dst);
+/* copy_in_domain (ABI 2, appended): whether the provider offers device
+ * values, and a copy between two tensors of its domain. */
+int mf_prov_has_copy_in_domain(const mf_provider_inst *pi);
+minfer_status mf_prov_copy_in_domain(const mf_provider_inst *pi, const minfer_tensor_view *src,
+                                     const minfer_tensor_view *dst);
 /* tensor_bytes, run_counters, export_packed: whether the provider has the
  * member, and the call (only when it has). */
 int mf_prov_has_tensor_bytes(const mf_provider_inst *pi);

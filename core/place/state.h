@@ -97,6 +97,7 @@ struct minfer_session {
     mf_plan_cache cache;       /* the concrete plans, per input signature (under lock) */
     mf_exec_ctx *free_ctx;     /* execution contexts not in use */
     pthread_mutex_t lock;      /* plans, contexts, assign after build */
+    mf_devmem *devmem;         /* live device values (exec/device_values.c, under lock) */
     minfer_value_info *in_info, *out_info;
     /* diagnostics */
     int strict;

@@ -298,6 +298,7 @@ void minfer_session_free(minfer_session *s) {
         s->free_ctx = *(mf_exec_ctx **)c; /* next is the first member */
         mf_exec_ctx_free(s, c);
     }
+    mf_devmem_close_all(s); /* before the providers that own the buffers */
     free_subgraphs(s);
     if (!s->pl_shared)
         mf_place_close(s->pl);

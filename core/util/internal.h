@@ -38,8 +38,24 @@ void mf_error_clear(void);
  * (exec/weights.c), which munmap gives back to the system at once. */
 #define MF_OWNS_MAPPED 2
 
+/* The device side of a device value (minfer_session_device_tensor_create,
+ * session/device_tensor.c): the tensor's view.data is buffer, a handle of
+ * the memory domain dom (1 + provider index) of session s; s is NULL once
+ * the session was freed (the buffer with it). release frees it (from
+ * minfer_tensor_free: util/ sits below session/). */
+typedef struct mf_devmem mf_devmem;
+struct mf_devmem {
+    minfer_session *s;
+    int dom;
+    void (*release)(mf_devmem *d);
+    minfer_tensor *t;
+    char prov[32]; /* the provider's name */
+    mf_devmem *prev, *next; /* the session's list (guarded by its lock) */
+};
+
 struct minfer_tensor {
     minfer_tensor_view view;
+    mf_devmem *dev; /* NULL: host memory */
     int owns_data; /* 1: free(data); MF_OWNS_MAPPED: munmap(data, nbytes) */
     /* The bytes data was copied from, in a file mapping the graph keeps
      * (mf_graph.blob), or NULL: exec/weights.c may free the copy of a

@@ -204,7 +204,9 @@ void minfer_tensor_free(minfer_tensor *t) {
     for (size_t i = 0; i < t->count; i++)
         minfer_tensor_free(t->items[i]);
     free(t->items);
-    if (t->owns_data == MF_OWNS_MAPPED)
+    if (t->dev)
+        t->dev->release(t->dev);
+    else if (t->owns_data == MF_OWNS_MAPPED)
         munmap(t->view.data, t->view.nbytes);
     else if (t->owns_data) {
         if (t->view.dtype == MINFER_DTYPE_STRING)
@@ -236,6 +238,10 @@ minfer_status mf_tensor_clone(const minfer_tensor *src, minfer_tensor **out) {
         *out = t;
         return MINFER_OK;
     }
+    if (src->dev)
+        return mf_error(MINFER_ERR_INVALID_ARG,
+                        "a device value cannot be copied in host memory here: copy it to the "
+                        "host first (minfer_tensor_copy_to_host)");
     st = mf_tensor_new(src->view.dtype, src->view.dims, src->view.rank, &t);
     if (st != MINFER_OK)
         return st;
@@ -284,5 +290,5 @@ size_t minfer_tensor_nbytes(const minfer_tensor *t) {
 }
 
 void *minfer_tensor_data(const minfer_tensor *t) {
-    return t && t->view.data ? (char *)t->view.data + t->view.offset : NULL;
+    return t && !t->dev && t->view.data ? (char *)t->view.data + t->view.offset : NULL;
 }

@@ -129,7 +129,9 @@ MINFER_API size_t minfer_tensor_rank(const minfer_tensor *t);
 MINFER_API const int64_t *minfer_tensor_dims(const minfer_tensor *t);
 MINFER_API int64_t minfer_tensor_numel(const minfer_tensor *t);
 MINFER_API size_t minfer_tensor_nbytes(const minfer_tensor *t);
-/* The first element; owned by the tensor (or the caller, for a wrap). */
+/* The first element; owned by the tensor (or the caller, for a wrap). NULL
+ * for a device value (minfer_session_device_tensor_create): read it with
+ * minfer_tensor_copy_to_host. */
 MINFER_API void *minfer_tensor_data(const minfer_tensor *t);
 
 /* Reads a serialized ONNX TensorProto (the test-case input_K.pb format).
@@ -466,6 +468,34 @@ MINFER_API minfer_status minfer_session_run(minfer_session *s,
                                             const char *const *output_names,
                                             minfer_tensor **outputs, size_t n_outputs);
 
+/* Device values (ONNX Runtime's OrtValue on a device): a tensor in the
+ * memory of one of a session's providers (e.g. "opencl"), so that the
+ * output of one run can feed the next without going through the host.
+ * Only providers with a memory domain of their own that offer it (the
+ * provider ABI's copy_in_domain) have device values: "opencl" does, the
+ * host-memory providers ("cpu", "onednn") do not (MINFER_ERR_UNSUPPORTED
+ * naming the provider). A device value belongs to the session that made
+ * it: free it with minfer_tensor_free, before or after the session (once
+ * the session is freed, its device values hold nothing and every use
+ * fails with MINFER_ERR_INVALID_ARG). minfer_tensor_data returns NULL for
+ * one; its dtype, rank, dims, numel and nbytes (plain host bytes) read as
+ * any tensor's. Strings, sequences and optionals have no device values. */
+MINFER_API minfer_status minfer_session_device_tensor_create(minfer_session *s,
+                                                             const char *provider,
+                                                             minfer_dtype dtype,
+                                                             const int64_t *dims, size_t rank,
+                                                             minfer_tensor **out);
+/* Where t's data lives: "cpu" for host memory, else the provider's name
+ * ("opencl"). NULL for NULL. */
+MINFER_API const char *minfer_tensor_device(const minfer_tensor *t);
+/* Copies bytes (exactly minfer_tensor_nbytes(t), plain row-major) from host
+ * memory into t, or out of t into host memory; for a host tensor a memcpy.
+ * Device copies are ordered after the runs before them on that session. */
+MINFER_API minfer_status minfer_tensor_copy_from_host(minfer_tensor *t, const void *src,
+                                                      size_t bytes);
+MINFER_API minfer_status minfer_tensor_copy_to_host(const minfer_tensor *t, void *dst,
+                                                    size_t bytes);
+
 /* Options of one run (ONNX Runtime's RunOptions). Set them before the
  * runs that use them; only minfer_run_options_terminate and _unset_terminate
  * may be called while a run uses them (from any thread). One object may
@@ -498,6 +528,26 @@ MINFER_API minfer_status minfer_session_run_with_options(minfer_session *s,
                                                          const char *const *output_names,
                                                          minfer_tensor **outputs,
                                                          size_t n_outputs);
+/* minfer_session_run_with_options with outputs that may stay on a device
+ * (ONNX Runtime's IOBinding): inputs may be device values of s, and an
+ * output slot may hold a device value of s (the result is written into
+ * it: same type and shape, as for a host tensor). output_devices (NULL: all
+ * host) names, per output, where the session puts an output whose slot is
+ * NULL: NULL, "" or "cpu" host memory, else a provider of s offering device
+ * values ("opencl"). A device input read by a node of its own provider is
+ * read in place, and an output its provider computed is copied on the
+ * device (no host transfer); an input other providers (or the core) read,
+ * or an output another provider computed, is copied through the host, as
+ * any value crossing memory domains. A device value of another session, or
+ * a device named that s does not have, fails with MINFER_ERR_INVALID_ARG. */
+MINFER_API minfer_status minfer_session_run_bound(minfer_session *s, const minfer_run_options *ro,
+                                                  const char *const *input_names,
+                                                  const minfer_tensor *const *inputs,
+                                                  size_t n_inputs,
+                                                  const char *const *output_names,
+                                                  minfer_tensor **outputs,
+                                                  const char *const *output_devices,
+                                                  size_t n_outputs);
 
 /* ---- Asynchronous runs (docs/scheduling.md) ------------------------------
  *

@@ -541,6 +541,16 @@ typedef struct minfer_provider {
     minfer_status (*export_packed)(void *ctx, void *node_state, const minfer_node_desc *node,
                                    void (*emit)(void *arg, const minfer_packed_const *c),
                                    void *arg);
+    /* ABI 2, appended: copies a tensor of this domain into another tensor of
+     * this domain without the host (device values, minfer.h
+     * minfer_session_device_tensor_create): src converted from src->layout
+     * to dst->layout (0: plain), dst->nbytes at least the storage the
+     * tensor needs (tensor_bytes). It may be queued: work enqueued later on
+     * this instance, and copy_to_host, see it done. NULL: the provider does
+     * not offer device values (the host then refuses to create one on it,
+     * and keeps graph inputs and outputs in host memory). */
+    minfer_status (*copy_in_domain)(void *ctx, const minfer_tensor_view *src,
+                                    const minfer_tensor_view *dst);
 } minfer_provider;
 
 /* Kinds describe_device returns. */

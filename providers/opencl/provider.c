@@ -843,6 +843,70 @@ static minfer_status ocl_copy_from_host(void *vctx, const void *src, size_t src_
     return upload(ctx, (cl_mem)dst->data, dst->offset, bytes, src, half);
 }
 
+/* A device value copied to another without the host (the host's device
+ * values: a run's output delivered into one). Both are this domain's
+ * storage (plain; float as half with fp16), so the copy is of bytes; it
+ * is queued on the in-order queue like the run's kernels, so later work
+ * and downloads see it done. */
+static size_t ocl_tensor_bytes(void *vctx, const minfer_tensor_view *desc);
+static minfer_status ocl_copy_in_domain(void *vctx, const minfer_tensor_view *src,
+                                        const minfer_tensor_view *dst) {
+    ocl_ctx *ctx = vctx;
+    size_t bytes = ocl_tensor_bytes(ctx, src);
+    if (src->layout != 0 || dst->layout != 0 || src->dtype != dst->dtype ||
+        bytes == SIZE_MAX || bytes > src->nbytes || bytes > dst->nbytes) {
+        ctx->api->set_error(ctx->host, "opencl: copy_in_domain of %zu bytes from a view of %zu "
+                            "into one of %zu (layouts %llu, %llu)", bytes, src->nbytes,
+                            dst->nbytes, (unsigned long long)src->layout,
+                            (unsigned long long)dst->layout);
+        return MINFER_ERR_INVALID_ARG;
+    }
+    if (bytes == 0 || (src->data == dst->data && src->offset == dst->offset))
+        return MINFER_OK;
+    cl_mem from = (cl_mem)src->data, to = (cl_mem)dst->data;
+    cl_int err;
+    if (ctx->kernel_copies) { /* every device write a kernel (oclgrind) */
+        if (src->offset > INT32_MAX || dst->offset > INT32_MAX || bytes > INT32_MAX) {
+            ctx->api->set_error(ctx->host, "opencl: a copy of %zu bytes at offset %zu is "
+                                "beyond kernel_copies=1's 2 GiB", bytes, dst->offset);
+            return MINFER_ERR_LIMIT;
+        }
+        ocl_kset *ks = ocl_kset_take(ctx);
+        if (!ks) {
+            ctx->api->set_error(ctx->host, "opencl: out of memory for kernel objects");
+            return MINFER_ERR_NOMEM;
+        }
+        cl_int so = (cl_int)src->offset, dof = (cl_int)dst->offset, n = (cl_int)bytes;
+        cl_kernel k = ks->k[OCL_K_copy_bytes];
+        size_t g = bytes;
+        err = clSetKernelArg(k, 0, sizeof from, &from);
+        err |= clSetKernelArg(k, 1, sizeof so, &so);
+        err |= clSetKernelArg(k, 2, sizeof to, &to);
+        err |= clSetKernelArg(k, 3, sizeof dof, &dof);
+        err |= clSetKernelArg(k, 4, sizeof n, &n);
+        if (err == CL_SUCCESS)
+            err = clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &g, NULL, 0, NULL, NULL);
+        ocl_kset_give(ctx, ks);
+    } else
+        err = clEnqueueCopyBuffer(ctx->queue, from, to, src->offset, dst->offset, bytes, 0,
+                                  NULL, NULL);
+    if (err != CL_SUCCESS) {
+        ctx->api->set_error(ctx->host, "opencl: copying %zu bytes on the device: %s", bytes,
+                            ocl_err_str(err));
+        return MINFER_ERR_PROVIDER;
+    }
+    ocl_count_launch(ctx);
+    /* host-side copies of the destination's old bytes are stale now */
+    pthread_mutex_lock(&ctx->lock);
+    for (ocl_staged *sb = ctx->staged; sb; sb = sb->next)
+        if (sb->buf == dst->data && sb->offset < dst->offset + bytes &&
+            dst->offset < sb->offset + sb->bytes)
+            sb->buf = NULL;
+    pthread_mutex_unlock(&ctx->lock);
+    atomic_store(&ctx->pending, 1);
+    return MINFER_OK;
+}
+
 /* Storage of a tensor in this domain: float takes 2 bytes an element with
  * fp16, every other type its plain size. */
 static size_t ocl_tensor_bytes(void *vctx, const minfer_tensor_view *desc) {
@@ -920,6 +984,7 @@ static const minfer_provider ocl_provider = {
     .tensor_bytes = ocl_tensor_bytes,
     .describe_device = ocl_describe_device,
     .run_counters = ocl_run_counters,
+    .copy_in_domain = ocl_copy_in_domain,
 };
 
 MINFER_PROVIDER_DEFINE(ocl_provider)
