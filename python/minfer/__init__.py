@@ -895,17 +895,19 @@ class InferenceSession:
             output_names = None
         return self._run_into(output_names, input_feed, run_options, None)
 
-    def _run_into(self, output_names, input_feed, run_options, bound):
-        """run(), with bound: per output None or a numpy array the run writes into."""
+    def _run_into(self, output_names, input_feed, run_options, bound, devices=None):
+        """run(), with bound: per output None, a numpy array or a device value
+        the run writes into; devices: per output None or the provider a new
+        output stays on."""
         if run_options is None:
             ro = None
         elif isinstance(run_options, RunOptions):
             ro = run_options._ro
         else:
             raise TypeError("run_options must be a minfer.RunOptions, not %s" % type(run_options).__name__)
-        if bound is None:
+        if bound is None and devices is None:
             return self._sess.run(output_names, input_feed, ro)
-        return self._sess.run(output_names, input_feed, ro, bound)
+        return self._sess.run(output_names, input_feed, ro, bound, devices)
 
     def io_binding(self):
         """ONNX Runtime's IOBinding for this session (run_with_iobinding)."""
@@ -933,7 +935,8 @@ class InferenceSession:
             if not isinstance(v, OrtValue):
                 raise TypeError("run_with_ort_values: input '%s' must be an OrtValue, not %s"
                                 % (name, type(v).__name__))
-            feed[name] = v._value
+            # a device value is read in place by a run of its session
+            feed[name] = v._on_device(self._sess) if v._device is not None else v._value
         if output_names is not None and len(output_names) == 0:
             output_names = None
         values = self._run_into(output_names, feed, run_options, None)

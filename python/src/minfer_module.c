@@ -865,6 +865,142 @@ typedef struct SessionObject {
     int listed;
 } SessionObject;
 
+/* ---- Device values ------------------------------------------------------- */
+
+/* A minfer device value (minfer_session_device_tensor_create): a tensor in
+ * a provider's memory, made by one session (held here, so that it outlives
+ * the value unless closed: then the value holds nothing and every use
+ * raises). The Python OrtValue on a device wraps one (_ortvalue.py). */
+typedef struct {
+    PyObject_HEAD
+    minfer_tensor *t;
+    PyObject *session; /* the SessionObject that made it */
+} DeviceTensorObject;
+
+static PyTypeObject DeviceTensorType;
+
+static void DeviceTensor_dealloc(DeviceTensorObject *self) {
+    minfer_tensor_free(self->t);
+    Py_XDECREF(self->session);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Takes ownership of t (freed here on failure). */
+static PyObject *device_wrap(minfer_tensor *t, PyObject *session) {
+    DeviceTensorObject *d = PyObject_New(DeviceTensorObject, &DeviceTensorType);
+    if (!d) {
+        minfer_tensor_free(t);
+        return NULL;
+    }
+    d->t = t;
+    Py_INCREF(session);
+    d->session = session;
+    return (PyObject *)d;
+}
+
+static PyObject *DeviceTensor_numpy(DeviceTensorObject *self, PyObject *unused) {
+    (void)unused;
+    minfer_dtype dt = minfer_tensor_dtype(self->t);
+    int npy = npy_type_of(dt);
+    int rank = (int)minfer_tensor_rank(self->t);
+    npy_intp dims[MINFER_MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        dims[i] = (npy_intp)minfer_tensor_dims(self->t)[i];
+    PyArrayObject *arr = (PyArrayObject *)PyArray_SimpleNew(rank, dims, npy);
+    if (!arr)
+        return NULL;
+    minfer_status st;
+    size_t bytes = minfer_tensor_nbytes(self->t);
+    void *dst = PyArray_DATA(arr);
+    Py_BEGIN_ALLOW_THREADS
+    st = minfer_tensor_copy_to_host(self->t, dst, bytes);
+    Py_END_ALLOW_THREADS
+    if (st != MINFER_OK) {
+        Py_DECREF(arr);
+        return raise_status(st);
+    }
+    return (PyObject *)arr;
+}
+
+static PyObject *DeviceTensor_update(DeviceTensorObject *self, PyObject *obj) {
+    PyArrayObject *arr = (PyArrayObject *)PyArray_FROM_OTF(
+        obj, npy_type_of(minfer_tensor_dtype(self->t)), NPY_ARRAY_IN_ARRAY);
+    if (!arr)
+        return NULL;
+    int rank = PyArray_NDIM(arr), same = rank == (int)minfer_tensor_rank(self->t);
+    for (int i = 0; same && i < rank; i++)
+        same = PyArray_DIM(arr, i) == minfer_tensor_dims(self->t)[i];
+    if (!same) {
+        Py_DECREF(arr);
+        return PyErr_Format(exc_invalid_argument, "update: an array of another shape than the "
+                            "device value's");
+    }
+    minfer_status st = minfer_tensor_copy_from_host(self->t, PyArray_DATA(arr),
+                                                    (size_t)PyArray_NBYTES(arr));
+    Py_DECREF(arr);
+    if (st != MINFER_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *DeviceTensor_get_device(DeviceTensorObject *self, void *c) {
+    (void)c;
+    return PyUnicode_FromString(minfer_tensor_device(self->t));
+}
+
+static PyObject *DeviceTensor_get_shape(DeviceTensorObject *self, void *c) {
+    (void)c;
+    size_t rank = minfer_tensor_rank(self->t);
+    PyObject *l = PyList_New((Py_ssize_t)rank);
+    for (size_t i = 0; l && i < rank; i++) {
+        PyObject *d = PyLong_FromLongLong((long long)minfer_tensor_dims(self->t)[i]);
+        if (!d) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, d);
+    }
+    return l;
+}
+
+static PyObject *DeviceTensor_get_session(DeviceTensorObject *self, void *c) {
+    (void)c;
+    Py_INCREF(self->session);
+    return self->session;
+}
+
+static PyObject *DeviceTensor_get_elem(DeviceTensorObject *self, void *c) {
+    (void)c;
+    return PyLong_FromLong((long)minfer_tensor_dtype(self->t));
+}
+
+static PyMethodDef DeviceTensor_methods[] = {
+    {"numpy", (PyCFunction)DeviceTensor_numpy, METH_NOARGS,
+     "numpy() -> a new array: the value read back to host memory"},
+    {"update", (PyCFunction)DeviceTensor_update, METH_O,
+     "update(array): copies an array of the value's shape into it"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef DeviceTensor_getset[] = {
+    {"device", (getter)DeviceTensor_get_device, NULL, "the provider holding it ('opencl')", NULL},
+    {"shape", (getter)DeviceTensor_get_shape, NULL, "its dims, a list", NULL},
+    {"elem", (getter)DeviceTensor_get_elem, NULL, "its ONNX element type number", NULL},
+    {"session", (getter)DeviceTensor_get_session, NULL, "the Session that made it", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject DeviceTensorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minfer._minfer.DeviceTensor",
+    .tp_basicsize = sizeof(DeviceTensorObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a tensor in a provider's memory (Session.device_tensor)",
+    .tp_dealloc = (destructor)DeviceTensor_dealloc,
+    .tp_methods = DeviceTensor_methods,
+    .tp_getset = DeviceTensor_getset,
+};
+
 static SessionObject *async_sessions; /* under the GIL */
 
 /* On a thread running a request's callback: the session whose worker it is
@@ -1330,12 +1466,15 @@ typedef struct {
     size_t n;
     const char **names;
     minfer_tensor **values;
+    unsigned char *borrowed; /* per value: a device value keep holds (not freed here) */
     PyObject *keep; /* the items, and the arrays whose memory the tensors wrap */
 } feed;
 
 static void feed_free(feed *f) {
     for (size_t i = 0; f->values && i < f->n; i++)
-        minfer_tensor_free(f->values[i]);
+        if (!f->borrowed || !f->borrowed[i])
+            minfer_tensor_free(f->values[i]);
+    PyMem_Free(f->borrowed);
     PyMem_Free(f->values);
     PyMem_Free(f->names);
     Py_XDECREF(f->keep);
@@ -1359,8 +1498,10 @@ static int feed_make(minfer_session *s, PyObject *dict, feed *f) {
     Py_ssize_t n = PyList_GET_SIZE(items);
     f->names = PyMem_Calloc((size_t)(n ? n : 1), sizeof *f->names);
     f->values = PyMem_Calloc((size_t)(n ? n : 1), sizeof *f->values);
+    f->borrowed = PyMem_Calloc((size_t)(n ? n : 1), sizeof *f->borrowed);
     f->keep = PyList_New(0);
-    if (!f->names || !f->values || !f->keep || PyList_Append(f->keep, items) < 0) {
+    if (!f->names || !f->values || !f->borrowed || !f->keep ||
+        PyList_Append(f->keep, items) < 0) {
         Py_DECREF(items);
         feed_free(f);
         if (!PyErr_Occurred())
@@ -1387,6 +1528,12 @@ static int feed_make(minfer_session *s, PyObject *dict, feed *f) {
             }
         }
         f->names[f->n] = name;
+        if (PyObject_TypeCheck(v, &DeviceTensorType)) { /* read in place by the run */
+            f->values[f->n] = ((DeviceTensorObject *)v)->t;
+            f->borrowed[f->n] = 1;
+            f->n++;
+            continue;
+        }
         if (to_value(v, vi.kind, vi.contained, vi.dtype, f->keep, &f->values[f->n]) < 0) {
             PyObject *type, *value, *tb;
             /* Name the input in a conversion error. */
@@ -1471,8 +1618,8 @@ static int wrap_output(const minfer_session *s, const char *name, PyObject *obj,
  * allocates it) or a numpy array the result is written into (no copy on the
  * Python side; that very array is the list's entry). */
 static PyObject *Session_run(SessionObject *self, PyObject *args) {
-    PyObject *names_obj, *dict, *ro_obj = Py_None, *bound_obj = Py_None;
-    if (!PyArg_ParseTuple(args, "OO|OO", &names_obj, &dict, &ro_obj, &bound_obj))
+    PyObject *names_obj, *dict, *ro_obj = Py_None, *bound_obj = Py_None, *dev_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "OO|OOO", &names_obj, &dict, &ro_obj, &bound_obj, &dev_obj))
         return NULL;
     if (!session_ready(self))
         return NULL;
@@ -1499,12 +1646,34 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
         if (!names_seq)
             return NULL;
     }
-    PyObject *result = NULL, *bound = NULL;
+    PyObject *result = NULL, *bound = NULL, *devs = NULL;
     minfer_tensor **outs = PyMem_Calloc((size_t)(n_out ? n_out : 1), sizeof *outs);
+    const char **out_dev = NULL;
     feed f;
     if (!outs) {
         PyErr_NoMemory();
         goto done;
+    }
+    if (dev_obj != Py_None) {
+        /* per output None (host memory) or the provider to leave it on */
+        devs = PySequence_Tuple(dev_obj);
+        if (!devs)
+            goto done;
+        if (PyTuple_GET_SIZE(devs) != n_out) {
+            PyErr_Format(exc_invalid_argument, "run: %zd output devices for %zd requested outputs",
+                         PyTuple_GET_SIZE(devs), n_out);
+            goto done;
+        }
+        out_dev = PyMem_Calloc((size_t)(n_out ? n_out : 1), sizeof *out_dev);
+        if (!out_dev) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < n_out; i++) {
+            PyObject *d = PyTuple_GET_ITEM(devs, i);
+            if (d != Py_None && !(out_dev[i] = name_utf8(d, "output device")))
+                goto done;
+        }
     }
     if (bound_obj != Py_None) {
         /* A snapshot (the list may change while the run goes on); it holds
@@ -1521,6 +1690,10 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
             PyObject *a = PyTuple_GET_ITEM(bound, i);
             if (a == Py_None)
                 continue;
+            if (PyObject_TypeCheck(a, &DeviceTensorType)) { /* written on the device */
+                outs[i] = ((DeviceTensorObject *)a)->t;
+                continue;
+            }
             minfer_value_info vi;
             const char *oname = out_names ? out_names[i]
                 : minfer_session_output_info(self->s, (size_t)i, &vi) == MINFER_OK ? vi.name : "?";
@@ -1539,8 +1712,8 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
         ro->active++;
     const minfer_run_options *cro = ro ? ro->ro : NULL;
     Py_BEGIN_ALLOW_THREADS
-    st = minfer_session_run_with_options(s, cro, f.names, (const minfer_tensor *const *)f.values,
-                                         f.n, out_names, outs, (size_t)n_out);
+    st = minfer_session_run_bound(s, cro, f.names, (const minfer_tensor *const *)f.values, f.n,
+                                  out_names, outs, out_dev, (size_t)n_out);
     Py_END_ALLOW_THREADS
     if (ro)
         ro->active--;
@@ -1553,8 +1726,9 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
     result = PyList_New(n_out);
     for (Py_ssize_t i = 0; i < n_out; i++) {
         PyObject *a = bound ? PyTuple_GET_ITEM(bound, i) : Py_None;
-        if (a != Py_None) { /* written in place: the array itself */
-            minfer_tensor_free(outs[i]);
+        if (a != Py_None) { /* written in place: the array (or device value) itself */
+            if (!PyObject_TypeCheck(a, &DeviceTensorType))
+                minfer_tensor_free(outs[i]);
             outs[i] = NULL;
             if (result) {
                 Py_INCREF(a);
@@ -1562,7 +1736,9 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
             }
             continue;
         }
-        PyObject *v = result ? from_owned(outs[i]) : NULL;
+        PyObject *v = !result ? NULL
+            : strcmp(minfer_tensor_device(outs[i]), "cpu") != 0 ? device_wrap(outs[i], (PyObject *)self)
+                                                                : from_owned(outs[i]);
         if (!v) {
             if (!result)
                 minfer_tensor_free(outs[i]);
@@ -1573,13 +1749,83 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
         outs[i] = NULL;
     }
 done:
-    for (Py_ssize_t i = 0; outs && i < n_out; i++)
-        minfer_tensor_free(outs[i]); /* wraps of bound arrays, on a failure */
+    for (Py_ssize_t i = 0; outs && i < n_out; i++) {
+        PyObject *a = bound ? PyTuple_GET_ITEM(bound, i) : Py_None;
+        if (!PyObject_TypeCheck(a, &DeviceTensorType))
+            minfer_tensor_free(outs[i]); /* wraps of bound arrays, on a failure */
+    }
     Py_XDECREF(bound);
+    Py_XDECREF(devs);
+    PyMem_Free(out_dev);
     PyMem_Free(outs);
     PyMem_Free(out_names);
     Py_XDECREF(names_seq);
     return result;
+}
+
+/* device_tensor(provider, elem, shape, array=None) -> DeviceTensor: a
+ * device value of s on provider, filled from array when given. */
+static PyObject *Session_device_tensor(SessionObject *self, PyObject *args) {
+    const char *prov;
+    int elem;
+    PyObject *shape_obj, *arr_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "siO|O", &prov, &elem, &shape_obj, &arr_obj))
+        return NULL;
+    if (!session_ready(self))
+        return NULL;
+    PyObject *shape = PySequence_Tuple(shape_obj);
+    if (!shape)
+        return NULL;
+    Py_ssize_t rank = PyTuple_GET_SIZE(shape);
+    if (rank > MINFER_MAX_RANK) {
+        Py_DECREF(shape);
+        return PyErr_Format(exc_invalid_argument, "a device value of rank %zd is above %d", rank,
+                            MINFER_MAX_RANK);
+    }
+    int64_t dims[MINFER_MAX_RANK];
+    for (Py_ssize_t i = 0; i < rank; i++) {
+        dims[i] = (int64_t)PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
+        if (dims[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(shape);
+            return NULL;
+        }
+    }
+    Py_DECREF(shape);
+    minfer_tensor *t = NULL;
+    minfer_status st = minfer_session_device_tensor_create(self->s, prov, (minfer_dtype)elem, dims,
+                                                           (size_t)rank, &t);
+    if (st != MINFER_OK)
+        return raise_status(st);
+    PyObject *d = device_wrap(t, (PyObject *)self);
+    if (d && arr_obj != Py_None) {
+        PyObject *r = DeviceTensor_update((DeviceTensorObject *)d, arr_obj);
+        if (!r)
+            Py_CLEAR(d);
+        Py_XDECREF(r);
+    }
+    return d;
+}
+
+/* device_counters() -> {provider: {runs, launches, syncs, transfers}} for
+ * the providers that count their runs (minfer_session_device_counters). */
+static PyObject *Session_device_counters(SessionObject *self, PyObject *unused) {
+    (void)unused;
+    if (!session_ready(self))
+        return NULL;
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d && i < minfer_session_provider_count(self->s); i++) {
+        minfer_device_counters c = {sizeof c, 0, 0, 0, 0};
+        if (minfer_session_device_counters(self->s, i, &c) != MINFER_OK)
+            continue;
+        PyObject *e = Py_BuildValue("{s:K,s:K,s:K,s:K}", "runs", (unsigned long long)c.runs,
+                                    "launches", (unsigned long long)c.launches, "syncs",
+                                    (unsigned long long)c.syncs, "transfers",
+                                    (unsigned long long)c.transfers);
+        if (!e || PyDict_SetItemString(d, minfer_session_provider_name(self->s, i), e) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(e);
+    }
+    return d;
 }
 
 static PyObject *Session_prepare(SessionObject *self, PyObject *dict) {
@@ -2037,6 +2283,8 @@ HELD(Session_node_profile)
 HELD(Session_outputs)
 HELD(Session_placement)
 HELD(Session_prepare)
+HELD(Session_device_tensor)
+HELD(Session_device_counters)
 HELD(Session_providers)
 HELD(Session_reset_stats)
 HELD(Session_run)
@@ -2067,8 +2315,13 @@ static PyMethodDef Session_methods[] = {
     {"close", (PyCFunction)Session_close, METH_NOARGS,
      "frees the session now; requests in flight end cancelled"},
     {"run", (PyCFunction)Session_run_held, METH_VARARGS,
-     "run(output_names or None, {name: value}, run_options=None, outputs=None) -> list of "
-     "values; outputs: per requested output None or a numpy array written in place"},
+     "run(output_names or None, {name: value}, run_options=None, outputs=None, devices=None) "
+     "-> list of values; outputs: per requested output None, a numpy array or a DeviceTensor "
+     "written in place; devices: per output None or the provider a new output stays on"},
+    {"device_counters", (PyCFunction)Session_device_counters_held, METH_NOARGS,
+     "per counting provider, its last run's launches, syncs and transfers"},
+    {"device_tensor", (PyCFunction)Session_device_tensor_held, METH_VARARGS,
+     "device_tensor(provider, elem, shape, array=None) -> DeviceTensor on that provider"},
     {"prepare", (PyCFunction)Session_prepare_held, METH_O,
      "prepare({name: array}): plan for these shapes without running"},
     {"providers", (PyCFunction)Session_providers_held, METH_NOARGS,
@@ -2332,7 +2585,8 @@ static int add_exceptions(PyObject *m, PyObject **ni_bases) {
 PyMODINIT_FUNC PyInit__minfer(void) {
     import_array();
     if (PyType_Ready(&SessionType) < 0 || PyType_Ready(&BuilderType) < 0 ||
-        PyType_Ready(&RunOptionsType) < 0 || PyType_Ready(&RequestType) < 0)
+        PyType_Ready(&RunOptionsType) < 0 || PyType_Ready(&RequestType) < 0 ||
+        PyType_Ready(&DeviceTensorType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
@@ -2345,6 +2599,7 @@ PyMODINIT_FUNC PyInit__minfer(void) {
         PyModule_AddObjectRef(m, "Builder", (PyObject *)&BuilderType) < 0 ||
         PyModule_AddObjectRef(m, "RunOptions", (PyObject *)&RunOptionsType) < 0 ||
         PyModule_AddObjectRef(m, "Request", (PyObject *)&RequestType) < 0 ||
+        PyModule_AddObjectRef(m, "DeviceTensor", (PyObject *)&DeviceTensorType) < 0 ||
         PyModule_AddIntConstant(m, "MAX_RANK", MINFER_MAX_RANK) < 0)
         goto fail;
     return m;
