@@ -12,7 +12,8 @@
  *
  * The whole set runs twice: with float32 storage, then with the provider
  * option fp16=1 (float tensors stored as half), where the tolerance is
- * |a - b| <= 1e-2 + 1e-2 |b|. The graphs whose data moves by host
+ * |a - b| <= 1e-2 + 1e-2 |b|. The convolutions and GEMMs run twice more,
+ * on the work-group kernels: gemm=local1, and gemm=local2 with fp16=1. The graphs whose data moves by host
  * commands run once more with kernel_copies=1 (those moves made kernels,
  * as oclgrind's uninitialised-value pass runs them).
  *
@@ -227,6 +228,18 @@ static void test_conv_1d_tile_dilated(void **state) {
                            (int64_t[]){2, 1}, NULL, 1, 0});
 }
 
+static void test_conv_1x1_grouped_strided(void **state) {
+    (void)state; /* 1x1 kernel, 3 groups of 22 output channels, stride 2, batch 2 */
+    conv_case(&(conv_spec){{2, 12, 9, 13}, {66, 4, 1, 1}, 4, 3, (int64_t[]){2, 2}, NULL, NULL,
+                           NULL, 1, 0});
+}
+
+static void test_conv_3d_grouped_dilated(void **state) {
+    (void)state; /* 3-D, 2 groups of 9 channels, dilations and asymmetric pads */
+    conv_case(&(conv_spec){{1, 6, 5, 7, 9}, {18, 3, 2, 3, 3}, 5, 2, (int64_t[]){1, 2, 1},
+                           (int64_t[]){2, 1, 2}, (int64_t[]){0, 1, 2, 1, 0, 1}, NULL, 1, 0});
+}
+
 static void test_fused_conv(void **state) {
     (void)state; /* FusedConv with bias, residual Z and a Clip activation */
     tcase t;
@@ -294,6 +307,12 @@ static void test_matmul_broadcasts(void **state) {
     matmul_case(I64(5, 7), I64(3, 7, 9), 0);           /* A without a batch */
     matmul_case(I64(2, 1, 4, 6), I64(1, 3, 6, 5), 0);  /* broadcast both ways */
     matmul_case(I64(6), I64(2, 6, 3), 0);              /* 1-D A */
+}
+
+static void test_matmul_tiles_odd(void **state) {
+    (void)state; /* M, N, K past and between the work-group tiles (32, 64; K steps 8, 16) */
+    matmul_case(I64(2, 67, 19), I64(2, 19, 70), 0); /* batched, B at run time */
+    matmul_case(I64(130, 45), I64(45, 33), 1);      /* packed B, several row tiles */
 }
 
 static void test_fused_matmul_gelu(void **state) {
@@ -925,6 +944,22 @@ static int pass_kernel_copies(void **state) {
     return 0;
 }
 
+static int pass_local1(void **state) {
+    (void)state;
+    g_opts = "gemm=local1";
+    g_rtol = 1e-3f;
+    g_atol = 1e-4f;
+    return 0;
+}
+
+static int pass_local2_fp16(void **state) {
+    (void)state;
+    g_opts = "gemm=local2,fp16=1";
+    g_rtol = 1e-2f;
+    g_atol = 1e-2f;
+    return 0;
+}
+
 static int pass_fp16(void **state) {
     (void)state;
     g_opts = "fp16=1";
@@ -933,7 +968,9 @@ static int pass_fp16(void **state) {
     return 0;
 }
 
-#define GRAPH_TESTS                                                                        \
+/* The convolutions and GEMMs: also run with each work-group kernel forced
+ * (gemm=local1, gemm=local2 with half storage). */
+#define CONV_GEMM_TESTS                                                                    \
     cmocka_unit_test(test_conv_tile_partial),                                              \
     cmocka_unit_test(test_conv_strides_dilations_pads),                                    \
     cmocka_unit_test(test_conv_groups_1d_same),                                            \
@@ -942,12 +979,18 @@ static int pass_fp16(void **state) {
     cmocka_unit_test(test_conv_3d_tile),                                                   \
     cmocka_unit_test(test_conv_3d_direct),                                                 \
     cmocka_unit_test(test_conv_1d_tile_dilated),                                           \
+    cmocka_unit_test(test_conv_1x1_grouped_strided),                                       \
+    cmocka_unit_test(test_conv_3d_grouped_dilated),                                        \
     cmocka_unit_test(test_fused_conv),                                                     \
     cmocka_unit_test(test_gemm_transb_bias),                                               \
     cmocka_unit_test(test_gemm_transa_runtime_b),                                          \
     cmocka_unit_test(test_matmul_batched),                                                 \
     cmocka_unit_test(test_matmul_broadcasts),                                              \
-    cmocka_unit_test(test_fused_matmul_gelu),                                              \
+    cmocka_unit_test(test_matmul_tiles_odd),                                               \
+    cmocka_unit_test(test_fused_matmul_gelu)
+
+#define GRAPH_TESTS                                                                        \
+    CONV_GEMM_TESTS,                                                                       \
     cmocka_unit_test(test_pools),                                                          \
     cmocka_unit_test(test_pool_window_wider),                                              \
     cmocka_unit_test(test_pools_1d_3d),                                                    \
@@ -966,6 +1009,7 @@ static int pass_fp16(void **state) {
 int main(void) {
     const struct CMUnitTest float32[] = {GRAPH_TESTS, cmocka_unit_test(test_fp16_storage)};
     const struct CMUnitTest fp16[] = {GRAPH_TESTS};
+    const struct CMUnitTest conv_gemm[] = {CONV_GEMM_TESTS};
     const struct CMUnitTest copies[] = {
         cmocka_unit_test(test_mixed_placement), cmocka_unit_test(test_concat_transpose_gather),
         cmocka_unit_test(test_concat_constants), cmocka_unit_test(test_gather_out_of_range),
@@ -980,6 +1024,9 @@ int main(void) {
     int failed = cmocka_run_group_tests_name("opencl float32", float32, NULL, NULL);
     failed += cmocka_run_group_tests_name("opencl kernel_copies=1", copies, pass_kernel_copies,
                                           NULL);
+    failed += cmocka_run_group_tests_name("opencl gemm=local1", conv_gemm, pass_local1, NULL);
+    failed += cmocka_run_group_tests_name("opencl gemm=local2,fp16=1", conv_gemm,
+                                          pass_local2_fp16, NULL);
     failed += cmocka_run_group_tests_name("opencl fp16=1", fp16, pass_fp16, NULL);
     return failed != 0;
 }

@@ -9,7 +9,9 @@
 # context. MINFER_OPENCL_LAUNCH=gpu gives oclgrind those launches, and
 # test_opencl and test_opencl_fused (every kernel family against the CPU
 # provider) run under it: an out-of-bounds access, a race or an API error
-# fails the test. Skipped (77) without oclgrind. About 5 s.
+# fails the test; so does a work-group kernel (gemm_local*, conv_local*,
+# forced in test_opencl's gemm=local passes) that did not run. Skipped
+# (77) without oclgrind. About 15 s.
 #
 # usage: test_opencl_gpu_launch.sh TEST_OPENCL TEST_OPENCL_FUSED
 set -euo pipefail
@@ -27,3 +29,13 @@ source "$(dirname "$0")/oclgrind_bin.sh"
 for bin in "$@"; do
     oclgrind_bin test_opencl_gpu_launch "$(basename "$bin")" "$bin"
 done
+# test_opencl's passes with the work-group kernels forced (gemm=local1,
+# gemm=local2): their barriers and local memory checked too.
+for want in "convolution on local1" "GEMM on local1" "convolution on local2" "GEMM on local2"; do
+    if ! grep -q "$want" "$tmp"/*.log; then
+        echo "test_opencl_gpu_launch: no node says '$want': the work-group kernels did not run" >&2
+        exit 1
+    fi
+done
+echo "test_opencl_gpu_launch: the work-group GEMM and convolution kernels ran"
+

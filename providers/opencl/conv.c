@@ -14,12 +14,17 @@
  *    grouped convolutions and for weights that arrive at run time.
  * Bias, FusedConv's residual Z and its activation are applied at the store.
  *
+ * Where conv_tile runs, the work-group kernels conv_local1/2 (the same
+ * arguments and packed weights; tiles of weights and gathered input in
+ * local memory) are candidates too, forced by gemm=local1|local2 or
+ * chosen by timing as below, on any rank and group.
+ *
  * With CLBlast, a 2-D convolution of one group with symmetric pads and the
  * conv_tile kind of weights has a second back end: CLBlast's convgemm (one
  * kernel, im2col fused into its GEMM), then conv_epilogue for bias, Z and
  * the activation. Which one runs is chosen at prepare as for GEMM (gemm.c:
- * option gemm=, else by timing both on the node's shapes, the choice kept
- * in the tuning cache, tune.c). With CLBlast the weights stay in ONNX's
+ * option gemm=, else by timing the candidates on the node's shapes, the
+ * choice kept in the tuning cache, tune.c). With CLBlast the weights stay in ONNX's
  * layout, which conv_direct also reads, for calls convgemm does not take.
  */
 #include <stdio.h>
@@ -178,7 +183,8 @@ typedef struct conv_state {
     window w;
     int64_t group;
     int tile;
-    int backend; /* OCL_GEMM_OWN, or OCL_GEMM_CLBLAST (tile is then 0) */
+    int backend; /* OCL_GEMM_OWN, OCL_GEMM_LOCAL* (tile 1: the packed weights), or
+                    OCL_GEMM_CLBLAST (tile is then 0) */
     int act;
     float a, b;
     int fused;
@@ -351,13 +357,24 @@ static minfer_status conv_run(const ocl_exec *e, const conv_state *st, const con
     size_t N = io->N, P = (size_t)g.o[0] * (size_t)g.o[1] * (size_t)g.o[2];
     minfer_status s;
     if (st->tile) {
-        /* Packed weights and the bias were uploaded at prepare (offset 0). */
-        s = ocl_set_args(e, OCL_K_conv_tile, 17, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(wb),
+        /* Packed weights and the bias were uploaded at prepare (offset 0).
+         * The work-group kernels take conv_tile's arguments. */
+        ocl_ltile lt;
+        int local = ocl_local_tile(e->ctx, st->backend, 1, &lt);
+        int k = local ? lt.kernel : OCL_K_conv_tile;
+        s = ocl_set_args(e, k, 17, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(wb),
                          OCL_ARG(bb), OCL_ARG(has_b), OCL_ARG(zb), OCL_ARG(zo), OCL_ARG(has_z),
                          OCL_ARG(yb), OCL_ARG(yo), OCL_ARG(Cg), OCL_ARG(Mg), OCL_ARG(Gi),
                          OCL_ARG(g), OCL_ARG(act), OCL_ARG(st->a), OCL_ARG(st->b));
         if (s)
             return s;
+        if (local) {
+            size_t gl[3] = {(P + (size_t)lt.tn - 1) / (size_t)lt.tn * (size_t)lt.wx,
+                            ((size_t)Mg + (size_t)lt.tm - 1) / (size_t)lt.tm * (size_t)lt.wy,
+                            N * (size_t)G};
+            size_t l[3] = {(size_t)lt.wx, (size_t)lt.wy, 1};
+            return ocl_enqueue(e, k, 3, gl, l);
+        }
         size_t nr = 2 * (size_t)e->ctx->vw, mr = (size_t)e->ctx->mr;
         size_t gl[3] = {(P + mr - 1) / mr, ((size_t)Mg + nr - 1) / nr, N * (size_t)G};
         return ocl_launch(e, OCL_K_conv_tile, 3, gl, 1);
@@ -399,7 +416,6 @@ static minfer_status pack_tile(ocl_prep *p, conv_state *st, const minfer_value_d
     return s;
 }
 
-#ifdef MINFER_OCL_CLBLAST
 /* A zeroed scratch buffer of count stored floats (NULL on failure). */
 static cl_mem scratch(ocl_ctx *ctx, size_t count) {
     size_t bytes = (count ? count : 1) * (ctx->fp16 ? 2 : 4);
@@ -415,9 +431,17 @@ static cl_mem scratch(ocl_ctx *ctx, size_t count) {
     return m;
 }
 
-/* Times conv_tile (ms[0]) and convgemm (ms[1]) on scratch input and output
- * with the node's weights in both forms (bufs[0] packed, bufs[2] as given). */
-static minfer_status measure(ocl_prep *p, conv_state *st, conv_io *io, double ms[2]) {
+/* The back end's name, for the log. */
+static const char *backend_name(int b) {
+    return b == OCL_GEMM_CLBLAST ? "CLBlast" : b == OCL_GEMM_LOCAL1 ? "local1"
+           : b == OCL_GEMM_LOCAL2 ? "local2" : "own kernel";
+}
+
+/* Times the n candidates (ms[i] for cand[i], own first) on scratch input
+ * and output with the node's weights in their forms (bufs[0] packed,
+ * bufs[2] as given, for CLBlast). */
+static minfer_status measure(ocl_prep *p, conv_state *st, conv_io *io, const int *cand, int n,
+                             double *ms) {
     ocl_ctx *ctx = p->ctx;
     minfer_exec_args args;
     memset(&args, 0, sizeof args);
@@ -427,8 +451,10 @@ static minfer_status measure(ocl_prep *p, conv_state *st, conv_io *io, double ms
     if (!ks)
         return MINFER_ERR_PROVIDER;
     ocl_exec e = {ctx, st, &args, ks->k};
-    size_t P = (size_t)io->g.o[1] * (size_t)io->g.o[2];
-    cl_mem x = scratch(ctx, io->N * (size_t)io->Cg * (size_t)io->g.i[1] * (size_t)io->g.i[2]);
+    const ocl_win3 *g = &io->g;
+    size_t P = (size_t)g->o[0] * (size_t)g->o[1] * (size_t)g->o[2];
+    size_t DHW = (size_t)g->i[0] * (size_t)g->i[1] * (size_t)g->i[2];
+    cl_mem x = scratch(ctx, io->N * (size_t)st->group * (size_t)io->Cg * DHW);
     cl_mem y = scratch(ctx, io->N * (size_t)io->M * P);
     minfer_status s = MINFER_OK;
     if (!x || !y)
@@ -438,13 +464,14 @@ static minfer_status measure(ocl_prep *p, conv_state *st, conv_io *io, double ms
     if (!io->has_b)
         io->b = y;
     io->z = y;
-    for (int which = 0; which < 2 && s == MINFER_OK; which++) {
-        st->backend = which ? OCL_GEMM_CLBLAST : OCL_GEMM_OWN;
-        st->tile = !which;
-        io->w = st->head.bufs[which ? 2 : 0];
+    for (int which = 0; which < n && s == MINFER_OK; which++) {
+        int clb = cand[which] == OCL_GEMM_CLBLAST;
+        st->backend = cand[which];
+        st->tile = !clb;
+        io->w = st->head.bufs[clb ? 2 : 0];
         /* A warm-up, then up to TUNE_REPS timed runs, of which the
-         * fastest counts (a busy machine only ever adds time); the second
-         * back end stops once it is twice as slow as the first. */
+         * fastest counts (a busy machine only ever adds time); a later
+         * candidate stops once it is twice as slow as the first. */
         double best = 1e30;
         for (int r = 0; r <= TUNE_REPS && s == MINFER_OK; r++) {
             double t0 = ocl_now_ms();
@@ -457,10 +484,10 @@ static minfer_status measure(ocl_prep *p, conv_state *st, conv_io *io, double ms
                 break;
         }
         ms[which] = best;
-        if (s != MINFER_OK && which == 1) { /* CLBlast failed here: own kernels */
-            ctx->api->log(ctx->host, MINFER_LOG_WARN, "opencl: node '%s': CLBlast failed "
-                          "while timing; using the own convolution kernel", p->node->name);
-            ms[1] = 1e30;
+        if (s != MINFER_OK && which > 0) { /* failed here: the others serve */
+            ctx->api->log(ctx->host, MINFER_LOG_WARN, "opencl: node '%s': %s failed while "
+                          "timing; not using it", p->node->name, backend_name(cand[which]));
+            ms[which] = 1e30;
             s = MINFER_OK;
         }
     }
@@ -472,27 +499,37 @@ static minfer_status measure(ocl_prep *p, conv_state *st, conv_io *io, double ms
     ocl_kset_give(ctx, ks);
     return s;
 }
-#endif
 
 /* Sets st->backend for a convolution conv_tile could run (constant weights
- * and bias): own, or CLBlast's convgemm by option or by timing (gemm.c's
- * rules). When it times, both weight forms are uploaded and the loser's
- * released. */
+ * and bias): own, a work-group kernel (conv_local*, any rank and group) or
+ * CLBlast's convgemm (2-D, one group), by option or by timing (gemm.c's
+ * rules: shapes known at prepare and over TUNE_MIN_FLOP, the candidates
+ * the device's probes keep, the choice in the tuning cache). When it
+ * times, the weights are uploaded in the candidates' forms and the
+ * loser's released. */
 static minfer_status choose_backend(ocl_prep *p, conv_state *st, const minfer_value_desc *x,
                                     const minfer_value_desc *wd, const minfer_value_desc *bd) {
     st->backend = OCL_GEMM_OWN;
-#ifdef MINFER_OCL_CLBLAST
     ocl_ctx *ctx = p->ctx;
-    if (ctx->gemm_mode == OCL_GEMM_OWN || (ctx->fp16 && !ctx->khr_fp16) || st->w.nsp != 2 ||
-        st->group != 1)
+    int mode = ctx->gemm_mode;
+    ocl_ltile lt;
+#ifdef MINFER_OCL_CLBLAST
+    int clblast = (!ctx->fp16 || ctx->khr_fp16) && st->w.nsp == 2 && st->group == 1;
+#else
+    int clblast = 0;
+#endif
+    if (mode == OCL_GEMM_OWN)
         return MINFER_OK;
-    if (ctx->gemm_mode == OCL_GEMM_CLBLAST) {
-        st->backend = OCL_GEMM_CLBLAST;
-        ctx->api->log(ctx->host, MINFER_LOG_INFO, "opencl: node '%s': convolution on CLBlast "
-                      "(gemm=clblast)", p->node->name);
+    if (OCL_GEMM_IS_LOCAL(mode) || mode == OCL_GEMM_CLBLAST) {
+        if (OCL_GEMM_IS_LOCAL(mode) ? ocl_local_tile(ctx, mode, 1, &lt) : clblast) {
+            st->backend = mode;
+            ctx->api->log(ctx->host, MINFER_LOG_INFO, "opencl: node '%s': convolution on %s "
+                          "(gemm=%s)", p->node->name, backend_name(mode),
+                          mode == OCL_GEMM_CLBLAST ? "clblast" : backend_name(mode));
+        }
         return MINFER_OK;
     }
-    /* auto: the shape must be known, the pads symmetric, the work worth it */
+    /* auto: the shape must be known and the work worth timing */
     minfer_tensor_view xv;
     memset(&xv, 0, sizeof xv);
     xv.rank = x->rank;
@@ -502,53 +539,80 @@ static minfer_status choose_backend(ocl_prep *p, conv_state *st, const minfer_va
     int64_t od[MAX_SP + 2];
     conv_io io;
     memset(&io, 0, sizeof io);
-    if (x->rank != 4 || geometry(&st->w, &xv, &io.g, od) || io.g.e[1] - io.g.i[1] != io.g.p[1] ||
-        io.g.e[2] - io.g.i[2] != io.g.p[2])
+    if (geometry(&st->w, &xv, &io.g, od))
         return MINFER_OK;
+    const ocl_win3 *g = &io.g;
+    /* convgemm takes symmetric pads only */
+    clblast = clblast && g->e[1] - g->i[1] == g->p[1] && g->e[2] - g->i[2] == g->p[2];
     io.N = (size_t)x->dims[0];
     io.M = wd->dims[0];
     io.Cg = wd->dims[1];
-    double flop = 2.0 * (double)io.N * (double)io.M * (double)io.Cg * (double)wd->dims[2] *
-                  (double)wd->dims[3] * (double)io.g.o[1] * (double)io.g.o[2];
+    double flop = 2.0 * (double)io.N * (double)io.M * (double)io.Cg * (double)g->k[0] *
+                  (double)g->k[1] * (double)g->k[2] * (double)g->o[0] * (double)g->o[1] *
+                  (double)g->o[2];
     if (flop < TUNE_MIN_FLOP)
         return MINFER_OK;
-    char key[200];
-    snprintf(key, sizeof key, "conv:%s:N%zu:C%lld:H%d:W%d:M%lld:k%dx%d:s%dx%d:p%dx%d:d%dx%d",
-             ctx->fp16 ? "f16" : "f32", io.N, (long long)io.Cg, io.g.i[1], io.g.i[2],
-             (long long)io.M, io.g.k[1], io.g.k[2], io.g.s[1], io.g.s[2], io.g.p[1], io.g.p[2],
-             io.g.d[1], io.g.d[2]);
+    char key[240];
+    snprintf(key, sizeof key, "conv2:%s:N%zu:C%lld:D%d:H%d:W%d:M%lld:g%lld:k%dx%dx%d:s%dx%dx%d:"
+             "p%dx%dx%d:e%dx%dx%d:d%dx%dx%d", ctx->fp16 ? "f16" : "f32", io.N,
+             (long long)io.Cg, g->i[0], g->i[1], g->i[2], (long long)io.M,
+             (long long)st->group, g->k[0], g->k[1], g->k[2], g->s[0], g->s[1], g->s[2],
+             g->p[0], g->p[1], g->p[2], g->e[0], g->e[1], g->e[2], g->d[0], g->d[1], g->d[2]);
     int choice;
     if (ocl_tune_get(ctx, key, &choice)) {
-        st->backend = choice == OCL_GEMM_CLBLAST ? OCL_GEMM_CLBLAST : OCL_GEMM_OWN;
+        /* A value this build or device cannot run reads as own. */
+        if ((choice == OCL_GEMM_CLBLAST && clblast) ||
+            (OCL_GEMM_IS_LOCAL(choice) && ocl_local_tile(ctx, choice, 1, &lt)))
+            st->backend = choice;
+        if (st->backend != OCL_GEMM_OWN)
+            ctx->api->log(ctx->host, MINFER_LOG_INFO, "opencl: node '%s': convolution on %s "
+                          "(tuning cache)", p->node->name, backend_name(st->backend));
         return MINFER_OK;
     }
-    if (!ocl_clblast_promising(p))
+    int cand[2 + OCL_GEMM_LOCAL2 - OCL_GEMM_LOCAL1 + 1], n = 0;
+    cand[n++] = OCL_GEMM_OWN;
+    if (clblast && ocl_clblast_promising(p))
+        cand[n++] = OCL_GEMM_CLBLAST;
+    else
+        clblast = 0;
+    if (ocl_local_promising(p))
+        for (int b = OCL_GEMM_LOCAL1; b <= OCL_GEMM_LOCAL2; b++)
+            if (ocl_local_tile(ctx, b, 1, &lt))
+                cand[n++] = b;
+    if (n == 1)
         return MINFER_OK;
     minfer_status s;
     if ((s = pack_tile(p, st, wd)) ||
-        (s = ocl_upload_floats(p, 2, wd->const_data, wd->const_nbytes / sizeof(float))))
+        (clblast &&
+         (s = ocl_upload_floats(p, 2, wd->const_data, wd->const_nbytes / sizeof(float)))))
         return s;
     io.has_b = bd != NULL;
     io.b = st->head.bufs[1];
-    double ms[2];
-    if ((s = measure(p, st, &io, ms)))
+    double ms[2 + OCL_GEMM_LOCAL2 - OCL_GEMM_LOCAL1 + 1];
+    if ((s = measure(p, st, &io, cand, n, ms)))
         return s;
-    st->backend = ms[1] < ms[0] ? OCL_GEMM_CLBLAST : OCL_GEMM_OWN;
-    ocl_tune_put(ctx, key, st->backend, ms[0], ms[1]);
-    ctx->api->log(ctx->host, MINFER_LOG_INFO, "opencl: %s: own kernel %.3f ms, CLBlast %.3f ms: "
-                  "%s", key, ms[0], ms[1], st->backend == OCL_GEMM_CLBLAST ? "CLBlast"
-                                                                           : "own kernel");
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (ms[i] < ms[best])
+            best = i;
+    st->backend = cand[best];
+    ocl_tune_put(ctx, key, st->backend, ms, n);
+    char line[160];
+    int len = 0;
+    for (int i = 0; i < n && len >= 0 && (size_t)len < sizeof line; i++)
+        len += snprintf(line + len, sizeof line - (size_t)len, "%s %.3f ms, ",
+                        backend_name(cand[i]), ms[i]);
+    ctx->api->log(ctx->host, MINFER_LOG_INFO, "opencl: %s: %s%s", key, line,
+                  backend_name(st->backend));
     /* Keep the winner's form in bufs[0]. */
-    int keep = st->backend == OCL_GEMM_CLBLAST ? 2 : 0, drop = 2 - keep;
-    clReleaseMemObject(st->head.bufs[drop]);
-    st->head.bufs[0] = st->head.bufs[keep];
-    st->head.bufs[2] = NULL;
-#else
-    (void)p;
-    (void)x;
-    (void)wd;
-    (void)bd;
-#endif
+    if (st->backend == OCL_GEMM_CLBLAST) {
+        clReleaseMemObject(st->head.bufs[0]);
+        st->head.bufs[0] = st->head.bufs[2];
+        st->head.bufs[2] = NULL;
+    } else if (st->head.bufs[2]) {
+        clReleaseMemObject(st->head.bufs[2]);
+        st->head.bufs[2] = NULL;
+    }
     return MINFER_OK;
 }
 

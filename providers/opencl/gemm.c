@@ -9,21 +9,28 @@
  * a batch that only A has is folded into M; anything else broadcast is
  * enqueued batch by batch.
  *
+ * The work-group kernels gemm_local1/2 (kernels/gemm.cl: tiles of A and B
+ * staged in local memory, a register tile per item) take the same call and
+ * the same B forms; local_tiles[] has their sizes, and ocl_local_tile says
+ * whether the device can launch one (else the own kernel runs).
+ *
  * CLBlast (when the build found it) is the other back end: SGEMM, or HGEMM
  * with half storage on a device that reports cl_khr_fp16 (half compute),
  * strided-batched for equal batches, and gemm_epilogue (kernels/gemm.cl)
  * for C and the activation, which the own kernel fuses. Which one runs is
  * chosen per node at prepare (option gemm=, ocl.h):
- *  1. own, or clblast where the call has a CLBlast form;
+ *  1. own, local1, local2 (where the device can launch it), or clblast
+ *     where the call has a CLBlast form;
  *  2. auto: own for a GEMM under TUNE_MIN_FLOP (launch-bound: the fused
  *     kernel is one launch, CLBlast's path three) or of shapes not known at
  *     prepare; else the tuning cache's choice for (device, driver, shape);
- *  3. else, unless the device's probe said CLBlast is not worth timing
- *     (ocl_clblast_promising: a PROBE_SIZE^3 SGEMM, once per device, on
- *     which CLBlast must come within twice the own kernel's time), both are
- *     timed on scratch buffers (one warm-up, which includes CLBlast's kernel
- *     compilation, then the fastest of up to TUNE_REPS runs each), the
- *     faster is kept and recorded (tune.c).
+ *  3. else the candidates the device's probes keep (ocl_clblast_promising,
+ *     ocl_local_promising: a PROBE_SIZE^3 SGEMM, once per device, on which
+ *     CLBlast, or the better work-group kernel, must come within twice the
+ *     own kernel's time) are timed with the own kernel on scratch buffers
+ *     (one warm-up, which includes CLBlast's kernel compilation, then the
+ *     fastest of up to TUNE_REPS runs each), the fastest is kept and
+ *     recorded (tune.c).
  * Constant weights are uploaded once in the winner's form: packed panels
  * for the own kernel, as given (with transB) for CLBlast.
  */
@@ -101,6 +108,32 @@ static int clblast_usable(const ocl_ctx *ctx) {
 #endif
 }
 
+/* The work-group kernels' sizes, as kernels/gemm.cl and conv.cl
+ * instantiate them (GEMM_LOCAL, CONV_LOCAL): tile TM x TN, TK deep, items
+ * holding RM x RN. */
+static const struct {
+    int gemm, conv, tm, tn, tk, rm, rn;
+} local_tiles[] = {
+    {OCL_K_gemm_local1, OCL_K_conv_local1, 32, 32, 16, 4, 4},
+    {OCL_K_gemm_local2, OCL_K_conv_local2, 64, 64, 8, 8, 8},
+};
+
+int ocl_local_tile(const ocl_ctx *ctx, int b, int conv, ocl_ltile *t) {
+    if (!OCL_GEMM_IS_LOCAL(b))
+        return 0;
+    int i = b - OCL_GEMM_LOCAL1;
+    t->kernel = conv ? local_tiles[i].conv : local_tiles[i].gemm;
+    t->tm = local_tiles[i].tm;
+    t->tn = local_tiles[i].tn;
+    t->wx = local_tiles[i].tn / local_tiles[i].rn;
+    t->wy = local_tiles[i].tm / local_tiles[i].rm;
+    size_t items = (size_t)t->wx * (size_t)t->wy;
+    uint64_t bytes = (uint64_t)local_tiles[i].tk * (uint64_t)(t->tm + t->tn) * sizeof(float);
+    return items <= ctx->kernel_wg[t->kernel] && items <= ctx->dev.max_wg &&
+           (size_t)t->wx <= ctx->dev.max_items[0] && (size_t)t->wy <= ctx->dev.max_items[1] &&
+           bytes <= ctx->local_mem;
+}
+
 /* The GEMM a node computes, from the shapes known at prepare: M, N, K and
  * the batch count of one launch; 0 when a dimension is unknown or the
  * batches broadcast (those run batch by batch, own kernel only). */
@@ -146,7 +179,40 @@ static int prep_shape(const gemm_state *st, const minfer_value_desc *a,
 }
 
 static minfer_status measure(ocl_prep *p, gemm_state *st, const minfer_value_desc *c,
-                             int64_t M, int64_t N, int64_t K, int64_t batch, double ms[2]);
+                             int64_t M, int64_t N, int64_t K, int64_t batch, const int *cand,
+                             int n_cand, double *ms);
+
+/* The candidates auto mode times for a shape into cand[] (own first), and
+ * how many: CLBlast where usable and promising, the work-group kernels
+ * the device can launch where they are promising. */
+static int candidates(ocl_prep *p, int with_clblast, int *cand) {
+    int n = 0;
+    cand[n++] = OCL_GEMM_OWN;
+    if (with_clblast && ocl_clblast_promising(p))
+        cand[n++] = OCL_GEMM_CLBLAST;
+    if (ocl_local_promising(p))
+        for (int b = OCL_GEMM_LOCAL1; b <= OCL_GEMM_LOCAL2; b++) {
+            ocl_ltile t;
+            if (ocl_local_tile(p->ctx, b, 0, &t))
+                cand[n++] = b;
+        }
+    return n;
+}
+
+/* The name of back end b, for the log. */
+static const char *backend_name(int b) {
+    return b == OCL_GEMM_CLBLAST ? "CLBlast" : b == OCL_GEMM_LOCAL1 ? "local1"
+           : b == OCL_GEMM_LOCAL2 ? "local2" : "own kernel";
+}
+
+/* The fastest of n candidates. */
+static int fastest(const int *cand, const double *ms, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (ms[i] < ms[best])
+            best = i;
+    return cand[best];
+}
 
 static minfer_status prepare(ocl_prep *p, int matmul) {
     const minfer_node_desc *n = p->node;
@@ -193,27 +259,39 @@ static minfer_status prepare(ocl_prep *p, int matmul) {
     int packable = b->const_data && b->rank == 2 && b->dims[0] >= 0 && b->dims[1] >= 0;
     int64_t M = 0, N = 0, K = 0, batch = 0;
     int known = prep_shape(st, a, b, &M, &N, &K, &batch);
-    int mode = p->ctx->gemm_mode, cand = clblast_usable(p->ctx);
-    if (mode == OCL_GEMM_OWN || !cand)
+    int mode = p->ctx->gemm_mode, usable = clblast_usable(p->ctx), measuring = 0;
+    int cand[2 + OCL_GEMM_LOCAL2 - OCL_GEMM_LOCAL1 + 1], n_cand = 1;
+    ocl_ltile lt;
+    if (mode == OCL_GEMM_OWN || (mode == OCL_GEMM_CLBLAST && !usable))
         st->backend = OCL_GEMM_OWN;
     else if (mode == OCL_GEMM_CLBLAST)
         st->backend = OCL_GEMM_CLBLAST;
+    else if (OCL_GEMM_IS_LOCAL(mode))
+        st->backend = ocl_local_tile(p->ctx, mode, 0, &lt) ? mode : OCL_GEMM_OWN;
     else if (!known || 2.0 * (double)M * (double)N * (double)K * (double)batch < TUNE_MIN_FLOP)
         st->backend = OCL_GEMM_OWN;
     else
-        cand = -1; /* measure, or ask the cache */
+        measuring = 1; /* measure, or ask the cache */
     char key[200];
     int choice;
-    if (cand == -1) {
-        snprintf(key, sizeof key, "gemm:%s:%s:M%lld:N%lld:K%lld:b%lld:ta%d:tb%d:bc%d",
+    if (measuring) {
+        snprintf(key, sizeof key, "gemm2:%s:%s:M%lld:N%lld:K%lld:b%lld:ta%d:tb%d:bc%d",
                  p->ctx->fp16 ? "f16" : "f32", st->matmul ? "matmul" : "gemm", (long long)M,
                  (long long)N, (long long)K, (long long)batch, st->trans_a, st->trans_b,
                  b->const_data != NULL);
-        if (ocl_tune_get(p->ctx, key, &choice))
-            st->backend = choice == OCL_GEMM_CLBLAST ? OCL_GEMM_CLBLAST : OCL_GEMM_OWN;
-        else
-            st->backend = ocl_clblast_promising(p) ? -1 : OCL_GEMM_OWN;
+        st->backend = OCL_GEMM_OWN;
+        if (ocl_tune_get(p->ctx, key, &choice)) {
+            /* A value this build or device cannot run reads as own. */
+            if ((choice == OCL_GEMM_CLBLAST && usable) ||
+                (OCL_GEMM_IS_LOCAL(choice) && ocl_local_tile(p->ctx, choice, 0, &lt)))
+                st->backend = choice;
+        } else if ((n_cand = candidates(p, usable, cand)) > 1) {
+            st->backend = -1;
+        }
     }
+    int clblast_cand = st->backend == OCL_GEMM_CLBLAST;
+    for (int i = 0; st->backend < 0 && i < n_cand; i++)
+        clblast_cand |= cand[i] == OCL_GEMM_CLBLAST;
     /* B in the forms the back ends read: packed for the own kernel, as
      * given for CLBlast (and for the own kernel's unpacked path). */
     if (packable && st->backend != OCL_GEMM_CLBLAST) {
@@ -224,23 +302,29 @@ static minfer_status prepare(ocl_prep *p, int matmul) {
             return s;
         st->bpacked = 1;
     }
-    if (b->const_data && (!packable || st->backend != OCL_GEMM_OWN) &&
+    if (b->const_data && (!packable || clblast_cand) &&
         (s = ocl_upload_floats(p, packable ? 3 : 0, b->const_data, b->const_nbytes / 4)))
         return s;
     if (st->backend < 0) {
-        double ms[2];
-        if ((s = measure(p, st, c, M, N, K, batch, ms)))
+        double ms[2 + OCL_GEMM_LOCAL2 - OCL_GEMM_LOCAL1 + 1];
+        if ((s = measure(p, st, c, M, N, K, batch, cand, n_cand, ms)))
             return s;
-        st->backend = ms[1] < ms[0] ? OCL_GEMM_CLBLAST : OCL_GEMM_OWN;
-        ocl_tune_put(p->ctx, key, st->backend, ms[0], ms[1]);
-        p->ctx->api->log(p->ctx->host, MINFER_LOG_INFO, "opencl: %s: own kernel %.3f ms, "
-                         "CLBlast %.3f ms: %s", key, ms[0], ms[1],
-                         st->backend == OCL_GEMM_CLBLAST ? "CLBlast" : "own kernel");
+        st->backend = fastest(cand, ms, n_cand);
+        ocl_tune_put(p->ctx, key, st->backend, ms, n_cand);
+        char line[160];
+        int len = 0;
+        for (int i = 0; i < n_cand && len >= 0 && (size_t)len < sizeof line; i++)
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s %.3f ms, ",
+                            backend_name(cand[i]), ms[i]);
+        p->ctx->api->log(p->ctx->host, MINFER_LOG_INFO, "opencl: %s: %s%s", key, line,
+                         backend_name(st->backend));
     }
-    if (st->backend == OCL_GEMM_CLBLAST)
-        p->ctx->api->log(p->ctx->host, MINFER_LOG_INFO, "opencl: node '%s': GEMM on CLBlast "
-                         "(%s)", p->node->name, mode == OCL_GEMM_CLBLAST ? "gemm=clblast"
-                                                                         : "measured faster");
+    if (st->backend != OCL_GEMM_OWN)
+        p->ctx->api->log(p->ctx->host, MINFER_LOG_INFO, "opencl: node '%s': GEMM on %s (%s%s)",
+                         p->node->name, backend_name(st->backend),
+                         mode == st->backend ? "gemm=" : "measured faster",
+                         mode == st->backend ? (mode == OCL_GEMM_CLBLAST ? "clblast"
+                                                : backend_name(mode)) : "");
     if (packable && st->backend == OCL_GEMM_CLBLAST) {
         if (st->head.bufs[0])
             clReleaseMemObject(st->head.bufs[0]);
@@ -343,10 +427,12 @@ static minfer_status launch(const ocl_exec *e, const gemm_state *st, gemm_call *
     if (st->backend == OCL_GEMM_CLBLAST && clblast_form(c))
         return clblast_launch(e, st, c, batch);
 #endif
+    ocl_ltile lt;
+    int local = ocl_local_tile(e->ctx, st->backend, 0, &lt), k = local ? lt.kernel : OCL_K_gemm;
     cl_int act = st->act;
     float alpha = st->alpha, beta = st->beta;
     minfer_status s = ocl_set_args(
-        e, OCL_K_gemm, 28, OCL_ARG(c->M), OCL_ARG(c->N), OCL_ARG(c->K), OCL_ARG(c->a),
+        e, k, 28, OCL_ARG(c->M), OCL_ARG(c->N), OCL_ARG(c->K), OCL_ARG(c->a),
         OCL_ARG(c->ao), OCL_ARG(c->rsa), OCL_ARG(c->csa), OCL_ARG(c->bsa), OCL_ARG(c->b),
         OCL_ARG(c->bo), OCL_ARG(c->rsb), OCL_ARG(c->csb), OCL_ARG(c->bsb), OCL_ARG(c->bpacked),
         OCL_ARG(c->c), OCL_ARG(c->co), OCL_ARG(c->rsc), OCL_ARG(c->csc), OCL_ARG(c->has_c),
@@ -354,6 +440,13 @@ static minfer_status launch(const ocl_exec *e, const gemm_state *st, gemm_call *
         OCL_ARG(c->bsy), OCL_ARG(act), OCL_ARG(st->pa), OCL_ARG(st->pb));
     if (s)
         return s;
+    if (local) {
+        size_t g[3] = {((size_t)c->N + (size_t)lt.tn - 1) / (size_t)lt.tn * (size_t)lt.wx,
+                       ((size_t)c->M + (size_t)lt.tm - 1) / (size_t)lt.tm * (size_t)lt.wy,
+                       batch};
+        size_t l[3] = {(size_t)lt.wx, (size_t)lt.wy, 1};
+        return ocl_enqueue(e, k, 3, g, l);
+    }
     size_t nr = 2 * (size_t)e->ctx->vw, mr = (size_t)e->ctx->mr;
     size_t g[3] = {((size_t)c->N + nr - 1) / nr, ((size_t)c->M + mr - 1) / mr, batch};
     return ocl_launch(e, OCL_K_gemm, 3, g, 1);
@@ -382,7 +475,8 @@ static cl_mem scratch(ocl_ctx *ctx, int64_t count) {
  * warm-up each, then the fastest of TUNE_REPS runs. Prepare may wait for the
  * device; a run never does. */
 static minfer_status measure(ocl_prep *p, gemm_state *st, const minfer_value_desc *c,
-                             int64_t M, int64_t N, int64_t K, int64_t batch, double ms[2]) {
+                             int64_t M, int64_t N, int64_t K, int64_t batch, const int *cand,
+                             int n_cand, double *ms) {
     ocl_ctx *ctx = p->ctx;
     ocl_state_head *h = &st->head;
     cl_mem tmp[4] = {NULL, NULL, NULL, NULL};
@@ -420,14 +514,17 @@ static minfer_status measure(ocl_prep *p, gemm_state *st, const minfer_value_des
     if (!cl.a || !cl.b || !cl.y || (c && !cl.c))
         s = ocl_prep_fail(p, MINFER_ERR_NOMEM, "no scratch memory to time the GEMM");
     int bpacked = st->bpacked;
-    for (int which = 0; which < 2 && s == MINFER_OK; which++) {
-        st->backend = which ? OCL_GEMM_CLBLAST : OCL_GEMM_OWN;
-        cl.bpacked = which ? 0 : bpacked;
-        if (which && h->bufs[3])
-            cl.b = h->bufs[3];
+    cl_mem b_own = cl.b;
+    for (int which = 0; which < n_cand && s == MINFER_OK; which++) {
+        /* CLBlast reads B as given (bufs[3] when packed), the others as
+         * the own kernel does. */
+        int clb = cand[which] == OCL_GEMM_CLBLAST;
+        st->backend = cand[which];
+        cl.bpacked = clb ? 0 : bpacked;
+        cl.b = clb && h->bufs[3] ? h->bufs[3] : b_own;
         /* A warm-up, then up to TUNE_REPS timed runs, of which the
-         * fastest counts (a busy machine only ever adds time); the second
-         * back end stops once it is twice as slow as the first. */
+         * fastest counts (a busy machine only ever adds time); a later
+         * candidate stops once it is twice as slow as the first. */
         double best = 1e30;
         for (int r = 0; r <= TUNE_REPS && s == MINFER_OK; r++) {
             double t0 = ocl_now_ms();
@@ -440,12 +537,13 @@ static minfer_status measure(ocl_prep *p, gemm_state *st, const minfer_value_des
                 break;
         }
         ms[which] = best;
-        if (s != MINFER_OK && which == 1) {
-            /* CLBlast failed on this device:
-             * the own kernel serves, as without CLBlast. */
-            ctx->api->log(ctx->host, MINFER_LOG_WARN, "opencl: node '%s': CLBlast failed "
-                          "while timing; using the own GEMM kernel", p->node->name);
-            ms[1] = 1e30;
+        if (s != MINFER_OK && which > 0) {
+            /* This back end failed on this device:
+             * the others serve, as without it. */
+            ctx->api->log(ctx->host, MINFER_LOG_WARN, "opencl: node '%s': %s failed "
+                          "while timing; not using it", p->node->name,
+                          backend_name(cand[which]));
+            ms[which] = 1e30;
             s = MINFER_OK;
         }
     }
@@ -473,14 +571,50 @@ int ocl_clblast_promising(ocl_prep *p) {
     tmp.alpha = 1.0f;
     tmp.beta = 1.0f;
     double ms[2];
-    if (measure(p, &tmp, NULL, PROBE_SIZE, PROBE_SIZE, PROBE_SIZE, 1, ms) != MINFER_OK)
+    static const int cand[2] = {OCL_GEMM_OWN, OCL_GEMM_CLBLAST};
+    if (measure(p, &tmp, NULL, PROBE_SIZE, PROBE_SIZE, PROBE_SIZE, 1, cand, 2, ms) != MINFER_OK)
         return 0;
     v = ms[1] < 2.0 * ms[0];
-    ocl_tune_put(p->ctx, key, v, ms[0], ms[1]);
+    ocl_tune_put(p->ctx, key, v, ms, 2);
     p->ctx->api->log(p->ctx->host, MINFER_LOG_INFO, "opencl: %s: own kernel %.3f ms, CLBlast "
                      "%.3f ms: CLBlast %s", key, ms[0], ms[1],
                      v ? "stays a candidate; shapes are timed as they come"
                        : "is not timed for other shapes on this device");
+    return v;
+}
+
+int ocl_local_promising(ocl_prep *p) {
+    char key[64];
+    snprintf(key, sizeof key, "probe:%s:local%d", p->ctx->fp16 ? "f16" : "f32", PROBE_SIZE);
+    int v;
+    if (ocl_tune_get(p->ctx, key, &v))
+        return v;
+    int cand[1 + OCL_GEMM_LOCAL2 - OCL_GEMM_LOCAL1 + 1], n = 0;
+    cand[n++] = OCL_GEMM_OWN;
+    for (int b = OCL_GEMM_LOCAL1; b <= OCL_GEMM_LOCAL2; b++) {
+        ocl_ltile t;
+        if (ocl_local_tile(p->ctx, b, 0, &t))
+            cand[n++] = b;
+    }
+    if (n == 1)
+        return 0; /* nothing fits the device: nothing to record */
+    gemm_state tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.matmul = 1;
+    tmp.alpha = 1.0f;
+    tmp.beta = 1.0f;
+    double ms[1 + OCL_GEMM_LOCAL2 - OCL_GEMM_LOCAL1 + 1];
+    if (measure(p, &tmp, NULL, PROBE_SIZE, PROBE_SIZE, PROBE_SIZE, 1, cand, n, ms) != MINFER_OK)
+        return 0;
+    double best = ms[1];
+    for (int i = 2; i < n; i++)
+        best = ms[i] < best ? ms[i] : best;
+    v = best < 2.0 * ms[0];
+    ocl_tune_put(p->ctx, key, v, ms, n);
+    p->ctx->api->log(p->ctx->host, MINFER_LOG_INFO, "opencl: %s: own kernel %.3f ms, "
+                     "work-group kernels %.3f ms at best: they %s", key, ms[0], best,
+                     v ? "stay candidates; shapes are timed as they come"
+                       : "are not timed for other shapes on this device");
     return v;
 }
 

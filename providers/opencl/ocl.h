@@ -57,7 +57,8 @@
     X(conv_direct) X(pool) X(global_pool) X(softmax) X(layernorm) X(strided_copy)            \
     X(gather) X(gather16) X(reduce) X(concat_copy) X(concat_copy16) X(gemm_epilogue)        \
     X(conv_epilogue) X(copy_bytes) X(fill_bytes) X(rmsnorm) X(attn_scores) X(attn_softmax)  \
-    X(attn_pv) X(rotary) X(concat_all) X(concat_all16)
+    X(attn_pv) X(rotary) X(concat_all) X(concat_all16) X(gemm_local1) X(gemm_local2)          \
+    X(conv_local1) X(conv_local2)
 
 enum {
 #define X(k) OCL_K_##k,
@@ -166,9 +167,21 @@ typedef struct ocl_ctx {
     struct ocl_tune *tune; /* the tuning cache, loaded on first use (tune.c) */
 } ocl_ctx;
 
-/* GEMM back ends: auto picks per shape by timing (tune.c's cache); own is
- * kernels/gemm.cl; clblast is CLBlast where it applies. */
-enum { OCL_GEMM_AUTO, OCL_GEMM_OWN, OCL_GEMM_CLBLAST };
+/* GEMM and convolution back ends: auto picks per shape by timing (tune.c's
+ * cache); own is the per-item register tiles (gemm, conv_tile); clblast is
+ * CLBlast where it applies; local1 and local2 are the work-group kernels
+ * with local memory (gemm_local*, conv_local*), where the device's
+ * work-group and local memory limits allow them (ocl_local_tile). */
+enum { OCL_GEMM_AUTO, OCL_GEMM_OWN, OCL_GEMM_CLBLAST, OCL_GEMM_LOCAL1, OCL_GEMM_LOCAL2 };
+#define OCL_GEMM_IS_LOCAL(b) ((b) == OCL_GEMM_LOCAL1 || (b) == OCL_GEMM_LOCAL2)
+
+/* A work-group kernel's launch: the kernel, the tile of Y one group owns
+ * (tm rows or channels x tn columns or positions) and the group's items
+ * (wx x wy, exactly). */
+typedef struct ocl_ltile {
+    int kernel;
+    int tm, tn, wx, wy;
+} ocl_ltile;
 
 /* What a kernel's prepare works on. */
 typedef struct ocl_prep {
@@ -244,8 +257,9 @@ void ocl_pick_local(const ocl_devinfo *d, size_t kwg, int dims, const size_t *gl
  * cache in a file keyed by device, driver and platform. 1 and *value when
  * key is known. */
 int ocl_tune_get(ocl_ctx *ctx, const char *key, int *value);
-/* Records key's choice (in memory, and appended to the file). */
-void ocl_tune_put(ocl_ctx *ctx, const char *key, int value, double ms_a, double ms_b);
+/* Records key's choice (in memory, and appended to the file with the n
+ * candidates' times ms[], for people reading it). */
+void ocl_tune_put(ocl_ctx *ctx, const char *key, int value, const double *ms, int n);
 void ocl_tune_free(ocl_ctx *ctx);
 /* Counters: a command enqueued (a kernel, a device copy or fill, a CLBlast
  * call); a blocking call about to wait for the queue (a host
@@ -353,6 +367,15 @@ minfer_status ocl_run_unary(const ocl_exec *e, cl_mem x, cl_int xoff, cl_mem y, 
  * probe GEMM against the own kernel, once per device; tuning cache). */
 int ocl_clblast_promising(ocl_prep *p);
 
+/* gemm.c: the work-group kernel of back end b (OCL_GEMM_LOCAL*) for a
+ * convolution (conv) or a GEMM, in *t; 0 when it is not a local back end,
+ * or the kernel's work-group limit (CL_KERNEL_WORK_GROUP_SIZE), the
+ * device's item limits or its local memory are too small for it (the
+ * caller falls back to the own kernel). The program must be built. */
+int ocl_local_tile(const ocl_ctx *ctx, int b, int conv, ocl_ltile *t);
+/* gemm.c: whether the work-group kernels are worth timing per shape on
+ * this device (a probe GEMM, once per device, as for CLBlast). */
+int ocl_local_promising(ocl_prep *p);
 /* gemm.c: a context of this provider begins or ends. CLBlast keeps the
  * programs it compiled in a process-wide cache holding references to their
  * contexts until exit, where its destructor runs after the OpenCL

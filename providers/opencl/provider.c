@@ -305,12 +305,13 @@ static void ocl_shutdown(void *vctx) {
 }
 
 /* Options: comma-separated key=value; device=P:D|N|name, cache=0|1,
- * fp16=0|1 (*fp16 stays -1 when not given), gemm=auto|own|clblast,
+ * fp16=0|1 (*fp16 stays -1 when not given), gemm=auto|own|clblast|local1|local2,
  * kernel_copies=0|1 (every device write a kernel: for oclgrind's
  * uninitialised-value checker, upload_by_kernel). */
 static int parse_gemm_mode(const char *v) {
     return !strcmp(v, "auto") ? OCL_GEMM_AUTO : !strcmp(v, "own") ? OCL_GEMM_OWN
-           : !strcmp(v, "clblast") ? OCL_GEMM_CLBLAST : -1;
+           : !strcmp(v, "clblast") ? OCL_GEMM_CLBLAST : !strcmp(v, "local1") ? OCL_GEMM_LOCAL1
+           : !strcmp(v, "local2") ? OCL_GEMM_LOCAL2 : -1;
 }
 
 static minfer_status parse_options(ocl_ctx *ctx, const char *options, char *device,
@@ -346,7 +347,8 @@ static minfer_status parse_options(ocl_ctx *ctx, const char *options, char *devi
             ctx->kernel_copies = eq[1] == '1';
         } else {
             ctx->api->set_error(ctx->host, "opencl: unknown option '%s=%s' (keys: device=P:D, "
-                                "device=N or device=NAME, cache=0|1, fp16=0|1, gemm=auto|own|clblast, "
+                                "device=N or device=NAME, cache=0|1, fp16=0|1, "
+                                "gemm=auto|own|clblast|local1|local2, "
                                 "kernel_copies=0|1)", tok, eq + 1);
             return MINFER_ERR_INVALID_ARG;
         }
@@ -396,8 +398,8 @@ static minfer_status ocl_init(const minfer_host_api *api, void *host, const char
     const char *env_gemm = getenv("MINFER_OPENCL_GEMM");
     if (st == MINFER_OK && ctx->gemm_mode < 0 && env_gemm && env_gemm[0] &&
         (ctx->gemm_mode = parse_gemm_mode(env_gemm)) < 0) {
-        api->set_error(host, "opencl: MINFER_OPENCL_GEMM='%s' is not auto, own or clblast",
-                       env_gemm);
+        api->set_error(host, "opencl: MINFER_OPENCL_GEMM='%s' is not auto, own, clblast, "
+                       "local1 or local2", env_gemm);
         st = MINFER_ERR_INVALID_ARG;
     }
     if (ctx->gemm_mode < 0)

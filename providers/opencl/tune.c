@@ -6,11 +6,15 @@
  * skip the measurement. The file is opencl-tune-KEY.txt in the program
  * cache's directory (ocl_cache_dir), KEY a 64-bit FNV-1a hash of the
  * device name, driver version and platform name, so a new driver measures
- * again. One line per choice, "key value ms_a ms_b" (the two times are for
- * people reading the file), appended with one write so that concurrent
- * sessions interleave whole lines; a later line for a key wins. The file is
+ * again. One line per choice, "key value ms..." (the candidates' times, -1
+ * for one not timed, are for people reading the file), appended with one
+ * write so that concurrent sessions interleave whole lines; a later line
+ * for a key wins. The file is
  * loaded at the first lookup. With cache=0 nothing is read or written and
- * choices live for the session.
+ * choices live for the session. A value is an OCL_GEMM_* back end (ocl.h);
+ * keys whose candidates changed get a new prefix (gemm2:, conv2: once the
+ * work-group kernels joined) so that old lines are not read as choices
+ * among the new candidates.
  *
  * Counters: every enqueued command (ocl_enqueue, ocl_copy, a fill, a
  * CLBlast call) adds to n_launch and raises pending; every copy between
@@ -166,12 +170,21 @@ int ocl_tune_get(ocl_ctx *ctx, const char *key, int *value) {
     return found;
 }
 
-void ocl_tune_put(ocl_ctx *ctx, const char *key, int value, double ms_a, double ms_b) {
+void ocl_tune_put(ocl_ctx *ctx, const char *key, int value, const double *ms, int n) {
     pthread_mutex_lock(&ctx->lock);
     ocl_tune *t = tune_of(ctx);
     if (t && set_entry(t, key, value) == 0 && t->path[0]) {
         char line[512];
-        int len = snprintf(line, sizeof line, "%s %d %.4f %.4f\n", key, value, ms_a, ms_b);
+        int len = snprintf(line, sizeof line, "%s %d", key, value);
+        for (int i = 0; i < n && len > 0 && (size_t)len < sizeof line - 1; i++)
+            len += snprintf(line + len, sizeof line - 1 - (size_t)len, " %.4f",
+                            ms[i] < 1e29 ? ms[i] : -1.0);
+        if (len > 0 && (size_t)len < sizeof line - 1) {
+            line[len++] = '\n';
+            line[len] = '\0';
+        } else {
+            len = -1;
+        }
         int fd = open(t->path, O_WRONLY | O_CREAT | O_APPEND, 0600);
         if (fd >= 0 && len > 0 && (size_t)len < sizeof line) {
             /* One write of a whole line; a failure only costs a later

@@ -144,3 +144,91 @@ __kernel void conv_epilogue(__global DT *y, int yoff, int P, int M, __global con
         v += LD(z, zoff + yi);
     ST(y, yoff + yi, act1(v, act, p0, p1));
 }
+
+/* Work-group implicit GEMMs: the conv_tile call (same arguments, the same
+ * packed weights, bias, Z and activation) as a GEMM of the group's Mg
+ * output channels by the P output positions over R = KK * Cg products,
+ * r = tap * Cg + c (the packed weights' order). A work-group of WX x WY =
+ * (TP / RP) x (TM / RM) items owns TM channels x TP positions of one
+ * (image, group); per step of TK along R it stages the weights' TM x TK
+ * and the input's TK x TP slices in local memory (the input gathered
+ * through the window: a padded tap, a channel past Mg or an r past R
+ * loads 0), waits at a barrier, and each item accumulates RM channels x
+ * RP positions (rows ly + i * WY, columns lx + j * WX). As in gemm.cl's
+ * GEMM_LOCAL, no item returns before the last barrier. Grid: (position
+ * tiles * WX, channel tiles * WY, N * group), groups of exactly WX x WY x 1
+ * (conv.c through gemm.c's local tile table). */
+#define CONV_LOCAL(NAME, TM, TP, TK, RM, RP)                                                 \
+    __kernel void NAME(__global const DT *x, int xoff, __global const DT *w,                   \
+                       __global const DT *bias, int has_bias, __global const DT *z, int zoff,  \
+                       int has_z, __global DT *y, int yoff, int Cg, int Mg, int G, win3 g,     \
+                       int act, float p0, float p1) {                                          \
+        enum { WX = TP / RP, WY = TM / RM, NT = WX * WY };                                     \
+        __local float la[TK][TM], lb[TK][TP];                                                  \
+        int lx = get_local_id(0), ly = get_local_id(1), tid = ly * WX + lx;                    \
+        int p0_ = get_group_id(0) * TP, m0 = get_group_id(1) * TM, ng = get_global_id(2);     \
+        int OHW = g.o[1] * g.o[2], P = g.o[0] * OHW, K12 = g.k[1] * g.k[2];                   \
+        int R = g.k[0] * K12 * Cg, MT = (Mg + NR - 1) / NR;                                    \
+        int gi = ng % G, n = ng / G, HW = g.i[1] * g.i[2], DHW = g.i[0] * HW;                  \
+        __global const DT *xg = x + xoff + (n * G + gi) * Cg * DHW;                           \
+        float acc[RM][RP];                                                                     \
+        for (int i = 0; i < RM; i++)                                                           \
+            for (int j = 0; j < RP; j++)                                                       \
+                acc[i][j] = 0.0f;                                                              \
+        for (int r0 = 0; r0 < R; r0 += TK) {                                                   \
+            for (int e = tid; e < TM * TK; e += NT) {                                          \
+                int mi = e / TK, ki = e - mi * TK, m = m0 + mi, r = r0 + ki;                   \
+                la[ki][mi] = m < Mg && r < R                                                   \
+                                 ? LD(w, ((gi * MT + m / NR) * R + r) * NR + m % NR)           \
+                                 : 0.0f;                                                       \
+            }                                                                                  \
+            for (int e = tid; e < TK * TP; e += NT) {                                          \
+                int ki = e / TP, pi = e - ki * TP, p = p0_ + pi, r = r0 + ki;                  \
+                float v = 0.0f;                                                                \
+                if (p < P && r < R) {                                                          \
+                    int t = r / Cg, c = r - t * Cg, kd = t / K12, t2 = t - kd * K12;           \
+                    int kh = t2 / g.k[2], kw = t2 - kh * g.k[2];                               \
+                    int od = p / OHW, q = p - od * OHW, oh = q / g.o[2], ow = q - oh * g.o[2]; \
+                    int id = od * g.s[0] - g.p[0] + kd * g.d[0];                               \
+                    int ih = oh * g.s[1] - g.p[1] + kh * g.d[1];                               \
+                    int iw = ow * g.s[2] - g.p[2] + kw * g.d[2];                               \
+                    if (id >= 0 && id < g.i[0] && ih >= 0 && ih < g.i[1] && iw >= 0 &&         \
+                        iw < g.i[2])                                                           \
+                        v = LD(xg, c * DHW + id * HW + ih * g.i[2] + iw);                      \
+                }                                                                              \
+                lb[ki][pi] = v;                                                                \
+            }                                                                                  \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+            for (int kk = 0; kk < TK; kk++) {                                                  \
+                float a[RM], b[RP];                                                            \
+                for (int i = 0; i < RM; i++)                                                   \
+                    a[i] = la[kk][ly + i * WY];                                                \
+                for (int j = 0; j < RP; j++)                                                   \
+                    b[j] = lb[kk][lx + j * WX];                                                \
+                for (int i = 0; i < RM; i++)                                                   \
+                    for (int j = 0; j < RP; j++)                                               \
+                        acc[i][j] = mad(a[i], b[j], acc[i][j]);                                \
+            }                                                                                  \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+        }                                                                                      \
+        for (int i = 0; i < RM; i++) {                                                         \
+            int m = m0 + ly + i * WY;                                                          \
+            if (m >= Mg)                                                                       \
+                break;                                                                         \
+            int yc = (n * G + gi) * Mg + m;                                                    \
+            float bv = has_bias ? LD(bias, gi * Mg + m) : 0.0f;                                \
+            for (int j = 0; j < RP; j++) {                                                     \
+                int p = p0_ + lx + j * WX;                                                     \
+                if (p < P) {                                                                   \
+                    float v = acc[i][j] + bv;                                                  \
+                    if (has_z)                                                                 \
+                        v += LD(z, zoff + yc * P + p);                                         \
+                    ST(y, yoff + yc * P + p, act1(v, act, p0, p1));                            \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+/* The variants, as gemm.cl's: 32 x 32 and 64 x 64 tiles of 8 x 8 items. */
+CONV_LOCAL(conv_local1, 32, 32, 16, 4, 4)
+CONV_LOCAL(conv_local2, 64, 64, 8, 8, 8)

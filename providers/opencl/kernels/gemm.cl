@@ -104,3 +104,78 @@ __kernel void gemm_epilogue(int M, int N, __global DT *Y, int yoff, int ldy, int
         v += beta * LD(C, coff + m * rsc + n * csc);
     ST(Y, yi, act1(v, act, p0, p1));
 }
+
+/* Work-group GEMMs: the same call as gemm (arguments, B packed or strided,
+ * C, alpha, beta, activation), computed by a work-group of WX x WY =
+ * (TN / RN) x (TM / RM) items that owns a TM x TN tile of Y. Per step of
+ * TK along K the group stages A's TM x TK and B's TK x TN slices in local
+ * memory (every item loads a share, zeros past M, N and K), waits at a
+ * barrier, and each item accumulates an RM x RN register tile from them:
+ * rows ly + i * WY and columns lx + j * WX, so neighbouring items read
+ * neighbouring local words. No item returns early (every one reaches
+ * every barrier); an item off the edge computes on zeros and stores
+ * nothing. The host launches exactly WX x WY x 1 groups (gemm.c
+ * local_tiles[] repeats these sizes) and only where the kernel's
+ * CL_KERNEL_WORK_GROUP_SIZE and the device's local memory allow. */
+#define GEMM_LOCAL(NAME, TM, TN, TK, RM, RN)                                                 \
+    __kernel void NAME(int M, int N, int K, __global const DT *A, int aoff, int rsa, int csa,  \
+                       int bsa, __global const DT *B, int boff, int rsb, int csb, int bsb,     \
+                       int bpacked, __global const DT *C, int coff, int rsc, int csc,          \
+                       int has_c, float alpha, float beta, __global DT *Y, int yoff, int ldy,  \
+                       int bsy, int act, float p0, float p1) {                                 \
+        enum { WX = TN / RN, WY = TM / RM, NT = WX * WY };                                     \
+        __local float la[TK][TM], lb[TK][TN];                                                  \
+        int lx = get_local_id(0), ly = get_local_id(1), tid = ly * WX + lx;                    \
+        int n0 = get_group_id(0) * TN, m0 = get_group_id(1) * TM, z = get_global_id(2);       \
+        A += aoff + z * bsa;                                                                   \
+        B += boff + z * bsb;                                                                   \
+        Y += yoff + z * bsy;                                                                   \
+        float acc[RM][RN];                                                                     \
+        for (int i = 0; i < RM; i++)                                                           \
+            for (int j = 0; j < RN; j++)                                                       \
+                acc[i][j] = 0.0f;                                                              \
+        for (int k0 = 0; k0 < K; k0 += TK) {                                                   \
+            for (int e = tid; e < TM * TK; e += NT) {                                          \
+                int mi = e / TK, ki = e - mi * TK, m = m0 + mi, k = k0 + ki;                   \
+                la[ki][mi] = m < M && k < K ? LD(A, m * rsa + k * csa) : 0.0f;                 \
+            }                                                                                  \
+            for (int e = tid; e < TK * TN; e += NT) {                                          \
+                int ki = e / TN, ni = e - ki * TN, n = n0 + ni, k = k0 + ki;                   \
+                float v = 0.0f;                                                                \
+                if (n < N && k < K)                                                            \
+                    v = bpacked ? LD(B, ((n / NR) * K + k) * NR + n % NR)                      \
+                                : LD(B, k * rsb + n * csb);                                    \
+                lb[ki][ni] = v;                                                                \
+            }                                                                                  \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+            for (int kk = 0; kk < TK; kk++) {                                                  \
+                float a[RM], b[RN];                                                            \
+                for (int i = 0; i < RM; i++)                                                   \
+                    a[i] = la[kk][ly + i * WY];                                                \
+                for (int j = 0; j < RN; j++)                                                   \
+                    b[j] = lb[kk][lx + j * WX];                                                \
+                for (int i = 0; i < RM; i++)                                                   \
+                    for (int j = 0; j < RN; j++)                                               \
+                        acc[i][j] = mad(a[i], b[j], acc[i][j]);                                \
+            }                                                                                  \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+        }                                                                                      \
+        for (int i = 0; i < RM; i++) {                                                         \
+            int m = m0 + ly + i * WY;                                                          \
+            for (int j = 0; j < RN; j++) {                                                     \
+                int n = n0 + lx + j * WX;                                                      \
+                if (m < M && n < N) {                                                          \
+                    float v = acc[i][j] * alpha;                                               \
+                    if (has_c)                                                                 \
+                        v += beta * LD(C, coff + m * rsc + n * csc);                           \
+                    ST(Y, m * ldy + n, act1(v, act, p0, p1));                                  \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+/* The variants (gemm.c local_tiles[] has the same numbers): 32 x 32 tiles
+ * of 8 x 8 items holding 4 x 4 each, and 64 x 64 tiles of 8 x 8 items
+ * holding 8 x 8 (more reuse per local read, more registers). */
+GEMM_LOCAL(gemm_local1, 32, 32, 16, 4, 4)
+GEMM_LOCAL(gemm_local2, 64, 64, 8, 8, 8)
