@@ -9,12 +9,11 @@
  * again. One line per choice, "key value ms..." (the candidates' times, -1
  * for one not timed, are for people reading the file), appended with one
  * write so that concurrent sessions interleave whole lines; a later line
- * for a key wins. The file is
- * loaded at the first lookup. With cache=0 nothing is read or written and
- * choices live for the session. A value is an OCL_GEMM_* back end (ocl.h);
- * keys whose candidates changed get a new prefix (gemm2:, conv2: once the
- * work-group kernels joined) so that old lines are not read as choices
- * among the new candidates.
+ * for a key wins. The file is loaded at the first lookup. With cache=0
+ * nothing is read or written and choices live for the session. A value
+ * is an OCL_GEMM_* back end (ocl.h); keys whose candidates changed get a
+ * new prefix (gemm2:, conv2: once the work-group kernels joined) so that
+ * old lines are not read as choices among the new candidates.
  *
  * Counters: every enqueued command (ocl_enqueue, ocl_copy, a fill, a
  * CLBlast call) adds to n_launch and raises pending; every copy between
