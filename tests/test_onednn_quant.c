@@ -366,6 +366,17 @@ static void test_matmulinteger(void **state) {
     cnst(&t, "bz", MINFER_DTYPE_UINT8, INTS(10), 125, 128);
     node(&t, "MatMulInteger", NAMES("a", "b", "az", "bz"));
     check(&t, 1);
+    /* B - bz down to -200: no int8 form for a product (no split into two
+     * halves as for ConvInteger), declined (it ran the first half alone and
+     * gave wrong sums: -281389 for -341212). */
+    qcase u;
+    init(&u, 31);
+    input(&u, "a", MINFER_DTYPE_UINT8, INTS(3, 33), 0, 255);
+    cnst(&u, "b", MINFER_DTYPE_UINT8, INTS(33, 10), 0, 255);
+    cnst(&u, "az", MINFER_DTYPE_UINT8, INTS(1), 0, 0);
+    cnst(&u, "bz", MINFER_DTYPE_UINT8, INTS(1), 200, 200);
+    node(&u, "MatMulInteger", NAMES("a", "b", "az", "bz"));
+    check_declined(&u);
 }
 
 /* Two QLinearConvs in a row (the first's u8 output kept in the layout its

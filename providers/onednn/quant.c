@@ -255,7 +255,11 @@ static minfer_status fold_x_zero_point(dnn_b *b, qplan *p, int64_t M, const int6
 }
 
 /* fold_xz: the node reads no padding (fold_x_zero_point). */
-static minfer_status plan_common(dnn_b *b, int64_t M, int64_t inner, int fold_xz, qplan *p) {
+/* fold_xz: the node reads no padding (fold_x_zero_point); conv: a
+ * ConvInteger, whose weights may split in two int8 halves (a product has
+ * no second-half step: a MatMulInteger whose weights need one is declined). */
+static minfer_status plan_common(dnn_b *b, int64_t M, int64_t inner, int fold_xz, int conv,
+                                 qplan *p) {
     memset(p, 0, sizeof *p);
     p->o = qops_of(b);
     const qops *o = &p->o;
@@ -312,7 +316,7 @@ static minfer_status plan_common(dnn_b *b, int64_t M, int64_t inner, int fold_xz
     if (!csum)
         return dnn_decline(b, "out of memory");
     st = shift_weights(b, p->w, qin(b, o->wz), M, inner, &p->wq, &p->wsum, csum,
-                       o->qlinear ? NULL : &p->wq2, &p->split);
+                       !o->qlinear && conv ? &p->wq2 : NULL, &p->split);
     if (st == MINFER_OK && fold_xz && p->has_xz && p->xz_const)
         st = fold_x_zero_point(b, p, M, csum);
     free(csum);
@@ -491,7 +495,7 @@ minfer_status dnn_build_qconv(dnn_b *b) {
     int no_pad = 1;
     for (int i = 0; i < nsp; i++)
         no_pad = no_pad && pl[i] == 0 && pr[i] <= 0;
-    if ((st = plan_common(b, M, inner, no_pad, &p)) != MINFER_OK) {
+    if ((st = plan_common(b, M, inner, no_pad, 1, &p)) != MINFER_OK) {
         plan_free(&p);
         return st;
     }
@@ -577,7 +581,7 @@ minfer_status dnn_build_qmatmul(dnn_b *b) {
         return dnn_decline(b, "A's zero point must be one value (per tensor)");
     qplan p;
     /* B [K, N]: output channel n of element k is k % N. */
-    if ((st = plan_common(b, N, 1, 0, &p)) != MINFER_OK) {
+    if ((st = plan_common(b, N, 1, 0, 0, &p)) != MINFER_OK) {
         plan_free(&p);
         return st;
     }
