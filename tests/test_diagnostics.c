@@ -370,6 +370,7 @@ static void test_stats_and_reset(void **state) {
     for (int i = 0; i < n; i++) {
         assert_ok(run1(s, x, nan_dims, 1, &y));
         minfer_tensor_free(y);
+        y = NULL;
     }
     /* A failed run is not counted. */
     assert_int_not_equal(minfer_session_run(s, NULL, NULL, 0, NULL, &y, 1), MINFER_OK);
