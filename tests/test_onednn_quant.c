@@ -319,16 +319,35 @@ static void test_convinteger_split_weights(void **state) {
     check(&u, 1);
 }
 
-/* ConvInteger whose sums may pass 2^24: declined, not rounded (measured:
- * an int8 x at sums of 2.6e7 came out rounded to float). */
-static void test_convinteger_large_declined(void **state) {
+/* ConvInteger whose sums may pass 2^24 (oneDNN's sums pass through float:
+ * an int8 x at sums of 2.6e7 came out rounded): run in pieces of the
+ * reduction whose int32 results add exactly. Sums of 3.5e7 (3 pieces, s8
+ * weights), uint8 weights whose zero point splits them too with a runtime
+ * x zero point and padding (2 pieces, the dynamic U-Net's form), and a
+ * reduction that needs more than 4 pieces: declined, not rounded. */
+static void test_convinteger_pieces(void **state) {
     (void)state;
     qcase t;
     init(&t, 17);
-    input(&t, "x", MINFER_DTYPE_UINT8, INTS(1, 256, 4, 4), 0, 255);
-    cnst(&t, "w", MINFER_DTYPE_INT8, INTS(4, 256, 3, 3), -127, 127);
+    input(&t, "x", MINFER_DTYPE_UINT8, INTS(1, 128, 4, 4), 240, 255);
+    cnst(&t, "w", MINFER_DTYPE_INT8, INTS(4, 128, 3, 3), 120, 127);
     node(&t, "ConvInteger", NAMES("x", "w"));
-    check_declined(&t);
+    check(&t, 1);
+    qcase u;
+    init(&u, 23);
+    input(&u, "x", MINFER_DTYPE_UINT8, INTS(1, 128, 6, 5), 0, 255);
+    input(&u, "xz", MINFER_DTYPE_UINT8, INTS(1), 3, 3);
+    cnst(&u, "w", MINFER_DTYPE_UINT8, INTS(16, 128, 3, 3), 0, 255);
+    cnst(&u, "wz", MINFER_DTYPE_UINT8, INTS(1), 100, 100);
+    size_t n = node(&u, "ConvInteger", NAMES("x", "w", "xz", "wz"));
+    minfer_builder_set_attr_ints(u.b, n, "pads", INTS(1, 1, 1, 1));
+    check(&u, 1);
+    qcase v;
+    init(&v, 29);
+    input(&v, "x", MINFER_DTYPE_UINT8, INTS(1, 1024, 3, 3), 0, 255);
+    cnst(&v, "w", MINFER_DTYPE_INT8, INTS(2, 1024, 3, 3), 127, 127);
+    node(&v, "ConvInteger", NAMES("x", "w"));
+    check_declined(&v);
 }
 
 /* QLinearMatMul: u8 a [2, 5, 40] x s8 b [40, 24] with scales and zero
@@ -491,7 +510,7 @@ int main(void) {
         cmocka_unit_test(test_qlinearconv_u8_weights_declined),
         cmocka_unit_test(test_qlinearconv_any_scale),
         cmocka_unit_test(test_convinteger),
-        cmocka_unit_test(test_convinteger_large_declined),
+        cmocka_unit_test(test_convinteger_pieces),
         cmocka_unit_test(test_convinteger_split_weights),
         cmocka_unit_test(test_qlinearmatmul),
         cmocka_unit_test(test_matmulinteger),

@@ -648,6 +648,23 @@ minfer_status dnn_step_add(dnn_b *b, dnnl_primitive_desc_t pd, int n_args, const
     return st;
 }
 
+minfer_status dnn_int_add_step(dnn_b *b, int src, int dst) {
+    dnn_node *n = b->n;
+    if (n->n_steps >= DNN_MAX_STEPS)
+        return dnn_decline(b, "node needs too many oneDNN steps");
+    const dnnl_memory_desc_t *smd = mem_md(b, src), *dmd = mem_md(b, dst);
+    if (!smd || !dmd || smd->data_type != dnnl_s32 || !dnnl_memory_desc_equal(smd, dmd))
+        return dnn_decline(b, "an int32 sum of two tensors in different layouts");
+    dnn_step *step = &n->steps[n->n_steps];
+    memset(step, 0, sizeof *step);
+    step->skip_src = step->skip_dst = -1;
+    step->add_src = src;
+    step->add_dst = dst;
+    step->add_count = dnnl_memory_desc_get_size(dmd) / sizeof(int32_t);
+    n->n_steps++;
+    return MINFER_OK;
+}
+
 dnnl_primitive_attr_t dnn_attr_new(dnn_b *b) {
     dnnl_primitive_attr_t attr = NULL;
     if (dnnl_primitive_attr_create(&attr) != dnnl_success)

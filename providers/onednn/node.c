@@ -93,7 +93,8 @@ void dnn_node_free(dnn_node *n) {
     if (!n)
         return;
     for (int i = 0; i < n->n_steps; i++)
-        dnnl_primitive_destroy(n->steps[i].prim);
+        if (n->steps[i].prim)
+            dnnl_primitive_destroy(n->steps[i].prim);
     for (int i = 0; i < n->n_mems; i++)
         dnnl_memory_destroy(n->mems[i].mem);
     for (int i = 0; i < n->n_owned; i++)

@@ -30,9 +30,9 @@
 #endif
 
 #define DNN_MAX_MEMS 72
-#define DNN_MAX_STEPS 8
+#define DNN_MAX_STEPS 12
 #define DNN_MAX_ARGS 40
-#define DNN_MAX_OWNED 6
+#define DNN_MAX_OWNED 10
 #define DNN_MAX_CONCAT 32
 #define DNN_ALIGN 64
 #define DNN_MAX_SPATIAL 3 /* spatial axes of Conv and the pools */
@@ -99,6 +99,10 @@ typedef struct dnn_step {
     int n_args;
     dnnl_exec_arg_t args[DNN_MAX_ARGS];
     int skip_src, skip_dst; /* >= 0: skip the step when these two mems alias */
+    /* prim NULL: no primitive, mems[add_dst] += mems[add_src] as add_count
+     * int32 values, exact (oneDNN's sums of int32 pass through float) */
+    int add_src, add_dst;
+    size_t add_count;
 } dnn_step;
 
 /* A Concat run as copies (concat.c): output row o is input i's row o,
@@ -311,6 +315,9 @@ minfer_status dnn_step_add(dnn_b *b, dnnl_primitive_desc_t pd, int n, const int 
                            const int *mems);
 /* Adds a reorder step from mem src to mem dst. */
 minfer_status dnn_reorder_step(dnn_b *b, int src, int dst);
+/* Adds a step adding mem src's int32 values into mem dst's (same md),
+ * exactly, in integers. */
+minfer_status dnn_int_add_step(dnn_b *b, int src, int dst);
 
 /* A primitive attr in user scratchpad mode. */
 dnnl_primitive_attr_t dnn_attr_new(dnn_b *b);

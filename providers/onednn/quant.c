@@ -24,8 +24,12 @@
  * (DynamicQuantizeLinear's) is converted to int32 by a reorder each run.
  *
  * ConvInteger and MatMulInteger write int32: the sum goes through float in
- * oneDNN, exact only below 2^24, so a node whose sums can reach 2^24 (from
- * its weights and x's type) is declined rather than rounded.
+ * oneDNN, exact only below 2^24. A ConvInteger whose sums can reach 2^24
+ * (from its weights and x's type) runs in pieces of its reduction axis
+ * (input channels and kernel taps), each bounded below 2^24, each a
+ * convolution of the whole source with the weights outside its piece
+ * zeroed, their int32 results added in integers (add_pieces); a
+ * MatMulInteger that can is declined rather than rounded.
  */
 #include <math.h>
 #include <stddef.h>
@@ -37,6 +41,8 @@
 #include "onednn.h"
 
 #define NONE ((size_t)-1)
+#define QPIECES 4 /* most pieces of a ConvInteger's reduction (add_pieces) */
+#define F32_EXACT 16777216.0 /* 2^24: integers a float holds exactly */
 
 /* Where each operand is among the node's inputs. */
 typedef struct qops {
@@ -218,6 +224,12 @@ typedef struct qplan {
     int64_t n_mult;
     int8_t *wq;  /* shifted weights, or NULL */
     double wsum; /* the largest channel's sum of |w - zp| */
+    /* ConvInteger in pieces (n_pieces > 1): piece j reduces over the
+     * weights' inner elements [cut[j], cut[j + 1]); big[j]: some of them
+     * are split (wq2) */
+    int n_pieces;
+    int64_t cut[QPIECES + 1];
+    int big[QPIECES];
 } qplan;
 
 /* Folds a constant x zero point into the bias: sum((x - xz) * w) =
@@ -254,10 +266,53 @@ static minfer_status fold_x_zero_point(dnn_b *b, qplan *p, int64_t M, const int6
     return MINFER_OK;
 }
 
-/* fold_xz: the node reads no padding (fold_x_zero_point). */
+/* Cuts the inner elements of the weights [M, inner] (a ConvInteger's
+ * reduction: input channels by kernel taps) into the fewest runs, in
+ * order, in which every channel's sum of |w - zp| times xmax, the bound of
+ * its partial int32 sum, stays below 2^24; declines beyond QPIECES. */
+static minfer_status cut_pieces(dnn_b *b, qplan *p, int64_t M, int64_t inner, double xmax) {
+    const minfer_value_desc *wz = qin(b, p->o.wz);
+    int64_t nz = wz ? dnn_numel(wz->rank, wz->dims) : 0;
+    double limit = F32_EXACT / xmax;
+    double *acc = calloc((size_t)M, sizeof *acc);
+    if (!acc)
+        return dnn_decline(b, "out of memory");
+    int n = 0;
+    p->cut[0] = 0;
+    p->big[0] = 0;
+    for (int64_t k = 0; k < inner; k++) {
+        int over = 0;
+        for (int64_t m = 0; m < M && !over; m++) {
+            int32_t v = const_int(p->w, (size_t)(m * inner + k)) -
+                        (wz ? const_int(wz, (size_t)(nz == 1 ? 0 : m)) : 0);
+            over = acc[m] + abs(v) >= limit;
+        }
+        if (over) {
+            if (n + 1 >= QPIECES) {
+                free(acc);
+                return dnn_decline(b, "its int32 sums may reach 2^24 even in %d pieces of its "
+                                   "reduction (oneDNN's sums pass through float)", QPIECES);
+            }
+            p->cut[++n] = k;
+            p->big[n] = 0;
+            memset(acc, 0, (size_t)M * sizeof *acc);
+        }
+        for (int64_t m = 0; m < M; m++) {
+            int32_t v = const_int(p->w, (size_t)(m * inner + k)) -
+                        (wz ? const_int(wz, (size_t)(nz == 1 ? 0 : m)) : 0);
+            acc[m] += abs(v);
+            p->big[n] |= v < -128 || v > 127;
+        }
+    }
+    free(acc);
+    p->cut[++n] = inner;
+    p->n_pieces = n;
+    return MINFER_OK;
+}
+
 /* fold_xz: the node reads no padding (fold_x_zero_point); conv: a
- * ConvInteger, whose weights may split in two int8 halves (a product has
- * no second-half step: a MatMulInteger whose weights need one is declined). */
+ * ConvInteger (its weights may split in two halves or its reduction in
+ * pieces). */
 static minfer_status plan_common(dnn_b *b, int64_t M, int64_t inner, int fold_xz, int conv,
                                  qplan *p) {
     memset(p, 0, sizeof *p);
@@ -327,7 +382,9 @@ static minfer_status plan_common(dnn_b *b, int64_t M, int64_t inner, int fold_xz
         double xmax = p->x->dtype == MINFER_DTYPE_UINT8
                           ? (p->xz_const ? fmax(p->xz, 255 - p->xz) : 255)
                           : (p->xz_const ? fmax(p->xz + 128, 127 - p->xz) : 255);
-        if (p->wsum * xmax >= 16777216.0)
+        if (p->wsum * xmax >= F32_EXACT && conv && !p->fold_bias)
+            return cut_pieces(b, p, M, inner, xmax);
+        if (p->wsum * xmax >= F32_EXACT)
             return dnn_decline(b, "its int32 sums may reach 2^24, where oneDNN's float "
                                "conversion would round them");
     }
@@ -467,6 +524,91 @@ static minfer_status add_second_half(dnn_b *b, const qplan *p, const dnnl_memory
     return dnn_step_add(b, pd, p->has_xz ? 4 : 3, args, mems);
 }
 
+/* A ConvInteger in pieces of its reduction (cut_pieces): piece j is the
+ * convolution of the whole source with the weights outside its inner
+ * elements zeroed (in two halves, the second a sum post-op, where it has
+ * split weights: exact, as the piece's sums stay below 2^24), piece 0
+ * into the output, each other one into a workspace buffer added into the
+ * output in int32 (dnn_int_add_step). Each piece costs a whole
+ * convolution: at 2 pieces the dynamic U-Net's two such nodes still ran
+ * several times faster than the CPU provider's int16 GEMM. Takes pd0, the
+ * first convolution's pd (no bias: a ConvInteger has none, and a folded x
+ * zero point needs sums below 2^24). */
+static minfer_status add_pieces(dnn_b *b, const qplan *p, dnnl_primitive_desc_t pd0,
+                                const dnnl_convolution_desc_t *cd,
+                                const dnnl_memory_desc_t *wei_plain, int64_t M, int64_t inner) {
+    dnnl_memory_desc_t src_md = *dnn_pd_md(pd0, dnnl_query_src_md, 0);
+    dnnl_memory_desc_t dst_md = *dnn_pd_md(pd0, dnnl_query_dst_md, 0);
+    int m_src = dnn_input(b, p->o.x, NULL, &src_md);
+    int m_dst = m_src < 0 ? -1 : dnn_output(b, 0, &dst_md);
+    int m_xz = m_dst < 0 || !p->has_xz ? -2 : zp_mem(b, p->o.xz, p->xz_const, p->xz);
+    int64_t n = M * inner;
+    int8_t *mask = b->check ? NULL : malloc((size_t)n);
+    if (m_src < 0 || m_dst < 0 || m_xz == -1 || (!b->check && !mask)) {
+        dnnl_primitive_desc_destroy(pd0);
+        free(mask);
+        return m_xz == -1 || m_src < 0 || m_dst < 0 ? MINFER_ERR_UNSUPPORTED
+                                                    : dnn_decline(b, "out of memory");
+    }
+    const int8_t *lo = p->wq ? p->wq : (const int8_t *)p->w->const_data;
+    minfer_status st = MINFER_OK;
+    for (int j = 0; j < p->n_pieces && st == MINFER_OK; j++) {
+        int m_part = j == 0 ? m_dst : dnn_ws_mem(b, &dst_md);
+        if (m_part < 0)
+            st = MINFER_ERR_UNSUPPORTED;
+        for (int h = 0; h <= p->big[j] && st == MINFER_OK; h++) {
+            dnnl_primitive_desc_t pd = NULL;
+            if (j == 0 && h == 0) {
+                pd = pd0;
+                pd0 = NULL;
+            } else {
+                dnnl_primitive_attr_t attr = NULL;
+                dnnl_post_ops_t po = NULL;
+                st = make_attr(b, p, 1 << 1, &attr);
+                if (st == MINFER_OK && h == 1 &&
+                    (dnnl_post_ops_create(&po) != dnnl_success ||
+                     dnnl_post_ops_append_sum(po, 1.0f) != dnnl_success ||
+                     dnnl_primitive_attr_set_post_ops(attr, po) != dnnl_success))
+                    st = dnn_decline(b, "could not add a piece's sum");
+                dnnl_post_ops_destroy(po);
+                if (st == MINFER_OK)
+                    st = dnn_pd(b, cd, attr, &pd);
+                dnnl_primitive_attr_destroy(attr);
+                if (st != MINFER_OK)
+                    break;
+                if (!dnnl_memory_desc_equal(dnn_pd_md(pd, dnnl_query_src_md, 0), &src_md) ||
+                    !dnnl_memory_desc_equal(dnn_pd_md(pd, dnnl_query_dst_md, 0), &dst_md)) {
+                    dnnl_primitive_desc_destroy(pd);
+                    st = dnn_decline(b, "a piece's layouts differ from the first's");
+                    break;
+                }
+            }
+            for (int64_t e = 0; mask && e < n; e++) {
+                int64_t k = e % inner;
+                int in = k >= p->cut[j] && k < p->cut[j + 1];
+                mask[e] = !in ? 0 : h == 0 ? lo[e] : p->wq2[e];
+            }
+            int m_wei = dnn_pack_owned(b, -1, wei_plain, mask,
+                                       dnn_pd_md(pd, dnnl_query_weights_md, 0));
+            if (m_wei < 0) {
+                dnnl_primitive_desc_destroy(pd);
+                st = MINFER_ERR_UNSUPPORTED;
+                break;
+            }
+            int args[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
+                           DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC};
+            int mems[4] = {m_src, m_wei, m_part, m_xz};
+            st = dnn_step_add(b, pd, p->has_xz ? 4 : 3, args, mems);
+        }
+        if (st == MINFER_OK && j > 0)
+            st = dnn_int_add_step(b, m_part, m_dst);
+    }
+    if (pd0)
+        dnnl_primitive_desc_destroy(pd0);
+    free(mask);
+    return st;
+}
+
 minfer_status dnn_build_qconv(dnn_b *b) {
     qops o = qops_of(b);
     const minfer_value_desc *x = qin(b, o.x), *w = qin(b, o.w);
@@ -541,7 +683,9 @@ minfer_status dnn_build_qconv(dnn_b *b) {
     if (st == MINFER_OK)
         st = dnn_pd(b, &cd, attr, &pd);
     dnnl_primitive_attr_destroy(attr);
-    if (st == MINFER_OK) {
+    if (st == MINFER_OK && p.n_pieces > 1) {
+        st = add_pieces(b, &p, pd, &cd, &wei_plain, M, inner);
+    } else if (st == MINFER_OK) {
         int m_src = dnn_input(b, o.x, NULL, dnn_pd_md(pd, dnnl_query_src_md, 0));
         int m_wei = m_src < 0 ? -1
                               : weights_mem(b, &p, &wei_plain,

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +263,15 @@ static minfer_status exec_fail(dnn_ctx *ctx, const minfer_exec_args *a, minfer_s
     return st;
 }
 
+/* dst[i] += src[i] in int32 (added as uint32: a sum past int32, which
+ * the reference's int32 accumulator would also wrap, is no UB here). */
+static void add_int32(void *dst, const void *src, size_t n) {
+    int32_t *d = dst;
+    const int32_t *s = src;
+    for (size_t i = 0; i < n; i++)
+        d[i] = (int32_t)((uint32_t)d[i] + (uint32_t)s[i]);
+}
+
 static minfer_status run_node(dnn_ctx *ctx, const dnn_node *n, const minfer_exec_args *a) {
     void *h[DNN_MAX_MEMS];
     if (a->workspace_bytes < n->ws_bytes || (n->ws_bytes && !a->workspace))
@@ -318,6 +328,14 @@ static minfer_status run_node(dnn_ctx *ctx, const dnn_node *n, const minfer_exec
         const dnn_step *st = &n->steps[s];
         if (st->skip_src >= 0 && h[st->skip_src] == h[st->skip_dst])
             continue;
+        if (!st->prim) {
+            /* An exact int32 sum: the primitives before it are done (the
+             * CPU stream runs in order; wait for it all the same). */
+            if (dnnl_stream_wait(ctx->stream) != dnnl_success)
+                return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "oneDNN stream wait failed", 0);
+            add_int32(h[st->add_dst], h[st->add_src], st->add_count);
+            continue;
+        }
         dnnl_status_t r = dnnl_primitive_execute(st->prim, ctx->stream, st->n_args, st->args);
         if (r != dnnl_success)
             return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "oneDNN execute failed, status", r);
