@@ -176,13 +176,12 @@ minfer_status mf_run_check_inputs(minfer_session *s, const char *const *names,
                                   const minfer_tensor **bound, int64_t *sig, size_t *sig_len);
 
 /* The plan for a signature, built if missing, with a reference held until
- * mf_plan_release; a build logs with the run's options ro (NULL: none). */
+ * mf_plan_release; a build logs with the run's options ro (NULL: none)
+ * (frame.c). */
 minfer_status mf_plan_acquire(minfer_session *s, const int64_t *sig, size_t sig_len,
                               const minfer_run_options *ro, mf_plan **out);
 void mf_plan_release(minfer_session *s, mf_plan *p);
 void mf_exec_ctx_free(minfer_session *s, mf_exec_ctx *c);
-/* minfer_session_run for a subgraph session, spending the parent run's
- * budget, its nodes on the calling thread's lane (an mf_run_sub_fn). */
 /* Device values (device_values.c). The domain (1 + provider index) of
  * the provider named name, 0 for host memory (NULL, "", "cpu"), or -1
  * with the reason in why (no such provider, or one without device values). */
@@ -193,6 +192,8 @@ minfer_status mf_devmem_new(minfer_session *s, int dom, int32_t dtype, const int
 /* Frees the buffers of s's live device values (minfer_session_free). */
 void mf_devmem_close_all(minfer_session *s);
 
+/* minfer_session_run for a subgraph session, spending the parent run's
+ * budget, its nodes on the calling thread's lane (an mf_run_sub_fn). */
 minfer_status mf_session_run_sub(minfer_session *s, mf_budget *b, mf_lane *lane,
                                  const char *const *input_names,
                                  const minfer_tensor *const *inputs, size_t n_inputs,

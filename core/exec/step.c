@@ -55,20 +55,6 @@ static minfer_status copy_value(minfer_session *s, int from_dom, const minfer_te
     return st;
 }
 
-void mf_run_free_dyn(mf_exec_ctx *c, size_t v) {
-    if (!c->dyn[v])
-        return;
-    if (c->views[v].kind != MINFER_VALUE_TENSOR) {
-        minfer_tensor_free(c->dyn[v]); /* a sequence or optional */
-        c->dyn[v] = NULL;
-        return;
-    }
-    if (c->views[v].dtype == MINFER_DTYPE_STRING)
-        mf_free_strings(c->dyn[v], (int64_t)(mf_view_bytes(&c->views[v]) / sizeof(char *)));
-    free(c->dyn[v]);
-    c->dyn[v] = NULL;
-}
-
 static minfer_status run_dynamic_node(minfer_session *s, mf_plan *p, mf_exec_ctx *c, int i,
                                       mf_run *r, minfer_tensor_view *in, minfer_tensor_view *out) {
     const mf_node *n = &s->g->nodes[i];

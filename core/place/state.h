@@ -58,7 +58,7 @@ typedef struct mf_placement {
     int precision;             /* MINFER_PRECISION_*: what providers may compute in */
 } mf_placement;
 
-/* The plan cache (exec/run.c, mf_plan_acquire): one concrete plan per
+/* The plan cache (exec/frame.c, mf_plan_acquire): one concrete plan per
  * input signature seen (plan/plan.h, mf_sig_put), at most size of them;
  * when full, the least recently used one no run holds is freed. */
 typedef struct mf_plan_cache {
