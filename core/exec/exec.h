@@ -13,9 +13,11 @@
  *   control.c      control flow the core runs itself (If, Loop, Scan,
  *                  SequenceMap); core_values.c: sequences, optionals and
  *                  the value helpers they share (core_call.h)
- *   run.c          a run: its inputs, plan and context, the sequential
- *                  loop over its steps (or sched_parallel.c,
- *                  sched_pipeline.c), its outputs
+ *   run.c          a run: its entry points, the sequential loop over its
+ *                  steps (or sched_parallel.c, sched_pipeline.c)
+ *   frame.c        what a run holds: its plan (the plan cache), its
+ *                  execution context (pooled), its outputs' delivery
+ *                  (frame.h); runs no step
  *   step.c         one step, as every scheduler runs it (step.h)
  *   run_inputs.c   checking a run's inputs, the plan cache's signature
  *   evaluator.c    a stand-alone evaluator for callers without a session

@@ -1,5 +1,5 @@
 /*
- * What a run of one graph holds while its steps run (exec/step.h): the
+ * What a run of one graph holds while its steps run (exec/frame.h): the
  * plan of its input shapes, from the session's plan cache (built when
  * missing), and an execution context from the session's pool, fitted to
  * the plan; then its outputs delivered and both given back. run.c's entry
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "diag/diag.h"
-#include "exec/step.h"
+#include "exec/frame.h"
 
 void mf_run_free_dyn(mf_exec_ctx *c, size_t v) {
     if (!c->dyn[v])

@@ -1,30 +1,11 @@
 /*
- * One step of a run (exec/step.c), and the execution context a run's steps
- * share with its plan (exec/frame.c). Included by the schedulers (sched.h,
- * pipeline.h), so by run.c, and by step.c and frame.c.
+ * One step of a run (exec/step.c). Included by the schedulers (sched.h,
+ * pipeline.h), so by run.c, and by step.c.
  */
 #ifndef MINFER_CORE_EXEC_STEP_H
 #define MINFER_CORE_EXEC_STEP_H
 
-#include "exec/exec.h"
-
-/* What one run needs beyond its plan: arenas per memory domain, a view
- * per value, run-time storage, copies' buffers; pooled per session
- * (frame.c), one per run in flight. */
-struct mf_exec_ctx {
-    mf_exec_ctx *next;
-    void **arena;    /* per domain: host pointer, or a provider buffer */
-    uint64_t *cap;   /* per domain */
-    minfer_tensor_view *views; /* per value, this run */
-    void **dyn;      /* per value: run-time storage of dynamic values */
-    minfer_tensor_view *mirrors;
-    size_t mirrors_cap;
-    /* per value, this run: the device value bound to a graph input (NULL:
-     * none), and whether views[v] is that device storage (1) or a host
-     * copy of it (0: some node reads it on the host) */
-    const minfer_tensor **devin;
-    unsigned char *on_dev;
-};
+#include "exec/frame.h"
 
 /* Every value's view for this run of plan p in context c: arena values
  * placed, constants as planned, string values allocated, the caller's
@@ -36,23 +17,5 @@ minfer_status mf_run_bind(minfer_session *s, mf_plan *p, mf_exec_ctx *c,
  * thread's run handle (r->lane set), b the run's budget. */
 minfer_status mf_run_step(minfer_session *s, mf_plan *p, mf_exec_ctx *c, mf_run *r, mf_budget *b,
                           int k);
-/* ---- A run's plan and context (frame.c) ---- */
-
-/* Frees the run-time storage of value v (and its strings). */
-void mf_run_free_dyn(mf_exec_ctx *c, size_t v);
-/* An execution context for a run of plan p: the session's idle one, or a
- * new one, its arenas grown to fit p. *out is set whenever a context was
- * had, also when fitting failed: give it back with mf_exec_ctx_give. */
-minfer_status mf_exec_ctx_take(minfer_session *s, const mf_plan *p, mf_exec_ctx **out);
-/* Frees c's run-time values and returns it to the session's pool (NULL:
- * nothing). */
-void mf_exec_ctx_give(minfer_session *s, mf_exec_ctx *c);
-/* Copies value vi of the finished run out into *slot: into the caller's
- * tensor (its type and shape must match), or a new one when *slot is
- * NULL. dom 0: a host tensor (values in a device's memory copied to the
- * host); else a device value in memory domain dom (a given one must be
- * there: run_budget checks), copied device to device when computed there. */
-minfer_status mf_run_deliver(minfer_session *s, const mf_plan *p, mf_exec_ctx *c, int vi, int dom,
-                             minfer_tensor **slot);
 
 #endif
