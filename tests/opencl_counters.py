@@ -8,6 +8,11 @@ counters"): each model runs on its test_data_set_0 inputs under `minfer bench
   - enqueue no more commands than the plan runs nodes (launches <= nodes):
     every node one launch at most, on average.
 
+On a CPU device (PoCL: the provider's own kernels, CLBlast kept out by its
+probe) a model named in MAX_LAUNCHES must also launch no more than its
+entry there: today's counts, so a fusion that stops firing fails the test
+(lower an entry when a change makes a model launch less).
+
 The plan's node count comes from a second, profiled bench (`--profile`: the
 nodes that ran, folded ones left out). Prints one line per model.
 
@@ -20,6 +25,27 @@ import os
 import subprocess
 import sys
 import tempfile
+
+
+# Launches per run on a CPU device (docs/opencl.md "Run counters").
+MAX_LAUNCHES = {
+    "tiny_encoder": 85, "resnet18": 23, "squeezenet1_1": 38, "mobilenet_v2": 54,
+    "t5_encoder_op13": 70, "gpt2_decoder_op13": 76, "llama_decoder_op13": 99,
+    "tiny_lm_op13": 51, "vit_small_op13": 48, "vit_s16_op17": 88,
+    "transformer_seq2seq_op13": 116, "densenet121_op13": 188, "densenet121_op17": 188,
+    "googlenet_op13": 81, "efficientnet_b0_op13": 115,
+}
+
+
+def cpu_device(cli):
+    """1 when the opencl provider's device is a CPU (minfer providers --json)."""
+    r = subprocess.run([cli, "providers", "--json"], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        return False
+    for p in json.loads(r.stdout).get("providers", []):
+        if p.get("name") == "opencl":
+            return p.get("device_kind") == "cpu"
+    return False
 
 
 def bench(cli, model, extra):
@@ -48,6 +74,7 @@ def main():
         return 2
     cli = sys.argv[1]
     bad = []
+    bounded = cpu_device(cli)
     print("%-28s %8s %6s %9s %6s" % ("model", "launches", "syncs", "transfers", "nodes"))
     with tempfile.TemporaryDirectory() as tmp:
         for m in models(sys.argv[2:]):
@@ -72,6 +99,9 @@ def main():
                 bad.append("%s: %d host synchronisations per run, want 1" % (name, c["syncs"]))
             if c["launches"] > nodes:
                 bad.append("%s: %d launches per run for %d nodes" % (name, c["launches"], nodes))
+            if bounded and name in MAX_LAUNCHES and c["launches"] > MAX_LAUNCHES[name]:
+                bad.append("%s: %d launches per run, at most %d on a CPU device" %
+                           (name, c["launches"], MAX_LAUNCHES[name]))
     for b in bad:
         print("FAIL " + b)
     return 1 if bad else 0

@@ -490,6 +490,59 @@ static void test_concat_constants(void **state) {
     tc_check(&t);
 }
 
+/* DenseNet's Concat -> BatchNormalization -> Relu: the optimizer makes
+ * the pair one minfer:FusedConcat on opencl (fuse_concat), which writes the
+ * concatenation scaled, shifted and activated in one launch; with a
+ * constant input (in another buffer than the arena) one launch per input.
+ * On cpu the graph stays unfused. */
+static void concat_bn_case(int with_const) {
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", I64(2, 3, 4, 5));
+    tc_input(&t, "b", I64(2, 2, 4, 5));
+    tc_const(&t, "c0", I64(2, 1, 4, 5), NULL);
+    tc_node(&t, "Relu", NULL, IN("a"), "r");
+    size_t n = with_const ? tc_node(&t, "Concat", NULL, IN("r", "c0", "b"), "c")
+                          : tc_node(&t, "Concat", NULL, IN("r", "b"), "c");
+    minfer_builder_set_attr_int(t.b, n, "axis", 1);
+    int64_t ch = with_const ? 6 : 5;
+    tc_const(&t, "s", &ch, 1, NULL);
+    tc_const(&t, "bb", &ch, 1, NULL);
+    tc_const(&t, "mu", &ch, 1, NULL);
+    tc_const(&t, "var", &ch, 1, (const float[]){0.5f, 1.0f, 2.0f, 0.1f, 0.9f, 1.5f});
+    tc_node(&t, "BatchNormalization", NULL, IN("c", "s", "bb", "mu", "var"), "n");
+    tc_node(&t, "Relu", NULL, IN("n"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_session *s = session_on(&t, "opencl", "opencl", NULL);
+    if (!s)
+        fail_msg("opencl refused the graph: %s", minfer_last_error());
+    int fused = 0;
+    for (size_t i = 0; i < minfer_session_node_count(s); i++) {
+        minfer_node_placement p;
+        assert_int_equal(minfer_session_node_placement(s, i, &p), MINFER_OK);
+        fused += strcmp(p.op_type, "FusedConcat") == 0;
+    }
+    assert_int_equal(fused, 1);
+    assert_int_equal(minfer_session_node_count(s), 2); /* Relu, FusedConcat */
+    minfer_tensor *got = NULL;
+    if (run_session(&t, s, &got) != MINFER_OK)
+        fail_msg("opencl: run failed: %s", minfer_last_error());
+    minfer_session_free(s);
+    minfer_tensor *want = run_on(&t, "cpu", NULL, NULL);
+    if (!want)
+        fail_msg("cpu refused the graph: %s", minfer_last_error());
+    compare(got, want);
+    minfer_tensor_free(got);
+    minfer_tensor_free(want);
+    tc_free(&t);
+}
+
+static void test_concat_batchnorm_relu(void **state) {
+    (void)state;
+    concat_bn_case(0);
+    concat_bn_case(1);
+}
+
 /* Gather with indices out of range: the run fails with an error naming the
  * node and the index, the session survives and its next run is right. The
  * indices are a graph input (checked on the device) or constant (checked
@@ -999,6 +1052,7 @@ static int pass_fp16(void **state) {
     cmocka_unit_test(test_softmax_layernorm_batchnorm),                                    \
     cmocka_unit_test(test_concat_transpose_gather),                                        \
     cmocka_unit_test(test_concat_constants),                                               \
+    cmocka_unit_test(test_concat_batchnorm_relu),                                          \
     cmocka_unit_test(test_gather_out_of_range),                                            \
     cmocka_unit_test(test_reduce_reshape),                                                 \
     cmocka_unit_test(test_mixed_placement),                                                \
@@ -1012,7 +1066,8 @@ int main(void) {
     const struct CMUnitTest conv_gemm[] = {CONV_GEMM_TESTS};
     const struct CMUnitTest copies[] = {
         cmocka_unit_test(test_mixed_placement), cmocka_unit_test(test_concat_transpose_gather),
-        cmocka_unit_test(test_concat_constants), cmocka_unit_test(test_gather_out_of_range),
+        cmocka_unit_test(test_concat_constants), cmocka_unit_test(test_concat_batchnorm_relu),
+        cmocka_unit_test(test_gather_out_of_range),
         cmocka_unit_test(test_reduce_reshape), cmocka_unit_test(test_softmax_layernorm_batchnorm)};
     char why[256];
     if (no_device_reason(why, sizeof why)) {

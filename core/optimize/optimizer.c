@@ -73,6 +73,7 @@ static const pass_entry fusion_passes[] = {
     {"fuse_matmul_gelu", mf_pass_fuse_matmul_gelu},
     {"batchnorm_relu_conv", mf_pass_batchnorm_relu_conv},
     {"fuse_conv", mf_pass_fuse_conv},
+    {"fuse_concat", mf_pass_fuse_concat},
 };
 
 /* ---- the manager ---------------------------------------------------------- */

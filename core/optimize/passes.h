@@ -181,6 +181,7 @@ minfer_status mf_pass_batchnorm_relu_conv(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fold_pad(mf_opt *o, size_t *fired);         /* passes_cnn.c */
 minfer_status mf_pass_single_concat(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_conv(mf_opt *o, size_t *fired);        /* passes_fuse.c */
+minfer_status mf_pass_fuse_concat(mf_opt *o, size_t *fired);
 minfer_status mf_pass_half_as_float(mf_opt *o, size_t *fired);    /* passes_half.c */
 minfer_status mf_pass_fuse_gemm(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_matmul(mf_opt *o, size_t *fired);

@@ -6,6 +6,9 @@
  *               Conv(Concat(A, B)) over channels -> FusedConv(B, W_B, bias, Conv(A, W_A))
  *  fuse_gemm    Gemm + activation -> FusedGemm
  *  fuse_matmul  MatMul [+ Add(bias)] [+ activation] -> FusedMatMul(A, B, bias)
+ *  fuse_concat  Concat over channels + depthwise 1x1 FusedConv (a channel
+ *               affine and its activation) -> FusedConcat(scale, B, X...);
+ *               sessions only (no CPU kernel)
  *
  * Every intermediate must be read by the next node of the pattern alone
  * and not be a graph output. Activations: Relu, Clip (constant scalar
@@ -414,6 +417,94 @@ minfer_status mf_pass_fuse_matmul(mf_opt *o, size_t *fired) {
         }
         if (has_act)
             take_activation(o, i, &m);
+        (*fired)++;
+        if ((st = mf_opt_reindex(o)) != MINFER_OK)
+            return st;
+    }
+    return MINFER_OK;
+}
+
+/* 1 when node n's int-list attribute name is absent or every entry is v. */
+static int ints_all(const mf_node *n, const char *name, int64_t v) {
+    const int64_t *p = NULL;
+    size_t cnt = mf_attr_ints(n, name, &p);
+    for (size_t k = 0; k < cnt; k++)
+        if (p[k] != v)
+            return 0;
+    return 1;
+}
+
+/* fuse_concat: Concat over channels read by a per-channel affine and its
+ * activation alone, which batchnorm_relu_conv and fuse_conv made a
+ * depthwise 1x1 FusedConv (DenseNet's Concat -> BN -> Relu before every
+ * layer) -> FusedConcat(scale, B, X...): the concatenation is written
+ * already scaled, shifted and activated, one pass instead of two.
+ * Checked: the Concat's output is read by that node alone and not pinned,
+ * axis 1 of a rank >= 3 float output, every input present; the FusedConv
+ * has no residual, group = C = W's channel count, W a float initializer
+ * of shape [C, 1, 1...], kernel, strides 1 and no pads. Only with a gate:
+ * the CPU provider has no FusedConcat, so a graph written by minfer
+ * optimize or compile keeps the pair. */
+minfer_status mf_pass_fuse_concat(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    minfer_status st;
+    if (!o->gate)
+        return MINFER_OK;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        if (!live(o, (size_t)i) || strcmp(n->op_type, "FusedConv") != 0 || !n->domain ||
+            strcmp(n->domain, "minfer") != 0 || n->n_inputs < 2 || n->n_inputs > 3 ||
+            n->n_outputs != 1 || n->inputs[0] < 0 || n->inputs[1] < 0)
+            continue;
+        int x = n->inputs[0], c = mf_opt_producer(o, x);
+        if (c < 0 || !mf_opt_is(g, c, "Concat") || mf_opt_single_consumer(o, x) != i ||
+            g->nodes[c].n_outputs != 1 || g->nodes[c].n_inputs < 1)
+            continue;
+        const mf_vinfo xi = *mf_opt_info(o, x);
+        int64_t axis = mf_attr_int(&g->nodes[c], "axis", 0), C = mf_opt_dim(&xi, 1);
+        const minfer_tensor *w = mf_opt_const(o, n->inputs[1]);
+        if (xi.dtype != MINFER_DTYPE_FLOAT || xi.rank < 3 || (axis != 1 && axis != 1 - xi.rank) ||
+            C <= 0 || !w || w->view.dtype != MINFER_DTYPE_FLOAT || w->view.rank != xi.rank ||
+            w->view.dims[0] != C || mf_attr_int(n, "group", 1) != C ||
+            strcmp(mf_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") != 0 ||
+            !ints_all(n, "kernel_shape", 1) || !ints_all(n, "strides", 1) ||
+            !ints_all(n, "pads", 0))
+            continue;
+        int ok = 1;
+        for (int d = 1; d < w->view.rank; d++)
+            ok &= w->view.dims[d] == 1;
+        for (size_t j = 0; j < g->nodes[c].n_inputs; j++)
+            ok &= g->nodes[c].inputs[j] >= 0;
+        if (n->n_inputs == 3 && n->inputs[2] >= 0) {
+            const minfer_tensor *b = mf_opt_const(o, n->inputs[2]);
+            ok &= b && b->view.dtype == MINFER_DTYPE_FLOAT && mf_opt_numel(&b->view) == C;
+        }
+        if (!ok)
+            continue;
+        size_t nc = g->nodes[c].n_inputs;
+        int *ins = malloc((nc + 2) * sizeof *ins);
+        if (!ins)
+            return mf_opt_oom(o);
+        ins[0] = n->inputs[1];
+        ins[1] = n->n_inputs == 3 ? n->inputs[2] : -1;
+        memcpy(ins + 2, g->nodes[c].inputs, nc * sizeof *ins);
+        static const char *const drop[] = {"group", "kernel_shape", "strides", "pads",
+                                           "dilations", "auto_pad"};
+        if ((st = mf_opt_fuse_save(o, i)) != MINFER_OK) {
+            free(ins);
+            return st;
+        }
+        for (size_t a = 0; a < sizeof drop / sizeof drop[0]; a++)
+            mf_opt_drop_attr(o, i, drop[a]);
+        st = mf_opt_set_inputs(o, i, ins, nc + 2);
+        free(ins);
+        if (st != MINFER_OK || (st = mf_opt_set_op(o, i, "minfer", "FusedConcat")) != MINFER_OK ||
+            (st = mf_opt_set_attr_int(o, i, "axis", 1)) != MINFER_OK)
+            return st;
+        if (!mf_opt_fuse_keep(o, i)) /* no provider of the session runs it (gate.c) */
+            continue;
+        mf_opt_kill(o, c);
         (*fired)++;
         if ((st = mf_opt_reindex(o)) != MINFER_OK)
             return st;

@@ -5,6 +5,7 @@
  * FusedGemm and FusedMatMul run the ONNX rule (Conv, Gemm opset 13, MatMul)
  * on a copy of the node restricted to that op's inputs; the extra inputs
  * (Z, bias) are then checked against the result where both are known.
+ * FusedConcat is Concat of its inputs after scale and B.
  * LayerNormalization, RMSNormalization, Gelu and RotaryEmbedding keep X's
  * type and shape (Cos and Sin broadcast into X; the kernels check them);
  * Attention is two MatMuls, Q @ KT then scores @ V.
@@ -67,6 +68,18 @@ minfer_status mf_infer_minfer_node(const mf_node *node, const minfer_tensor_view
             return fail(err, err_size, MINFER_ERR_SHAPE, "%s: Z does not have the output's shape",
                         op);
         return MINFER_OK;
+    }
+    if (strcmp(op, "FusedConcat") == 0) { /* (scale, B, X...): Concat of the Xs */
+        if (node->n_inputs < 3 || n_in < 3)
+            return fail(err, err_size, MINFER_ERR_MODEL, "%s: needs scale, B and inputs", op);
+        mf_node tmp = *node;
+        tmp.op_type = (char *)"Concat";
+        tmp.domain = (char *)"";
+        tmp.opset = 13;
+        tmp.inputs = node->inputs + 2;
+        tmp.n_inputs = node->n_inputs - 2;
+        tmp.n_outputs = 1;
+        return mf_infer_std_or(&tmp, in + 2, n_in - 2, out, 1, err, err_size, NULL);
     }
     if (strcmp(op, "FusedGemm") == 0)
         return as_onnx(node, "Gemm", 13, 3, in, out, n_out, err, err_size);
@@ -135,7 +148,7 @@ minfer_status mf_infer_minfer_node(const mf_node *node, const minfer_tensor_view
 }
 
 int mf_infer_minfer_known(const char *op_type) {
-    static const char *const ops[] = {"FusedConv", "FusedGemm", "FusedMatMul",
+    static const char *const ops[] = {"FusedConv", "FusedConcat", "FusedGemm", "FusedMatMul",
                                       "LayerNormalization", "RMSNormalization", "Gelu",
                                       "Attention", "RotaryEmbedding"};
     for (size_t i = 0; op_type && i < sizeof ops / sizeof ops[0]; i++)

@@ -55,10 +55,10 @@
 #define OCL_KERNELS(X)                                                                     \
     X(unary) X(binary_flat) X(binary_bcast) X(channel_affine) X(gemm) X(conv_tile)          \
     X(conv_direct) X(pool) X(global_pool) X(softmax) X(layernorm) X(strided_copy)            \
-    X(gather) X(gather16) X(reduce) X(concat_copy) X(concat_copy16) X(gemm_epilogue)        \
+    X(gather) X(gather16) X(reduce) X(gemm_epilogue)        \
     X(conv_epilogue) X(copy_bytes) X(fill_bytes) X(rmsnorm) X(attn_scores) X(attn_softmax)  \
-    X(attn_pv) X(rotary) X(concat_all) X(concat_all16) X(gemm_local1) X(gemm_local2)          \
-    X(conv_local1) X(conv_local2)
+    X(attn_pv) X(rotary) X(concat_all) X(concat_all16) X(concat_affine) X(gemm_local1)        \
+    X(gemm_local2) X(conv_local1) X(conv_local2)
 
 enum {
 #define X(k) OCL_K_##k,
@@ -411,6 +411,7 @@ OCL_OP(layernorm)
 OCL_OP(reshape)
 OCL_OP(transpose)
 OCL_OP(concat)
+OCL_OP(fused_concat)
 OCL_OP(gather)
 OCL_OP(reduce)
 /* fused.c */

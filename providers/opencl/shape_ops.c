@@ -151,8 +151,12 @@ minfer_status ocl_execute_transpose(const ocl_exec *e) {
  * holds each input's element offset there, or -1 for an input that arrives
  * on the device at run time. */
 typedef struct concat_state {
-    ocl_state_head head;
+    ocl_state_head head; /* FusedConcat: bufs[1] scale, bufs[2] shift */
     int64_t axis;
+    int first; /* the first input concatenated: 0, or 2 for FusedConcat */
+    int affine, act; /* FusedConcat: C channels, its activation */
+    int64_t C;
+    float a, b;
 } concat_state;
 
 /* Packs the constant inputs of p's node into one block of device elements
@@ -163,12 +167,13 @@ static minfer_status upload_concat_consts(ocl_prep *p, concat_state *st) {
     if (!off)
         return ocl_prep_fail(p, MINFER_ERR_NOMEM, "out of memory for node state");
     st->head.host = off;
-    size_t total = 0, es = ocl_esize(p->ctx, n->inputs[0].dtype);
+    size_t total = 0, es = ocl_esize(p->ctx, n->inputs[st->first].dtype);
     for (size_t i = 0; i < n->n_inputs; i++) {
         const minfer_value_desc *d = ocl_in_desc(n, i);
-        off[i] = d->const_data ? (int64_t)total : -1;
-        if (d->const_data)
-            total += d->const_nbytes / ocl_dtype_size(d->dtype);
+        off[i] = d->const_data && i >= (size_t)st->first ? (int64_t)total : -1;
+        if (off[i] < 0)
+            continue;
+        total += d->const_nbytes / ocl_dtype_size(d->dtype);
     }
     if (total == 0)
         return MINFER_OK;
@@ -180,7 +185,7 @@ static minfer_status upload_concat_consts(ocl_prep *p, concat_state *st) {
         return ocl_prep_fail(p, MINFER_ERR_NOMEM, "out of memory packing constant inputs");
     for (size_t i = 0; i < n->n_inputs; i++) {
         const minfer_value_desc *d = ocl_in_desc(n, i);
-        if (!d->const_data)
+        if (off[i] < 0)
             continue;
         size_t count = d->const_nbytes / ocl_dtype_size(d->dtype);
         char *dst = block + (size_t)off[i] * es;
@@ -197,16 +202,16 @@ static minfer_status upload_concat_consts(ocl_prep *p, concat_state *st) {
     return s;
 }
 
-minfer_status ocl_prepare_concat(ocl_prep *p) {
+static minfer_status prepare_concat_like(ocl_prep *p, int first) {
     const minfer_node_desc *n = p->node;
-    if (n->n_inputs < 1)
+    if (n->n_inputs < (size_t)first + 1)
         return ocl_prep_fail(p, MINFER_ERR_MODEL, "needs inputs");
-    for (size_t i = 0; i < n->n_inputs; i++) {
+    for (size_t i = (size_t)first; i < n->n_inputs; i++) {
         const minfer_value_desc *d = ocl_in_desc(n, i);
         if (!d)
             return ocl_prep_fail(p, MINFER_ERR_MODEL, "input %zu missing", i);
         size_t es = ocl_esize(p->ctx, d->dtype);
-        if ((es != 2 && es != 4) || d->dtype != n->inputs[0].dtype)
+        if ((es != 2 && es != 4) || d->dtype != n->inputs[first].dtype)
             return ocl_decline(p, "element types differ or are not 2 or 4 bytes wide");
         minfer_status s = ocl_check_size(p, d);
         if (s)
@@ -215,9 +220,54 @@ minfer_status ocl_prepare_concat(ocl_prep *p) {
     concat_state *st = ocl_state(p, sizeof *st);
     if (!st)
         return MINFER_ERR_NOMEM;
+    st->first = first;
     if (!p->ctx->api->attr_int(p->node, "axis", &st->axis))
         return ocl_prep_fail(p, MINFER_ERR_MODEL, "axis is required");
     return upload_concat_consts(p, st);
+}
+
+minfer_status ocl_prepare_concat(ocl_prep *p) { return prepare_concat_like(p, 0); }
+
+/* minfer:FusedConcat(scale, B, X...): Concat over axis 1 with every
+ * channel c then x * scale[c] + B[c] and the activation (fuse_concat,
+ * docs/fused-ops.md), written in the copy's one pass. */
+minfer_status ocl_prepare_fused_concat(ocl_prep *p) {
+    const minfer_node_desc *n = p->node;
+    const minfer_value_desc *w = ocl_in_desc(n, 0), *b = ocl_in_desc(n, 1);
+    if (n->n_inputs < 3 || !w)
+        return ocl_prep_fail(p, MINFER_ERR_MODEL, "needs scale and at least one input");
+    minfer_status s = prepare_concat_like(p, 2);
+    if (s)
+        return s;
+    concat_state *st = p->state;
+    if (st->axis != 1)
+        return ocl_decline(p, "axis %lld (only 1)", (long long)st->axis);
+    for (size_t i = 2; i < n->n_inputs; i++)
+        if (n->inputs[i].dtype != MINFER_DTYPE_FLOAT)
+            return ocl_decline(p, "inputs must be float");
+    if (w->dtype != MINFER_DTYPE_FLOAT || !w->const_data || (b && (b->dtype != MINFER_DTYPE_FLOAT ||
+                                                                   !b->const_data)))
+        return ocl_decline(p, "scale and B must be float constants");
+    size_t C = w->const_nbytes / sizeof(float);
+    if (C == 0 || C > (size_t)INT32_MAX || (b && b->const_nbytes != C * sizeof(float)))
+        return ocl_prep_fail(p, MINFER_ERR_MODEL, "scale has %zu elements, B %zu bytes", C,
+                             b ? b->const_nbytes : 0);
+    st->affine = 1;
+    st->C = (int64_t)C;
+    if ((s = ocl_parse_activation(p, &st->act, &st->a, &st->b)))
+        return s;
+    if (!p->prep)
+        return MINFER_OK;
+    if ((s = ocl_upload_floats(p, 1, w->const_data, C)))
+        return s;
+    if (b)
+        return ocl_upload_floats(p, 2, b->const_data, C);
+    float *zero = calloc(C, sizeof *zero);
+    if (!zero)
+        return ocl_prep_fail(p, MINFER_ERR_NOMEM, "out of memory for node state");
+    s = ocl_upload_floats(p, 2, zero, C);
+    free(zero);
+    return s;
 }
 
 /* The concat8 struct of kernels/data.cl (passed by value). */
@@ -227,9 +277,48 @@ typedef struct ocl_concat8 {
     cl_int off[OCL_CONCAT_MAX], row[OCL_CONCAT_MAX], col[OCL_CONCAT_MAX];
 } ocl_concat8;
 
+/* Where data input i (an input index of the node) lies: the state's
+ * block for a constant, else its view. */
+static void concat_src(const ocl_exec *e, const concat_state *st, size_t i, cl_mem *xb,
+                       cl_int *xo) {
+    const int64_t *const_off = st->head.host;
+    if (const_off && const_off[i] >= 0) {
+        *xb = st->head.bufs[0];
+        *xo = (cl_int)const_off[i];
+    } else {
+        ocl_in_buf(e, i, -1, xb, xo);
+    }
+}
+
+/* Launches concat_all / concat_affine over the inputs in c, all in xb. */
+static minfer_status concat_launch(const ocl_exec *e, const concat_state *st, int half,
+                                   cl_mem xb, const ocl_concat8 *c, cl_mem yb, cl_int yo,
+                                   cl_int row_out, cl_int inner, size_t outer) {
+    minfer_status s;
+    int k;
+    if (st->affine) {
+        k = OCL_K_concat_affine;
+        s = ocl_set_args(e, k, 11, OCL_ARG(xb), OCL_ARG(*c), OCL_ARG(st->head.bufs[1]),
+                         OCL_ARG(st->head.bufs[2]), OCL_ARG(yb), OCL_ARG(yo), OCL_ARG(row_out),
+                         OCL_ARG(inner), OCL_ARG(st->act), OCL_ARG(st->a), OCL_ARG(st->b));
+    } else {
+        k = half ? OCL_K_concat_all16 : OCL_K_concat_all;
+        s = ocl_set_args(e, k, 5, OCL_ARG(xb), OCL_ARG(*c), OCL_ARG(yb), OCL_ARG(yo),
+                         OCL_ARG(row_out));
+    }
+    if (s)
+        return s;
+    size_t longest = 0;
+    for (int j = 0; j < c->n; j++)
+        longest = (size_t)c->row[j] > longest ? (size_t)c->row[j] : longest;
+    size_t g[3] = {longest, outer, (size_t)c->n};
+    return ocl_launch(e, k, 3, g, 0);
+}
+
 minfer_status ocl_execute_concat(const ocl_exec *e) {
     const concat_state *st = e->state;
-    const minfer_tensor_view *x0 = ocl_input(e, 0);
+    size_t first = (size_t)st->first, n_in = e->args->n_inputs;
+    const minfer_tensor_view *x0 = ocl_input(e, first);
     if (!x0)
         return ocl_fail(e, MINFER_ERR_RUNTIME, "missing input");
     int r = x0->rank;
@@ -239,7 +328,7 @@ minfer_status ocl_execute_concat(const ocl_exec *e) {
     int64_t od[OCL_MAX_RANK];
     memcpy(od, x0->dims, sizeof(int64_t) * (size_t)r);
     od[axis] = 0;
-    for (size_t i = 0; i < e->args->n_inputs; i++) {
+    for (size_t i = first; i < n_in; i++) {
         const minfer_tensor_view *x = ocl_input(e, i);
         if (!x || x->rank != r)
             return ocl_fail(e, MINFER_ERR_SHAPE, "input %zu has another rank", i);
@@ -248,6 +337,9 @@ minfer_status ocl_execute_concat(const ocl_exec *e) {
                 return ocl_fail(e, MINFER_ERR_SHAPE, "input %zu differs off the axis", i);
         od[axis] += x->dims[axis];
     }
+    if (st->affine && od[axis] != st->C)
+        return ocl_fail(e, MINFER_ERR_SHAPE, "%lld channels concatenated, scale has %lld",
+                        (long long)od[axis], (long long)st->C);
     cl_mem yb;
     cl_int yo;
     minfer_status s = ocl_output(e, 0, r, od, &yb, &yo);
@@ -255,25 +347,21 @@ minfer_status ocl_execute_concat(const ocl_exec *e) {
         return s;
     size_t outer = (size_t)ocl_numel((int32_t)axis, od);
     size_t inner = (size_t)ocl_numel(r - (int32_t)axis - 1, od + axis + 1);
-    cl_int row_out = (cl_int)((size_t)od[axis] * inner), pos = yo;
+    cl_int row_out = (cl_int)((size_t)od[axis] * inner), pos = 0;
     int half = ocl_esize(e->ctx, x0->dtype) == 2;
+    if (!outer || !row_out)
+        return MINFER_OK;
     /* One launch when every input with elements lies in one buffer. */
     ocl_concat8 all = {0};
     cl_mem ab = NULL;
-    int one = e->args->n_inputs <= OCL_CONCAT_MAX && outer && row_out;
-    for (size_t i = 0; one && i < e->args->n_inputs; i++) {
+    int one = n_in - first <= OCL_CONCAT_MAX;
+    for (size_t i = first; one && i < n_in; i++) {
         const minfer_tensor_view *x = ocl_input(e, i);
         cl_int row = (cl_int)((size_t)x->dims[axis] * inner), xo;
         cl_mem xb;
-        const int64_t *const_off = st->head.host;
         if (!row)
             continue;
-        if (const_off && const_off[i] >= 0) {
-            xb = st->head.bufs[0];
-            xo = (cl_int)const_off[i];
-        } else {
-            ocl_in_buf(e, i, -1, &xb, &xo);
-        }
+        concat_src(e, st, i, &xb, &xo);
         one = !ab || ab == xb;
         ab = xb;
         all.off[all.n] = xo;
@@ -281,41 +369,28 @@ minfer_status ocl_execute_concat(const ocl_exec *e) {
         all.col[all.n] = all.n ? all.col[all.n - 1] + all.row[all.n - 1] : 0;
         all.n++;
     }
-    if (one && all.n > 0) {
-        int ka = half ? OCL_K_concat_all16 : OCL_K_concat_all;
-        if ((s = ocl_set_args(e, ka, 5, OCL_ARG(ab), OCL_ARG(all), OCL_ARG(yb), OCL_ARG(yo),
-                              OCL_ARG(row_out))))
-            return s;
-        size_t longest = 0;
-        for (int j = 0; j < all.n; j++)
-            longest = (size_t)all.row[j] > longest ? (size_t)all.row[j] : longest;
-        size_t g[3] = {longest, outer, (size_t)all.n};
-        return ocl_launch(e, ka, 3, g, 0);
-    }
-    int k = half ? OCL_K_concat_copy16 : OCL_K_concat_copy;
-    for (size_t i = 0; i < e->args->n_inputs; i++) {
+    if (one)
+        return all.n ? concat_launch(e, st, half, ab, &all, yb, yo, row_out, (cl_int)inner,
+                                     outer)
+                     : MINFER_OK;
+    /* Else one launch per input (the same kernel over one input). */
+    for (size_t i = first; i < n_in; i++) {
         const minfer_tensor_view *x = ocl_input(e, i);
         cl_int row = (cl_int)((size_t)x->dims[axis] * inner), xo;
         cl_mem xb;
-        const int64_t *const_off = st->head.host;
-        if (const_off && const_off[i] >= 0) {
-            xb = st->head.bufs[0];
-            xo = (cl_int)const_off[i];
-        } else {
-            ocl_in_buf(e, i, -1, &xb, &xo);
-        }
-        if (row && outer) {
-            if ((s = ocl_set_args(e, k, 6, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb), OCL_ARG(pos),
-                                  OCL_ARG(row), OCL_ARG(row_out))))
-                return s;
-            size_t g[2] = {(size_t)row, outer};
-            if ((s = ocl_launch(e, k, 2, g, 0)))
+        concat_src(e, st, i, &xb, &xo);
+        if (row) {
+            ocl_concat8 one_in = {.n = 1, .off = {xo}, .row = {row}, .col = {pos}};
+            if ((s = concat_launch(e, st, half, xb, &one_in, yb, yo, row_out, (cl_int)inner,
+                                   outer)))
                 return s;
         }
         pos += row;
     }
     return MINFER_OK;
 }
+
+minfer_status ocl_execute_fused_concat(const ocl_exec *e) { return ocl_execute_concat(e); }
 
 /* ---- Gather -------------------------------------------------------------------- */
 

@@ -107,22 +107,8 @@ __kernel void reduce(__global const DT *x, int xoff, __global DT *y, int yoff, i
     ST(y, yoff + e, op == 1 ? r / (float)rcount : r);
 }
 
-/* One Concat input: outer rows of row elements of type T into rows of
- * row_out, starting at yoff. Grid: (row, outer). */
-#define CONCAT_COPY(name, T)                                                               \
-    __kernel void name(__global const T *x, int xoff, __global T *y, int yoff, int row,     \
-                       int row_out) {                                                      \
-        int i = get_global_id(0), o = get_global_id(1);                                    \
-        if (i >= row)                                                                      \
-            return;                                                                        \
-        y[yoff + o * row_out + i] = x[xoff + o * row + i];                                 \
-    }
-
-CONCAT_COPY(concat_copy, uint)
-CONCAT_COPY(concat_copy16, ushort)
-
 /* A whole Concat of up to CONCAT_MAX inputs in one launch when they share
- * one buffer (the arena): input j's rows of row[j] elements start at
+ * one buffer (the arena), or one input per launch (n = 1) when they do not: input j's rows of row[j] elements start at
  * off[j] of x and go to column col[j] of y's rows of row_out. Grid:
  * (the longest row, outer, inputs); an item past its input's row does
  * nothing, so neighbouring items copy neighbouring elements of one input,
@@ -144,3 +130,17 @@ typedef struct concat8 {
 
 CONCAT_ALL(concat_all, uint)
 CONCAT_ALL(concat_all16, ushort)
+
+/* minfer:FusedConcat: concat_all over axis 1 of float tensors, each element
+ * of channel c then act(x * scale[c] + shift[c]); inner is the length of a
+ * channel's plane (row_out = C * inner). */
+__kernel void concat_affine(__global const DT *x, concat8 c, __global const DT *scale,
+                            __global const DT *shift, __global DT *y, int yoff, int row_out,
+                            int inner, int act, float a, float b) {
+    int i = get_global_id(0), o = get_global_id(1), j = get_global_id(2);
+    if (j >= c.n || i >= c.row[j])
+        return;
+    int col = c.col[j] + i, ch = col / inner;
+    float v = mad(LD(x, c.off[j] + o * c.row[j] + i), LD(scale, ch), LD(shift, ch));
+    ST(y, yoff + o * row_out + col, act1(v, act, a, b));
+}
