@@ -543,6 +543,61 @@ static void test_concat_batchnorm_relu(void **state) {
     concat_bn_case(1);
 }
 
+/* Element-wise runs on one tensor (fuse_elementwise): each becomes one
+ * minfer:FusedElementwise on opencl, one launch, against the unfused graph
+ * on cpu: a residual Add -> Relu; Mul by a channel vector -> Add of one
+ * element -> Sigmoid; one element minus x (the operand on the left) ->
+ * Clip -> LeakyRelu -> Div by a last-axis vector. */
+static void test_elementwise_chains(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(2, 3, 4, 5));
+    tc_input(&t, "res", I64(2, 3, 4, 5));
+    tc_const(&t, "ch", I64(3, 1, 1), NULL);
+    tc_const(&t, "one", NULL, 0, NULL);
+    tc_const(&t, "last", I64(5), (const float[]){0.5f, 1.5f, -2.0f, 3.0f, 0.75f});
+    tc_const(&t, "lo", NULL, 0, (const float[]){-0.5f});
+    tc_const(&t, "hi", NULL, 0, (const float[]){0.8f});
+    tc_node(&t, "Add", NULL, IN("x", "res"), "a");
+    tc_node(&t, "Relu", NULL, IN("a"), "b");
+    size_t k = tc_node(&t, "MaxPool", NULL, IN("b"), "p"); /* ends the first run */
+    minfer_builder_set_attr_ints(t.b, k, "kernel_shape", (const int64_t[]){1, 1}, 2);
+    tc_node(&t, "Mul", NULL, IN("p", "ch"), "m");
+    tc_node(&t, "Add", NULL, IN("m", "one"), "m2");
+    tc_node(&t, "Sigmoid", NULL, IN("m2"), "s");
+    k = tc_node(&t, "MaxPool", NULL, IN("s"), "q");
+    minfer_builder_set_attr_ints(t.b, k, "kernel_shape", (const int64_t[]){1, 1}, 2);
+    tc_node(&t, "Sub", NULL, IN("one", "q"), "d");
+    tc_node(&t, "Clip", NULL, IN("d", "lo", "hi"), "c");
+    k = tc_node(&t, "LeakyRelu", NULL, IN("c"), "l");
+    minfer_builder_set_attr_float(t.b, k, "alpha", 0.2f);
+    tc_node(&t, "Div", NULL, IN("l", "last"), "y");
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_session *s = session_on(&t, "opencl", "opencl", NULL);
+    if (!s)
+        fail_msg("opencl refused the graph: %s", minfer_last_error());
+    int fused = 0;
+    for (size_t i = 0; i < minfer_session_node_count(s); i++) {
+        minfer_node_placement p;
+        assert_int_equal(minfer_session_node_placement(s, i, &p), MINFER_OK);
+        fused += strcmp(p.op_type, "FusedElementwise") == 0;
+    }
+    assert_int_equal(fused, 3);
+    assert_int_equal(minfer_session_node_count(s), 5); /* 3 runs, 2 pools */
+    minfer_tensor *got = NULL;
+    if (run_session(&t, s, &got) != MINFER_OK)
+        fail_msg("opencl: run failed: %s", minfer_last_error());
+    minfer_session_free(s);
+    minfer_tensor *want = run_on(&t, "cpu", NULL, NULL);
+    if (!want)
+        fail_msg("cpu refused the graph: %s", minfer_last_error());
+    compare(got, want);
+    minfer_tensor_free(got);
+    minfer_tensor_free(want);
+    tc_free(&t);
+}
+
 /* Gather with indices out of range: the run fails with an error naming the
  * node and the index, the session survives and its next run is right. The
  * indices are a graph input (checked on the device) or constant (checked
@@ -771,7 +826,7 @@ static void test_run_counters(void **state) {
     tc_init(&t, 13);
     tc_input(&t, "x", I64(4, 6));
     tc_node(&t, "Relu", NULL, IN("x"), "r");
-    tc_node(&t, "Sigmoid", NULL, IN("r"), "y");
+    tc_node(&t, "Transpose", NULL, IN("r"), "y"); /* not fused with the Relu */
     assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
     minfer_session *s = session_on(&t, "opencl", "opencl", NULL);
     assert_non_null(s);
@@ -780,7 +835,7 @@ static void test_run_counters(void **state) {
     for (uint64_t r = 1; r <= 3; r++) {
         assert_int_equal(run_session(&t, s, &out), MINFER_OK);
         minfer_tensor_free(out);
-        /* Relu, Sigmoid; x in, y out (y of run 1 is read after its end:
+        /* Relu, Transpose; x in, y out (y of run 1 is read after its end:
          * a run's downloads count for the next) */
         expect_counters(s, r, 2, 1, r == 1 ? 1 : 2);
     }
@@ -1053,6 +1108,7 @@ static int pass_fp16(void **state) {
     cmocka_unit_test(test_concat_transpose_gather),                                        \
     cmocka_unit_test(test_concat_constants),                                               \
     cmocka_unit_test(test_concat_batchnorm_relu),                                          \
+    cmocka_unit_test(test_elementwise_chains),                                             \
     cmocka_unit_test(test_gather_out_of_range),                                            \
     cmocka_unit_test(test_reduce_reshape),                                                 \
     cmocka_unit_test(test_mixed_placement),                                                \

@@ -213,7 +213,7 @@ int mf_opt_fuse_keep(mf_opt *o, int i) {
         memset(&o->saved[k], 0, sizeof o->saved[k]);
     }
     o->n_saved = 0;
-    if (o->ctx->report)
+    if (o->ctx->report && !o->fuse_optional)
         o->ctx->report->unfused++;
     return 0;
 }

@@ -502,7 +502,10 @@ minfer_status mf_pass_fuse_concat(mf_opt *o, size_t *fired) {
         if (st != MINFER_OK || (st = mf_opt_set_op(o, i, "minfer", "FusedConcat")) != MINFER_OK ||
             (st = mf_opt_set_attr_int(o, i, "axis", 1)) != MINFER_OK)
             return st;
-        if (!mf_opt_fuse_keep(o, i)) /* no provider of the session runs it (gate.c) */
+        o->fuse_optional = 1; /* a session without such a provider is no loss */
+        int kept = mf_opt_fuse_keep(o, i);
+        o->fuse_optional = 0;
+        if (!kept) /* no provider of the session runs it (gate.c) */
             continue;
         mf_opt_kill(o, c);
         (*fired)++;
@@ -510,4 +513,250 @@ minfer_status mf_pass_fuse_concat(mf_opt *o, size_t *fired) {
             return st;
     }
     return MINFER_OK;
+}
+
+/* ---- fuse_elementwise ------------------------------------------------------ */
+
+#define CHAIN_STEPS 8
+#define CHAIN_OPERANDS 4
+
+/* Unary ops a chain takes, with the attributes (and defaults) of their two
+ * parameters. */
+static const struct {
+    const char *op, *attr_a, *attr_b;
+    float a, b;
+} chain_unary[] = {
+    {"Relu", NULL, NULL, 0, 0},        {"Sigmoid", NULL, NULL, 0, 0},
+    {"Tanh", NULL, NULL, 0, 0},        {"Exp", NULL, NULL, 0, 0},
+    {"Log", NULL, NULL, 0, 0},         {"Sqrt", NULL, NULL, 0, 0},
+    {"Abs", NULL, NULL, 0, 0},         {"Neg", NULL, NULL, 0, 0},
+    {"Reciprocal", NULL, NULL, 0, 0},  {"Floor", NULL, NULL, 0, 0},
+    {"Ceil", NULL, NULL, 0, 0},        {"Erf", NULL, NULL, 0, 0},
+    {"Softplus", NULL, NULL, 0, 0},    {"Softsign", NULL, NULL, 0, 0},
+    {"Sin", NULL, NULL, 0, 0},         {"Cos", NULL, NULL, 0, 0},
+    {"Round", NULL, NULL, 0, 0},       {"Sign", NULL, NULL, 0, 0},
+    {"HardSwish", NULL, NULL, 0, 0},   {"LeakyRelu", "alpha", NULL, 0.01f, 0},
+    {"Elu", "alpha", NULL, 1.0f, 0},
+    {"Selu", "alpha", "gamma", 1.67326319217681884765625f, 1.05070102214813232421875f},
+    {"HardSigmoid", "alpha", "beta", 0.2f, 0.5f},
+    {"ThresholdedRelu", "alpha", NULL, 1.0f, 0},
+};
+
+static const char *const chain_binary[] = {"Add", "Sub", "Mul", "Div", "Max", "Min", "PRelu"};
+
+typedef struct chain_step {
+    const char *op;
+    float p[2];
+    int operand; /* value of the other operand of a binary step, else -1 */
+    int swap;    /* the operand is the left one (Sub, Div) */
+} chain_step;
+
+/* 1 when w broadcasts onto x's shape (static in both probes where it is not
+ * x's own shape) as one of the kernels' forms: one element, x's shape, a
+ * vector along axis 1 (channels), or along the last axis. */
+static int chain_operand_ok(mf_opt *o, int w, int x) {
+    const mf_vinfo xi = *mf_opt_info(o, x), wi = *mf_opt_info(o, w);
+    if (wi.dtype != MINFER_DTYPE_FLOAT || xi.rank < 1 || wi.rank < 0 || wi.rank > xi.rank)
+        return 0;
+    if (mf_opt_same_shape(o, w, x))
+        return 1;
+    int non1 = -1; /* x's axis of w's only dimension other than 1 */
+    for (int d = 0; d < wi.rank; d++) {
+        int64_t wd = mf_opt_dim(&wi, d);
+        if (wd == 1)
+            continue;
+        int xd = xi.rank - wi.rank + d;
+        if (wd < 0 || non1 >= 0 || mf_opt_dim(&xi, xd) != wd)
+            return 0;
+        non1 = xd;
+    }
+    return non1 < 0 || (non1 == 1 && xi.rank >= 2) || non1 == xi.rank - 1;
+}
+
+/* Node i as a step of a chain whose value v it reads: 1 and *s filled. */
+static int chain_step_of(mf_opt *o, int i, int v, chain_step *s) {
+    const mf_graph *g = o->g;
+    const mf_node *n = &g->nodes[i];
+    memset(s, 0, sizeof *s);
+    s->operand = -1;
+    if (n->n_outputs != 1 || n->outputs[0] < 0 || (n->domain && n->domain[0]) ||
+        mf_opt_info(o, n->outputs[0])->dtype != MINFER_DTYPE_FLOAT ||
+        !mf_opt_same_shape(o, n->outputs[0], v))
+        return 0;
+    for (size_t k = 0; k < sizeof chain_unary / sizeof chain_unary[0]; k++)
+        if (strcmp(n->op_type, chain_unary[k].op) == 0) {
+            if (n->n_inputs != 1 || n->inputs[0] != v)
+                return 0;
+            s->op = chain_unary[k].op;
+            s->p[0] = chain_unary[k].attr_a ? mf_attr_float(n, chain_unary[k].attr_a,
+                                                            chain_unary[k].a) : 0;
+            s->p[1] = chain_unary[k].attr_b ? mf_attr_float(n, chain_unary[k].attr_b,
+                                                            chain_unary[k].b) : 0;
+            return 1;
+        }
+    if (strcmp(n->op_type, "Clip") == 0) {
+        if (n->n_inputs < 1 || n->inputs[0] != v)
+            return 0;
+        float lo = -FLT_MAX, hi = FLT_MAX;
+        if (n->opset < 11) {
+            lo = mf_attr_float(n, "min", lo);
+            hi = mf_attr_float(n, "max", hi);
+        } else {
+            if (n->n_inputs > 3)
+                return 0;
+            for (size_t k = 1; k < n->n_inputs; k++) {
+                double d;
+                if (n->inputs[k] < 0)
+                    continue;
+                const minfer_tensor *t = mf_opt_const(o, n->inputs[k]);
+                if (!t || t->view.rank > 0 || !mf_opt_scalar(o, n->inputs[k], &d))
+                    return 0;
+                if (k == 1)
+                    lo = (float)d;
+                else
+                    hi = (float)d;
+            }
+        }
+        s->op = "Clip";
+        s->p[0] = lo;
+        s->p[1] = hi;
+        return 1;
+    }
+    for (size_t k = 0; k < sizeof chain_binary / sizeof chain_binary[0]; k++)
+        if (strcmp(n->op_type, chain_binary[k]) == 0) {
+            if (n->n_inputs != 2 || n->inputs[0] < 0 || n->inputs[1] < 0 ||
+                n->inputs[0] == n->inputs[1] || (n->inputs[0] != v && n->inputs[1] != v))
+                return 0;
+            s->swap = n->inputs[1] == v;
+            s->operand = s->swap ? n->inputs[0] : n->inputs[1];
+            if ((s->swap && k == 6) || !chain_operand_ok(o, s->operand, v))
+                return 0; /* PRelu's slope is the right operand */
+            s->op = chain_binary[k];
+            return 1;
+        }
+    return 0;
+}
+
+/* Per value: 1 when it follows from constants and input shapes alone
+ * (an initializer, Shape or Size, or a node of only such inputs). Those
+ * are folded per plan by the CPU evaluator (the session leaves them to
+ * every plan), which has no FusedElementwise: a run on them stays. */
+static unsigned char *shape_derived(mf_opt *o) {
+    const mf_graph *g = o->g;
+    unsigned char *d = calloc(g->n_values + 1, 1);
+    if (!d)
+        return NULL;
+    for (size_t v = 0; v < g->n_values; v++)
+        d[v] = mf_opt_const(o, (int)v) != NULL;
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        if (!live(o, (size_t)i))
+            continue;
+        int all = !n->domain || !n->domain[0];
+        int sh = all && (strcmp(n->op_type, "Shape") == 0 || strcmp(n->op_type, "Size") == 0);
+        for (size_t a = 0; all && !sh && a < n->n_inputs; a++)
+            all = n->inputs[a] < 0 || d[n->inputs[a]];
+        for (size_t a = 0; (sh || all) && a < n->n_outputs; a++)
+            if (n->outputs[a] >= 0)
+                d[n->outputs[a]] = 1;
+    }
+    return d;
+}
+
+/* fuse_elementwise: a run of element-wise nodes on one tensor (unary ops,
+ * Clip, and binary ops whose other operand is one element, a channel or
+ * last-axis vector, or a tensor of the same shape), each intermediate read
+ * by the next node alone -> FusedElementwise(X, operands...): the kernel
+ * reads X once and writes the run's result once (docs/fused-ops.md). At
+ * least 2 nodes, at most 8, at most 4 operands; the shape never grows.
+ * Sessions only, as fuse_concat: the CPU provider has no kernel for it. */
+minfer_status mf_pass_fuse_elementwise(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    minfer_status st;
+    if (!o->gate)
+        return MINFER_OK;
+    unsigned char *derived = shape_derived(o);
+    if (!derived)
+        return mf_opt_oom(o);
+    st = MINFER_OK;
+    for (size_t k = 0; k < g->n_nodes && st == MINFER_OK; k++) {
+        int i = g->order[k];
+        chain_step steps[CHAIN_STEPS];
+        int nodes[CHAIN_STEPS], n_steps = 0, n_ops = 0;
+        if (!live(o, (size_t)i) || g->nodes[i].n_inputs < 1)
+            continue;
+        /* The chain's input: a unary node's input, or a binary node's
+         * operand that is not a constant (a residual Add's first input). */
+        const mf_node *h = &g->nodes[i];
+        int x = -1;
+        for (size_t a = 0; a < h->n_inputs && a < 2 && x < 0; a++)
+            if (h->inputs[a] >= 0 && !mf_opt_const(o, h->inputs[a]) &&
+                mf_opt_info(o, h->inputs[a])->dtype == MINFER_DTYPE_FLOAT &&
+                chain_step_of(o, i, h->inputs[a], &steps[0]))
+                x = h->inputs[a];
+        if (x < 0 || derived[x] ||
+            (steps[0].operand >= 0 && derived[steps[0].operand] &&
+             !mf_opt_const(o, steps[0].operand)))
+            continue;
+        nodes[n_steps++] = i;
+        n_ops = steps[0].operand >= 0;
+        int v = g->nodes[i].outputs[0];
+        while (n_steps < CHAIN_STEPS) {
+            int c = mf_opt_single_consumer(o, v);
+            chain_step s;
+            if (c < 0 || !chain_step_of(o, c, v, &s) || n_ops + (s.operand >= 0) > CHAIN_OPERANDS ||
+                (s.operand >= 0 && derived[s.operand] && !mf_opt_const(o, s.operand)))
+                break;
+            steps[n_steps] = s;
+            nodes[n_steps++] = c;
+            n_ops += s.operand >= 0;
+            v = g->nodes[c].outputs[0];
+        }
+        if (n_steps < 2)
+            continue;
+        /* The last node becomes the fused one. */
+        int last = nodes[n_steps - 1];
+        char ops[CHAIN_STEPS * 20] = "";
+        float params[2 * CHAIN_STEPS];
+        int64_t operand[CHAIN_STEPS], swap[CHAIN_STEPS];
+        int ins[1 + CHAIN_OPERANDS], n_ins = 1;
+        ins[0] = x;
+        for (int s = 0; s < n_steps; s++) {
+            if (s)
+                strcat(ops, ",");
+            strcat(ops, steps[s].op);
+            params[2 * s] = steps[s].p[0];
+            params[2 * s + 1] = steps[s].p[1];
+            operand[s] = steps[s].operand >= 0 ? n_ins : 0;
+            swap[s] = steps[s].swap;
+            if (steps[s].operand >= 0)
+                ins[n_ins++] = steps[s].operand;
+        }
+        static const char *const drop[] = {"alpha", "beta", "gamma", "min", "max"};
+        if ((st = mf_opt_fuse_save(o, last)) != MINFER_OK)
+            break;
+        for (size_t a = 0; a < sizeof drop / sizeof drop[0]; a++)
+            mf_opt_drop_attr(o, last, drop[a]);
+        if ((st = mf_opt_set_inputs(o, last, ins, (size_t)n_ins)) != MINFER_OK ||
+            (st = mf_opt_set_op(o, last, "minfer", "FusedElementwise")) != MINFER_OK ||
+            (st = mf_opt_set_attr_string(o, last, "ops", ops)) != MINFER_OK ||
+            (st = mf_opt_set_attr_floats(o, last, "params", params, (size_t)(2 * n_steps))) !=
+                MINFER_OK ||
+            (st = mf_opt_set_attr_ints(o, last, "operand", operand, (size_t)n_steps)) !=
+                MINFER_OK ||
+            (st = mf_opt_set_attr_ints(o, last, "swap", swap, (size_t)n_steps)) != MINFER_OK)
+            break;
+        o->fuse_optional = 1;
+        int kept = mf_opt_fuse_keep(o, last);
+        o->fuse_optional = 0;
+        if (!kept) /* no provider of the session runs it (gate.c) */
+            continue;
+        for (int s = 0; s < n_steps - 1; s++)
+            mf_opt_kill(o, nodes[s]);
+        (*fired)++;
+        st = mf_opt_reindex(o);
+    }
+    free(derived);
+    return st;
 }

@@ -6,7 +6,8 @@
  * on a copy of the node restricted to that op's inputs; the extra inputs
  * (Z, bias) are then checked against the result where both are known.
  * FusedConcat is Concat of its inputs after scale and B.
- * LayerNormalization, RMSNormalization, Gelu and RotaryEmbedding keep X's
+ * LayerNormalization, RMSNormalization, Gelu, RotaryEmbedding and
+ * FusedElementwise keep X's
  * type and shape (Cos and Sin broadcast into X; the kernels check them);
  * Attention is two MatMuls, Q @ KT then scores @ V.
  */
@@ -114,7 +115,8 @@ minfer_status mf_infer_minfer_node(const mf_node *node, const minfer_tensor_view
         }
     }
     if (strcmp(op, "LayerNormalization") == 0 || strcmp(op, "RMSNormalization") == 0 ||
-        strcmp(op, "Gelu") == 0 || strcmp(op, "RotaryEmbedding") == 0) {
+        strcmp(op, "Gelu") == 0 || strcmp(op, "RotaryEmbedding") == 0 ||
+        strcmp(op, "FusedElementwise") == 0) {
         if (!x)
             return fail(err, err_size, MINFER_ERR_MODEL, "%s: needs input X", op);
         out[0] = *x;
@@ -150,7 +152,7 @@ minfer_status mf_infer_minfer_node(const mf_node *node, const minfer_tensor_view
 int mf_infer_minfer_known(const char *op_type) {
     static const char *const ops[] = {"FusedConv", "FusedConcat", "FusedGemm", "FusedMatMul",
                                       "LayerNormalization", "RMSNormalization", "Gelu",
-                                      "Attention", "RotaryEmbedding"};
+                                      "Attention", "RotaryEmbedding", "FusedElementwise"};
     for (size_t i = 0; op_type && i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op_type, ops[i]) == 0)
             return 1;

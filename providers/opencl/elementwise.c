@@ -389,3 +389,183 @@ minfer_status ocl_execute_batchnorm(const ocl_exec *e) {
 }
 
 minfer_status ocl_execute_clip(const ocl_exec *e) { return ocl_execute_unary(e); }
+
+/* ---- FusedElementwise --------------------------------------------------- */
+
+/* minfer:FusedElementwise(X, operands...): fuse_elementwise's run of
+ * element-wise ops in one kernel (elementwise_chain). Attributes: ops
+ * (the op names, comma-separated), params (two per step), operand (per
+ * step: the input index of a binary step's other operand, 0 for a unary
+ * one) and swap (1 where that operand is the left one). Each operand is
+ * one element, X's shape, a vector along axis 1 or along the last axis
+ * (found from the shapes at run time). */
+#define OCL_CHAIN_STEPS 8 /* CHAIN_STEPS in kernels/elementwise.cl */
+#define OCL_CHAIN_OPERANDS 4
+
+/* The chain8 struct of kernels/elementwise.cl (passed by value). */
+typedef struct ocl_chain8 {
+    cl_int n;
+    cl_int op[OCL_CHAIN_STEPS], kind[OCL_CHAIN_STEPS], src[OCL_CHAIN_STEPS];
+    cl_int mode[OCL_CHAIN_OPERANDS];
+    cl_float a[OCL_CHAIN_STEPS], b[OCL_CHAIN_STEPS];
+    cl_int C, inner, D;
+} ocl_chain8;
+
+typedef struct chain_state {
+    ocl_state_head head; /* bufs[i]: input i when it is a constant */
+    ocl_chain8 c;
+    int n_in;
+} chain_state;
+
+/* The unary op code of name (unary_ops, or Clip), or -1. */
+static int chain_unary_code(const char *name, size_t len) {
+    if (len == 4 && strncmp(name, "Clip", 4) == 0)
+        return OCL_ACT_CLIP;
+    for (size_t i = 0; i < sizeof unary_ops / sizeof unary_ops[0]; i++)
+        if (strlen(unary_ops[i].name) == len && strncmp(unary_ops[i].name, name, len) == 0)
+            return unary_ops[i].op;
+    return -1;
+}
+
+minfer_status ocl_prepare_fused_elementwise(ocl_prep *p) {
+    const minfer_node_desc *n = p->node;
+    if (n->n_inputs < 1 || n->n_inputs > 1 + OCL_CHAIN_OPERANDS)
+        return ocl_decline(p, "%zu inputs (1 to %d)", n->n_inputs, 1 + OCL_CHAIN_OPERANDS);
+    minfer_status s;
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        if (!ocl_in_desc(n, i))
+            return ocl_prep_fail(p, MINFER_ERR_MODEL, "input %zu missing", i);
+        if ((s = ocl_need_float(p, i)) || (s = ocl_check_size(p, ocl_in_desc(n, i))))
+            return s;
+    }
+    chain_state *st = ocl_state(p, sizeof *st);
+    if (!st)
+        return MINFER_ERR_NOMEM;
+    st->n_in = (int)n->n_inputs;
+    const char *ops = ocl_attr_str(p, "ops", "");
+    const float *params = NULL;
+    size_t np = minfer_kit_attr_floats_ref(p->ctx->api, n, "params", &params);
+    int64_t operand[OCL_CHAIN_STEPS], swap[OCL_CHAIN_STEPS];
+    size_t no = 0, ns = 0;
+    if (ocl_attr_ints(p, "operand", operand, OCL_CHAIN_STEPS, &no) < 0 ||
+        ocl_attr_ints(p, "swap", swap, OCL_CHAIN_STEPS, &ns) < 0)
+        return ocl_decline(p, "more than %d steps", OCL_CHAIN_STEPS);
+    int k = 0;
+    for (const char *q = ops; *q; k++) {
+        const char *end = strchr(q, ',');
+        size_t len = end ? (size_t)(end - q) : strlen(q);
+        if (k == OCL_CHAIN_STEPS)
+            return ocl_decline(p, "more than %d steps", OCL_CHAIN_STEPS);
+        if (len >= 32)
+            return ocl_prep_fail(p, MINFER_ERR_MODEL, "op name too long in ops '%s'", ops);
+        char name[32];
+        memcpy(name, q, len);
+        name[len] = 0;
+        int code = chain_unary_code(q, len);
+        if ((size_t)k >= no || (size_t)k >= ns || (size_t)(2 * k + 1) >= np ||
+            operand[k] < 0 || operand[k] >= (int64_t)n->n_inputs)
+            return ocl_prep_fail(p, MINFER_ERR_MODEL,
+                                 "step %d (%s): operand, swap or params missing or wrong", k,
+                                 name);
+        st->c.a[k] = params[2 * k];
+        st->c.b[k] = params[2 * k + 1];
+        if (code >= 0) {
+            if (operand[k] != 0)
+                return ocl_prep_fail(p, MINFER_ERR_MODEL, "step %d (%s) takes no operand", k,
+                                     name);
+            st->c.kind[k] = 0;
+            st->c.op[k] = code;
+        } else {
+            code = binary_code(name);
+            if (code < 0 || strcmp(name, "Sum") == 0 || strcmp(name, "Mean") == 0)
+                return ocl_decline(p, "step %d: '%s' is not an op of a chain", k, name);
+            if (operand[k] < 1)
+                return ocl_prep_fail(p, MINFER_ERR_MODEL, "step %d (%s) needs an operand", k,
+                                     name);
+            st->c.kind[k] = swap[k] ? 2 : 1;
+            st->c.op[k] = code;
+            st->c.src[k] = (cl_int)operand[k];
+        }
+        q = end ? end + 1 : q + len;
+    }
+    if (k == 0 || (size_t)k != no || (size_t)k != ns || (size_t)(2 * k) != np)
+        return ocl_prep_fail(p, MINFER_ERR_MODEL,
+                             "ops has %d steps, operand %zu, swap %zu, params %zu values", k, no,
+                             ns, np);
+    st->c.n = k;
+    if ((s = ocl_check_size(p, &n->outputs[0])) || !p->prep)
+        return s;
+    for (size_t i = 1; i < n->n_inputs; i++)
+        if (n->inputs[i].const_data &&
+            (s = ocl_upload_floats(p, (int)i, n->inputs[i].const_data,
+                                   n->inputs[i].const_nbytes / 4)))
+            return s;
+    return MINFER_OK;
+}
+
+/* How operand w broadcasts onto x: 0 one element, 1 x's shape, 2 along
+ * axis 1, 3 along the last axis; -1 none of these. */
+static int chain_mode(const minfer_tensor_view *w, const minfer_tensor_view *x) {
+    if (w->rank > x->rank)
+        return -1;
+    int non1 = -1, all = 1;
+    for (int d = 0; d < w->rank; d++) {
+        int xd = x->rank - w->rank + d;
+        if (w->dims[d] != x->dims[xd])
+            all = 0;
+        if (w->dims[d] == 1)
+            continue;
+        if (w->dims[d] != x->dims[xd])
+            return -1;
+        non1 = non1 == -1 ? xd : -2; /* -2: two or more */
+    }
+    if (non1 == -1)
+        return 0;
+    if (all && ocl_numel(w->rank, w->dims) == ocl_numel(x->rank, x->dims))
+        return 1;
+    if (non1 == 1 && x->rank >= 2)
+        return 2;
+    if (non1 == x->rank - 1)
+        return 3;
+    return -1;
+}
+
+minfer_status ocl_execute_fused_elementwise(const ocl_exec *e) {
+    const chain_state *st = e->state;
+    const minfer_tensor_view *x = ocl_input(e, 0);
+    if (!x)
+        return ocl_fail(e, MINFER_ERR_RUNTIME, "missing input");
+    ocl_chain8 c = st->c;
+    cl_mem wb[OCL_CHAIN_OPERANDS], xb, yb;
+    cl_int wo[OCL_CHAIN_OPERANDS] = {0}, xo, yo;
+    ocl_in_buf(e, 0, -1, &xb, &xo);
+    for (int j = 0; j < OCL_CHAIN_OPERANDS; j++) {
+        wb[j] = xb;
+        if (j + 1 >= st->n_in)
+            continue;
+        const minfer_tensor_view *w = ocl_input(e, (size_t)j + 1);
+        if (!w)
+            return ocl_fail(e, MINFER_ERR_RUNTIME, "missing input %d", j + 1);
+        c.mode[j] = chain_mode(w, x);
+        if (c.mode[j] < 0)
+            return ocl_fail(e, MINFER_ERR_SHAPE, "input %d does not broadcast onto X as one "
+                            "element, X's shape or a vector along axis 1 or the last", j + 1);
+        ocl_in_buf(e, (size_t)j + 1, j + 1, &wb[j], &wo[j]);
+    }
+    int64_t n = ocl_numel(x->rank, x->dims);
+    c.C = x->rank >= 2 ? (cl_int)x->dims[1] : 1;
+    c.inner = x->rank >= 2 ? (cl_int)ocl_numel(x->rank - 2, x->dims + 2) : 1;
+    c.D = x->rank >= 1 ? (cl_int)x->dims[x->rank - 1] : 1;
+    if (c.C <= 0 || c.inner <= 0 || c.D <= 0) /* empty: nothing to compute */
+        c.C = c.inner = c.D = 1;
+    minfer_status s = ocl_output(e, 0, x->rank, x->dims, &yb, &yo);
+    if (s || n == 0)
+        return s;
+    cl_int ni = (cl_int)n;
+    if ((s = ocl_set_args(e, OCL_K_elementwise_chain, 14, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(yb),
+                          OCL_ARG(yo), OCL_ARG(ni), OCL_ARG(c), OCL_ARG(wb[0]), OCL_ARG(wo[0]),
+                          OCL_ARG(wb[1]), OCL_ARG(wo[1]), OCL_ARG(wb[2]), OCL_ARG(wo[2]),
+                          OCL_ARG(wb[3]), OCL_ARG(wo[3]))))
+        return s;
+    return ocl_launch1(e, OCL_K_elementwise_chain, (size_t)n);
+}

@@ -58,7 +58,7 @@
     X(gather) X(gather16) X(reduce) X(gemm_epilogue)        \
     X(conv_epilogue) X(copy_bytes) X(fill_bytes) X(rmsnorm) X(attn_scores) X(attn_softmax)  \
     X(attn_pv) X(rotary) X(concat_all) X(concat_all16) X(concat_affine) X(gemm_local1)        \
-    X(gemm_local2) X(conv_local1) X(conv_local2)
+    X(gemm_local2) X(conv_local1) X(conv_local2) X(elementwise_chain)
 
 enum {
 #define X(k) OCL_K_##k,
@@ -394,6 +394,7 @@ void ocl_context_end(void);
 /* elementwise.c */
 OCL_OP(unary)
 OCL_OP(clip)
+OCL_OP(fused_elementwise)
 OCL_OP(binary)
 OCL_OP(variadic)
 OCL_OP(batchnorm)

@@ -100,3 +100,39 @@ __kernel void channel_affine(__global const DT *x, int xoff, __global const DT *
             ST(y, i, mad(LD(x, i), s, t));
     }
 }
+
+/* minfer:FusedElementwise: a run of element-wise steps per element, read
+ * once and written once. Step s: kind 0 act1(v, op), 1 bin1(v, w, op), 2
+ * bin1(w, v, op), w from operand src[s] (1-based) read as mode[]: 0 one
+ * element, 1 element i, 2 channel (i / inner) % C, 3 last axis i % D.
+ * Layout matches ocl_chain8 (elementwise.c). */
+#define CHAIN_STEPS 8
+typedef struct chain8 {
+    int n;
+    int op[CHAIN_STEPS], kind[CHAIN_STEPS], src[CHAIN_STEPS];
+    int mode[4];
+    float a[CHAIN_STEPS], b[CHAIN_STEPS];
+    int C, inner, D;
+} chain8;
+
+__kernel void elementwise_chain(__global const DT *x, int xoff, __global DT *y, int yoff, int n,
+                                chain8 c, __global const DT *w0, int o0, __global const DT *w1,
+                                int o1, __global const DT *w2, int o2, __global const DT *w3,
+                                int o3) {
+    int i = get_global_id(0);
+    if (i >= n)
+        return;
+    float v = LD(x, xoff + i);
+    for (int s = 0; s < c.n; s++) {
+        if (c.kind[s] == 0) {
+            v = act1(v, c.op[s], c.a[s], c.b[s]);
+            continue;
+        }
+        int j = c.src[s] - 1, m = c.mode[j];
+        int e = m == 0 ? 0 : m == 1 ? i : m == 2 ? (i / c.inner) % c.C : i % c.D;
+        float w = j == 0 ? LD(w0, o0 + e) : j == 1 ? LD(w1, o1 + e)
+                                           : j == 2 ? LD(w2, o2 + e) : LD(w3, o3 + e);
+        v = c.kind[s] == 1 ? bin1(v, w, c.op[s]) : bin1(w, v, c.op[s]);
+    }
+    ST(y, yoff + i, v);
+}
