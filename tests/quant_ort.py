@@ -13,7 +13,8 @@ Also the contrib plugin's QLinearAdd, QLinearMul, QLinearGlobalAveragePool,
 QGemm, QLinearSigmoid, QLinearLeakyRelu (every value of the type) and
 QLinearConcat (copied and requantized inputs, negative axis) and
 QLinearAveragePool (1-3 spatial dims, pads, ceil_mode, count_include_pad,
-NHWC) (com.microsoft) against ORT's, zero steps off; malformed nodes of
+NHWC) (com.microsoft) against ORT's, zero steps off, on cpu and again on
+onednn,cpu (oneDNN's own QLinearAdd); malformed nodes of
 these must fail with a message naming the op and the input.
 Also whole models quantized dynamically as ORT's quantize_dynamic does
 (quantize_dynamic.py: DynamicQuantizeLinear + ConvInteger per Conv) from
@@ -472,6 +473,15 @@ def main(argv):
         last = (rc.stdout.strip().splitlines() or [""])[-1]
         if rc.returncode != 0 or last != f"{len(CONTRIB)} passed, 0 failed, 0 skipped":
             sys.exit(f"quant_ort: contrib: '{last}'")
+        # again with onednn first: it takes QLinearAdd of one shape
+        # (providers/onednn/quant.c dnn_build_qadd), the plugin the rest
+        rd = subprocess.run([minfer, "test", "--rtol", "0", "--atol", "0", "--plugin", "contrib",
+                             "--providers", "onednn,cpu", ccases], capture_output=True, text=True)
+        sys.stdout.write(rd.stdout)
+        sys.stderr.write(rd.stderr)
+        last = (rd.stdout.strip().splitlines() or [""])[-1]
+        if rd.returncode != 0 or last != f"{len(CONTRIB)} passed, 0 failed, 0 skipped":
+            sys.exit(f"quant_ort: contrib on onednn,cpu: '{last}'")
         for name, (make, want) in BAD.items():
             path = os.path.join(tmp, "bad_" + name + ".onnx")
             onnx.save(make(), path)

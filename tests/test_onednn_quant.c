@@ -4,7 +4,8 @@
  * QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger with uint8 and
  * int8 data, per-tensor and per-channel scales, zero points (odd ones, on
  * rounding ties), saturation at both ends, shifted uint8 weights, and
- * zero points computed in the graph. Scales are powers of two where the
+ * zero points computed in the graph; com.microsoft QLinearAdd between
+ * them against the contrib plugin. Scales are powers of two where the
  * results must be equal: the multiplier is then exact in float and double,
  * and ties fall on x.5 exactly. Each graph runs on {"onednn"} alone (every
  * node must be placed there) at 1 and 2 threads. Weights oneDNN cannot
@@ -128,6 +129,7 @@ static double elem(const minfer_tensor *x, int64_t i) {
     switch (minfer_tensor_dtype(x)) {
     case MINFER_DTYPE_UINT8: return ((const uint8_t *)d)[i];
     case MINFER_DTYPE_INT8: return ((const int8_t *)d)[i];
+    case MINFER_DTYPE_FLOAT: return ((const float *)d)[i];
     default: return ((const int32_t *)d)[i];
     }
 }
@@ -502,6 +504,106 @@ static void test_dynamic_quantize_convinteger(void **state) {
     check_chain(&t, (const char *const[]){"y"}, 1, 1);
 }
 
+/* com.microsoft QLinearAdd on oneDNN (computed in the layout its inputs
+ * arrive in) against the contrib plugin's kernel (ORT's values): a
+ * residual sum between two QLinearConvs, the first's output channels-last
+ * and the other operand a plain input reordered to it, the sum kept
+ * channels-last for the second convolution; MobileNet V2's scales and
+ * zero points (where ORT's order of operations moves ties), uint8 and
+ * int8; all three nodes on onednn. A broadcast B is left to the plugin. */
+static void qadd_chain(int32_t dt, uint32_t seed) {
+    qcase t;
+    init(&t, seed);
+    assert_int_equal(minfer_builder_add_opset(t.b, "com.microsoft", 1), MINFER_OK);
+    int u8 = dt == MINFER_DTYPE_UINT8;
+    static const float xs = 0.04724602f, rs = 0.03807073f, ss = 0.05645178f, ws = 0.0625f;
+    input(&t, "x", dt, INTS(1, 16, 12, 12), u8 ? 0 : -128, u8 ? 255 : 127);
+    input(&t, "r", dt, INTS(1, 16, 12, 12), u8 ? 0 : -128, u8 ? 255 : 127);
+    fconst(&t, "xs", INTS(1), &xs);
+    fconst(&t, "rs", INTS(1), &rs);
+    fconst(&t, "ss", INTS(1), &ss);
+    fconst(&t, "ws", INTS(1), &ws);
+    cnst(&t, "xz", dt, INTS(1), u8 ? 127 : -1, u8 ? 127 : -1);
+    cnst(&t, "rz", dt, INTS(1), u8 ? 138 : 10, u8 ? 138 : 10);
+    cnst(&t, "sz", dt, INTS(1), u8 ? 132 : 4, u8 ? 132 : 4);
+    cnst(&t, "wz", MINFER_DTYPE_INT8, INTS(1), 0, 0);
+    cnst(&t, "w0", MINFER_DTYPE_INT8, INTS(16, 16, 3, 3), -20, 20);
+    cnst(&t, "w1", MINFER_DTYPE_INT8, INTS(8, 16, 1, 1), -60, 60);
+    size_t idx;
+    const char *h = "h", *sum = "s", *y = "y";
+    assert_int_equal(minfer_builder_add_node(t.b, "QLinearConv", NULL, "c0",
+                                             NAMES("x", "xs", "xz", "w0", "ws", "wz", "xs", "xz"),
+                                             &h, 1, &idx),
+                     MINFER_OK);
+    minfer_builder_set_attr_ints(t.b, idx, "pads", INTS(1, 1, 1, 1));
+    assert_int_equal(minfer_builder_add_node(t.b, "QLinearAdd", "com.microsoft", "add",
+                                             NAMES("h", "xs", "xz", "r", "rs", "rz", "ss", "sz"),
+                                             &sum, 1, &idx),
+                     MINFER_OK);
+    assert_int_equal(minfer_builder_add_node(t.b, "QLinearConv", NULL, "c1",
+                                             NAMES("s", "ss", "sz", "w1", "ws", "wz", "ss", "sz"),
+                                             &y, 1, &idx),
+                     MINFER_OK);
+    check_chain(&t, (const char *const[]){"y", "s"}, 2, 3);
+}
+
+static void test_qlinearadd(void **state) {
+    (void)state;
+    qadd_chain(MINFER_DTYPE_UINT8, 41);
+    qadd_chain(MINFER_DTYPE_INT8, 43);
+    qcase t;
+    init(&t, 47);
+    assert_int_equal(minfer_builder_add_opset(t.b, "com.microsoft", 1), MINFER_OK);
+    static const float sa = 0.02f, sb = 0.03f, sc = 0.04f;
+    input(&t, "a", MINFER_DTYPE_UINT8, INTS(2, 3, 5), 0, 255);
+    fconst(&t, "as", INTS(1), &sa);
+    cnst(&t, "az", MINFER_DTYPE_UINT8, INTS(1), 100, 100);
+    cnst(&t, "b", MINFER_DTYPE_UINT8, INTS(5), 0, 255);
+    fconst(&t, "bs", INTS(1), &sb);
+    cnst(&t, "bz", MINFER_DTYPE_UINT8, INTS(1), 90, 90);
+    fconst(&t, "cs", INTS(1), &sc);
+    cnst(&t, "cz", MINFER_DTYPE_UINT8, INTS(1), 120, 120);
+    size_t idx;
+    const char *y = "y";
+    assert_int_equal(minfer_builder_add_node(t.b, "QLinearAdd", "com.microsoft", "add",
+                                             NAMES("a", "as", "az", "b", "bs", "bz", "cs", "cz"),
+                                             &y, 1, &idx),
+                     MINFER_OK);
+    check_chain(&t, (const char *const[]){"y"}, 1, 0);
+}
+
+/* Cast of int32 to float on oneDNN (a reorder in the layout its input
+ * arrives in) against the CPU provider: after a ConvInteger whose sums
+ * pass 2^24 (run in pieces: the int32 sums exact, rounded to float by the
+ * Cast alike, to nearest even), and of an int32 input with values around
+ * 2^24 and 2^31; both nodes on onednn. */
+static void test_cast_int32(void **state) {
+    (void)state;
+    qcase t;
+    init(&t, 53);
+    input(&t, "x", MINFER_DTYPE_UINT8, INTS(1, 128, 5, 5), 240, 255);
+    cnst(&t, "w", MINFER_DTYPE_INT8, INTS(8, 128, 3, 3), 120, 127);
+    size_t idx;
+    const char *c = "c", *y = "y";
+    assert_int_equal(minfer_builder_add_node(t.b, "ConvInteger", NULL, "ci", NAMES("x", "w"), &c,
+                                             1, &idx),
+                     MINFER_OK);
+    minfer_builder_set_attr_ints(t.b, idx, "pads", INTS(1, 1, 1, 1));
+    assert_int_equal(minfer_builder_add_node(t.b, "Cast", NULL, "cast", NAMES("c"), &y, 1, &idx),
+                     MINFER_OK);
+    minfer_builder_set_attr_int(t.b, idx, "to", MINFER_DTYPE_FLOAT);
+    check_chain(&t, (const char *const[]){"y", "c"}, 2, 2);
+    qcase u;
+    init(&u, 59);
+    input(&u, "i", MINFER_DTYPE_INT32, INTS(3, 50), 16777000, 16777600);
+    assert_int_equal(minfer_builder_add_node(u.b, "Cast", NULL, "cast", NAMES("i"), &y, 1, &idx),
+                     MINFER_OK);
+    minfer_builder_set_attr_int(u.b, idx, "to", MINFER_DTYPE_FLOAT);
+    int32_t *d = minfer_tensor_data(u.inputs[0]);
+    d[0] = INT32_MAX, d[1] = INT32_MIN, d[2] = -16777217, d[3] = 2147483583;
+    check_chain(&u, (const char *const[]){"y"}, 1, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qlinearconv_ties),
@@ -516,6 +618,8 @@ int main(void) {
         cmocka_unit_test(test_matmulinteger),
         cmocka_unit_test(test_qlinearconv_chain),
         cmocka_unit_test(test_dynamic_quantize_convinteger),
+        cmocka_unit_test(test_qlinearadd),
+        cmocka_unit_test(test_cast_int32),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

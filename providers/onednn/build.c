@@ -658,9 +658,38 @@ minfer_status dnn_int_add_step(dnn_b *b, int src, int dst) {
     dnn_step *step = &n->steps[n->n_steps];
     memset(step, 0, sizeof *step);
     step->skip_src = step->skip_dst = -1;
-    step->add_src = src;
-    step->add_dst = dst;
-    step->add_count = dnnl_memory_desc_get_size(dmd) / sizeof(int32_t);
+    step->host = DNN_HOST_ADD_I32;
+    step->src = src;
+    step->dst = dst;
+    step->count = dnnl_memory_desc_get_size(dmd) / sizeof(int32_t);
+    n->n_steps++;
+    return MINFER_OK;
+}
+
+minfer_status dnn_qadd_step(dnn_b *b, int a, int b2, int dst, float ra, float rb, float k) {
+    dnn_node *n = b->n;
+    if (n->n_steps >= DNN_MAX_STEPS)
+        return dnn_decline(b, "node needs too many oneDNN steps");
+    const dnnl_memory_desc_t *amd = mem_md(b, a), *bmd = mem_md(b, b2), *dmd = mem_md(b, dst);
+    if (!amd || !bmd || !dmd || !dnnl_memory_desc_equal(amd, bmd) ||
+        !dnnl_memory_desc_equal(amd, dmd))
+        return dnn_decline(b, "a QLinearAdd of tensors in different layouts");
+    if (amd->data_type != dnnl_u8 && amd->data_type != dnnl_s8)
+        return dnn_decline(b, "a QLinearAdd of other than uint8 or int8");
+    int64_t e = dnn_numel(amd->ndims, amd->dims);
+    if (e < 0 || dnnl_memory_desc_get_size(amd) != (size_t)e)
+        return dnn_decline(b, "a QLinearAdd in a padded layout");
+    dnn_step *step = &n->steps[n->n_steps];
+    memset(step, 0, sizeof *step);
+    step->skip_src = step->skip_dst = -1;
+    step->host = amd->data_type == dnnl_u8 ? DNN_HOST_QADD_U8 : DNN_HOST_QADD_S8;
+    step->src = a;
+    step->src2 = b2;
+    step->dst = dst;
+    step->count = (size_t)e;
+    step->ra = ra;
+    step->rb = rb;
+    step->k = k;
     n->n_steps++;
     return MINFER_OK;
 }

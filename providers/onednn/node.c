@@ -31,6 +31,8 @@ static const dnn_op ops[] = {
     {"", "ConvInteger", 10, dnn_build_qconv, 0, -1, 0},
     {"", "QLinearMatMul", 10, dnn_build_qmatmul, 0, -1, 0},
     {"", "MatMulInteger", 10, dnn_build_qmatmul, 0, -1, 0},
+    {"com.microsoft", "QLinearAdd", 1, dnn_build_qadd, 0, -1, 0},
+    {"", "Cast", 6, dnn_build_cast, 1, -1, 0}, /* integers to float */
     /* attention.c */
     {"minfer", "Attention", 1, dnn_build_attention, 0, 0, 0},
     /* rnn.c: X, W, R and B float; sequence_lens (declined) is not */

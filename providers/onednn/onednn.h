@@ -99,11 +99,18 @@ typedef struct dnn_step {
     int n_args;
     dnnl_exec_arg_t args[DNN_MAX_ARGS];
     int skip_src, skip_dst; /* >= 0: skip the step when these two mems alias */
-    /* prim NULL: no primitive, mems[add_dst] += mems[add_src] as add_count
-     * int32 values, exact (oneDNN's sums of int32 pass through float) */
-    int add_src, add_dst;
-    size_t add_count;
+    /* prim NULL: a step computed here, on count elements of the mems:
+     * DNN_HOST_ADD_I32 mems[dst] += mems[src] in int32, exact (oneDNN's
+     * sums of int32 pass through float); DNN_HOST_QADD_U8/_S8 QLinearAdd,
+     * mems[dst] = saturate(round_half_even(fma(a, ra, fma(b, rb, k))))
+     * of a = mems[src], b = mems[src2] (one layout, no padding) */
+    int host;
+    int src, src2, dst;
+    size_t count;
+    float ra, rb, k;
 } dnn_step;
+
+enum { DNN_HOST_ADD_I32 = 1, DNN_HOST_QADD_U8, DNN_HOST_QADD_S8 };
 
 /* A Concat run as copies (concat.c): output row o is input i's row o,
  * chunk[i] bytes, at byte at[i] of the output row, for every input. */
@@ -318,6 +325,9 @@ minfer_status dnn_reorder_step(dnn_b *b, int src, int dst);
 /* Adds a step adding mem src's int32 values into mem dst's (same md),
  * exactly, in integers. */
 minfer_status dnn_int_add_step(dnn_b *b, int src, int dst);
+/* Adds a QLinearAdd step: mems dst = QLinearAdd of mems a and b (one md,
+ * uint8 or int8, no padding) with the ratios ra, rb and the offset k. */
+minfer_status dnn_qadd_step(dnn_b *b, int a, int b2, int dst, float ra, float rb, float k);
 
 /* A primitive attr in user scratchpad mode. */
 dnnl_primitive_attr_t dnn_attr_new(dnn_b *b);
@@ -432,9 +442,12 @@ void dnn_conv_standins(dnn_ctx *ctx, const minfer_node_desc *node, minfer_value_
 /* matmul.c */
 minfer_status dnn_build_matmul(dnn_b *b);
 minfer_status dnn_build_gemm(dnn_b *b);
-/* quant.c: QLinearConv, ConvInteger; QLinearMatMul, MatMulInteger */
+/* quant.c: QLinearConv, ConvInteger; QLinearMatMul, MatMulInteger;
+ * QLinearAdd; Cast of integers to float */
 minfer_status dnn_build_qconv(dnn_b *b);
 minfer_status dnn_build_qmatmul(dnn_b *b);
+minfer_status dnn_build_qadd(dnn_b *b);
+minfer_status dnn_build_cast(dnn_b *b);
 /* attention.c */
 minfer_status dnn_build_attention(dnn_b *b);
 /* rnn.c */

@@ -1,6 +1,8 @@
 /*
  * Quantized convolutions and matrix products on oneDNN's int8 primitives:
- * QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger.
+ * QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger, and what
+ * sits between them: com.microsoft QLinearAdd (a step of its own) and the
+ * Cast of integer results to float (a reorder).
  *
  * oneDNN 2.6 computes an int8 convolution or matrix product as
  *     dst = saturate(post_ops(scale * (sum (src - src_zp) * wei + bias)) + dst_zp)
@@ -760,4 +762,95 @@ minfer_status dnn_build_qmatmul(dnn_b *b) {
     }
     plan_free(&p);
     return st;
+}
+
+/* QLinearAdd (com.microsoft: A, A_scale, A_zp, B, B_scale, B_zp, C_scale,
+ * C_zp) of two tensors of one shape, uint8 or int8, with constant
+ * per-tensor scales and zero points, computed here (dnn_qadd_step) in the
+ * layout its inputs arrive in: elementwise, it reads any layout without
+ * padding alike, so a residual sum between int8 convolutions keeps their
+ * channels-last layout, where the plugin's kernel took both inputs to
+ * plain and the next convolution reordered the sum back. The values are
+ * the plugin's (MLAS's AVX2 order of operations, qlinear.c): with
+ * ra = sa / sc, rb = sb / sc and k = zc - (ra za + rb zb), in float,
+ * c = saturate(round_half_even(fma(a, ra, fma(b, rb, k)))). Broadcasting
+ * is left to the plugin. */
+minfer_status dnn_build_qadd(dnn_b *b) {
+    const minfer_value_desc *x = qin(b, 0), *y = qin(b, 3);
+    const minfer_value_desc *c = &b->node->outputs[0];
+    minfer_status st;
+    if (b->pio)
+        return dnn_decline(b, "no split form");
+    if (!x || !y || b->node->n_outputs < 1)
+        return dnn_decline(b, "needs A, B and C");
+    if (!is_int8(x->dtype) || y->dtype != x->dtype || (c->dtype && c->dtype != x->dtype))
+        return dnn_decline(b, "A, B and C must be one of uint8 and int8");
+    if (x->rank != y->rank || (x->rank > 0 && memcmp(x->dims, y->dims,
+                                                     (size_t)x->rank * sizeof x->dims[0])))
+        return dnn_decline(b, "A and B of one shape only (broadcasting is left to others)");
+    if ((st = dnn_check_out(b, 0, x->rank, x->dims)) != MINFER_OK)
+        return st;
+    float sa, sb, sc;
+    int64_t cnt;
+    int ca, cb, cc;
+    int32_t za, zb, zc;
+    if ((st = read_scale(b, 1, "A's scale", 1, &sa, &cnt)) != MINFER_OK ||
+        (st = read_scale(b, 4, "B's scale", 1, &sb, &cnt)) != MINFER_OK ||
+        (st = read_scale(b, 6, "C's scale", 1, &sc, &cnt)) != MINFER_OK ||
+        (st = check_zp(b, 2, "A's zero point", x->dtype, &ca, &za)) != MINFER_OK ||
+        (st = check_zp(b, 5, "B's zero point", x->dtype, &cb, &zb)) != MINFER_OK ||
+        (st = check_zp(b, 7, "C's zero point", x->dtype, &cc, &zc)) != MINFER_OK)
+        return st;
+    if (cnt != 1)
+        return dnn_decline(b, "the scales must be one value (per tensor)");
+    if (!ca || !cb || !cc)
+        return dnn_decline(b, "the zero points must be constants");
+    float ra = sa / sc, rb = sb / sc;
+    float k = (float)zc - (ra * (float)za + rb * (float)zb);
+    /* One layout for A, B and C: A's, or B's where A arrives plain and B
+     * not; plain where that one has padding. */
+    dnnl_memory_desc_t ma, mb;
+    if (dnn_in_md(b, 0, &ma) != dnnl_success || dnn_in_md(b, 3, &mb) != dnnl_success)
+        return dnn_decline(b, "bad input layout");
+    dnnl_memory_desc_t want = dnn_md_is_plain(&ma) && !dnn_md_is_plain(&mb) ? mb : ma;
+    if (dnnl_memory_desc_get_size(&want) != (size_t)dnn_numel(x->rank, x->dims))
+        dnn_plain_md_dt(&want, x->rank, x->dims, dnn_dtype(x->dtype));
+    int m_a = dnn_input(b, 0, NULL, &want);
+    int m_b = m_a < 0 ? -1 : dnn_input(b, 3, NULL, &want);
+    int m_c = m_b < 0 ? -1 : dnn_output(b, 0, &want);
+    if (m_c < 0)
+        return MINFER_ERR_UNSUPPORTED;
+    return dnn_qadd_step(b, m_a, m_b, m_c, ra, rb, k);
+}
+
+/* Cast of int32, uint8 or int8 to float, as a reorder in the layout the
+ * input arrives in: the int32 sums of a dynamically quantized model's
+ * ConvIntegers (ORT's quantize_dynamic writes Cast, a Mul by the scales
+ * and an Add of the bias after each) stay in the layout the convolution
+ * wrote, where the CPU provider's Cast took them to plain and the Mul
+ * reordered the floats back. oneDNN converts int32 to float rounding to
+ * nearest even, as C's conversion (the reference's, ORT's static_cast)
+ * does beyond 2^24. */
+minfer_status dnn_build_cast(dnn_b *b) {
+    const minfer_value_desc *x = dnn_in(b, 0);
+    minfer_status st;
+    if (b->pio)
+        return dnn_decline(b, "no split form");
+    if (!x)
+        return dnn_decline(b, "needs its input");
+    if (dnn_attr_int(b, "to", 0) != MINFER_DTYPE_FLOAT)
+        return dnn_decline(b, "only a Cast to float");
+    if (x->dtype != MINFER_DTYPE_INT32 && !is_int8(x->dtype))
+        return dnn_decline(b, "only a Cast of int32, uint8 or int8");
+    if ((st = dnn_check_out(b, 0, x->rank, x->dims)) != MINFER_OK)
+        return st;
+    dnnl_memory_desc_t md;
+    if (dnn_in_md(b, 0, &md) != dnnl_success)
+        return dnn_decline(b, "bad input layout");
+    md.data_type = dnnl_f32;
+    int m_x = dnn_input(b, 0, NULL, NULL);
+    int m_y = m_x < 0 ? -1 : dnn_output(b, 0, &md);
+    if (m_y < 0)
+        return MINFER_ERR_UNSUPPORTED;
+    return dnn_reorder_step(b, m_x, m_y);
 }

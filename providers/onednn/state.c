@@ -6,6 +6,7 @@
  * node.c, split.c, build.c (packing) and packed.c (export); nothing
  * calls back into it but the vtable.
  */
+#include <math.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -272,6 +273,57 @@ static void add_int32(void *dst, const void *src, size_t n) {
         d[i] = (int32_t)((uint32_t)d[i] + (uint32_t)s[i]);
 }
 
+/* QLinearAdd as ORT's MLAS AVX2 kernel (the contrib plugin's
+ * qlinear.c, which the comment there explains): c = saturate(
+ * round_half_even(fma(a, ra, fma(b, rb, k)))), a NaN giving 0; clamping
+ * before the rounding is the same as after, the bounds being integers. The
+ * FMA build (taken where the CPU has FMA) makes the fused multiply-adds
+ * single instructions and vectorises; the other calls libm's fmaf, the
+ * same values. */
+#define QADD_LOOP(T, LO, HI)                                                                    \
+    do {                                                                                        \
+        const T *pa = av, *pb = bv;                                                             \
+        T *pc = cv;                                                                             \
+        for (size_t i = 0; i < n; i++) {                                                        \
+            float f = fmaf((float)pa[i], ra, fmaf((float)pb[i], rb, k));                        \
+            float g = f < (LO) ? (LO) : f;                                                      \
+            g = g > (HI) ? (HI) : g;                                                            \
+            g = nearbyintf(g);                                                                  \
+            pc[i] = f == f ? (T)(int32_t)g : (T)0;                                              \
+        }                                                                                       \
+    } while (0)
+
+static void qadd_plain(int u8, const void *av, const void *bv, void *cv, size_t n, float ra,
+                       float rb, float k) {
+    if (u8)
+        QADD_LOOP(uint8_t, 0.0f, 255.0f);
+    else
+        QADD_LOOP(int8_t, -128.0f, 127.0f);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) static void qadd_fma(int u8, const void *av, const void *bv,
+                                                          void *cv, size_t n, float ra,
+                                                          float rb, float k) {
+    if (u8)
+        QADD_LOOP(uint8_t, 0.0f, 255.0f);
+    else
+        QADD_LOOP(int8_t, -128.0f, 127.0f);
+}
+#endif
+#undef QADD_LOOP
+
+static void qadd(const dnn_step *st, void *const *h) {
+    int u8 = st->host == DNN_HOST_QADD_U8;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        qadd_fma(u8, h[st->src], h[st->src2], h[st->dst], st->count, st->ra, st->rb, st->k);
+        return;
+    }
+#endif
+    qadd_plain(u8, h[st->src], h[st->src2], h[st->dst], st->count, st->ra, st->rb, st->k);
+}
+
 static minfer_status run_node(dnn_ctx *ctx, const dnn_node *n, const minfer_exec_args *a) {
     void *h[DNN_MAX_MEMS];
     if (a->workspace_bytes < n->ws_bytes || (n->ws_bytes && !a->workspace))
@@ -329,11 +381,14 @@ static minfer_status run_node(dnn_ctx *ctx, const dnn_node *n, const minfer_exec
         if (st->skip_src >= 0 && h[st->skip_src] == h[st->skip_dst])
             continue;
         if (!st->prim) {
-            /* An exact int32 sum: the primitives before it are done (the
+            /* A step computed here: the primitives before it are done (the
              * CPU stream runs in order; wait for it all the same). */
             if (dnnl_stream_wait(ctx->stream) != dnnl_success)
                 return exec_fail(ctx, a, MINFER_ERR_RUNTIME, "oneDNN stream wait failed", 0);
-            add_int32(h[st->add_dst], h[st->add_src], st->add_count);
+            if (st->host == DNN_HOST_ADD_I32)
+                add_int32(h[st->dst], h[st->src], st->count);
+            else
+                qadd(st, h);
             continue;
         }
         dnnl_status_t r = dnnl_primitive_execute(st->prim, ctx->stream, st->n_args, st->args);
