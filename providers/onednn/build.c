@@ -565,9 +565,10 @@ static int is_ref(const_dnnl_primitive_desc_t pd, const char **impl) {
     return strncmp(s, "ref", 3) == 0;
 }
 
-minfer_status dnn_pd(dnn_b *b, const_dnnl_op_desc_t op, const_dnnl_primitive_attr_t attr,
-                     dnnl_primitive_desc_t *pd) {
+minfer_status dnn_pd_avoid(dnn_b *b, const_dnnl_op_desc_t op, const_dnnl_primitive_attr_t attr,
+                           dnn_avoid_fn avoid, const void *arg, dnnl_primitive_desc_t *pd) {
     dnnl_primitive_desc_iterator_t it = NULL;
+    dnnl_primitive_desc_t first = NULL;
     char seen[160] = "";
     *pd = NULL;
     dnnl_status_t s = dnnl_primitive_desc_iterator_create(&it, op, attr, b->ctx->engine, NULL);
@@ -579,18 +580,33 @@ minfer_status dnn_pd(dnn_b *b, const_dnnl_op_desc_t op, const_dnnl_primitive_att
         if (!cand)
             break;
         if (!is_ref(cand, &impl)) {
-            *pd = cand;
-            break;
-        }
-        if (!seen[0])
+            if (!avoid || !avoid(impl, arg)) {
+                *pd = cand;
+                break;
+            }
+            if (!first) {
+                first = cand;
+                continue;
+            }
+        } else if (!seen[0]) {
             snprintf(seen, sizeof seen, "%s", impl);
+        }
         dnnl_primitive_desc_destroy(cand);
     } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
     dnnl_primitive_desc_iterator_destroy(it);
     if (!*pd)
+        *pd = first;
+    else if (first)
+        dnnl_primitive_desc_destroy(first);
+    if (!*pd)
         return dnn_decline(b, "oneDNN has only a reference implementation (%s) for this case",
                            seen[0] ? seen : "none");
     return MINFER_OK;
+}
+
+minfer_status dnn_pd(dnn_b *b, const_dnnl_op_desc_t op, const_dnnl_primitive_attr_t attr,
+                     dnnl_primitive_desc_t *pd) {
+    return dnn_pd_avoid(b, op, attr, NULL, NULL, pd);
 }
 
 minfer_status dnn_pd_check(dnn_b *b, dnnl_primitive_desc_t pd) {

@@ -313,6 +313,11 @@ int dnn_ws_mem(dnn_b *b, const dnnl_memory_desc_t *md);
  * implementation that is not a reference one; declines if there is none. */
 minfer_status dnn_pd(dnn_b *b, const_dnnl_op_desc_t op, const_dnnl_primitive_attr_t attr,
                      dnnl_primitive_desc_t *pd);
+/* dnn_pd, passing over the implementations avoid(name, arg) is true of
+ * where another that is not a reference follows; avoid NULL: dnn_pd. */
+typedef int (*dnn_avoid_fn)(const char *impl, const void *arg);
+minfer_status dnn_pd_avoid(dnn_b *b, const_dnnl_op_desc_t op, const_dnnl_primitive_attr_t attr,
+                           dnn_avoid_fn avoid, const void *arg, dnnl_primitive_desc_t *pd);
 /* Checks an already created pd (concat, sum, reorder): declines "ref:". */
 minfer_status dnn_pd_check(dnn_b *b, dnnl_primitive_desc_t pd);
 /* The md a pd wants for a query (src, weights, dst...). */

@@ -211,6 +211,35 @@ static int zp_mem(dnn_b *b, size_t i, int constant, int32_t known) {
     return dnn_input(b, i, NULL, &md);
 }
 
+/* Which of oneDNN 2.6's AMX int8 convolutions lose to its AVX-512 VNNI
+ * ones on this node (it offers AMX first wherever it can), measured per
+ * node at 1 thread on this machine's Xeon (AMX), AMX against VNNI:
+ * - brgemm ones (brgconv) with input or output channels per group not a
+ *   multiple of 64, whose 64-channel tiles run partly empty: MobileNet
+ *   V2's 1x1 convolutions (8 to 480 channels, 2x2 to 32x32) 0.62-1.32x
+ *   the time (its convolutions 246 us a run against 213); ResNet-10's (64
+ *   to 512 channels, 3x3 and 1x1, 0.5M to 9.4M multiply-adds) take
+ *   1.1-2.5x less time on AMX and keep it;
+ * - the older JIT kernel (not brgemm, what oneDNN runs with a source zero
+ *   point applied at run time) below 6M multiply-adds: the dynamic
+ *   U-Net's ConvIntegers (0.4M to 4.7M, 16 to 128 channels) 602 us in all
+ *   against 363; with 64 channels 2.4M 29 us against 16, 9.4M 43 against
+ *   55; ResNet-10's first convolution (3 channels, 7x7, 9.6M) 65 against
+ *   72. */
+typedef struct amx_case {
+    int64_t icg, ocg;
+    double macs;
+} amx_case;
+
+static int amx_loses(const char *impl, const void *arg) {
+    const amx_case *c = arg;
+    if (!strstr(impl, "amx"))
+        return 0;
+    if (strncmp(impl, "brg", 3) == 0)
+        return c->icg % 64 != 0 || c->ocg % 64 != 0;
+    return c->macs < 6e6;
+}
+
 /* What the two builds share: operand types, zero points, multipliers. */
 typedef struct qplan {
     qops o;
@@ -232,6 +261,7 @@ typedef struct qplan {
     int n_pieces;
     int64_t cut[QPIECES + 1];
     int big[QPIECES];
+    amx_case amx; /* a convolution's shape, for amx_loses */
 } qplan;
 
 /* Folds a constant x zero point into the bias: sum((x - xz) * w) =
@@ -505,7 +535,7 @@ static minfer_status add_second_half(dnn_b *b, const qplan *p, const dnnl_memory
     dnnl_post_ops_destroy(po);
     dnnl_primitive_desc_t pd = NULL;
     if (st == MINFER_OK)
-        st = dnn_pd(b, &cd, attr, &pd);
+        st = dnn_pd_avoid(b, &cd, attr, amx_loses, &p->amx, &pd);
     dnnl_primitive_attr_destroy(attr);
     if (st != MINFER_OK)
         return st;
@@ -574,7 +604,7 @@ static minfer_status add_pieces(dnn_b *b, const qplan *p, dnnl_primitive_desc_t 
                     st = dnn_decline(b, "could not add a piece's sum");
                 dnnl_post_ops_destroy(po);
                 if (st == MINFER_OK)
-                    st = dnn_pd(b, cd, attr, &pd);
+                    st = dnn_pd_avoid(b, cd, attr, amx_loses, &p->amx, &pd);
                 dnnl_primitive_attr_destroy(attr);
                 if (st != MINFER_OK)
                     break;
@@ -682,8 +712,9 @@ minfer_status dnn_build_qconv(dnn_b *b) {
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     st = make_attr(b, &p, 1 << 1, &attr);
+    p.amx = (amx_case){C / G, M / G, (double)dnn_numel(x->rank, od) * (double)inner};
     if (st == MINFER_OK)
-        st = dnn_pd(b, &cd, attr, &pd);
+        st = dnn_pd_avoid(b, &cd, attr, amx_loses, &p.amx, &pd);
     dnnl_primitive_attr_destroy(attr);
     if (st == MINFER_OK && p.n_pieces > 1) {
         st = add_pieces(b, &p, pd, &cd, &wei_plain, M, inner);
