@@ -2,7 +2,7 @@
 # Peak resident memory of a model on a provider list that packs weights
 # (onednn,cpu) stays within the model file's size (the weights) + the planned
 # arenas (host and provider domain) + 40 MiB: the provider packs the weights
-# into its layout and the core gives the plain copy back (exec/weights.c),
+# into its layout and the core gives the plain copy back (plan/weights.c),
 # so they are resident once (issue 18). minfer bench reports the figures of
 # its own process. A case dir with test_data_set_0 runs on those inputs.
 # With MFC=1 each model is also compiled (minfer compile) and the compiled

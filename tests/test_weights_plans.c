@@ -1,5 +1,5 @@
 /*
- * A weight's plain copy given back after packing (core/exec/weights.c) while
+ * A weight's plain copy given back after packing (core/plan/weights.c) while
  * another cached plan still reads it. Weight W (64x64x3x3, 144 KiB, in an
  * ONNX file) feeds a Conv, which oneDNN packs, and an Expand to the shape of
  * input e: with e of batch 1 the Expand is small enough to fold, so every

@@ -1,7 +1,7 @@
 /*
  * A large weight packed by oneDNN a slice at a time, its plain copy given
  * back as the packed one grows (providers/onednn/build.c reorder_sliced,
- * minfer_host_api.const_consumed, core/exec/weights.c), issue 18.
+ * minfer_host_api.const_consumed, core/plan/weights.c), issue 18.
  *
  * The model, in an ONNX file: y = Conv(x, W) with W 1000x640x3x3 (22 MiB;
  * 1000 output channels, not a whole number of oneDNN's 16-channel blocks,

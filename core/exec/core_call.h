@@ -23,8 +23,6 @@ typedef struct core_call {
     char lbl[512];
 } core_call;
 
-static inline int is_op(const mf_node *n, const char *op) { return strcmp(n->op_type, op) == 0; }
-
 /* The error "<model>: <node>: <message>" with status st. */
 #define FAIL(cc, st, ...) mf_cv_fail_msg((cc), (st), __VA_ARGS__)
 minfer_status mf_cv_fail_msg(core_call *cc, minfer_status st, const char *fmt, ...)

@@ -5,7 +5,7 @@
  *
  * eval: 1. describe the node's inputs (initializer contents as const_data);
  *       2. infer the outputs' shapes from them and allocate what is static;
- *       3. run it once through the node runner (node_runner.c), with the
+ *       3. run it once through the node runner (plan/node_once.c), with the
  *          host table every provider gets (host NULL: no log lines, one
  *          thread); an output the inference left unknown comes back through
  *          alloc_output and is adopted as the caller's tensor.

@@ -2,13 +2,9 @@
  * Execution: running nodes and plans (exec/). Included by exec/ and
  * session/; never by an earlier stage.
  *
- *   node_runner.c  the one way a node runs on a provider outside a plan's
- *                  steps (folding at build, nodes with run-time shapes, the
- *                  optimizer's evaluator), and the host API table every
- *                  provider gets
- *   build.c        building a plan: inference and folding, preparing each
- *                  node (with the fallback of place/), then the memory
- *                  passes of plan/
+ *   node_runner.c  the host API table every provider gets (a node runs
+ *                  outside a plan's steps through plan/node_once.c; plans
+ *                  are built by plan/build.c)
  *   budget.c       what one run may still spend
  *   control.c      control flow the core runs itself (If, Loop, Scan,
  *                  SequenceMap); core_values.c: sequences, optionals and
@@ -27,24 +23,16 @@
 
 #include <stdlib.h>
 
-#include "plan/plan.h"
 #include "exec/threadpool.h"
+#include "plan/build.h"
+#include "plan/core_infer.h"
+#include "plan/node_once.h"
 
-/* A node has no fixed limit on its inputs and outputs (an exported If
- * returns 70 values): the per-node arrays of the run path live on the
- * stack for up to MF_MAX_NODE_IO entries, the common case, and on the heap
- * beyond (mf_io_scratch). Folding and FLOP estimates skip a larger node. */
-#define MF_MAX_NODE_IO 64
+/* ---- The host API (node_runner.c) ---------------------------------------- */
 
-/* stack (MF_MAX_NODE_IO entries of es bytes) when n fits, else n entries
- * from the heap (NULL when that fails); mf_io_scratch_free gives it back. */
-static inline void *mf_io_scratch(void *stack, size_t n, size_t es) {
-    return n <= MF_MAX_NODE_IO ? stack : mf_malloc((n ? n : 1) * es);
-}
-static inline void mf_io_scratch_free(void *p, void *stack) {
-    if (p != stack)
-        free(p);
-}
+/* The host API table every provider of s gets (host: the session, or NULL
+ * for the stand-alone evaluator: no log lines, one thread). */
+void mf_host_api_init(minfer_host_api *api);
 
 /* ---- What a run may still spend (budget.c) ------------------------------
  *
@@ -52,7 +40,7 @@ static inline void mf_io_scratch_free(void *p, void *stack) {
  * subgraphs, so the limits hold for the whole run however deeply loops
  * nest. Plain counters, under `lock` when the parallel scheduler runs
  * nodes of one run on several threads. */
-typedef struct mf_budget mf_budget;
+typedef struct mf_budget mf_budget; /* also in plan/node_once.h */
 
 /* How a core op runs one of its subgraph sessions, spending budget b: the
  * scheduler (run.c) hands its own entry point down, so the core ops
@@ -89,79 +77,13 @@ minfer_status mf_budget_time(mf_budget *b, minfer_session *s, int i);
  * optional's items, each counting one more (saturating). */
 uint64_t mf_value_elements(const minfer_tensor_view *v);
 
-/* ---- The node runner (node_runner.c) ------------------------------------ */
-
-/* The run handle behind minfer_host_api.alloc_output. s may be NULL (the
- * stand-alone evaluator): default limits, nothing logged. */
-typedef struct mf_run {
-    minfer_session *s;
-    mf_plan *p;
-    int node;
-    minfer_tensor_view *outputs; /* the node's output views */
-    size_t n_outputs;
-    minfer_tensor_view *views;   /* the run's per-value views, or NULL */
-    void **temps;                /* run-time allocations, freed by the run */
-    int64_t *temp_strings;       /* per temp: string elements to free first */
-    size_t n_temps, cap_temps;
-    mf_budget *budget;           /* the run's (charge_work), or NULL at build */
-    const mf_graph *g;           /* when s is NULL: the node's graph */
-    mf_lane *lane;               /* the thread's place in the run (exec/threadpool.h):
-                                    what run_parallel_for splits over; NULL at build */
-} mf_run;
-int mf_run_track(mf_run *r, void *ptr);
-/* As mf_run_track, for storage of `strings` string elements (0: none). */
-int mf_run_track_strings(mf_run *r, void *ptr, int64_t strings);
-/* Takes ptr back from the tracked storage (the caller owns it now); 0 when
- * found. */
-int mf_run_untrack(mf_run *r, void *ptr);
-/* Frees everything tracked. */
-void mf_run_free_temps(mf_run *r);
-
-/* The host API table every provider of s gets (host: the session, or NULL
- * for the stand-alone evaluator: no log lines, one thread). */
-void mf_host_api_init(minfer_host_api *api);
-
-/* Where mf_run_node_once failed, for the caller's message. */
-typedef enum { MF_NODE_OK, MF_NODE_PREPARE, MF_NODE_WORKSPACE, MF_NODE_EXECUTE } mf_node_step;
-
-/* Runs one node once on provider pi: prepare with desc, a host workspace of
- * the size prepare asks, execute, release. Outputs whose view has data are
- * written there; one with rank -1 is allocated through alloc_output into
- * run's temps (run->outputs must be out). *step says which step failed;
- * the last error says why, unprefixed. */
-minfer_status mf_run_node_once(const mf_provider_inst *pi, const minfer_node_desc *desc,
-                               const minfer_tensor_view *in, size_t n_in,
-                               minfer_tensor_view *out, size_t n_out, mf_run *run,
-                               mf_node_step *step);
-
-/* Bytes of node i's output o with shape v, checked: MINFER_ERR_LIMIT naming
- * the node, the value and the shape when the count overflows or is above
- * max_tensor_bytes. */
-minfer_status mf_value_bytes(const minfer_session *s, int node, size_t o,
-                             const minfer_tensor_view *v, size_t *out);
-
-/* ---- Building plans (build.c) ------------------------------------------- */
-
-/* Inference and folding for the plan's input shapes. */
-minfer_status mf_plan_infer(minfer_session *s, mf_plan *p);
-/* Builds a concrete plan for input shapes sig (kind << 8 | dtype, rank,
- * dims... per input). Called with the session lock held. */
-minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_len,
-                            const minfer_run_options *ro, mf_plan **out);
-
 /* ---- Ops the core runs (control.c): control flow (If, Loop, Scan,
  * SequenceMap), sequences and optionals. Their values live on the host;
  * nodes inside subgraphs run on providers as usual. */
-/* Output kinds and types of core node i (shapes are known only when it
- * runs). err gets a reason on failure. */
-minfer_status mf_core_infer(minfer_session *s, int i, const minfer_tensor_view *in,
-                            minfer_tensor_view *out, char *err, size_t err_size);
 /* Runs core node i on host inputs; out[o] receives an owned value (tensor,
  * sequence or optional) for every output the node has. */
 minfer_status mf_core_exec(minfer_session *s, mf_budget *b, mf_lane *lane, int i,
                            const minfer_tensor_view *in, minfer_tensor **out);
-/* Which subgraph attributes node n has (then/else, or body): their count. */
-size_t mf_core_sub_names(const mf_node *n, const char **names);
 /* Checks that subgraph sg (attribute attr) fits node i's inputs and outputs. */
 minfer_status mf_core_check_arity(minfer_session *s, int i, const char *attr, const mf_graph *sg);
 

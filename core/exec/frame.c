@@ -4,7 +4,7 @@
  * missing), and an execution context from the session's pool, fitted to
  * the plan; then its outputs delivered and both given back. run.c's entry
  * points use them; they call nothing that runs a step (plan building is
- * build.c), so whatever drives steps may use them too.
+ * plan/build.c), so whatever drives steps may use them too.
  */
 #include <assert.h>
 #include <stdlib.h>

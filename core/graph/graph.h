@@ -121,7 +121,7 @@ struct mf_graph {
     size_t blob_size;
     void (*blob_release)(void *blob, size_t size);
     /* An ONNX file's blob (mf_load_onnx_mapped): blob_fd is open on the file
-     * when blob_fd_set, and exec/weights.c reads weights again with pread
+     * when blob_fd_set, and plan/weights.c reads weights again with pread
      * from it, never through the mapping, which a truncated file would turn
      * into SIGBUS (docs/reliability.md). Closed by mf_graph_free. */
     int blob_fd;
@@ -219,7 +219,7 @@ minfer_status mf_load_onnx_ex(const void *data, size_t size, int mapped, const c
  * file that the graph takes in every case (unmapped on failure, else by
  * mf_graph_free): initializers copied from it remember where
  * (minfer_tensor.src), so a packed weight's copy can be freed and made
- * again (exec/weights.c). */
+ * again (plan/weights.c). */
 minfer_status mf_load_onnx_mapped(void *data, size_t size, const char *model_dir,
                                   const char *errctx, const minfer_limits *limits,
                                   mf_graph **out);

@@ -1,13 +1,13 @@
 /*
  * Plans: the data of a plan and its memory passes (plan/plan.h). The
- * passes that run nodes (inference, folding, preparation) are exec/build.c,
+ * passes that run nodes (inference, folding, preparation) are plan/build.c,
  * which calls these in this order:
  *
  *  2. storage classes (mf_plan_storage): graph inputs are bound at run
  *     time, constants are owned by the plan, dynamic values are allocated
  *     during the run, and every other value lives in the arena of its
  *     producer's memory domain;
- *  (3. exec/build.c prepares every remaining node, which yields workspace
+ *  (3. plan/build.c prepares every remaining node, which yields workspace
  *     sizes, in-place permissions and output layouts;)
  *  4. liveness over the execution order (mf_plan_memory from here on): each
  *     arena value's first (producer) and last (final consumer) step; graph

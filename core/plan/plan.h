@@ -3,13 +3,13 @@
  * read-only once built, so any number of runs may share it; everything a
  * run writes lives in its execution context (exec/).
  *
- * A plan is built by exec/build.c (inference and folding run nodes, so they
- * sit with the node runner), which calls the two memory passes here:
+ * A plan is built by plan/build.c (inference and folding run nodes, through
+ * plan/node_once.c), which calls the two memory passes here:
  *
  *     mf_plan *p = mf_plan_new(s);
- *     ... inference, folding (exec/build.c) ...
+ *     ... inference, folding (plan/build.c) ...
  *     mf_plan_storage(s, p);   // storage class and home domain per value
- *     ... prepare every node (exec/build.c) ...
+ *     ... prepare every node (plan/build.c) ...
  *     mf_plan_memory(s, p);    // liveness, copies, in place, arena offsets
  *
  * Included by exec/ and session/ (and plan/ itself); never by place or an

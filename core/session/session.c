@@ -10,12 +10,12 @@
  *  3. optimize (optimize/, evaluating constants through the stand-alone
  *     evaluator, exec/evaluator.c);
  *  4. infer shapes for the declared input shapes (symbolic dims unknown),
- *     folding every node whose inputs are all known (exec/build.c): a
+ *     folding every node whose inputs are all known (plan/build.c): a
  *     shape mismatch fails here, before anything runs; then build the
  *     subgraph sessions of control-flow nodes;
  *  5. assign each remaining node, in topological order, to the first
  *     provider whose supports_operator accepts it (place/place.c);
- *  6. if every input shape is static, build the run plan now (exec/build.c,
+ *  6. if every input shape is static, build the run plan now (plan/build.c,
  *     plan/plan.c), where a node its provider cannot prepare moves to the
  *     next one; otherwise the first run with new shapes builds one
  *     (exec/run.c).
@@ -159,7 +159,7 @@ static minfer_status build_subgraphs(minfer_session *s, const minfer_options *op
  * constants only (a Shape or Size, or a node whose every input is a
  * constant or such a value; from_shapes marks the values found so far).
  * With a plan's input shapes known its build folds such a node into
- * constants of the plan (exec/build.c). */
+ * constants of the plan (plan/build.c). */
 static int shape_arithmetic(const minfer_session *s, int i, const unsigned char *from_shapes) {
     const mf_node *n = &s->g->nodes[i];
     if (!n->domain[0] && (strcmp(n->op_type, "Shape") == 0 || strcmp(n->op_type, "Size") == 0))
@@ -179,7 +179,7 @@ static int shape_arithmetic(const minfer_session *s, int i, const unsigned char 
 /* Node i, which no provider of the list runs: when it is shape arithmetic
  * that the evaluator (constant folding's CPU provider) runs, it is left
  * unassigned, for every plan to fold (a plan that cannot fails naming it,
- * exec/build.c). So `opencl` alone takes a model whose Reshape targets are
+ * plan/build.c). So `opencl` alone takes a model whose Reshape targets are
  * computed from Shape with symbolic dimensions. 1: deferred. */
 static int defer_to_plans(minfer_session *s, int i, const minfer_node_desc *desc,
                           const unsigned char *from_shapes) {
@@ -679,7 +679,7 @@ static minfer_status create(mf_graph *g, const minfer_options *opt, const char *
         if (st != MINFER_OK)
             goto fail;
         /* A node its provider could not prepare moved to a later one in this
-         * plan (exec/build.c): the session reports where it runs. No run
+         * plan (plan/build.c): the session reports where it runs. No run
          * can be reading s->assign yet. */
         for (size_t i = 0; i < g->n_nodes; i++)
             if (p->nodes[i].prepared)
@@ -823,7 +823,7 @@ minfer_status minfer_session_create(const char *model_path, const minfer_options
             return st;
         return mf_session_create_graph_timed(g, opt, model_path, mf_now_ms() - t0, out);
     }
-    if (mapped) { /* the graph keeps the mapping and the file (exec/weights.c) */
+    if (mapped) { /* the graph keeps the mapping and the file (plan/weights.c) */
         st = mf_load_onnx_mapped(data, size, dir, model_path, &lim, &g);
         if (st == MINFER_OK) {
             g->blob_fd = fd;

@@ -19,7 +19,7 @@
 
 /* The largest constant that folding makes: bytes over a node's outputs.
  * One limit for the optimizer's folding (mf_opt_ctx.fold_max_bytes, 0
- * meaning this; optimize/) and the plan builder's (exec/build.c), so a
+ * meaning this; optimize/) and the plan builder's (plan/build.c), so a
  * node folds or not whichever stage meets it (docs/architecture.md). */
 #define MF_FOLD_MAX_BYTES ((uint64_t)1 << 20)
 
@@ -35,7 +35,7 @@ void mf_error_clear(void);
  * the element type, view.data NULL): items are the sequence's tensors, or
  * the optional's value (count 0 or 1); contained is an optional's kind. */
 /* minfer_tensor.owns_data for data in an anonymous mapping of its own
- * (exec/weights.c), which munmap gives back to the system at once. */
+ * (plan/weights.c), which munmap gives back to the system at once. */
 #define MF_OWNS_MAPPED 2
 
 /* The device side of a device value (minfer_session_device_tensor_create,
@@ -58,14 +58,14 @@ struct minfer_tensor {
     mf_devmem *dev; /* NULL: host memory */
     int owns_data; /* 1: free(data); MF_OWNS_MAPPED: munmap(data, nbytes) */
     /* The bytes data was copied from, in a file mapping the graph keeps
-     * (mf_graph.blob), or NULL: exec/weights.c may free the copy of a
+     * (mf_graph.blob), or NULL: plan/weights.c may free the copy of a
      * packed weight and copy it again from there. */
     const void *src;
     int32_t contained;
     minfer_tensor **items;
     size_t count, cap;
     /* 1: pages of the copy were given back while a provider packed it
-     * (exec/weights.c): read it again from src before it is read. */
+     * (plan/weights.c): read it again from src before it is read. */
     int refill;
     /* XXH3 of the bytes at src when the copy was first given back
      * (src_summed): a read again must give them, else the file changed. */

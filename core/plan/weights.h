@@ -2,8 +2,8 @@
  * Giving back the host's copy of weights a provider packed into its own
  * layout (weights.c): the weights are then resident once.
  */
-#ifndef MINFER_CORE_EXEC_WEIGHTS_H
-#define MINFER_CORE_EXEC_WEIGHTS_H
+#ifndef MINFER_CORE_PLAN_WEIGHTS_H
+#define MINFER_CORE_PLAN_WEIGHTS_H
 
 #include "plan/plan.h"
 

@@ -1,7 +1,8 @@
 /*
- * Building a plan for one signature of input shapes (exec/exec.h). It sits
- * with the node runner because building runs nodes: folding evaluates
- * constants, and preparing asks each node's provider for its state.
+ * Building a plan for one signature of input shapes (plan/build.h).
+ * Building runs nodes (folding evaluates constants, preparing asks each
+ * node's provider for its state) through plan/node_once.c, below the run
+ * (exec/), which asks for plans (exec/frame.c).
  *
  * mf_plan_build:
  *  1. inference in topological order with the concrete input dims; a node
@@ -26,9 +27,11 @@
 #include <string.h>
 
 #include "diag/diag.h"
-#include "exec/exec.h"
-#include "exec/weights.h"
 #include "place/plugin_loader.h"
+#include "plan/build.h"
+#include "plan/core_infer.h"
+#include "plan/node_once.h"
+#include "plan/weights.h"
 #include "shapes/shape_infer.h"
 
 /* ---- pass 1: inference and folding ------------------------------------- */
@@ -407,7 +410,7 @@ static minfer_status prepare_nodes(minfer_session *s, mf_plan *p, const minfer_r
     char lbl[512];
     minfer_status st;
     double t = mf_now_ms();
-    /* Weights copied only as their nodes are prepared (exec/weights.c). */
+    /* Weights copied only as their nodes are prepared (plan/weights.c). */
     mf_weights_defer(s, p);
     for (size_t k = 0; k < g->n_nodes; k++) {
         int i = g->order[k];
@@ -459,7 +462,7 @@ minfer_status mf_plan_build(minfer_session *s, const int64_t *sig, size_t sig_le
     minfer_status st;
     const mf_graph *g = s->g;
     *out = NULL;
-    /* Weights given back after an earlier plan's packing (exec/weights.c)
+    /* Weights given back after an earlier plan's packing (plan/weights.c)
      * are read again before this plan's views point at them. */
     if ((st = mf_weights_restore(s)) != MINFER_OK)
         return st;

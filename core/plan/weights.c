@@ -1,5 +1,5 @@
 /*
- * Giving back the host's copy of weights a provider packed (exec/weights.h).
+ * Giving back the host's copy of weights a provider packed (plan/weights.h).
  *
  * A provider that reorders a constant into a layout of its own (oneDNN's
  * blocked weights) says so in minfer_node_prep.const_packed. Without this
@@ -60,7 +60,7 @@
 
 #include <xxhash.h>
 
-#include "exec/weights.h"
+#include "plan/weights.h"
 #include "util/internal.h"
 
 /* Copies smaller than this are left alone: the saving is below a page. */
@@ -195,7 +195,7 @@ static int same_as_file(const mf_graph *g, const char *src, const char *copy, si
 }
 
 /* 1 when every reader of value u is a node that prepare_nodes prepares in
- * plan p (exec/build.c): not folded, not dynamic, placed. */
+ * plan p (plan/build.c): not folded, not dynamic, placed. */
 static int all_readers_prepared(const minfer_session *s, const mf_plan *p, int u) {
     const mf_graph *g = s->g;
     int readers = 0;
