@@ -325,7 +325,7 @@ static const minfer_plugin_op ops[] = {
     OPS(MS, "QLinearLeakyRelu", qlinear_leaky_relu, DET),
     OPS(MS, "QLinearConcat", qlinear_concat, DET),
     OPS(MS, "QLinearAveragePool", qlinear_avgpool, DET),
-    OPS(MS, "QGemm", qgemm, DET),
+    OPC(MS, "QGemm", qgemm, DET),
     OPS(NCHWC, "ReorderInput", reorder_input, DET),
     OPS(NCHWC, "ReorderOutput", reorder_output, DET),
     OPC(NCHWC, "Conv", nchwc_conv, DET),

@@ -171,7 +171,7 @@ OP_DECL(qlinear_sigmoid);
 OP_DECL(qlinear_leaky_relu);
 OP_DECL(qlinear_concat);
 OP_DECL(qlinear_avgpool);
-OP_DECL(qgemm);
+OP_DECL_STATE(qgemm);
 
 /* The NCHWc block size ONNX Runtime's MLAS uses on this CPU (16 with
  * AVX-512F, else 8): models ORT optimized at level 'all' hold weights

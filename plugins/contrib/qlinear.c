@@ -444,8 +444,63 @@ static uint32_t dot_i16(const int16_t *a, const int16_t *b, size_t k) {
     return s;
 }
 
+/* B's columns less their zero point as int16 rows of K (b_cols columns,
+ * b_rows K), widened once at create where B and b_zero_point are
+ * constants (a model's weights): every run widened all of B again, 100 us
+ * of MobileNet V2's 1280 x 100 classifier a run against its 0.26 ms. */
+typedef struct qgemm_state {
+    int16_t *bw; /* NULL: widened each run */
+    size_t n, k;
+} qgemm_state;
+
+static void shift_cols(int16_t *bw, size_t n, size_t k, const void *zp, int32_t dt, size_t nz) {
+    for (size_t j = 0; j < n; j++) {
+        int16_t zb = (int16_t)(nz ? qget(zp, dt, nz == 1 ? 0 : j) : 0);
+        for (size_t i = 0; i < k; i++)
+            bw[j * k + i] = (int16_t)(bw[j * k + i] - zb);
+    }
+}
+
+minfer_status qgemm_create(void *op, create_args *a, void **state) {
+    (void)op;
+    *state = NULL;
+    const minfer_node_desc *node = a->node;
+    qgemm_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return FAIL(a, MINFER_ERR_NOMEM, "QGemm: out of memory");
+    *state = s;
+    if (!has_in(node, 3))
+        return MINFER_OK;
+    const minfer_value_desc *w = din(node, 3), *vz = has_in(node, 5) ? din(node, 5) : NULL;
+    int tb = minfer_kit_attr_int(a->api, node, "transB", 0) != 0;
+    if (!w->const_data || !is_q8(w->dtype) || w->rank != 2 || w->dims[0] <= 0 ||
+        w->dims[1] <= 0 || (vz && (!vz->const_data || vz->dtype != w->dtype || vz->rank < 0)))
+        return MINFER_OK; /* widened each run, with the run's checks */
+    size_t k = (size_t)w->dims[tb ? 1 : 0], n = (size_t)w->dims[tb ? 0 : 1];
+    size_t nz = vz ? (size_t)minfer_kit_numel(vz->rank, vz->dims) : 0;
+    if (w->const_nbytes < n * k || (nz != 0 && nz != 1 && nz != n) ||
+        (vz && vz->const_nbytes < nz))
+        return MINFER_OK;
+    if (!(s->bw = malloc(n * k * sizeof *s->bw)))
+        return FAIL(a, MINFER_ERR_NOMEM, "QGemm: out of memory");
+    widen_rows(w->const_data, w->dtype == MINFER_DTYPE_UINT8, n, k, !tb, s->bw);
+    shift_cols(s->bw, n, k, vz ? vz->const_data : NULL, w->dtype, nz);
+    s->n = n;
+    s->k = k;
+    return MINFER_OK;
+}
+
+void qgemm_destroy(void *op, void *state) {
+    (void)op;
+    qgemm_state *s = state;
+    if (s)
+        free(s->bw);
+    free(s);
+}
+
 minfer_status qgemm_compute(void *op, void *state, compute_args *a) {
-    (void)op, (void)state;
+    (void)op;
+    const qgemm_state *qs = state;
     const minfer_tensor_view *x = vin(a, 0), *w = vin(a, 3);
     minfer_tensor_view *o = &OUTV(a, 0);
     if (a->n_outputs < 1 || !x->data || !w->data || !is_q8(x->dtype) || !is_q8(w->dtype))
@@ -487,17 +542,17 @@ minfer_status qgemm_compute(void *op, void *state, compute_args *a) {
     /* A's rows and B's columns less their zero points, widened once into
      * int16 rows of K (B's per column), for a dot product per output;
      * without the memory, the element loop below. */
+    int packed = qs && qs->bw && qs->n == N && qs->k == K;
     int16_t *aw = M && K && N ? malloc(M * K * sizeof *aw) : NULL;
-    int16_t *bw = aw ? malloc(N * K * sizeof *bw) : NULL;
+    int16_t *own = aw && !packed ? malloc(N * K * sizeof *own) : NULL;
+    const int16_t *bw = packed ? qs->bw : own;
     if (aw && bw) {
         widen_rows(x->data, x->dtype == MINFER_DTYPE_UINT8, M, K, g.ta, aw);
-        widen_rows(w->data, w->dtype == MINFER_DTYPE_UINT8, N, K, !g.tb, bw);
         for (size_t i = 0; i < M * K; i++)
             aw[i] = (int16_t)(aw[i] - za);
-        for (size_t j = 0; j < N; j++) {
-            int16_t zb = (int16_t)(nz ? qget(vz->data, w->dtype, nz == 1 ? 0 : j) : 0);
-            for (size_t k = 0; k < K; k++)
-                bw[j * K + k] = (int16_t)(bw[j * K + k] - zb);
+        if (own) {
+            widen_rows(w->data, w->dtype == MINFER_DTYPE_UINT8, N, K, !g.tb, own);
+            shift_cols(own, N, K, nz ? vz->data : NULL, w->dtype, nz);
         }
     }
     for (size_t j = 0; j < N; j++) {
@@ -535,7 +590,7 @@ minfer_status qgemm_compute(void *op, void *state, compute_args *a) {
         }
     }
     free(aw);
-    free(bw);
+    free(own);
     return MINFER_OK;
 }
 
