@@ -2,7 +2,8 @@
  * The session's fork-join pool (core/exec/threadpool.c): every index of every
  * job runs exactly once, whatever the thread count, chunking, spinning
  * (MINFER_SPIN_US) or contention between callers; a call from inside a
- * chunk runs serially. Sharing (the parallel scheduler's): the same ranges
+ * chunk runs serially. The cut: a few near-equal chunks per thread, the
+ * same every call; a held-up chunk holds up only itself. Sharing (the parallel scheduler's): the same ranges
  * as the pool cuts, every index once, a published chunk run by another
  * thread, nested calls serial, the owner's account of its chunks' time.
  * The CPUs the pool counts for its spinning are the process's affinity
@@ -70,7 +71,7 @@ static void test_every_index_once(void **state) {
     static const char *const spins[2] = {"200", "0"};
     for (int sp = 0; sp < 2; sp++) {
         setenv("MINFER_SPIN_US", spins[sp], 1);
-        for (int threads = 1; threads <= 4; threads++) {
+        for (int threads = 1; threads <= 16; threads += threads < 4 ? 1 : 12) {
             mf_pool *p = mf_pool_create(threads);
             assert_non_null(p);
             assert_int_equal(mf_pool_threads(p), threads);
@@ -97,7 +98,8 @@ static void test_nested(void **state) {
         j.nested_pool = p;
         mf_pool_parallel_for(p, 300, 1, count_nested, &j);
         check_once(&j, 300);
-        assert_int_equal(atomic_load(&j.nested_hits), 10 * 3); /* one call per chunk */
+        /* one call per chunk */
+        assert_int_equal(atomic_load(&j.nested_hits), 10 * (int)mf_pool_chunks(p, 300, 1));
     }
     mf_pool_free(p);
 }
@@ -142,7 +144,7 @@ static void test_concurrent_callers(void **state) {
 
 /* ---- Sharing: the threads of one pool job run each other's chunks ---- */
 
-#define RANGES 64
+#define RANGES 128
 
 typedef struct ranges {
     atomic_size_t n;
@@ -169,6 +171,103 @@ static void sort_ranges(ranges *r) {
             r->e[j] = r->e[j - 1];
             r->e[j - 1] = t;
         }
+}
+
+/* The cut (dynamic chunks): for every n and grain, [0, n) in
+ * mf_pool_chunks contiguous ranges of near-equal size (they differ by at
+ * most 1), at most a few per thread, no more than n / grain rounded up,
+ * the same ranges on every call; every index once; n = 0 calls nothing,
+ * n = 1 one range. Pools of 1 to 4, 8 and 16 threads (more threads than
+ * CPUs here: the cut must be right by construction). */
+static void test_cut(void **state) {
+    (void)state;
+    static ranges a, b;
+    static job j;
+    static const int counts[] = {1, 2, 3, 4, 8, 16};
+    for (size_t t = 0; t < sizeof counts / sizeof counts[0]; t++) {
+        mf_pool *p = mf_pool_create(counts[t]);
+        assert_non_null(p);
+        memset(&a, 0, sizeof a);
+        mf_pool_parallel_for(p, 0, 1, record, &a);
+        assert_int_equal(atomic_load(&a.n), 0);
+        assert_int_equal(mf_pool_chunks(p, 0, 1), 0);
+        for (int k = 0; k < 1500; k++) {
+            size_t n = k < 40 ? (size_t)k + 1 : (size_t)(k * 37 % MAX_N) + 1;
+            size_t grain = k % 11 == 10 ? (size_t)(k % 300) : (size_t)(k % 7);
+            size_t chunks = mf_pool_chunks(p, n, grain);
+            size_t g = grain ? grain : 1, most = (n + g - 1) / g;
+            assert_true(chunks >= 1 && chunks <= most && chunks <= RANGES);
+            assert_true(chunks <= (size_t)counts[t] * 4);
+            if (counts[t] > 1 && most >= 2)
+                assert_true(chunks >= 2);
+            memset(&a, 0, sizeof a);
+            memset(&b, 0, sizeof b);
+            mf_pool_parallel_for(p, n, grain, record, &a);
+            mf_pool_parallel_for(p, n, grain, record, &b);
+            assert_int_equal(atomic_load(&a.n), chunks);
+            assert_int_equal(atomic_load(&b.n), chunks);
+            sort_ranges(&a);
+            sort_ranges(&b);
+            size_t lo = n, hi = 0;
+            for (size_t i = 0; i < chunks; i++) {
+                assert_int_equal(a.b[i], i ? a.e[i - 1] : 0);
+                assert_true(a.e[i] > a.b[i]);
+                assert_int_equal(a.b[i], b.b[i]);
+                assert_int_equal(a.e[i], b.e[i]);
+                size_t len = a.e[i] - a.b[i];
+                lo = len < lo ? len : lo;
+                hi = len > hi ? len : hi;
+            }
+            assert_int_equal(a.e[chunks - 1], n);
+            assert_true(hi - lo <= 1);
+            memset(&j, 0, sizeof j);
+            mf_pool_parallel_for(p, n, grain, count, &j);
+            check_once(&j, n);
+        }
+        mf_pool_free(p);
+    }
+}
+
+/* A thread held up inside its chunk (descheduled by another process)
+ * holds up only that chunk: the others run the rest of its share. The
+ * first chunk of the second thread's share waits, bounded, until every
+ * other chunk of the job has run; with a split of one chunk per thread it
+ * would wait for its own share and time out. Whoever runs it, the rest
+ * are taken: the caller takes the back of a late worker's share. */
+typedef struct stall {
+    size_t n, stalled;
+    atomic_size_t others_done;
+    atomic_int timed_out;
+} stall;
+
+static void stall_chunk(void *arg, size_t begin, size_t end) {
+    stall *st = arg;
+    if (begin == st->stalled) {
+        struct timespec ts = {0, 1000000}; /* 1 ms, at most 10 s in all */
+        for (int i = 0; i < 10000 && atomic_load(&st->others_done) < st->n - 1; i++)
+            nanosleep(&ts, NULL);
+        if (end - begin != 1 || atomic_load(&st->others_done) < st->n - 1)
+            atomic_store(&st->timed_out, 1);
+        return;
+    }
+    atomic_fetch_add(&st->others_done, end - begin);
+}
+
+static void test_stalled_chunk(void **state) {
+    (void)state;
+    for (int threads = 2; threads <= 4; threads++) {
+        mf_pool *p = mf_pool_create(threads);
+        assert_non_null(p);
+        size_t n = (size_t)threads * 4;
+        assert_int_equal(mf_pool_chunks(p, n, 1), n); /* one index a chunk */
+        for (int k = 0; k < 20; k++) {
+            stall st = {n, 4, 0, 0};
+            mf_pool_parallel_for(p, n, 1, stall_chunk, &st);
+            assert_int_equal(atomic_load(&st.timed_out), 0);
+            assert_int_equal(atomic_load(&st.others_done), n - 1);
+        }
+        mf_pool_free(p);
+    }
 }
 
 /* A pool job whose chunks share: thread 0 publishes, the others help
@@ -381,7 +480,8 @@ static void test_share_nested(void **state) {
         j.nested_pool = p;
         shared(p, 300, 1, count_nested, &j, 1);
         check_once(&j, 300);
-        assert_int_equal(atomic_load(&j.nested_hits), 10 * 3); /* one call per chunk */
+        /* one call per chunk */
+        assert_int_equal(atomic_load(&j.nested_hits), 10 * (int)mf_pool_chunks(p, 300, 1));
     }
     mf_pool_free(p);
 }
@@ -456,10 +556,10 @@ static void test_claim_holds_pool(void **state) {
     static ranges mine;
     atomic_init(&mine.n, 0);
     mf_lane_parallel_for(&l, 64, 1, record, &mine); /* on the held pool */
-    assert_int_equal(atomic_load(&mine.n), 3);
+    assert_int_equal(atomic_load(&mine.n), mf_pool_chunks(p, 64, 1));
     assert_null(l.held); /* ... which it gave back */
     assert_int_equal(probe_from_another_thread(p, &pr), 3);
-    assert_int_equal(atomic_load(&pr.r.n), 3);
+    assert_int_equal(atomic_load(&pr.r.n), mf_pool_chunks(p, 64, 1));
     assert_int_equal(mf_lane_claim(&l, 2), 2);
     mf_lane_release(&l);
     mf_lane_release(&l); /* twice: nothing held */
@@ -477,6 +577,8 @@ int main(void) {
         cmocka_unit_test(test_every_index_once),
         cmocka_unit_test(test_cpus_from_affinity),
         cmocka_unit_test(test_nested),
+        cmocka_unit_test(test_cut),
+        cmocka_unit_test(test_stalled_chunk),
         cmocka_unit_test(test_concurrent_callers),
         cmocka_unit_test(test_share_same_ranges),
         cmocka_unit_test(test_share_helps),

@@ -1,13 +1,21 @@
 /*
  * Fork-join thread pool.
  *
- * A job is a range [0, n) cut into at most `threads` contiguous chunks;
- * each thread claims its own chunk first (the caller the first, worker k
- * the k+1-th: a node cut like the one before finds its data in the cache
- * of the core that wrote it) and then any still free, so a worker that is
- * slow to start (asleep, or its CPU taken by another process) only leaves
- * its chunk to the caller, and the caller waits only for chunks already
- * started. One job runs at a time per pool: a second
+ * A job is a range [0, n) cut into up to CHUNKS_PER_THREAD contiguous
+ * chunks per thread, never more than n / grain rounded up (job_cut), in
+ * near-equal sizes. The chunks are dealt out in blocks, one block of
+ * consecutive chunks per thread (the caller the first, worker k the
+ * k+1-th: a node cut like the one before finds its data in the cache of
+ * the core that wrote it). A block is one atomic word per thread (its
+ * job's generation, the next chunk from the front, the end): its thread
+ * takes chunks from the front, and a thread whose own block is used up
+ * takes them from the back of the others', one at a time. So a worker
+ * that is slow to start or descheduled by another process holds up only
+ * the chunk it is running, not a thread's share of the job; the caller
+ * takes part and waits only for chunks already started. The cut depends
+ * on n, grain and the pool's threads alone, never on who runs a chunk:
+ * a kernel sees the same ranges every run, whichever thread runs them.
+ * One job runs at a time per pool: a second
  * caller (another run on the same session) or a nested call from inside a
  * chunk runs its range serially instead of blocking, so the pool can never
  * deadlock.
@@ -46,13 +54,29 @@
 
 #define DEFAULT_SPIN_US 200
 #define CALLER_SPIN_NS 2000000ull /* for a started chunk: then sleep */
+/* Chunks a job is cut into per thread, at most: enough that the others
+ * can take over most of a descheduled thread's share, few enough that a
+ * chunk stays large against the cost of claiming it (one compare-and-swap). */
+#define CHUNKS_PER_THREAD 4
 
 typedef struct mf_job {
     minfer_range_fn fn;
     void *arg;
-    size_t n, chunk, n_chunks;
+    size_t n, n_chunks;
+    size_t blocks; /* threads with a block of chunks: min(threads, n_chunks) */
     uint32_t gen;
 } mf_job;
+
+/* A thread's block of a pool job: (generation << 32) | (front << 16) |
+ * back, front <= back, chunks [front, back) still free. A thread looking
+ * at an older job sees another generation and takes nothing. Padded to a
+ * cache line: the blocks are claimed from by different threads. */
+#define BLOCK_BITS 16
+#define BLOCK_MASK ((1u << BLOCK_BITS) - 1)
+typedef struct block {
+    atomic_uint_fast64_t word;
+    char pad[64 - sizeof(atomic_uint_fast64_t)];
+} block;
 
 typedef struct mf_worker_arg {
     struct mf_pool *pool;
@@ -75,11 +99,7 @@ struct mf_pool {
     /* The current job, written under lock; its generation moves last. */
     mf_job job;
     atomic_uint_fast32_t gen;
-    /* Per chunk: the generation of the job it belongs to, times 2, plus 1
-     * once a thread took it. A thread claims a chunk of job g by moving it
-     * from 2g to 2g + 1, so one still looking at an older job cannot take a
-     * chunk of this one. */
-    atomic_uint_fast64_t *chunk_state;
+    block *blocks; /* per thread: its block of the current job's chunks */
     atomic_size_t finished;
     /* Per thread index of a share of this pool: whether that thread spins
      * before it sleeps in mf_share_wait (share_spins), decided as a worker
@@ -108,7 +128,7 @@ struct mf_share {
     mf_pool *pool;
     int n;                  /* slots: the pool's threads */
     share_slot *slot;
-    atomic_uchar *flags;    /* every slot's taken[], n * n */
+    atomic_uchar *flags;    /* every slot's taken[], n * n * CHUNKS_PER_THREAD */
     pthread_mutex_t lock;   /* publishing and helpers' claims */
     atomic_int n_published; /* a look without the lock */
     atomic_uint events;     /* the event count */
@@ -133,23 +153,71 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Runs the chunks of job j that are still free, its home chunk first
- * (thread k starts at chunk k: consecutive nodes cut the same way then
- * find their data in the cache of the core that wrote it), then the
- * others in turn. */
-static void run_chunks(mf_pool *p, const mf_job *j, size_t home) {
-    size_t ran = 0, n_chunks = j->n_chunks;
-    for (size_t k = 0; k < n_chunks; k++) {
-        size_t c = (home + k) % n_chunks;
-        uint_fast64_t free_state = (uint_fast64_t)j->gen << 1;
-        if (!atomic_compare_exchange_strong(&p->chunk_state[c], &free_state, free_state | 1))
-            continue;
-        size_t b = c * j->chunk;
-        size_t e = b + j->chunk < j->n ? b + j->chunk : j->n;
-        j->fn(j->arg, b, e);
-        ran++;
+/* The chunks of [0, n) for grain and threads (see the top): at most
+ * CHUNKS_PER_THREAD per thread and n / grain rounded up; 1 means run it
+ * serially. */
+static size_t job_cut(size_t n, size_t grain, size_t threads) {
+    size_t most = n / grain + (n % grain != 0);
+    size_t want = threads * CHUNKS_PER_THREAD;
+    if (want > BLOCK_MASK) /* a block's word holds chunk numbers below 2^16 */
+        want = BLOCK_MASK;
+    return most < want ? most : want;
+}
+
+/* Sets j's chunking of [0, n) over threads (>= 1). */
+static void job_split(mf_job *j, size_t n, size_t grain, size_t threads) {
+    j->n = n;
+    j->n_chunks = job_cut(n, grain, threads);
+    j->blocks = threads < j->n_chunks ? threads : j->n_chunks;
+}
+
+/* Chunk c of j: [b, e), near-equal sizes (the first n % n_chunks one longer). */
+static void chunk_range(const mf_job *j, size_t c, size_t *b, size_t *e) {
+    size_t q = j->n / j->n_chunks, r = j->n % j->n_chunks;
+    *b = c * q + (c < r ? c : r);
+    *e = *b + q + (c < r);
+}
+
+/* The first chunk of block k of j (k <= blocks: the end). */
+static size_t block_lo(const mf_job *j, size_t k) { return k * j->n_chunks / j->blocks; }
+
+static uint_fast64_t block_word(uint32_t gen, size_t front, size_t back) {
+    return (uint_fast64_t)gen << 32 | (uint_fast64_t)front << BLOCK_BITS | (uint_fast64_t)back;
+}
+
+/* Takes a chunk of block k of job j, from the front (its own thread) or
+ * the back (another one); -1 when it holds none (or belongs to a newer job). */
+static long block_take(mf_pool *p, const mf_job *j, size_t k, int front) {
+    uint_fast64_t w = atomic_load_explicit(&p->blocks[k].word, memory_order_acquire);
+    for (;;) {
+        if ((uint32_t)(w >> 32) != j->gen)
+            return -1;
+        size_t f = (size_t)(w >> BLOCK_BITS) & BLOCK_MASK, b = (size_t)w & BLOCK_MASK;
+        if (f >= b)
+            return -1;
+        uint_fast64_t nw = front ? block_word(j->gen, f + 1, b) : block_word(j->gen, f, b - 1);
+        if (atomic_compare_exchange_weak_explicit(&p->blocks[k].word, &w, nw,
+                                                  memory_order_acq_rel, memory_order_acquire))
+            return front ? (long)f : (long)(b - 1);
     }
-    if (ran && atomic_fetch_add(&p->finished, ran) + ran == n_chunks) {
+}
+
+/* Runs the chunks of job j that are still free as thread `home`: its own
+ * block first, from the front, then the others' from their backs, in turn. */
+static void run_chunks(mf_pool *p, const mf_job *j, size_t home) {
+    size_t ran = 0, blocks = j->blocks;
+    for (size_t k = 0; k < blocks; k++) {
+        size_t bk = (home + k) % blocks;
+        int own = k == 0 && home < blocks;
+        long c;
+        while ((c = block_take(p, j, bk, own)) >= 0) {
+            size_t b, e;
+            chunk_range(j, (size_t)c, &b, &e);
+            j->fn(j->arg, b, e);
+            ran++;
+        }
+    }
+    if (ran && atomic_fetch_add(&p->finished, ran) + ran == j->n_chunks) {
         pthread_mutex_lock(&p->lock);
         pthread_cond_broadcast(&p->done);
         pthread_mutex_unlock(&p->lock);
@@ -217,7 +285,7 @@ static void *worker_main(void *varg) {
         pthread_mutex_unlock(&p->lock);
         if (atomic_load(&p->stop))
             break;
-        run_chunks(p, &job, job.n_chunks ? home % job.n_chunks : 0);
+        run_chunks(p, &job, home);
         if (quiet)
             quiet--;
         if (++jobs % SAMPLE_EVERY == 0 || slept) {
@@ -262,13 +330,13 @@ mf_pool *mf_pool_create(int threads) {
     if (p->threads > 1) {
         p->workers = mf_calloc((size_t)p->threads - 1, sizeof *p->workers);
         p->worker_args = mf_calloc((size_t)p->threads - 1, sizeof *p->worker_args);
-        p->chunk_state = mf_calloc((size_t)p->threads, sizeof *p->chunk_state);
-        if (!p->workers || !p->worker_args || !p->chunk_state) {
+        p->blocks = mf_calloc((size_t)p->threads, sizeof *p->blocks);
+        if (!p->workers || !p->worker_args || !p->blocks) {
             mf_pool_free(p);
             return NULL;
         }
         for (int i = 0; i < p->threads; i++)
-            atomic_init(&p->chunk_state[i], 1); /* generation 0, taken */
+            atomic_init(&p->blocks[i].word, 0); /* generation 0, empty */
         for (int i = 0; i < p->threads - 1; i++) {
             p->worker_args[i].pool = p;
             p->worker_args[i].index = i + 1;
@@ -291,7 +359,7 @@ void mf_pool_free(mf_pool *p) {
         pthread_join(p->workers[i], NULL);
     free(p->workers);
     free(p->worker_args);
-    free((void *)p->chunk_state);
+    free(p->blocks);
     free(p->pace);
     pthread_mutex_destroy(&p->lock);
     pthread_mutex_destroy(&p->busy);
@@ -313,7 +381,8 @@ mf_share *mf_share_create(mf_pool *p) {
     sh->pool = p;
     sh->n = mf_pool_threads(p);
     sh->slot = mf_calloc((size_t)sh->n, sizeof *sh->slot);
-    sh->flags = mf_calloc((size_t)sh->n * (size_t)sh->n, sizeof *sh->flags);
+    size_t per_slot = (size_t)sh->n * CHUNKS_PER_THREAD; /* job_cut's most */
+    sh->flags = mf_calloc((size_t)sh->n * per_slot, sizeof *sh->flags);
     if (!sh->slot || !sh->flags) {
         free(sh->slot);
         free((void *)sh->flags);
@@ -321,7 +390,7 @@ mf_share *mf_share_create(mf_pool *p) {
         return NULL;
     }
     for (int i = 0; i < sh->n; i++) {
-        sh->slot[i].taken = sh->flags + (size_t)i * (size_t)sh->n;
+        sh->slot[i].taken = sh->flags + (size_t)i * per_slot;
         atomic_init(&sh->slot[i].done, 0);
     }
     pthread_mutex_init(&sh->lock, NULL);
@@ -415,8 +484,8 @@ void mf_share_wait(mf_share *sh, int index, unsigned seen) {
 
 /* Runs chunk c of j; returns the time it took. */
 static uint64_t run_one(const mf_job *j, size_t c) {
-    size_t b = c * j->chunk;
-    size_t e = b + j->chunk < j->n ? b + j->chunk : j->n;
+    size_t b, e;
+    chunk_range(j, c, &b, &e);
     uint64_t t = now_ns();
     j->fn(j->arg, b, e);
     return now_ns() - t;
@@ -432,8 +501,9 @@ int mf_share_help(mf_share *sh, int index) {
         if (!sl->published)
             continue;
         mf_job job = sl->job;
+        size_t home = block_lo(&job, (size_t)me % job.blocks); /* its own block first */
         for (size_t t = 0; t < job.n_chunks; t++) {
-            size_t c = ((size_t)me + t) % job.n_chunks; /* its home chunk first */
+            size_t c = (home + t) % job.n_chunks;
             unsigned char free_flag = 0;
             if (!atomic_compare_exchange_strong(&sl->taken[c], &free_flag, 1))
                 continue;
@@ -451,8 +521,9 @@ int mf_share_help(mf_share *sh, int index) {
 }
 
 /* parallel_for on lane l, a thread of a share: publish, run what is left,
- * wait for the chunks helpers took. */
-static void share_for(mf_lane *l, size_t n, size_t chunks, minfer_range_fn fn, void *arg) {
+ * wait for the chunks helpers took. The job is cut as the pool cuts it
+ * (job_split over the pool's threads): the same ranges either way. */
+static void share_for(mf_lane *l, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
     mf_share *sh = l->share;
     assert(l->index >= 0 && l->index < sh->n); /* one thread per index of the share */
     share_slot *sl = &sh->slot[l->index];
@@ -460,9 +531,7 @@ static void share_for(mf_lane *l, size_t n, size_t chunks, minfer_range_fn fn, v
     l->published++;
     job.fn = fn;
     job.arg = arg;
-    job.n = n;
-    job.chunk = (n + chunks - 1) / chunks;
-    job.n_chunks = (n + job.chunk - 1) / job.chunk;
+    job_split(&job, n, grain, (size_t)sh->n);
     job.gen = 0;
     pthread_mutex_lock(&sh->lock);
     sl->job = job;
@@ -477,8 +546,9 @@ static void share_for(mf_lane *l, size_t n, size_t chunks, minfer_range_fn fn, v
 
     size_t ran = 0;
     uint64_t t0 = now_ns(), own = 0;
+    size_t home = block_lo(&job, (size_t)l->index % job.blocks);
     for (size_t t = 0; t < job.n_chunks; t++) {
-        size_t c = ((size_t)l->index + t) % job.n_chunks;
+        size_t c = (home + t) % job.n_chunks;
         unsigned char free_flag = 0;
         if (!atomic_compare_exchange_strong(&sl->taken[c], &free_flag, 1))
             continue;
@@ -502,24 +572,20 @@ static void share_for(mf_lane *l, size_t n, size_t chunks, minfer_range_fn fn, v
     l->work_ns += own + atomic_load(&sl->chunk_ns);
 }
 
-/* Runs fn over [0, n) in at most max_chunks (>= 2) chunks on p, whose busy
- * lock the caller holds. */
-static void pool_job(mf_pool *p, size_t n, size_t max_chunks, minfer_range_fn fn, void *arg) {
-    size_t chunks = (size_t)p->n_workers + 1;
-    if (chunks > max_chunks)
-        chunks = max_chunks;
+/* Runs fn over [0, n) cut by job_split (into 2 or more chunks) on p,
+ * whose busy lock the caller holds. */
+static void pool_job(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn, void *arg) {
     mf_job job;
     job.fn = fn;
     job.arg = arg;
-    job.n = n;
-    job.chunk = (n + chunks - 1) / chunks;
-    job.n_chunks = (n + job.chunk - 1) / job.chunk;
+    job_split(&job, n, grain, (size_t)p->n_workers + 1);
     pthread_mutex_lock(&p->lock);
     job.gen = (uint32_t)atomic_load(&p->gen) + 1;
     p->job = job;
     atomic_store(&p->finished, 0);
-    for (size_t c = 0; c < job.n_chunks; c++)
-        atomic_store(&p->chunk_state[c], (uint_fast64_t)job.gen << 1);
+    for (size_t k = 0; k < job.blocks; k++)
+        atomic_store(&p->blocks[k].word,
+                     block_word(job.gen, block_lo(&job, k), block_lo(&job, k + 1)));
     atomic_store(&p->gen, job.gen);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
@@ -549,15 +615,23 @@ void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn
         return;
     if (grain == 0)
         grain = 1;
-    size_t max_chunks = (n + grain - 1) / grain;
     /* A call from inside a chunk of this pool's job finds busy held (by
      * the job's caller, on this thread or another) and runs serially. */
-    if (!p || p->n_workers == 0 || max_chunks < 2 || pthread_mutex_trylock(&p->busy) != 0) {
+    if (!p || p->n_workers == 0 || job_cut(n, grain, (size_t)p->n_workers + 1) < 2 ||
+        pthread_mutex_trylock(&p->busy) != 0) {
         fn(arg, 0, n);
         return;
     }
-    pool_job(p, n, max_chunks, fn, arg);
+    pool_job(p, n, grain, fn, arg);
     pthread_mutex_unlock(&p->busy);
+}
+
+size_t mf_pool_chunks(const mf_pool *p, size_t n, size_t grain) {
+    if (n == 0)
+        return 0;
+    if (!p || p->n_workers == 0)
+        return 1;
+    return job_cut(n, grain ? grain : 1, (size_t)p->n_workers + 1);
 }
 
 /* ---- Lanes ---------------------------------------------------------------- */
@@ -585,20 +659,19 @@ void mf_lane_parallel_for(mf_lane *l, size_t n, size_t grain, minfer_range_fn fn
         return;
     }
     mf_pool *p = l->pool;
-    size_t max_chunks = (n + grain - 1) / grain;
+    size_t chunks = p ? job_cut(n, grain, (size_t)p->n_workers + 1) : 1;
     if (l->held && l->held != p) /* claimed on a pool the lane left */
         mf_lane_release(l);
     atomic_store_explicit(&l->busy, 1, memory_order_relaxed);
     if (l->held) { /* the pool a claim took: this call uses it and gives it back */
         assert(!l->share); /* lanes of a share claim through their scheduler */
-        if (p->n_workers > 0 && max_chunks >= 2)
-            pool_job(p, n, max_chunks, fn, arg);
+        if (p->n_workers > 0 && chunks >= 2)
+            pool_job(p, n, grain, fn, arg);
         else
             fn(arg, 0, n);
         mf_lane_release(l);
-    } else if (p && p->n_workers > 0 && max_chunks >= 2 && l->share && l->share->pool == p) {
-        size_t chunks = (size_t)p->n_workers + 1; /* as the pool's: the same ranges */
-        share_for(l, n, chunks < max_chunks ? chunks : max_chunks, fn, arg);
+    } else if (p && p->n_workers > 0 && chunks >= 2 && l->share && l->share->pool == p) {
+        share_for(l, n, grain, fn, arg);
     } else {
         mf_pool_parallel_for(p, n, grain, fn, arg);
     }

@@ -16,10 +16,15 @@ void mf_pool_free(mf_pool *p);
 int mf_pool_threads(const mf_pool *p);
 /* The CPUs the process may use, counted at creation (util/cpus.h). */
 int mf_pool_cpus(const mf_pool *p);
-/* Runs fn over [0, n) in chunks of at least grain; returns when all ran. A
- * call from inside a pool task, or while another call holds the pool, runs
- * serially on the calling thread rather than waiting. */
+/* Runs fn over [0, n) in chunks of about grain or more (a few per thread,
+ * claimed as threads come free; the same ranges for the same n, grain and
+ * pool, whichever thread runs them); returns when all ran. A call from
+ * inside a pool task, or while another call holds the pool, runs serially
+ * on the calling thread rather than waiting. */
 void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn, void *arg);
+/* How many chunks mf_pool_parallel_for(p, n, grain, ...) cuts [0, n) into
+ * when the pool is free (0 for n = 0; 1: it runs serially). */
+size_t mf_pool_chunks(const mf_pool *p, size_t n, size_t grain);
 
 /* ---- Work sharing between the threads of one pool job ----------------------
  *
@@ -29,8 +34,8 @@ void mf_pool_parallel_for(mf_pool *p, size_t n, size_t grain, minfer_range_fn fn
  * chunks there instead of running them serially, run them too, and wait
  * only for chunks another thread started; a thread of the share with
  * nothing else to do runs published chunks (mf_share_help). The chunks are
- * cut exactly as mf_pool_parallel_for cuts them (one per pool thread), so a
- * kernel sees the same ranges under either scheduler. A parallel_for from
+ * cut exactly as mf_pool_parallel_for cuts them (a few per pool thread,
+ * threadpool.c), so a kernel sees the same ranges under either scheduler. A parallel_for from
  * inside a published chunk runs serially, so a thread waits only for chunks
  * running on threads that do not wait for it: no deadlock.
  *
