@@ -5,7 +5,8 @@
 # faster of ORT spin / no-spin, minfer's peak RSS and the RSS bound (model
 # file + planned arenas + 40 MiB, from minfer bench --json), ORT's RSS when
 # the peer reports one, every round's figures, the older positional form,
-# and bad arguments refused. minfer itself really runs (squeezenet1_1 on
+# --before (a second CLI each round, the median of the rounds' ratios), and
+# bad arguments refused. minfer itself really runs (squeezenet1_1 on
 # cpu, 2 runs a round; about 10 s).
 #
 # usage: bench_vs_ort.sh MINFER_CLI MODELS_DIR SOURCE_DIR
@@ -116,9 +117,41 @@ busy=$(sort -u "$tmp/busy" | tr '\n' ' ')
 after=$(pgrep -fc "^sh -c while :; do :; done$")
 ((after == before)) || bad "--load 3: $((after - before)) busy processes left after the script"
 
+# --before PATH: a second CLI run right before minfer in every round; the
+# table adds its median and the median of the rounds' minfer / before
+# ratios. Stand-ins for both CLIs: minfer 2, 4, 4 ms, before 4, 2, 8 ms:
+# before's median 4, the ratios 0.5, 2, 0.5 (median 0.5, where the ratio of
+# the medians would be 1).
+cat >"$tmp/fake-cli" <<'EOF2'
+#!/usr/bin/env bash
+figs=($FAKE_FIGS)
+n=$(cat "$FAKE_DIR/$FAKE_NAME" 2>/dev/null || echo 0)
+echo $((n + 1)) >"$FAKE_DIR/$FAKE_NAME"
+echo "$FAKE_NAME $1" >>"$FAKE_DIR/order"
+echo "{\"median_ms\": ${figs[n % 3]}, \"create_ms\": 1}"
+EOF2
+chmod +x "$tmp/fake-cli"
+printf '#!/bin/sh\nFAKE_NAME=after FAKE_FIGS="2 4 4" exec "%s" "$@"\n' "$tmp/fake-cli" >"$tmp/after-cli"
+printf '#!/bin/sh\nFAKE_NAME=before FAKE_FIGS="4 2 8" exec "%s" "$@"\n' "$tmp/fake-cli" >"$tmp/before-cli"
+chmod +x "$tmp/after-cli" "$tmp/before-cli"
+rm -f "$tmp/spin" "$tmp/nospin" "$tmp/order"
+out=$(bash "$script" --minfer "$tmp/after-cli" --before "$tmp/before-cli" --providers cpu --runs 2 \
+    --rounds 3 --threads 1 --ort "$tmp/fake-ort" "$case" 2>"$tmp/err")
+rc=$?
+((rc == 0)) || bad "--before: exit $rc: $(cat "$tmp/err")"
+row=$(grep '^| squeezenet1_1 | 1 | [0-9.]* | ' <<<"$out" | head -n 1)
+IFS='|' read -r _ name t mm os on ratio rss bound orss mc oc bm br _ <<<"$row"
+[[ ${mm// /} == 4.00 && ${bm// /} == 4.00 && ${br// /} == 0.50 ]] ||
+    bad "--before: minfer 4.00, before 4.00, minfer / before 0.50 expected: '$row'"
+[[ $(grep -c '^| squeezenet1_1 | 1 | [123] | .* | [0-9.]* |$' <<<"$out") -eq 3 ]] ||
+    bad "--before: 3 round rows with before's figure expected: $out"
+[[ $(tr '\n' ' ' <"$tmp/order") == "before bench after bench before bench after bench before bench after bench " ]] ||
+    bad "--before does not run right before minfer each round: $(cat "$tmp/order")"
+
 # Refused: no directory, a folder without cases, bad counts, unknown options.
 for args in "" "$tmp/folder/not_a_case" "--runs 0 $case" "--rounds x $case" \
-    "--threads 1,0 $case" "--bogus $case" "--load 65 $case" "--load -1 $case"; do
+    "--threads 1,0 $case" "--bogus $case" "--load 65 $case" "--load -1 $case" \
+    "--before $tmp/folder $case"; do
     # shellcheck disable=SC2086 # the words are the arguments
     bash "$script" --minfer "$cli" --ort "$tmp/fake-ort" $args >/dev/null 2>"$tmp/err"
     rc=$?

@@ -27,6 +27,12 @@
 #                     beside both runtimes for the whole measurement, started
 #                     before the first round and stopped on exit (issue 37:
 #                     speed on a busy machine); the table's header says N
+#   --before PATH     a second minfer CLI (the build before a change, or a
+#                     wrapper setting an environment variable), run in every
+#                     round right before --minfer with the same arguments: the
+#                     table adds its median and the median of the rounds'
+#                     minfer / before ratios, the fair comparison of two
+#                     builds on a loaded machine
 # The older form still works: tools/bench-vs-ort.sh [MINFER_CLI] [MODELS_DIR]
 # [PROVIDERS] [RUNS] (defaults: build/tools/minfer, ../shared/models,
 # onednn,cpu, 20), thread counts from THREADS.
@@ -42,6 +48,7 @@ rounds=${ROUNDS:-3}
 threads_list=${THREADS:-1 2}
 ort=${ORT_BENCH:-$here/../shared/peer/ort-bench}
 load=0
+before=
 dirs=()
 
 # The usage lines of the header above; exits with $1.
@@ -61,7 +68,7 @@ if [[ $# -eq 0 || ($1 != -* && -f $1 && -x $1) ]]; then
 else
     while (($#)); do
         case $1 in
-        --minfer | --providers | --runs | --rounds | --threads | --ort | --load)
+        --minfer | --providers | --runs | --rounds | --threads | --ort | --load | --before)
             (($# >= 2)) || die "$1 takes a value"
             case $1 in
             --minfer) minfer=$2 ;;
@@ -71,6 +78,7 @@ else
             --threads) threads_list=$2 ;;
             --ort) ort=$2 ;;
             --load) load=$2 ;;
+            --before) before=$2 ;;
             esac
             shift 2
             ;;
@@ -95,6 +103,7 @@ done
 ((runs >= 20)) || echo "bench-vs-ort: $runs runs (fewer than 20: figures are rough)" >&2
 ((rounds >= 3)) || echo "bench-vs-ort: $rounds rounds (fewer than 3: figures are rough)" >&2
 [[ -x $minfer ]] || die "$minfer is not executable"
+[[ -z $before || (-f $before && -x $before) ]] || die "$before is not an executable file"
 [[ -x $ort ]] || die "$ort is not executable"
 
 # The cases: each DIR that is one, else the cases directly inside it.
@@ -161,17 +170,27 @@ echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load $(cu
 echo "minfer providers: $providers; $rounds alternating rounds of $runs runs per figure" \
     "(median of the rounds' medians), ORT = faster of spin / no-spin; threads: $threads_list"
 echo
-echo "| model | threads | minfer ms | ORT spin ms | ORT no-spin ms | ratio | minfer RSS MiB | RSS bound MiB | ORT RSS MiB | minfer create ms | ORT create ms |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+[[ -z $before ]] || echo "before: $before, run right before minfer in every round"
+bcols= bsep=
+[[ -z $before ]] || bcols=" before ms | minfer / before |" bsep="---|---|"
+echo "| model | threads | minfer ms | ORT spin ms | ORT no-spin ms | ratio | minfer RSS MiB | RSS bound MiB | ORT RSS MiB | minfer create ms | ORT create ms |$bcols"
+echo "|---|---|---|---|---|---|---|---|---|---|---|$bsep"
 per_round=()
 n_rows=0 n_faster=0 n_bound=0 n_within=0 n_fail=0 ort_rss_seen=0
 for dir in "${cases[@]}"; do
     name=$(basename "$dir")
     weights=$(stat -c %s "$dir/model.onnx")
     for t in $threads_list; do
-        mms=() sms=() nms=() rss=() ors=() mcs=() ocs=()
+        mms=() sms=() nms=() rss=() ors=() mcs=() ocs=() bms=() brs=()
         bound=
         for ((r = 1; r <= rounds; r++)); do
+            bm= bcol=
+            if [[ -n $before ]]; then
+                b=$("$before" bench "$dir/model.onnx" --providers "$providers" --threads "$t" \
+                    --runs "$runs" --warmup 3 --inputs "$dir/test_data_set_0" --json 2>"$tmpd/err") ||
+                    { echo "bench-vs-ort: $name, $t threads: before's bench failed: $(tail -n 1 "$tmpd/err")" >&2; b=; }
+                bm=$(json_num median_ms "$b")
+            fi
             m=$("$minfer" bench "$dir/model.onnx" --providers "$providers" --threads "$t" \
                 --runs "$runs" --warmup 3 --inputs "$dir/test_data_set_0" --json 2>"$tmpd/err") ||
                 { echo "bench-vs-ort: $name, $t threads: minfer bench failed: $(tail -n 1 "$tmpd/err")" >&2; m=; }
@@ -188,7 +207,13 @@ for dir in "${cases[@]}"; do
                 arena=$(json_num arena_bytes "$m") dev=$(json_num device_arena_bytes "$m")
                 bound=$((weights + ${arena:-0} + ${dev:-0} + 40 * 1048576))
             fi
-            per_round+=("| $name | $t | $r | $(fmt %.2f "$mm") | $(fmt %.2f "$os") | $(fmt %.2f "$on") | $(mib "$mr") |")
+            if [[ -n $before ]]; then
+                bms+=("$bm")
+                br=$(ratio "${mm:-0}" "${bm:-0}")
+                [[ $br == - ]] || brs+=("$br")
+                bcol=" $(fmt %.2f "$bm") |"
+            fi
+            per_round+=("| $name | $t | $r | $(fmt %.2f "$mm") | $(fmt %.2f "$os") | $(fmt %.2f "$on") | $(mib "$mr") |$bcol")
             echo "bench-vs-ort: $name, $t threads, round $r/$rounds: minfer $(fmt %.2f "$mm") ms," \
                 "ORT spin $(fmt %.2f "$os") ms, no-spin $(fmt %.2f "$on") ms" >&2
         done
@@ -204,10 +229,13 @@ for dir in "${cases[@]}"; do
             n_bound=$((n_bound + 1))
             ((peak > bound)) || n_within=$((n_within + 1))
         fi
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$name" "$t" \
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" "$name" "$t" \
             "$(fmt %.2f "$mm")" "$(fmt %.2f "$os")" "$(fmt %.2f "$on")" "$rt" "$(mib "$peak")" \
             "$(mib "$bound")" "$(mib "$ort_peak")" "$(fmt %.0f "$(median "${mcs[@]}")")" \
             "$(fmt %.0f "$(median "${ocs[@]}")")"
+        [[ -z $before ]] ||
+            printf " %s | %s |" "$(fmt %.2f "$(median "${bms[@]}")")" "$(fmt %.2f "$(median "${brs[@]}")")"
+        printf '\n'
     done
 done
 echo
@@ -217,6 +245,8 @@ echo "$n_rows rows: minfer at least as fast as ORT (ratio <= 1.00) in $n_faster;
 echo
 echo "Each round's medians (ms) and minfer's peak RSS (MiB):"
 echo
-echo "| model | threads | round | minfer ms | ORT spin ms | ORT no-spin ms | minfer RSS MiB |"
-echo "|---|---|---|---|---|---|---|"
+bcols= bsep=
+[[ -z $before ]] || bcols=" before ms |" bsep="---|"
+echo "| model | threads | round | minfer ms | ORT spin ms | ORT no-spin ms | minfer RSS MiB |$bcols"
+echo "|---|---|---|---|---|---|---|$bsep"
 printf '%s\n' "${per_round[@]}"
