@@ -171,6 +171,15 @@ static const op_case CASES[] = {
     OPN("Conv", 11, "2x4x10x10 c6x2x3x3 c6", "group=2 strides=2,2 dilations=1,2 pads=1,0,2,1",
      FLOATS, 1, 2),
     OPN("Conv", 11, "1x8x7x7 c8x1x3x3 c8", "group=8 pads=1,1,1,1", FLOATS, 1, 2),
+    /* depthwise (the CPU provider's direct kernel over output rows): rows
+     * wider than its 64-output tile, strides, dilations, uneven pads, a
+     * channel multiplier, fewer channels than 16 threads, 1-D and 3-D */
+    OPN("Conv", 11, "1x16x9x70 c16x1x3x3 c16", "group=16 strides=1,2 dilations=2,1 pads=1,1,2,0",
+     FLOATS, 1, 2),
+    OPN("Conv", 11, "2x6x11x13 c12x1x3x3", "group=6 strides=2,1 pads=0,1,2,1", FLOATS, 1, 2),
+    OPN("Conv", 11, "1x5x7x7 c5x1x5x5 c5", "group=5 pads=2,2,2,2", FLOATS, 1, 2),
+    OPN("Conv", 11, "1x5x40 c5x1x5 c5", "group=5 strides=3 pads=2,2", FLOATS, 1, 2),
+    OPN("Conv", 11, "1x4x5x6x7 c4x1x3x3x3 c4", "group=4 pads=1,0,1,1,1,0", FLOATS, 1, 2),
     OPN("Conv", 11, "1x3x8x8 c4x3x3x3", "auto_pad=SAME_UPPER strides=2,2", FLOATS, 1, 2),
     OPN("Conv", 11, "2x3x17 c5x3x4 c5", "strides=2 pads=1,2", FLOATS, 1, 2),
     OPN("Conv", 11, "1x2x5x6x7 c3x2x3x3x3", "pads=1,1,1,1,1,1", FLOATS, 1, 2),

@@ -9,9 +9,16 @@
  * is that matrix. 1-D and 2-D convolutions are run as 3-D ones with leading
  * unit dims.
  *
+ * A depthwise convolution (one input channel per group, any number of
+ * outputs per group) runs directly, without im2col: its work items are
+ * the output rows of every (image, output channel), so that a 7x7 layer
+ * of 960 channels still has 6720 of them for 16 threads. It sums the
+ * kernel taps in im2col's row order, padding included (w * 0), so its
+ * results are the same bits as the GEMM's.
+ *
  * Threads: with one group, im2col and the GEMM run in parallel themselves;
- * with several groups (depthwise), groups are spread over threads, each
- * with its own slice of the workspace.
+ * with several groups of more than one input channel each, groups are
+ * spread over threads, each with its own slice of the workspace.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -193,6 +200,10 @@ static minfer_status im2col_bytes(const conv_geom *g, size_t slices, size_t es, 
     return minfer_size_mul(n, es, out);
 }
 
+/* A depthwise convolution: one input channel per group (run directly, no
+ * workspace). */
+static int conv_depthwise(const conv_geom *g) { return g->G > 1 && g->Cg == 1; }
+
 /* Whether groups run in parallel, each with a workspace slice. */
 static int conv_by_group(const conv_geom *g, int threads) {
     return threads > 1 && g->N * g->G >= 2 * (size_t)threads && g->G > 1;
@@ -230,6 +241,7 @@ minfer_status cpu_prepare_conv(cpu_prep *p) {
     for (int i = 0; known && i < rank; i++)
         known = x->dims[i] >= 0 && w->dims[i] >= 0;
     if (known && conv_geometry(st, x->rank, x->dims, w->dims, &g) == 0 && !g.direct &&
+        !conv_depthwise(&g) &&
         im2col_bytes(&g, conv_by_group(&g, st->threads) ? (size_t)st->threads : 1,
                      minfer_elem_size(x->dtype), &p->prep->workspace_bytes) != MINFER_OK)
         return cpu_prep_fail(p, MINFER_ERR_LIMIT,
@@ -324,6 +336,83 @@ static void conv_task(conv_job *j, size_t task, void *ws, int parallel) {
              g->out_plane, y, g->out_plane, j->bias != NULL);
 }
 
+/* Depthwise rows [r0, r1): row r is output row (od, oh) of output channel
+ * m of image n, r = ((n * M + m) * out[0] + od) * out[1] + oh. Each output
+ * sums its taps in im2col's order (kd, kh, kw), a tap in the padding as
+ * w * 0, from 0, then adds to the bias (y = bias + sum), as the GEMM does;
+ * DW_TILE outputs of a row at a time. */
+#define DW_TILE 64
+#define DEPTHWISE(E, T, S)                                                                 \
+    static void depthwise_##S(const conv_job *j, size_t r0, size_t r1) {                   \
+        const conv_geom *g = j->g;                                                         \
+        const T *X = j->x, *W = j->w, *B = j->bias;                                        \
+        T *Y = j->y;                                                                       \
+        size_t W_in = g->in[2], W_out = g->out[2];                                         \
+        for (size_t r = r0; r < r1; r++) {                                                 \
+            size_t oh = r % g->out[1], od = (r / g->out[1]) % g->out[0];                   \
+            size_t nm = r / (g->out[1] * g->out[0]), m = nm % g->M, n = nm / g->M;        \
+            const T *xc = X + (n * g->C + m / g->Mg) * g->in_plane;                        \
+            const T *wm = W + m * g->kvol;                                                 \
+            T *y = Y + nm * g->out_plane + (od * g->out[1] + oh) * W_out;                  \
+            for (size_t t0 = 0; t0 < W_out; t0 += DW_TILE) {                               \
+                size_t tn = W_out - t0 < DW_TILE ? W_out - t0 : DW_TILE;                   \
+                T acc[DW_TILE] = {0};                                                      \
+                for (size_t a = 0; a < g->k[0]; a++) {                                     \
+                    int64_t id = (int64_t)od * g->stride[0] - g->pad[0] + (int64_t)a * g->dil[0]; \
+                    for (size_t b = 0; b < g->k[1]; b++) {                                 \
+                        int64_t ih = (int64_t)oh * g->stride[1] - g->pad[1] +              \
+                                     (int64_t)b * g->dil[1];                               \
+                        int pad_row = id < 0 || id >= (int64_t)g->in[0] || ih < 0 ||      \
+                                      ih >= (int64_t)g->in[1];                             \
+                        const T *row = pad_row ? NULL                                      \
+                                               : xc + ((size_t)id * g->in[1] + (size_t)ih) * W_in; \
+                        const T *wr = wm + (a * g->k[1] + b) * g->k[2];                    \
+                        for (size_t q = 0; q < g->k[2]; q++) {                             \
+                            T wv = wr[q], w0 = wv * (T)0;                                  \
+                            int64_t s = g->stride[2];                                      \
+                            int64_t iw0 = (int64_t)t0 * s + (int64_t)q * g->dil[2] - g->pad[2]; \
+                            /* outputs [lo, hi) read inside the row, the others padding */ \
+                            int64_t lo = iw0 >= 0 ? 0 : (-iw0 + s - 1) / s;                \
+                            int64_t hi = iw0 >= (int64_t)W_in ? 0                          \
+                                         : ((int64_t)W_in - iw0 + s - 1) / s;              \
+                            if (!row || lo > (int64_t)tn)                                  \
+                                lo = (int64_t)tn;                                          \
+                            if (hi > (int64_t)tn)                                          \
+                                hi = (int64_t)tn;                                          \
+                            if (hi < lo)                                                   \
+                                hi = lo;                                                   \
+                            size_t o = 0;                                                  \
+                            for (; o < (size_t)lo; o++)                                    \
+                                acc[o] += w0;                                              \
+                            if (lo < hi) {                                                 \
+                                const T *xr = row + (iw0 + lo * s); /* output lo's input */ \
+                                if (s == 1)                                                \
+                                    for (size_t k = 0; o < (size_t)hi; o++, k++)           \
+                                        acc[o] += wv * xr[k];                              \
+                                else                                                       \
+                                    for (size_t k = 0; o < (size_t)hi; o++, k += (size_t)s) \
+                                        acc[o] += wv * xr[k];                              \
+                            }                                                              \
+                            for (; o < tn; o++)                                            \
+                                acc[o] += w0;                                              \
+                        }                                                                  \
+                    }                                                                      \
+                }                                                                          \
+                for (size_t o = 0; o < tn; o++)                                            \
+                    y[t0 + o] = B ? B[m] + acc[o] : acc[o];                                \
+            }                                                                              \
+        }                                                                                  \
+    }
+CPU_FLOAT_TYPES(DEPTHWISE)
+
+static void depthwise_range(void *arg, size_t r0, size_t r1) {
+    const conv_job *j = arg;
+    if (j->dtype == MINFER_DTYPE_FLOAT)
+        depthwise_f32(j, r0, r1);
+    else
+        depthwise_f64(j, r0, r1);
+}
+
 static void conv_slices(void *arg, size_t s0, size_t s1) {
     conv_job *j = arg;
     size_t tasks = j->g->N * j->g->G;
@@ -370,6 +459,12 @@ minfer_status cpu_compute_conv(const cpu_exec *e) {
     size_t tasks = g.N * g.G;
     if (tasks == 0 || g.out_plane == 0 || g.Mg == 0)
         return MINFER_OK;
+    if (conv_depthwise(&g)) {
+        /* rows of every (image, output channel); about 16k multiply-adds a chunk */
+        size_t rows = g.N * g.M * g.out[0] * g.out[1], per = g.out[2] * g.kvol;
+        cpu_parallel(e->ctx, rows, per ? (16384 + per - 1) / per : rows, depthwise_range, &j);
+        return MINFER_OK;
+    }
     int by_group = conv_by_group(&g, st->threads);
     if (by_group)
         j.slices = (size_t)st->threads;
