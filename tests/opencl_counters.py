@@ -33,7 +33,8 @@ MAX_LAUNCHES = {
     "t5_encoder_op13": 70, "gpt2_decoder_op13": 76, "llama_decoder_op13": 99,
     "tiny_lm_op13": 51, "vit_small_op13": 48, "vit_s16_op17": 88,
     "transformer_seq2seq_op13": 116, "densenet121_op13": 188, "densenet121_op17": 188,
-    "googlenet_op13": 81, "efficientnet_b0_op13": 115,
+    "googlenet_op13": 81, "efficientnet_b0_op13": 99, "mobilenet_v3_small_op13": 64,
+    "regnet_y_400mf_op13": 103,
 }
 
 

@@ -204,9 +204,10 @@ static int supports(void *user, const minfer_node_desc *n, char *why, size_t siz
         assert_int_equal(mf_attr_int(hn, "axis", 0), -1);
         gd->rms_checked = 1;
     }
-    /* The outputs are checked on cpu, which has no kernel for these two
+    /* The outputs are checked on cpu, which has no kernel for these three
      * (made for a session whose provider runs them, docs/fused-ops.md). */
-    if (strcmp(n->op_type, "FusedConcat") == 0 || strcmp(n->op_type, "FusedElementwise") == 0) {
+    if (strcmp(n->op_type, "FusedConcat") == 0 || strcmp(n->op_type, "FusedElementwise") == 0 ||
+        strcmp(n->op_type, "GatedConv") == 0) {
         snprintf(why, size, "no CPU kernel for %s", n->op_type);
         return 0;
     }

@@ -256,6 +256,62 @@ static void test_fused_conv(void **state) {
     tc_check(&t);
 }
 
+/* Squeeze-excitation blocks: Mul(X, S) read only by a convolution becomes
+ * GatedConv (fuse_gated_conv), S per image and channel (a 1x1 conv tile,
+ * with bias, residual and Relu) and one S for the batch on the left of the
+ * Mul (a depthwise conv_direct): no Mul left, outputs as cpu's. */
+static void test_gated_conv(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "x", I64(2, 16, 6, 6));
+    tc_input(&t, "s", I64(1, 16, 1, 1));
+    tc_const(&t, "w1", I64(4, 16, 1, 1), NULL);
+    tc_const(&t, "b1", I64(4), NULL);
+    tc_const(&t, "w2", I64(16, 4, 1, 1), NULL);
+    tc_const(&t, "w3", I64(16, 16, 1, 1), NULL);
+    tc_const(&t, "b3", I64(16), NULL);
+    tc_const(&t, "wd", I64(16, 1, 3, 3), NULL);
+    tc_node(&t, "GlobalAveragePool", NULL, IN("x"), "p");
+    tc_node(&t, "Conv", NULL, IN("p", "w1", "b1"), "f1");
+    tc_node(&t, "Relu", NULL, IN("f1"), "r");
+    tc_node(&t, "Conv", NULL, IN("r", "w2"), "f2");
+    tc_node(&t, "Sigmoid", NULL, IN("f2"), "gate");
+    tc_node(&t, "Mul", NULL, IN("x", "gate"), "m");
+    tc_node(&t, "Conv", NULL, IN("m", "w3", "b3"), "c3");
+    tc_node(&t, "Add", NULL, IN("c3", "x"), "a");
+    tc_node(&t, "Relu", NULL, IN("a"), "h");
+    tc_node(&t, "Sigmoid", NULL, IN("s"), "g2");
+    tc_node(&t, "Mul", NULL, IN("g2", "h"), "m2");
+    size_t n = tc_node(&t, "Conv", NULL, IN("m2", "wd"), "y");
+    minfer_builder_set_attr_int(t.b, n, "group", 16);
+    minfer_builder_set_attr_ints(t.b, n, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+    assert_int_equal(minfer_builder_add_output(t.b, "y"), MINFER_OK);
+    minfer_session *s = session_on(&t, "opencl", "opencl", NULL);
+    if (!s)
+        fail_msg("opencl refused the graph: %s", minfer_last_error());
+    int gated = 0, muls = 0;
+    for (size_t i = 0; i < minfer_session_node_count(s); i++) {
+        minfer_node_placement p;
+        assert_int_equal(minfer_session_node_placement(s, i, &p), MINFER_OK);
+        gated += strcmp(p.op_type, "GatedConv") == 0;
+        muls += strcmp(p.op_type, "Mul") == 0;
+    }
+    assert_int_equal(gated, 2);
+    assert_int_equal(muls, 0);
+    minfer_tensor *got = NULL;
+    if (run_session(&t, s, &got) != MINFER_OK)
+        fail_msg("opencl: run failed: %s", minfer_last_error());
+    minfer_session_free(s);
+    minfer_tensor *want = run_on(&t, "cpu", NULL, NULL);
+    if (!want)
+        fail_msg("cpu refused the graph: %s", minfer_last_error());
+    compare(got, want);
+    minfer_tensor_free(got);
+    minfer_tensor_free(want);
+    tc_free(&t);
+}
+
 /* ---- Gemm, MatMul ------------------------------------------------------------ */
 
 static void test_gemm_transb_bias(void **state) {
@@ -1090,6 +1146,7 @@ static int pass_fp16(void **state) {
     cmocka_unit_test(test_conv_1x1_grouped_strided),                                       \
     cmocka_unit_test(test_conv_3d_grouped_dilated),                                        \
     cmocka_unit_test(test_fused_conv),                                                     \
+    cmocka_unit_test(test_gated_conv),                                                     \
     cmocka_unit_test(test_gemm_transb_bias),                                               \
     cmocka_unit_test(test_gemm_transa_runtime_b),                                          \
     cmocka_unit_test(test_matmul_batched),                                                 \

@@ -299,7 +299,8 @@ double mf_node_flops(const mf_node *n, const minfer_tensor_view *in, size_t n_in
                      const minfer_tensor_view *out, size_t n_out) {
     const char *op = n->op_type;
     double y = n_out ? numel(&out[0]) : 0;
-    if (!strcmp(op, "Conv") || !strcmp(op, "FusedConv") || !strcmp(op, "ConvTranspose")) {
+    if (!strcmp(op, "Conv") || !strcmp(op, "FusedConv") || !strcmp(op, "GatedConv") ||
+        !strcmp(op, "ConvTranspose")) {
         /* 2 * outputs * (input channels per group * kernel size) */
         if (n_in < 2 || in[1].rank < 2)
             return 0;

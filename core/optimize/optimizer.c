@@ -74,6 +74,7 @@ static const pass_entry fusion_passes[] = {
     {"batchnorm_relu_conv", mf_pass_batchnorm_relu_conv},
     {"fuse_conv", mf_pass_fuse_conv},
     {"fuse_concat", mf_pass_fuse_concat},
+    {"fuse_gated_conv", mf_pass_fuse_gated_conv},
     {"fuse_elementwise", mf_pass_fuse_elementwise},
 };
 

@@ -68,8 +68,9 @@ typedef struct mf_opt {
     int saved_at[4];
     int n_saved;
     int save_failed; /* a node that cannot be copied: the fusion is kept unasked */
-    int fuse_optional; /* set by fuse_concat and fuse_elementwise, whose ops only some
-                          providers run: a declined one is not counted as unfused */
+    int fuse_optional; /* set by fuse_concat, fuse_gated_conv and fuse_elementwise, whose
+                          ops only some providers run: a declined one is not counted as
+                          unfused */
     /* Level 2, until the fusions ran: constant folding leaves DequantizeLinear
      * nodes alone, for the QDQ fusions (passes_quant.c) to find. */
     int keep_dequantize;
@@ -184,6 +185,7 @@ minfer_status mf_pass_fold_pad(mf_opt *o, size_t *fired);         /* passes_cnn.
 minfer_status mf_pass_single_concat(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_conv(mf_opt *o, size_t *fired);        /* passes_fuse.c */
 minfer_status mf_pass_fuse_concat(mf_opt *o, size_t *fired);
+minfer_status mf_pass_fuse_gated_conv(mf_opt *o, size_t *fired);
 minfer_status mf_pass_fuse_elementwise(mf_opt *o, size_t *fired);
 minfer_status mf_pass_half_as_float(mf_opt *o, size_t *fired);    /* passes_half.c */
 minfer_status mf_pass_fuse_gemm(mf_opt *o, size_t *fired);

@@ -760,3 +760,86 @@ minfer_status mf_pass_fuse_elementwise(mf_opt *o, size_t *fired) {
     free(derived);
     return st;
 }
+
+/* ---- fuse_gated_conv ------------------------------------------------------- */
+
+/* 1 when gate s broadcasts onto x [N, C, spatial...] as one value per
+ * channel, or per image and channel: rank x's or one less, C at x's
+ * axis 1, 1 on every spatial axis, and 1 or N (or symbolic: the kernel
+ * checks at run time) on axis 0 where s has it. */
+static int gate_fits(mf_opt *o, int s, int x) {
+    const mf_vinfo xi = *mf_opt_info(o, x), si = *mf_opt_info(o, s);
+    int64_t C = mf_opt_dim(&xi, 1);
+    int off = xi.rank - si.rank;
+    if (si.dtype != MINFER_DTYPE_FLOAT || xi.rank < 3 || si.rank < 0 || off < 0 || off > 1 ||
+        C <= 0 || mf_opt_dim(&si, 1 - off) != C)
+        return 0;
+    for (int d = 2; d < xi.rank; d++)
+        if (mf_opt_dim(&si, d - off) != 1)
+            return 0;
+    if (off == 1)
+        return 1;
+    int64_t sn = mf_opt_dim(&si, 0), xn = mf_opt_dim(&xi, 0);
+    return sn == 1 || sn < 0 || sn == xn;
+}
+
+/* fuse_gated_conv: a squeeze-excitation block's Mul(X, S), S one value per
+ * image and channel (the sigmoid of the block's second 1x1 convolution,
+ * broadcast over the spatial axes), read only by a Conv or FusedConv as
+ * its X -> GatedConv(X, W, B, Z, S): the convolution reads X times S as
+ * it loads it, and the gated tensor is never written (one launch and a
+ * tensor's round trip less per block). Checked: float; the Mul's output
+ * has X's shape, is read by that convolution alone and not pinned; S fits
+ * gate_fits; neither X nor S follows from constants and input shapes alone
+ * (the CPU evaluator folds those, and has no GatedConv). Sessions only, as
+ * fuse_concat: the CPU provider has no kernel for it. */
+minfer_status mf_pass_fuse_gated_conv(mf_opt *o, size_t *fired) {
+    mf_graph *g = o->g;
+    minfer_status st = MINFER_OK;
+    if (!o->gate)
+        return MINFER_OK;
+    unsigned char *derived = shape_derived(o);
+    if (!derived)
+        return mf_opt_oom(o);
+    for (size_t k = 0; k < g->n_nodes && st == MINFER_OK; k++) {
+        int i = g->order[k];
+        const mf_node *n = &g->nodes[i];
+        int fused = n->domain && strcmp(n->domain, "minfer") == 0 &&
+                    strcmp(n->op_type, "FusedConv") == 0;
+        if (!live(o, (size_t)i) || (!fused && !mf_opt_is(g, i, "Conv")) || n->n_inputs < 2 ||
+            n->n_inputs > (fused ? 4u : 3u) || n->n_outputs != 1 || n->inputs[0] < 0 ||
+            n->inputs[1] < 0)
+            continue;
+        int v = n->inputs[0], m = mf_opt_producer(o, v);
+        if (m < 0 || !mf_opt_is(g, m, "Mul") || mf_opt_single_consumer(o, v) != i ||
+            g->nodes[m].n_inputs != 2 || g->nodes[m].n_outputs != 1 ||
+            mf_opt_info(o, v)->dtype != MINFER_DTYPE_FLOAT)
+            continue;
+        const int *mi = g->nodes[m].inputs;
+        int x = -1, s = -1;
+        for (int a = 0; a < 2 && x < 0; a++)
+            if (mi[a] >= 0 && mi[1 - a] >= 0 && mi[a] != mi[1 - a] &&
+                mf_opt_same_shape(o, mi[a], v) && gate_fits(o, mi[1 - a], mi[a])) {
+                x = mi[a];
+                s = mi[1 - a];
+            }
+        if (x < 0 || derived[x] || derived[s])
+            continue;
+        int ins[5] = {x, n->inputs[1], n->n_inputs > 2 ? n->inputs[2] : -1,
+                      n->n_inputs > 3 ? n->inputs[3] : -1, s};
+        if ((st = mf_opt_fuse_save(o, i)) != MINFER_OK ||
+            (st = mf_opt_set_inputs(o, i, ins, 5)) != MINFER_OK ||
+            (st = mf_opt_set_op(o, i, "minfer", "GatedConv")) != MINFER_OK)
+            break;
+        o->fuse_optional = 1; /* a session without such a provider is no loss */
+        int kept = mf_opt_fuse_keep(o, i);
+        o->fuse_optional = 0;
+        if (!kept) /* no provider of the session runs it (gate.c) */
+            continue;
+        mf_opt_kill(o, m);
+        (*fired)++;
+        st = mf_opt_reindex(o);
+    }
+    free(derived);
+    return st;
+}

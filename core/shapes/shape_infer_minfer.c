@@ -4,7 +4,8 @@
  * A fused op's output is that of the ONNX op it extends, so FusedConv,
  * FusedGemm and FusedMatMul run the ONNX rule (Conv, Gemm opset 13, MatMul)
  * on a copy of the node restricted to that op's inputs; the extra inputs
- * (Z, bias) are then checked against the result where both are known.
+ * (Z, bias) are then checked against the result where both are known;
+ * GatedConv is FusedConv whose fifth input, the gate S, broadcasts onto X.
  * FusedConcat is Concat of its inputs after scale and B.
  * LayerNormalization, RMSNormalization, Gelu, RotaryEmbedding and
  * FusedElementwise keep X's
@@ -61,13 +62,27 @@ minfer_status mf_infer_minfer_node(const mf_node *node, const minfer_tensor_view
     minfer_status st;
     if (n_out < 1)
         return MINFER_OK;
-    if (strcmp(op, "FusedConv") == 0) {
+    if (strcmp(op, "FusedConv") == 0 || strcmp(op, "GatedConv") == 0) {
         if ((st = as_onnx(node, "Conv", 11, 3, in, out, n_out, err, err_size)) != MINFER_OK)
             return st;
         const minfer_tensor_view *z = input(node, in, n_in, 3);
         if (z && !same_known(z, &out[0]))
             return fail(err, err_size, MINFER_ERR_SHAPE, "%s: Z does not have the output's shape",
                         op);
+        if (strcmp(op, "GatedConv") == 0) {
+            const minfer_tensor_view *s = input(node, in, n_in, 4);
+            if (!s)
+                return fail(err, err_size, MINFER_ERR_MODEL, "%s: needs the gate S (input 4)",
+                            op);
+            int ok = !x || x->rank < 0 || s->rank < 0 || s->rank <= x->rank;
+            for (int d = 0; ok && x && x->rank >= 0 && s->rank > 0 && d < s->rank; d++) {
+                int64_t sd = s->dims[d], xd = x->dims[x->rank - s->rank + d];
+                ok = sd < 0 || sd == 1 || xd < 0 || sd == xd;
+            }
+            if (!ok)
+                return fail(err, err_size, MINFER_ERR_SHAPE,
+                            "%s: the gate S does not broadcast onto X", op);
+        }
         return MINFER_OK;
     }
     if (strcmp(op, "FusedConcat") == 0) { /* (scale, B, X...): Concat of the Xs */
@@ -152,7 +167,8 @@ minfer_status mf_infer_minfer_node(const mf_node *node, const minfer_tensor_view
 int mf_infer_minfer_known(const char *op_type) {
     static const char *const ops[] = {"FusedConv", "FusedConcat", "FusedGemm", "FusedMatMul",
                                       "LayerNormalization", "RMSNormalization", "Gelu",
-                                      "Attention", "RotaryEmbedding", "FusedElementwise"};
+                                      "Attention", "RotaryEmbedding", "FusedElementwise",
+                                      "GatedConv"};
     for (size_t i = 0; op_type && i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op_type, ops[i]) == 0)
             return 1;

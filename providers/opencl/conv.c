@@ -13,6 +13,10 @@
  *  - conv_direct, one output per work-item, for depthwise and narrow
  *    grouped convolutions and for weights that arrive at run time.
  * Bias, FusedConv's residual Z and its activation are applied at the store.
+ * minfer:GatedConv is FusedConv with a fifth input, the gate S (one value
+ * per image and input channel: a squeeze-excitation block's sigmoid),
+ * multiplied into X as every kernel but CLBlast's loads it; a gated
+ * convolution never takes the CLBlast back end.
  *
  * Where conv_tile runs, the work-group kernels conv_local1/2 (the same
  * arguments and packed weights; tiles of weights and gathered input in
@@ -188,16 +192,20 @@ typedef struct conv_state {
     int act;
     float a, b;
     int fused;
+    int gated; /* GatedConv: input 4 is the gate S */
 } conv_state;
 
 /* A convolution's operands for one launch: buffers, element offsets,
- * the window, batch N, output channels M and input channels per group Cg. */
+ * the window, batch N, output channels M and input channels per group Cg;
+ * the gate s (has_s) with sn elements per image (0: one for the batch). */
 typedef struct conv_io {
     cl_mem x, w, b, z, y;
     cl_int xo, wo, bo, zo, yo, has_b, has_z;
     ocl_win3 g;
     size_t N;
     int64_t M, Cg;
+    cl_mem s;
+    cl_int so, sn, has_s;
 } conv_io;
 
 static minfer_status conv_run(const ocl_exec *e, const conv_state *st, const conv_io *io);
@@ -221,6 +229,12 @@ minfer_status ocl_prepare_conv(ocl_prep *p) {
     if (!st)
         return MINFER_ERR_NOMEM;
     st->fused = strcmp(n->domain, "minfer") == 0;
+    st->gated = st->fused && strcmp(n->op_type, "GatedConv") == 0;
+    if (st->gated && (n->n_inputs != 5 || !ocl_in_desc(n, 4)))
+        return ocl_prep_fail(p, MINFER_ERR_MODEL, "GatedConv takes X, W, B, Z and the gate S "
+                             "(input 4)");
+    if (!st->gated && st->fused && n->n_inputs > 4)
+        return ocl_prep_fail(p, MINFER_ERR_MODEL, "FusedConv takes at most 4 inputs");
     if (st->fused) {
         if ((s = ocl_parse_activation(p, &st->act, &st->a, &st->b)))
             return s;
@@ -265,6 +279,23 @@ minfer_status ocl_prepare_conv(ocl_prep *p) {
     return pack_tile(p, st, wd);
 }
 
+/* Elements of the gate s per image when it broadcasts onto x [N, C, ...]
+ * as [1 or N, C, 1...] (rank <= x's, leading 1s implied): C, or 0 for one
+ * gate for every image (N == 1 included); -1 for any other shape. */
+static cl_int gate_stride(const minfer_tensor_view *s, const minfer_tensor_view *x) {
+    int off = x->rank - s->rank;
+    if (off < 0 || off > 1 || x->rank < 3)
+        return -1;
+    for (int d = 2; d < x->rank; d++)
+        if (s->dims[d - off] != 1)
+            return -1;
+    if (s->dims[1 - off] != x->dims[1])
+        return -1;
+    if (off == 1 || s->dims[0] == 1)
+        return 0;
+    return s->dims[0] == x->dims[0] ? (cl_int)x->dims[1] : -1;
+}
+
 minfer_status ocl_execute_conv(const ocl_exec *e) {
     const conv_state *st = e->state;
     const minfer_tensor_view *x = ocl_input(e, 0), *w = ocl_input(e, 1), *b = ocl_input(e, 2),
@@ -294,12 +325,22 @@ minfer_status ocl_execute_conv(const ocl_exec *e) {
         if (!same)
             return ocl_fail(e, MINFER_ERR_SHAPE, "Z must have the output's shape");
     }
+    cl_int sn = 0;
+    if (st->gated) {
+        const minfer_tensor_view *sv = ocl_input(e, 4);
+        if (!sv || (sn = gate_stride(sv, x)) < 0)
+            return ocl_fail(e, MINFER_ERR_SHAPE, "the gate S must broadcast onto X as one value "
+                            "per channel (%lld), or per image and channel",
+                            (long long)x->dims[1]);
+    }
     ocl_in_buf(e, 0, -1, &xb, &xo);
     ocl_in_buf(e, 1, 0, &wb, &wo);
     ocl_in_buf(e, 2, 1, &bb, &bo);
     ocl_in_buf(e, 3, -1, &zb, &zo);
     conv_io io = {xb, wb, bb, zb, yb, xo, wo, bo, zo, yo, b != NULL, z != NULL, g,
-                  (size_t)x->dims[0], M, w->dims[1]};
+                  (size_t)x->dims[0], M, w->dims[1], xb, 0, sn, st->gated};
+    if (st->gated)
+        ocl_in_buf(e, 4, -1, &io.s, &io.so);
     return conv_run(e, st, &io);
 }
 
@@ -349,8 +390,9 @@ static minfer_status conv_run(const ocl_exec *e, const conv_state *st, const con
 #endif
     cl_mem xb = io->x, wb = io->w, bb = io->has_b ? io->b : io->y,
            zb = io->has_z ? io->z : io->y, yb = io->y;
+    cl_mem sb = io->has_s ? io->s : io->y;
     cl_int xo = io->xo, wo = io->wo, bo = io->bo, zo = io->zo, yo = io->yo;
-    cl_int has_b = io->has_b, has_z = io->has_z;
+    cl_int has_b = io->has_b, has_z = io->has_z, so = io->so, sn = io->sn, has_s = io->has_s;
     ocl_win3 g = io->g;
     int64_t M = io->M, G = st->group;
     cl_int Cg = (cl_int)io->Cg, Mg = (cl_int)(M / G), Gi = (cl_int)G, act = st->act;
@@ -362,10 +404,11 @@ static minfer_status conv_run(const ocl_exec *e, const conv_state *st, const con
         ocl_ltile lt;
         int local = ocl_local_tile(e->ctx, st->backend, 1, &lt);
         int k = local ? lt.kernel : OCL_K_conv_tile;
-        s = ocl_set_args(e, k, 17, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(wb),
+        s = ocl_set_args(e, k, 21, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(wb),
                          OCL_ARG(bb), OCL_ARG(has_b), OCL_ARG(zb), OCL_ARG(zo), OCL_ARG(has_z),
                          OCL_ARG(yb), OCL_ARG(yo), OCL_ARG(Cg), OCL_ARG(Mg), OCL_ARG(Gi),
-                         OCL_ARG(g), OCL_ARG(act), OCL_ARG(st->a), OCL_ARG(st->b));
+                         OCL_ARG(g), OCL_ARG(act), OCL_ARG(st->a), OCL_ARG(st->b), OCL_ARG(sb),
+                         OCL_ARG(so), OCL_ARG(sn), OCL_ARG(has_s));
         if (s)
             return s;
         if (local) {
@@ -379,11 +422,11 @@ static minfer_status conv_run(const ocl_exec *e, const conv_state *st, const con
         size_t gl[3] = {(P + mr - 1) / mr, ((size_t)Mg + nr - 1) / nr, N * (size_t)G};
         return ocl_launch(e, OCL_K_conv_tile, 3, gl, 1);
     }
-    s = ocl_set_args(e, OCL_K_conv_direct, 19, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(wb),
+    s = ocl_set_args(e, OCL_K_conv_direct, 23, OCL_ARG(xb), OCL_ARG(xo), OCL_ARG(wb),
                      OCL_ARG(wo), OCL_ARG(bb), OCL_ARG(bo), OCL_ARG(has_b), OCL_ARG(zb),
                      OCL_ARG(zo), OCL_ARG(has_z), OCL_ARG(yb), OCL_ARG(yo), OCL_ARG(Cg),
                      OCL_ARG(Mg), OCL_ARG(Gi), OCL_ARG(g), OCL_ARG(act), OCL_ARG(st->a),
-                     OCL_ARG(st->b));
+                     OCL_ARG(st->b), OCL_ARG(sb), OCL_ARG(so), OCL_ARG(sn), OCL_ARG(has_s));
     if (s)
         return s;
     size_t gl[3] = {(size_t)g.o[2], (size_t)g.o[1], N * (size_t)M * (size_t)g.o[0]};
@@ -514,7 +557,8 @@ static minfer_status choose_backend(ocl_prep *p, conv_state *st, const minfer_va
     int mode = ctx->gemm_mode;
     ocl_ltile lt;
 #ifdef MINFER_OCL_CLBLAST
-    int clblast = (!ctx->fp16 || ctx->khr_fp16) && st->w.nsp == 2 && st->group == 1;
+    int clblast = (!ctx->fp16 || ctx->khr_fp16) && st->w.nsp == 2 && st->group == 1 &&
+                  !st->gated; /* convgemm reads X as it is */
 #else
     int clblast = 0;
 #endif

@@ -52,6 +52,7 @@ static const ocl_kernel_entry kernels[] = {
     K("", "BatchNormalization", 7, batchnorm),
     /* conv.c */
     K("", "Conv", 1, conv), K("minfer", "FusedConv", 1, conv),
+    K("minfer", "GatedConv", 1, conv),
     K("", "MaxPool", 1, pool), K("", "AveragePool", 1, pool),
     K("", "GlobalAveragePool", 1, global_pool), K("", "GlobalMaxPool", 1, global_pool),
     /* gemm.c */

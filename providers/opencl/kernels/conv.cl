@@ -12,13 +12,19 @@
  * the activation are applied at the store. Grid: (position tiles, channel
  * tiles, N * group).
  *
+ * Every convolution kernel takes GatedConv's gate S too (has_s): input
+ * channel c of image n is read times S[n * sn + c] (sn 0: one gate for
+ * the batch), the squeeze-excitation Mul applied as X is loaded; conv_tile
+ * scales the channel's weight vectors instead, the same product.
+ *
  * conv_direct computes one output per work-item from the weights in ONNX
  * layout: depthwise and narrow grouped convolutions, and weights that are
  * not constant. Grid: (OW, OH, N * M * OD). */
 __kernel void conv_tile(__global const DT *x, int xoff, __global const DT *w,
                         __global const DT *bias, int has_bias, __global const DT *z, int zoff,
                         int has_z, __global DT *y, int yoff, int Cg, int Mg, int G, win3 g,
-                        int act, float p0, float p1) {
+                        int act, float p0, float p1, __global const DT *sg, int soff, int sn,
+                        int has_s) {
     int pt = get_global_id(0), mt = get_global_id(1), ng = get_global_id(2);
     int OHW = g.o[1] * g.o[2], P = g.o[0] * OHW, pbase = pt * MR;
     int MT = (Mg + NR - 1) / NR;
@@ -30,6 +36,7 @@ __kernel void conv_tile(__global const DT *x, int xoff, __global const DT *w,
     int gi = ng % G, n = ng / G, HW = g.i[1] * g.i[2], DHW = g.i[0] * HW;
     __global const DT *xg = x + xoff + (n * G + gi) * Cg * DHW;
     __global const DT *wp = w + (gi * MT + mt) * g.k[0] * g.k[1] * g.k[2] * Cg * NR;
+    __global const DT *sc = sg + soff + n * sn + gi * Cg;
     int id0[MR], ih0[MR], iw0[MR];
     VT c0[MR], c1[MR];
 #pragma unroll
@@ -59,6 +66,11 @@ __kernel void conv_tile(__global const DT *x, int xoff, __global const DT *w,
                 __global const DT *xc = xg;
                 for (int c = 0; c < Cg; c++, wk += NR, xc += DHW) {
                     VT b0 = VLDG(wk), b1 = VLDG(wk + VW);
+                    if (has_s) {
+                        float gs = LD(sc, c);
+                        b0 *= gs;
+                        b1 *= gs;
+                    }
 #pragma unroll
                     for (int i = 0; i < MR; i++) {
                         VT av = (VT)(LD(xc, off[i]) * mk[i]);
@@ -92,7 +104,8 @@ __kernel void conv_tile(__global const DT *x, int xoff, __global const DT *w,
 __kernel void conv_direct(__global const DT *x, int xoff, __global const DT *w, int woff,
                           __global const DT *bias, int boff, int has_bias,
                           __global const DT *z, int zoff, int has_z, __global DT *y, int yoff,
-                          int Cg, int Mg, int G, win3 g, int act, float p0, float p1) {
+                          int Cg, int Mg, int G, win3 g, int act, float p0, float p1,
+                          __global const DT *sg, int soff, int sn, int has_s) {
     int ow = get_global_id(0), oh = get_global_id(1), gz = get_global_id(2);
     if (ow >= g.o[2] || oh >= g.o[1])
         return;
@@ -101,8 +114,10 @@ __kernel void conv_direct(__global const DT *x, int xoff, __global const DT *w, 
     int HW = g.i[1] * g.i[2], DHW = g.i[0] * HW, KK = g.k[0] * g.k[1] * g.k[2];
     __global const DT *xg = x + xoff + (n * G + gi) * Cg * DHW;
     __global const DT *wm = w + woff + m * Cg * KK;
+    __global const DT *sc = sg + soff + n * sn + gi * Cg;
     float acc = has_bias ? LD(bias, boff + m) : 0.0f;
-    for (int c = 0; c < Cg; c++)
+    for (int c = 0; c < Cg; c++) {
+        float gs = has_s ? LD(sc, c) : 1.0f;
         for (int kd = 0; kd < g.k[0]; kd++) {
             int id = od * g.s[0] - g.p[0] + kd * g.d[0];
             if (id < 0 || id >= g.i[0])
@@ -116,10 +131,11 @@ __kernel void conv_direct(__global const DT *x, int xoff, __global const DT *w, 
                 for (int kw = 0; kw < g.k[2]; kw++) {
                     int iw = ow * g.s[2] - g.p[2] + kw * g.d[2];
                     if (iw >= 0 && iw < g.i[2])
-                        acc = mad(LD(xg, xrow + iw), LD(wm, wrow + kw), acc);
+                        acc = mad(LD(xg, xrow + iw) * gs, LD(wm, wrow + kw), acc);
                 }
             }
         }
+    }
     int idx = (gz * g.o[1] + oh) * g.o[2] + ow;
     if (has_z)
         acc += LD(z, zoff + idx);
@@ -162,7 +178,8 @@ __kernel void conv_epilogue(__global DT *y, int yoff, int P, int M, __global con
     __kernel void NAME(__global const DT *x, int xoff, __global const DT *w,                   \
                        __global const DT *bias, int has_bias, __global const DT *z, int zoff,  \
                        int has_z, __global DT *y, int yoff, int Cg, int Mg, int G, win3 g,     \
-                       int act, float p0, float p1) {                                          \
+                       int act, float p0, float p1, __global const DT *sg, int soff, int sn,   \
+                       int has_s) {                                                            \
         enum { WX = TP / RP, WY = TM / RM, NT = WX * WY };                                     \
         __local float la[TK][TM], lb[TK][TP];                                                  \
         int lx = get_local_id(0), ly = get_local_id(1), tid = ly * WX + lx;                    \
@@ -171,6 +188,7 @@ __kernel void conv_epilogue(__global DT *y, int yoff, int P, int M, __global con
         int R = g.k[0] * K12 * Cg, MT = (Mg + NR - 1) / NR;                                    \
         int gi = ng % G, n = ng / G, HW = g.i[1] * g.i[2], DHW = g.i[0] * HW;                  \
         __global const DT *xg = x + xoff + (n * G + gi) * Cg * DHW;                           \
+        __global const DT *sc = sg + soff + n * sn + gi * Cg;                                  \
         float acc[RM][RP];                                                                     \
         for (int i = 0; i < RM; i++)                                                           \
             for (int j = 0; j < RP; j++)                                                       \
@@ -194,7 +212,8 @@ __kernel void conv_epilogue(__global DT *y, int yoff, int P, int M, __global con
                     int iw = ow * g.s[2] - g.p[2] + kw * g.d[2];                               \
                     if (id >= 0 && id < g.i[0] && ih >= 0 && ih < g.i[1] && iw >= 0 &&         \
                         iw < g.i[2])                                                           \
-                        v = LD(xg, c * DHW + id * HW + ih * g.i[2] + iw);                      \
+                        v = LD(xg, c * DHW + id * HW + ih * g.i[2] + iw) *                     \
+                            (has_s ? LD(sc, c) : 1.0f);                                        \
                 }                                                                              \
                 lb[ki][pi] = v;                                                                \
             }                                                                                  \
