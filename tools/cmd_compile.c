@@ -84,7 +84,7 @@ int cmd_compile(int argc, char **argv) {
                         "being compiled ('%s')\n", out, pos[0]);
         goto done;
     }
-    /* minfer_compile_model reads it (core/session/compile.c); this process
+    /* minfer_compile_model reads it (core/session/compile_model.c); this process
      * has no other thread yet. */
     if (no_pack && setenv("MINFER_COMPILE_PACK", "0", 1) != 0) {
         fprintf(stderr, "minfer compile: cannot set MINFER_COMPILE_PACK\n");
