@@ -365,6 +365,25 @@ static void test_matmul_broadcasts(void **state) {
     matmul_case(I64(6), I64(2, 6, 3), 0);              /* 1-D A */
 }
 
+/* One row of Y (gemm_m1): a classifier's Gemm at batch 1 with C, alpha,
+ * beta and packed B; a batched MatMul of one-row matrices with B at run
+ * time (strided, N past one tile with an edge). */
+static void test_gemm_one_row(void **state) {
+    (void)state;
+    tcase t;
+    tc_init(&t, 13);
+    tc_input(&t, "a", I64(1, 50));
+    tc_const(&t, "b", I64(45, 50), NULL);
+    tc_const(&t, "c", I64(45), NULL);
+    size_t n = tc_node(&t, "Gemm", NULL, IN("a", "b", "c"), "y");
+    minfer_builder_set_attr_int(t.b, n, "transB", 1);
+    minfer_builder_set_attr_float(t.b, n, "alpha", 0.5f);
+    minfer_builder_set_attr_float(t.b, n, "beta", 2.0f);
+    tc_check(&t);
+    matmul_case(I64(3, 1, 20), I64(3, 20, 70), 0);
+    matmul_case(I64(1, 33), I64(33, 17), 1);
+}
+
 static void test_matmul_tiles_odd(void **state) {
     (void)state; /* M, N, K past and between the work-group tiles (32, 64; K steps 8, 16) */
     matmul_case(I64(2, 67, 19), I64(2, 19, 70), 0); /* batched, B at run time */
@@ -1152,6 +1171,7 @@ static int pass_fp16(void **state) {
     cmocka_unit_test(test_matmul_batched),                                                 \
     cmocka_unit_test(test_matmul_broadcasts),                                              \
     cmocka_unit_test(test_matmul_tiles_odd),                                               \
+    cmocka_unit_test(test_gemm_one_row),                                                   \
     cmocka_unit_test(test_fused_matmul_gelu)
 
 #define GRAPH_TESTS                                                                        \

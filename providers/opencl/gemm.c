@@ -428,7 +428,10 @@ static minfer_status launch(const ocl_exec *e, const gemm_state *st, gemm_call *
         return clblast_launch(e, st, c, batch);
 #endif
     ocl_ltile lt;
-    int local = ocl_local_tile(e->ctx, st->backend, 0, &lt), k = local ? lt.kernel : OCL_K_gemm;
+    int local = ocl_local_tile(e->ctx, st->backend, 0, &lt);
+    /* One row: gemm_m1, a tile of one row (gemm's MR rows would be copies). */
+    int m1 = !local && c->M == 1;
+    int k = local ? lt.kernel : m1 ? OCL_K_gemm_m1 : OCL_K_gemm;
     cl_int act = st->act;
     float alpha = st->alpha, beta = st->beta;
     minfer_status s = ocl_set_args(
@@ -447,9 +450,9 @@ static minfer_status launch(const ocl_exec *e, const gemm_state *st, gemm_call *
         size_t l[3] = {(size_t)lt.wx, (size_t)lt.wy, 1};
         return ocl_enqueue(e, k, 3, g, l);
     }
-    size_t nr = 2 * (size_t)e->ctx->vw, mr = (size_t)e->ctx->mr;
+    size_t nr = 2 * (size_t)e->ctx->vw, mr = m1 ? 1 : (size_t)e->ctx->mr;
     size_t g[3] = {((size_t)c->N + nr - 1) / nr, ((size_t)c->M + mr - 1) / mr, batch};
-    return ocl_launch(e, OCL_K_gemm, 3, g, 1);
+    return ocl_launch(e, k, 3, g, 1);
 }
 
 /* A zeroed scratch buffer of count elements for measure (NULL on failure). */

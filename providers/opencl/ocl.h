@@ -58,7 +58,8 @@
     X(gather) X(gather16) X(reduce) X(gemm_epilogue)        \
     X(conv_epilogue) X(copy_bytes) X(fill_bytes) X(rmsnorm) X(attn_scores) X(attn_softmax)  \
     X(attn_pv) X(rotary) X(concat_all) X(concat_all16) X(concat_affine) X(gemm_local1)        \
-    X(gemm_local2) X(conv_local1) X(conv_local2) X(elementwise_chain)
+    X(gemm_local2) X(conv_local1) X(conv_local2) X(elementwise_chain)   \
+    X(gemm_m1)
 
 enum {
 #define X(k) OCL_K_##k,

@@ -8,14 +8,18 @@
  * packed at prepare into panels [N/NR][K][NR] (constant weights, zero
  * padded), or read row-major with a per-lane path for edges and strides.
  * C broadcasts through its strides (0 on a broadcast dimension). Rows past
- * M are computed from row M-1 and not stored. */
-__kernel void gemm(int M, int N, int K, __global const DT *A, int aoff, int rsa, int csa,
-                   int bsa, __global const DT *B, int boff, int rsb, int csb, int bsb,
-                   int bpacked, __global const DT *C, int coff, int rsc, int csc, int has_c,
-                   float alpha, float beta, __global DT *Y, int yoff, int ldy, int bsy, int act,
-                   float p0, float p1) {
+ * M are computed from row M-1 and not stored.
+ *
+ * The tile's rows are gemm_tile's rows argument: MR for gemm, 1 for
+ * gemm_m1, the kernel of a single-row Y (a GEMV: a classifier at batch 1, a
+ * decoder step), which would otherwise compute MR - 1 copies of its row. */
+inline void gemm_tile(const int rows, int M, int N, int K, __global const DT *A, int aoff,
+                      int rsa, int csa, int bsa, __global const DT *B, int boff, int rsb,
+                      int csb, int bsb, int bpacked, __global const DT *C, int coff, int rsc,
+                      int csc, int has_c, float alpha, float beta, __global DT *Y, int yoff,
+                      int ldy, int bsy, int act, float p0, float p1) {
     int nt = get_global_id(0), mt = get_global_id(1), z = get_global_id(2);
-    int n0 = nt * NR, m0 = mt * MR;
+    int n0 = nt * NR, m0 = mt * rows;
     if (n0 >= N || m0 >= M)
         return;
     A += aoff + z * bsa;
@@ -24,7 +28,7 @@ __kernel void gemm(int M, int N, int K, __global const DT *A, int aoff, int rsa,
     int ra[MR];
     VT c0[MR], c1[MR];
 #pragma unroll
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < rows; i++) {
         ra[i] = min(m0 + i, M - 1) * rsa;
         c0[i] = (VT)0.0f;
         c1[i] = (VT)0.0f;
@@ -34,7 +38,7 @@ __kernel void gemm(int M, int N, int K, __global const DT *A, int aoff, int rsa,
         for (int k = 0; k < K; k++, bp += NR) {
             VT b0 = VLDG(bp), b1 = VLDG(bp + VW);
 #pragma unroll
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < rows; i++) {
                 VT av = (VT)(LD(A, ra[i] + k * csa));
                 c0[i] = mad(av, b0, c0[i]);
                 c1[i] = mad(av, b1, c1[i]);
@@ -45,7 +49,7 @@ __kernel void gemm(int M, int N, int K, __global const DT *A, int aoff, int rsa,
         for (int k = 0; k < K; k++, bp += rsb) {
             VT b0 = VLDG(bp), b1 = VLDG(bp + VW);
 #pragma unroll
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < rows; i++) {
                 VT av = (VT)(LD(A, ra[i] + k * csa));
                 c0[i] = mad(av, b0, c0[i]);
                 c1[i] = mad(av, b1, c1[i]);
@@ -58,7 +62,7 @@ __kernel void gemm(int M, int N, int K, __global const DT *A, int aoff, int rsa,
                 t[j] = n0 + j < N ? LD(B, k * rsb + (n0 + j) * csb) : 0.0f;
             VT b0 = VLOAD(0, t), b1 = VLOAD(0, t + VW);
 #pragma unroll
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < rows; i++) {
                 VT av = (VT)(LD(A, ra[i] + k * csa));
                 c0[i] = mad(av, b0, c0[i]);
                 c1[i] = mad(av, b1, c1[i]);
@@ -67,7 +71,7 @@ __kernel void gemm(int M, int N, int K, __global const DT *A, int aoff, int rsa,
     }
     int nn = min(NR, N - n0);
 #pragma unroll
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < rows; i++) {
         if (m0 + i >= M)
             break;
         float t[NR];
@@ -86,6 +90,18 @@ __kernel void gemm(int M, int N, int K, __global const DT *A, int aoff, int rsa,
         }
     }
 }
+
+#define GEMM_OWN(NAME, ROWS)                                                                 \
+    __kernel void NAME(int M, int N, int K, __global const DT *A, int aoff, int rsa, int csa,  \
+                       int bsa, __global const DT *B, int boff, int rsb, int csb, int bsb,     \
+                       int bpacked, __global const DT *C, int coff, int rsc, int csc,          \
+                       int has_c, float alpha, float beta, __global DT *Y, int yoff, int ldy,  \
+                       int bsy, int act, float p0, float p1) {                                 \
+        gemm_tile(ROWS, M, N, K, A, aoff, rsa, csa, bsa, B, boff, rsb, csb, bsb, bpacked, C,   \
+                  coff, rsc, csc, has_c, alpha, beta, Y, yoff, ldy, bsy, act, p0, p1);         \
+    }
+GEMM_OWN(gemm, MR)
+GEMM_OWN(gemm_m1, 1)
 
 /* The epilogue of a GEMM another library computed into Y (CLBlast, with
  * alpha applied and beta 0): Y = act(Y + beta * C), C broadcast through
