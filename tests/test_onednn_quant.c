@@ -551,6 +551,26 @@ static void test_qlinearadd(void **state) {
     (void)state;
     qadd_chain(MINFER_DTYPE_UINT8, 41);
     qadd_chain(MINFER_DTYPE_INT8, 43);
+    /* 21 elements: the 8-wide loop and its scalar tail */
+    qcase s;
+    init(&s, 45);
+    assert_int_equal(minfer_builder_add_opset(s.b, "com.microsoft", 1), MINFER_OK);
+    static const float s1 = 0.04724602f, s2 = 0.03807073f, s3 = 0.05645178f;
+    input(&s, "a", MINFER_DTYPE_INT8, INTS(3, 7), -128, 127);
+    input(&s, "b", MINFER_DTYPE_INT8, INTS(3, 7), -128, 127);
+    fconst(&s, "as", INTS(1), &s1);
+    fconst(&s, "bs", INTS(1), &s2);
+    fconst(&s, "cs", INTS(1), &s3);
+    cnst(&s, "az", MINFER_DTYPE_INT8, INTS(1), -1, -1);
+    cnst(&s, "bz", MINFER_DTYPE_INT8, INTS(1), 10, 10);
+    cnst(&s, "cz", MINFER_DTYPE_INT8, INTS(1), 4, 4);
+    size_t k;
+    const char *sy = "y";
+    assert_int_equal(minfer_builder_add_node(s.b, "QLinearAdd", "com.microsoft", "add",
+                                             NAMES("a", "as", "az", "b", "bs", "bz", "cs", "cz"),
+                                             &sy, 1, &k),
+                     MINFER_OK);
+    check_chain(&s, (const char *const[]){"y"}, 1, 1);
     qcase t;
     init(&t, 47);
     assert_int_equal(minfer_builder_add_opset(t.b, "com.microsoft", 1), MINFER_OK);
