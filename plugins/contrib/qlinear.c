@@ -481,8 +481,11 @@ minfer_status qgemm_create(void *op, create_args *a, void **state) {
     if (w->const_nbytes < n * k || (nz != 0 && nz != 1 && nz != n) ||
         (vz && vz->const_nbytes < nz))
         return MINFER_OK;
-    if (!(s->bw = malloc(n * k * sizeof *s->bw)))
+    if (!(s->bw = malloc(n * k * sizeof *s->bw))) {
+        free(s);
+        *state = NULL;
         return FAIL(a, MINFER_ERR_NOMEM, "QGemm: out of memory");
+    }
     widen_rows(w->const_data, w->dtype == MINFER_DTYPE_UINT8, n, k, !tb, s->bw);
     shift_cols(s->bw, n, k, vz ? vz->const_data : NULL, w->dtype, nz);
     s->n = n;
