@@ -146,9 +146,10 @@ static int effective_level(const minfer_options *opt) {
  *  2. the graph that session optimized, made again the same way (the
  *     session hands the subgraphs of control-flow nodes to sessions of
  *     their own, so its graph does not stay whole): load, free-dimension
- *     overrides, Gradient expansion, then the optimizer at the session's
- *     level with the same folding limit and evaluator, skipped for a graph
- *     with control flow as the session skips it (session.c's optimize);
+ *     overrides, Gradient expansion, then the optimizer as the session
+ *     ran it (mf_session_optimize_graph: its level, evaluator, fusion gate
+ *     and float16 rule, so fusions only the session's providers run, such
+ *     as OpenCL's minfer:GatedConv, are in the file too);
  *  3. unless MINFER_COMPILE_PACK=0, the constants the session's providers
  *     packed for its plan, asked of each prepared node
  *     (minfer_provider.export_packed; oneDNN's blocked weights), for the
@@ -158,7 +159,6 @@ minfer_status minfer_compile_model(const char *model_path, const char *out_path,
                                    const minfer_options *opt) {
     minfer_session *s = NULL;
     mf_graph *g = NULL;
-    mf_evaluator *ev = NULL;
     packs ps;
     memset(&ps, 0, sizeof ps);
     void *data = MAP_FAILED;
@@ -211,22 +211,15 @@ minfer_status minfer_compile_model(const char *model_path, const char *out_path,
         (st = mf_expand_gradients(g, model_path)) != MINFER_OK)
         goto done;
     if (level > 0 && g->n_nodes) { /* control flow too: as a session optimizes it */
-        if (mf_evaluator_open(&ev) != MINFER_OK) {
-            ev = NULL; /* the session folds nothing then either */
-            mf_error_clear();
-        }
         mf_opt_report rep;
         memset(&rep, 0, sizeof rep);
-        mf_opt_ctx ctx = {level, ev ? mf_evaluator_eval_node : NULL, ev, MF_FOLD_MAX_BYTES, &rep, 0,
-                          mf_plugin_infer};
-        if ((st = mf_optimize(g, &ctx, model_path)) != MINFER_OK)
+        if ((st = mf_session_optimize_graph(s, g, level, &rep)) != MINFER_OK)
             goto done;
     }
     st = mf_mfc_write(g, level, providers, ps.p, ps.n, out_path);
 done:
     packs_clear(&ps);
     minfer_session_free(s);
-    mf_evaluator_close(ev);
     mf_graph_free(g);
     if (data != MAP_FAILED)
         munmap(data, (size_t)size);

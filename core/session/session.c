@@ -435,6 +435,32 @@ static minfer_status opt_deadline(void *user, const char *pass) {
     return mf_creation_check(user, "optimizer pass %s", pass);
 }
 
+/* g optimized at level as session s optimizes its own graph: folding on
+ * the placement's evaluator, fusions gated by s's providers, float16 as s
+ * computes it. The compiled format's writer calls it too (compile_model.c),
+ * so that a compiled file holds the graph the session ran, fusions that
+ * only a session's provider runs included. */
+minfer_status mf_session_optimize_graph(minfer_session *s, mf_graph *g, int level,
+                                        mf_opt_report *report) {
+    mf_evaluator *ev = NULL;
+    if (!s->pl->eval) {
+        mf_log(s, MINFER_LOG_INFO, "%s: no CPU provider for constant folding", s->errctx);
+    } else if (mf_evaluator_on(s->pl->eval, &ev) != MINFER_OK) {
+        ev = NULL;
+        mf_log(s, MINFER_LOG_INFO, "%s: no evaluator for constant folding: %s", s->errctx,
+               minfer_last_error());
+        mf_error_clear();
+    }
+    eval_user eu = {s, ev};
+    mf_opt_ctx ctx = {level, ev ? eval_checked : NULL, &eu, MF_FOLD_MAX_BYTES, report, 0,
+                      mf_plugin_infer};
+    ctx.half_as_float = half_as_float(s);
+    mf_opt_gate gate = {any_provider_runs, s, opt_deadline};
+    minfer_status st = mf_optimize_gated(g, &ctx, &gate, s->errctx);
+    mf_evaluator_close(ev);
+    return st;
+}
+
 static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
     int level = opt_level(opt);
     if (s->g->compiled_level) { /* a compiled file: optimized when compiled (docs/format.md) */
@@ -449,24 +475,9 @@ static minfer_status optimize(minfer_session *s, const minfer_options *opt) {
      * value a subgraph reads by name as they are (docs/optimizer.md); the
      * subgraphs are optimized as sessions of their own (build_subgraphs). */
     double t = mf_now_ms();
-    mf_evaluator *ev = NULL;
-    if (!s->pl->eval) {
-        mf_log(s, MINFER_LOG_INFO, "%s: no CPU provider for constant folding", s->errctx);
-    } else if (mf_evaluator_on(s->pl->eval, &ev) != MINFER_OK) {
-        ev = NULL;
-        mf_log(s, MINFER_LOG_INFO, "%s: no evaluator for constant folding: %s", s->errctx,
-               minfer_last_error());
-        mf_error_clear();
-    }
     mf_opt_report report;
     memset(&report, 0, sizeof report);
-    eval_user eu = {s, ev};
-    mf_opt_ctx ctx = {level, ev ? eval_checked : NULL, &eu, MF_FOLD_MAX_BYTES, &report, 0,
-                      mf_plugin_infer};
-    ctx.half_as_float = half_as_float(s);
-    mf_opt_gate gate = {any_provider_runs, s, opt_deadline};
-    minfer_status st = mf_optimize_gated(s->g, &ctx, &gate, s->errctx);
-    mf_evaluator_close(ev);
+    minfer_status st = mf_session_optimize_graph(s, s->g, level, &report);
     if (st != MINFER_OK)
         return st;
     phase(s, "optimize", t, mf_now_ms() - t);

@@ -37,6 +37,13 @@ minfer_status mf_session_create_graph_timed(mf_graph *g, const minfer_options *o
 minfer_status mf_session_create_sub(mf_graph *g, const minfer_options *opt, const char *errctx,
                                     minfer_session *parent, minfer_session **out);
 
+/* g optimized at level as session s optimizes its own graph (its
+ * evaluator, its providers' fusion gate, its float16 rule); report may be
+ * NULL. The compiled format's writer uses it (compile_model.c). */
+struct mf_opt_report;
+minfer_status mf_session_optimize_graph(minfer_session *s, mf_graph *g, int level,
+                                        struct mf_opt_report *report);
+
 /* Shared thread pools (thread_pool.c): the default thread count (one per
  * usable CPU, util/cpus.h, at most 64), a new reference to tp (NULL
  * stays NULL; minfer_thread_pool_free drops it) and its pool. */
