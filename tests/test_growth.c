@@ -256,8 +256,10 @@ static void test_fan_out_grows_linearly(void **state) {
 
 /* The planner alone: n buffers, each alive with about n/2 others (far past
  * the pair budget at which mf_plan_greedy stops visiting pairs), placed in
- * milliseconds; 4n must cost less than 8x n (the pair-by-pair planner:
- * 16x, seconds at 16000). */
+ * milliseconds; 4n must cost less than 11x n (n log n: about 4.7x, 5-7x
+ * measured, 8.6x once under ASan+UBSan beside another ASan process, where
+ * the 16000 buffers' working set leaves the cache; the pair-by-pair
+ * planner: 16x, seconds at 16000). */
 static double plan_ms(size_t n, uint64_t *arena) {
     mf_plan_item *it = calloc(n, sizeof *it);
     assert_non_null(it);
@@ -290,7 +292,7 @@ static void test_planner_grows_n_log_n(void **state) {
     }
     printf("planner %zu -> %zu buffers: %.2f -> %.2f ms (x%.2f), arenas %llu, %llu bytes\n", n,
            4 * n, p1, p2, p2 / p1, (unsigned long long)a1, (unsigned long long)a2);
-    if (p2 > 8 * p1)
+    if (p2 > 11 * p1)
         fail_msg("the planner grows faster than n log n: x%.2f for 4x the buffers", p2 / p1);
 }
 
